@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs PostgreSQL 15 with pgvector (built from Debian's source package, since bookworm
+# ships no binary pgvector) and starts a throwaway cluster on loopback.
+# Prints the connection URL on its last line. Usage: .ci/postgres.sh [PORT]
+set -euo pipefail
+PORT="${1:-55432}"
+PGBIN=/usr/lib/postgresql/15/bin
+WORK="${PG_WORK_DIR:-/tmp/sku-search-pg}"
+SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+
+export DEBIAN_FRONTEND=noninteractive
+if [ ! -f "$(pg_config --sharedir 2>/dev/null)/extension/vector.control" ] \
+   || ! [ -x "$PGBIN/initdb" ]; then
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq postgresql-15 postgresql-server-dev-15 dpkg-dev build-essential >/dev/null
+  # A private source list for trixie's pgvector source, leaving the system's lists untouched.
+  SRC=/tmp/sku-search-apt-src
+  mkdir -p "$SRC/lists/partial" "$SRC/cache/archives/partial" "$SRC/parts"
+  mirror=$(grep -m1 -oE 'https?://[^ ]+/debian' /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list 2>/dev/null | head -1 | cut -d: -f2-)
+  mirror="${mirror:-http://deb.debian.org/debian}"
+  echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie main" > "$SRC/sources.list"
+  APT_OPTS=(-o "Dir::Etc::SourceList=$SRC/sources.list" -o "Dir::Etc::SourceParts=$SRC/parts"
+            -o "Dir::State::Lists=$SRC/lists" -o "Dir::Cache=$SRC/cache")
+  $SUDO apt-get "${APT_OPTS[@]}" update -qq
+  BUILD=/tmp/sku-search-pgvector-build
+  rm -rf "$BUILD"; mkdir -p "$BUILD"; cd "$BUILD"
+  apt-get "${APT_OPTS[@]}" source -qq pgvector >/dev/null 2>&1 || apt-get "${APT_OPTS[@]}" source pgvector
+  cd "$(find . -maxdepth 1 -type d -name 'pgvector-*' | head -1)"
+  make -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config OPTFLAGS="" >/dev/null
+  $SUDO make -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config install >/dev/null
+  cd /
+fi
+
+# A fresh cluster on loopback, trust auth, owned by postgres.
+if [ -f "$WORK/data/postmaster.pid" ]; then
+  su postgres -c "$PGBIN/pg_ctl -D $WORK/data stop -m fast" >/dev/null 2>&1 || true
+fi
+rm -rf "$WORK"; mkdir -p "$WORK"; chown postgres:postgres "$WORK"
+su postgres -c "$PGBIN/initdb -D $WORK/data --auth=trust -U postgres -E UTF8 --locale=C.UTF-8" >/dev/null
+su postgres -c "$PGBIN/pg_ctl -D $WORK/data -l $WORK/server.log -o '-p $PORT -k $WORK -c listen_addresses=127.0.0.1' -w start" >/dev/null
+psql -h 127.0.0.1 -p "$PORT" -U postgres -qc "CREATE DATABASE sku_test" >/dev/null
+psql -h 127.0.0.1 -p "$PORT" -U postgres -d sku_test -qc "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null
+echo "postgres://postgres@127.0.0.1:$PORT/sku_test"

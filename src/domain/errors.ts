@@ -1,0 +1,77 @@
+/**
+ * Typed domain errors. Only the HTTP adapter maps them to status codes and `{"detail": ...}`;
+ * `message` is the Spanish text a client may see, so it never carries secrets or internals.
+ */
+export abstract class DomainError extends Error {
+  abstract readonly kind: string;
+}
+
+/** Wrong username or password. The same error for both, so it does not reveal which. */
+export class InvalidCredentials extends DomainError {
+  readonly kind = "InvalidCredentials";
+  constructor() {
+    super("Usuario o contraseña incorrectos");
+  }
+}
+
+/** Too many failed logins for a username or a client address. */
+export class TooManyAttempts extends DomainError {
+  readonly kind = "TooManyAttempts";
+  constructor(readonly retryAfterSeconds: number) {
+    super(`Demasiados intentos fallidos. Inténtelo de nuevo en ${retryAfterSeconds} segundos`);
+  }
+}
+
+/** A missing, malformed, forged or expired token, or one whose user no longer exists. */
+export class NotAuthenticated extends DomainError {
+  readonly kind = "NotAuthenticated";
+  constructor(message = "No se pudieron validar las credenciales") {
+    super(message);
+  }
+}
+
+/** Input that breaks a domain rule (empty after trimming, too long, ...). */
+export class InvalidInput extends DomainError {
+  readonly kind = "InvalidInput";
+}
+
+export class UserAlreadyExists extends DomainError {
+  readonly kind = "UserAlreadyExists";
+  constructor(username: string) {
+    super(`El usuario '${username}' ya existe`);
+  }
+}
+
+export class UserNotFound extends DomainError {
+  readonly kind = "UserNotFound";
+  constructor(username: string) {
+    super(`El usuario '${username}' no existe`);
+  }
+}
+
+/** The embedder failed or returned an unusable vector; nothing was stored. */
+export class EmbeddingUnavailable extends DomainError {
+  readonly kind = "EmbeddingUnavailable";
+  constructor(
+    message = "El servicio de embeddings no está disponible. Inténtelo de nuevo más tarde",
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** No generator could write a recommendation (only raised when generation is required). */
+export class GenerationUnavailable extends DomainError {
+  readonly kind = "GenerationUnavailable";
+  constructor(message = "Ningún proveedor pudo generar la recomendación", options?: ErrorOptions) {
+    super(message, options);
+  }
+}
+
+/** The database did not answer. */
+export class DatabaseUnavailable extends DomainError {
+  readonly kind = "DatabaseUnavailable";
+  constructor(message = "La base de datos no está disponible", options?: ErrorOptions) {
+    super(message, options);
+  }
+}

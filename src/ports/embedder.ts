@@ -1,0 +1,12 @@
+import type { Vector } from "../domain/vector.ts";
+
+/** Some models embed queries and documents differently (e.g. retrieval task types). */
+export type EmbeddingPurpose = "document" | "query";
+
+export interface Embedder {
+  /** Identifies the vector space: vectors of different models must never be compared. */
+  readonly model: string;
+  readonly dimension: number;
+  /** One vector per text, in order. Rejects when the provider fails. */
+  embed(texts: readonly string[], purpose: EmbeddingPurpose): Promise<Vector[]>;
+}
