@@ -1,0 +1,76 @@
+import type { PasswordHasher } from "../ports/password-hasher.ts";
+import type { TokenService } from "../ports/token-service.ts";
+import type { UserRepository } from "../ports/user-repository.ts";
+import { InvalidCredentials, NotAuthenticated, TooManyAttempts } from "./errors.ts";
+import type { LoginThrottle } from "./login-throttle.ts";
+import type { User } from "./user.ts";
+
+export interface LoginAttempt {
+  username: string;
+  password: string;
+  /** The client's address, for throttling; undefined when unknown. */
+  clientAddress?: string | undefined;
+}
+
+export interface Deps {
+  users: UserRepository;
+  hasher: PasswordHasher;
+  tokens: TokenService;
+  /** Failed logins per username (guessing one account's password). */
+  usernameThrottle: LoginThrottle;
+  /** Failed logins per client address (one client trying many accounts); a looser policy. */
+  addressThrottle: LoginThrottle;
+}
+
+/**
+ * Authenticate: checks a username and password and issues an access token.
+ * Unknown users cost a password verification too, so neither the answer nor its timing
+ * tells whether a username exists.
+ */
+export class Authenticate {
+  private dummyHash: Promise<string> | undefined;
+
+  constructor(private readonly deps: Deps) {}
+
+  async login(attempt: LoginAttempt): Promise<string> {
+    const { users, hasher, tokens } = this.deps;
+    const checks = this.throttleChecks(attempt);
+    const wait = Math.max(0, ...checks.map(({ throttle, key }) => throttle.retryAfterSeconds(key)));
+    if (wait > 0) throw new TooManyAttempts(wait);
+
+    const user = await users.findByUsername(attempt.username);
+    const hash = user?.passwordHash ?? (await this.hashOfNobody());
+    const passwordMatches = await hasher.verify(attempt.password, hash);
+    if (!user || !passwordMatches) {
+      for (const { throttle, key } of checks) throttle.recordFailure(key);
+      throw new InvalidCredentials();
+    }
+    this.deps.usernameThrottle.reset(usernameKey(attempt.username));
+    return tokens.issue({ userId: user.id, username: user.username });
+  }
+
+  /** The user a bearer token stands for; NotAuthenticated when the token is bad or the user is gone. */
+  async userForToken(token: string | undefined): Promise<User> {
+    if (!token) throw new NotAuthenticated("No autenticado: falta el token de acceso");
+    const claims = await this.deps.tokens.verify(token);
+    if (!claims) throw new NotAuthenticated("Token inválido o caducado");
+    const user = await this.deps.users.findById(claims.userId);
+    if (!user || user.username !== claims.username) throw new NotAuthenticated("El usuario del token ya no existe");
+    return user;
+  }
+
+  private throttleChecks(attempt: LoginAttempt): { throttle: LoginThrottle; key: string }[] {
+    const checks = [{ throttle: this.deps.usernameThrottle, key: usernameKey(attempt.username) }];
+    if (attempt.clientAddress) checks.push({ throttle: this.deps.addressThrottle, key: attempt.clientAddress });
+    return checks;
+  }
+
+  private hashOfNobody(): Promise<string> {
+    this.dummyHash ??= this.deps.hasher.hash(crypto.randomUUID());
+    return this.dummyHash;
+  }
+}
+
+function usernameKey(username: string): string {
+  return username.toLowerCase();
+}

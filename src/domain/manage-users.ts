@@ -1,0 +1,67 @@
+import type { PasswordHasher } from "../ports/password-hasher.ts";
+import type { UserRepository } from "../ports/user-repository.ts";
+import { InvalidInput, UserNotFound } from "./errors.ts";
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH, type User } from "./user.ts";
+
+export interface Deps {
+  users: UserRepository;
+  hasher: PasswordHasher;
+}
+
+/** ManageUsers: the operator's user administration (CLI), and the first admin at startup. */
+export class ManageUsers {
+  constructor(private readonly deps: Deps) {}
+
+  async add(username: string, password: string): Promise<User> {
+    const name = checkUsername(username);
+    checkPassword(password);
+    return this.deps.users.create(name, await this.deps.hasher.hash(password));
+  }
+
+  async resetPassword(username: string, password: string): Promise<void> {
+    checkPassword(password);
+    const updated = await this.deps.users.updatePassword(username, await this.deps.hasher.hash(password));
+    if (!updated) throw new UserNotFound(username);
+  }
+
+  async remove(username: string): Promise<void> {
+    if (!(await this.deps.users.remove(username))) throw new UserNotFound(username);
+  }
+
+  /**
+   * Creates the first admin when there are no users at all. Returns the password it set when it
+   * had to generate one (so the caller can show it once), null otherwise.
+   */
+  async ensureAdmin(username: string, password: string | undefined): Promise<{ generatedPassword: string | null }> {
+    if ((await this.deps.users.count()) > 0) return { generatedPassword: null };
+    const chosen = password ?? generatePassword();
+    try {
+      await this.add(username, chosen);
+    } catch (error) {
+      // Another replica created users between our count and our insert: nothing left to do.
+      if ((await this.deps.users.count()) > 0) return { generatedPassword: null };
+      throw error;
+    }
+    return { generatedPassword: password === undefined ? chosen : null };
+  }
+}
+
+function checkUsername(username: string): string {
+  const name = username.trim();
+  if (name.length === 0) throw new InvalidInput("El nombre de usuario no puede estar vacío");
+  if (name.length > USERNAME_MAX_LENGTH) {
+    throw new InvalidInput(`El nombre de usuario admite como máximo ${USERNAME_MAX_LENGTH} caracteres`);
+  }
+  return name;
+}
+
+function checkPassword(password: string): void {
+  if (password.length < PASSWORD_MIN_LENGTH || password.length > PASSWORD_MAX_LENGTH) {
+    throw new InvalidInput(`La contraseña debe tener entre ${PASSWORD_MIN_LENGTH} y ${PASSWORD_MAX_LENGTH} caracteres`);
+  }
+}
+
+/** 24 random bytes, URL-safe base64: 192 bits. */
+function generatePassword(): string {
+  return Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString("base64url");
+}
