@@ -16,8 +16,14 @@ if [ ! -f "$(pg_config --sharedir 2>/dev/null)/extension/vector.control" ] \
   # A private source list for trixie's pgvector source, leaving the system's lists untouched.
   SRC=/tmp/sku-search-apt-src
   mkdir -p "$SRC/lists/partial" "$SRC/cache/archives/partial" "$SRC/parts"
-  mirror=$(grep -m1 -oE 'https?://[^ ]+/debian' /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list 2>/dev/null | head -1 | cut -d: -f2-)
-  mirror="${mirror:-http://deb.debian.org/debian}"
+  # The system's own Debian mirror (deb822 "URIs:" or one-line "deb" entries), whatever it is.
+  mirror=$( { cat /etc/apt/sources.list.d/*.sources 2>/dev/null || true; } \
+    | sed -nE 's#^URIs:[[:space:]]*(https?://[^ ]+/debian)/?$#\1#p' | head -n1)
+  if [ -z "$mirror" ]; then
+    mirror=$( { cat /etc/apt/sources.list 2>/dev/null || true; } \
+      | sed -nE 's#^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?(https?://[^ ]+/debian)/?[[:space:]].*#\2#p' | head -n1)
+  fi
+  [ -n "$mirror" ] || { echo "no Debian mirror found in the apt sources" >&2; exit 1; }
   echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie main" > "$SRC/sources.list"
   APT_OPTS=(-o "Dir::Etc::SourceList=$SRC/sources.list" -o "Dir::Etc::SourceParts=$SRC/parts"
             -o "Dir::State::Lists=$SRC/lists" -o "Dir::Cache=$SRC/cache")
