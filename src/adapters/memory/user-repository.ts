@@ -1,0 +1,52 @@
+import { DatabaseUnavailable, UserAlreadyExists } from "../../domain/errors.ts";
+import type { User } from "../../domain/user.ts";
+import type { UserRepository } from "../../ports/user-repository.ts";
+
+/** Users in memory. Set `down` to make every call fail with DatabaseUnavailable. */
+export class MemoryUserRepository implements UserRepository {
+  down = false;
+  private readonly users = new Map<string, User>();
+  private nextId = 1;
+
+  async findByUsername(username: string): Promise<User | null> {
+    this.checkUp();
+    const user = this.users.get(username);
+    return user ? { ...user } : null;
+  }
+
+  async findById(id: number): Promise<User | null> {
+    this.checkUp();
+    const user = [...this.users.values()].find((candidate) => candidate.id === id);
+    return user ? { ...user } : null;
+  }
+
+  async create(username: string, passwordHash: string): Promise<User> {
+    this.checkUp();
+    if (this.users.has(username)) throw new UserAlreadyExists(username);
+    const user: User = { id: this.nextId++, username, passwordHash };
+    this.users.set(username, user);
+    return { ...user };
+  }
+
+  async updatePassword(username: string, passwordHash: string): Promise<boolean> {
+    this.checkUp();
+    const user = this.users.get(username);
+    if (!user) return false;
+    user.passwordHash = passwordHash;
+    return true;
+  }
+
+  async remove(username: string): Promise<boolean> {
+    this.checkUp();
+    return this.users.delete(username);
+  }
+
+  async count(): Promise<number> {
+    this.checkUp();
+    return this.users.size;
+  }
+
+  private checkUp(): void {
+    if (this.down) throw new DatabaseUnavailable();
+  }
+}

@@ -1,0 +1,78 @@
+import { pathToFileURL } from "node:url";
+import { PGlite, type PGliteOptions, type Transaction } from "@electric-sql/pglite";
+import { vector } from "@electric-sql/pglite-pgvector";
+import { DatabaseUnavailable } from "../../domain/errors.ts";
+import { insideTransaction, type SqlClient } from "../postgres/sql-client.ts";
+
+/**
+ * Where PGlite finds its files when it cannot look next to its own module, as inside a
+ * `bun build --compile` executable (see GUIDE.md). Each one is passed through untouched.
+ */
+export interface PgliteAssets {
+  pgliteWasmModule?: WebAssembly.Module;
+  initdbWasmModule?: WebAssembly.Module;
+  fsBundle?: Blob;
+  /** A real file path (or file: URL) of pgvector's `vector.tar.gz`. */
+  vectorBundlePath?: string | URL;
+}
+
+/**
+ * Opens the embedded database with pgvector loaded: persisted in `dataDir` (created when missing),
+ * or in memory when `dataDir` is undefined. PGlite is one backend in this process, so every query
+ * and transaction runs one after another; a query outside a running transaction waits for it.
+ */
+export async function openPglite(dataDir: string | undefined, assets: PgliteAssets = {}): Promise<SqlClient> {
+  const { vectorBundlePath, ...wasm } = assets;
+  const options: PGliteOptions = {
+    extensions: { vector: vectorBundlePath === undefined ? vector : withBundlePath(vectorBundlePath) },
+    ...wasm,
+  };
+  if (dataDir !== undefined) options.dataDir = dataDir;
+  const db = await PGlite.create(options);
+  return {
+    ...pgliteExecutor(db),
+    close: () => db.close(),
+  };
+}
+
+function withBundlePath(path: string | URL): typeof vector {
+  const bundlePath = typeof path === "string" ? pathToFileURL(path) : path;
+  return {
+    name: vector.name,
+    setup: async (pg, emscriptenOpts) => ({ ...(await vector.setup(pg, emscriptenOpts)), bundlePath }),
+  };
+}
+
+function pgliteExecutor(db: PGlite) {
+  return {
+    async query<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
+      if (db.closed) throw new DatabaseUnavailable();
+      return (await db.query<T>(text, [...params])).rows;
+    },
+    transaction<R>(fn: (tx: SqlClient) => Promise<R>): Promise<R> {
+      if (db.closed) return Promise.reject(new DatabaseUnavailable());
+      return db.transaction((tx) => fn(insideTransaction(transactionExecutor(tx, { next: 0 }))));
+    },
+  };
+}
+
+/** PGlite's Transaction has no nesting, so a nested transaction is a savepoint. */
+function transactionExecutor(tx: Transaction, savepoints: { next: number }): Pick<SqlClient, "query" | "transaction"> {
+  return {
+    async query<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
+      return (await tx.query<T>(text, [...params])).rows;
+    },
+    async transaction<R>(fn: (tx: SqlClient) => Promise<R>): Promise<R> {
+      const name = `sp_${savepoints.next++}`;
+      await tx.query(`SAVEPOINT ${name}`);
+      try {
+        const result = await fn(insideTransaction(transactionExecutor(tx, savepoints)));
+        await tx.query(`RELEASE SAVEPOINT ${name}`);
+        return result;
+      } catch (error) {
+        await tx.query(`ROLLBACK TO SAVEPOINT ${name}`);
+        throw error;
+      }
+    },
+  };
+}

@@ -1,0 +1,233 @@
+import pgvector from "pgvector";
+import { embeddingText } from "../../domain/product.ts";
+import { vectorProblem } from "../../domain/vector.ts";
+import type { Embedder } from "../../ports/embedder.ts";
+import type { SqlClient } from "./sql-client.ts";
+
+/** The vector space the stored embeddings live in: the model that made them and their length. */
+export interface EmbeddingSpace {
+  model: string;
+  dimension: number;
+}
+
+/** The database holds embeddings of another model or dimension than the configured embedder's. */
+export class EmbeddingSpaceMismatch extends Error {
+  constructor(
+    readonly stored: EmbeddingSpace,
+    readonly configured: EmbeddingSpace,
+  ) {
+    super(
+      `The database holds embeddings of model "${stored.model}" (${stored.dimension} dimensions), ` +
+        `but the configured embedder is "${configured.model}" (${configured.dimension} dimensions); ` +
+        "vectors of different models cannot be compared. To rebuild every product's embedding with the " +
+        "configured model, run `bun run cli reembed` (or `sku-search reembed` for the executable).",
+    );
+    this.name = "EmbeddingSpaceMismatch";
+  }
+}
+
+/** pgvector's `vector` type holds at most 16,000 dimensions. */
+const MAX_DIMENSION = 16_000;
+
+/** Any constant shared by every replica: whoever holds it is the one changing the schema. */
+const SCHEMA_LOCK_KEY = 8_310_427_734_115;
+
+/** A vector as a query parameter, in pgvector's text form `[1,2,3]` (cast it with `$n::vector`). */
+export function vectorParam(vector: ArrayLike<number>): string {
+  // toSql only accepts a plain array; a Float32Array must be copied first.
+  return pgvector.toSql(Array.from(vector)) as string;
+}
+
+interface Migration {
+  version: number;
+  name: string;
+  apply(tx: SqlClient, space: EmbeddingSpace): Promise<void>;
+}
+
+/**
+ * Applied in order, each once, recorded in `schema_migrations`. Never edit one that has shipped:
+ * append a new one. The `products.embedding` dimension comes from the configured embedder.
+ *
+ * No vector index: search is an exact cosine scan (see product-repository.ts for why).
+ */
+const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "users, products, embedding space",
+    async apply(tx, space) {
+      await tx.query(`
+        CREATE TABLE users (
+          id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+          username text NOT NULL UNIQUE,
+          password_hash text NOT NULL,
+          created_at timestamptz NOT NULL DEFAULT now()
+        )`);
+      await tx.query(`
+        CREATE TABLE products (
+          id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+          name text NOT NULL,
+          description text NOT NULL,
+          category text NOT NULL,
+          embedding vector(${space.dimension}) NOT NULL ${NOT_ZERO_CHECK},
+          created_at timestamptz NOT NULL DEFAULT now()
+        )`);
+      await tx.query(`
+        CREATE TABLE embedding_space (
+          singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+          model text NOT NULL,
+          dimension integer NOT NULL CHECK (dimension > 0)
+        )`);
+      await tx.query("INSERT INTO embedding_space (model, dimension) VALUES ($1, $2)", [space.model, space.dimension]);
+    },
+  },
+];
+
+/** A zero vector has no direction: cosine is undefined for it and pgvector does not index it. */
+const NOT_ZERO_CHECK = "CONSTRAINT products_embedding_not_zero CHECK (vector_norm(embedding) > 0)";
+
+/**
+ * Makes the database ready for the configured embedder: the pgvector extension, then every pending
+ * migration, all in one transaction under an advisory lock, so replicas starting together wait for
+ * each other and exactly one applies each migration. Throws EmbeddingSpaceMismatch when the stored
+ * embeddings come from another model or dimension.
+ */
+export async function prepareDatabase(client: SqlClient, space: EmbeddingSpace): Promise<void> {
+  const stored = await migrate(client, space);
+  if (stored.model !== space.model || stored.dimension !== space.dimension) {
+    throw new EmbeddingSpaceMismatch(stored, space);
+  }
+}
+
+/** Runs pending migrations and returns the embedding space the database records. */
+async function migrate(client: SqlClient, space: EmbeddingSpace): Promise<EmbeddingSpace> {
+  assertDimension(space.dimension);
+  return client.transaction(async (tx) => {
+    await tx.query(`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK_KEY})`);
+    await tx.query("CREATE EXTENSION IF NOT EXISTS vector");
+    await tx.query(`
+      CREATE TABLE IF NOT EXISTS schema_migrations (
+        version integer PRIMARY KEY,
+        name text NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT now()
+      )`);
+    const applied = await tx.query<{ version: number }>("SELECT version FROM schema_migrations");
+    const done = new Set(applied.map((row) => row.version));
+    for (const migration of MIGRATIONS) {
+      if (done.has(migration.version)) continue;
+      await migration.apply(tx, space);
+      await tx.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [
+        migration.version,
+        migration.name,
+      ]);
+    }
+    const [row] = await tx.query<EmbeddingSpace>("SELECT model, dimension FROM embedding_space");
+    if (!row) throw new Error("embedding_space is empty: the schema was altered by hand");
+    return { model: row.model, dimension: row.dimension };
+  });
+}
+
+function assertDimension(dimension: number): void {
+  if (!Number.isInteger(dimension) || dimension < 1 || dimension > MAX_DIMENSION) {
+    throw new Error(`embedding dimension must be an integer from 1 to ${MAX_DIMENSION}, got ${dimension}`);
+  }
+}
+
+export interface ReembedOptions {
+  /** Products embedded per call to the embedder (default 64). */
+  batchSize?: number;
+  /** Called after each batch with the products done so far and the total. */
+  onProgress?: (done: number, total: number) => void;
+}
+
+interface ProductText {
+  id: number | string;
+  name: string;
+  description: string;
+}
+
+/**
+ * Re-embeds every product with `embedder` and switches the database to its model and dimension.
+ *
+ * The new vectors are written batch by batch into a staging column `embedding_next` that search
+ * never reads; one final transaction swaps it in for `embedding` and updates `embedding_space`.
+ * If the embedder fails (or returns an unusable vector) before that, the staging column is dropped
+ * and the database is exactly as it was. Run one re-embed at a time; the service may keep serving
+ * searches meanwhile.
+ */
+export async function reembedProducts(
+  client: SqlClient,
+  embedder: Embedder,
+  options: ReembedOptions = {},
+): Promise<{ products: number }> {
+  const batchSize = options.batchSize ?? 64;
+  const space = { model: embedder.model, dimension: embedder.dimension };
+  await migrate(client, space);
+  const [counted] = await client.query<{ n: number | string }>("SELECT count(*) AS n FROM products");
+  const total = Number(counted?.n ?? 0);
+
+  await client.query("ALTER TABLE products DROP COLUMN IF EXISTS embedding_next");
+  await client.query(`ALTER TABLE products ADD COLUMN embedding_next vector(${space.dimension})`);
+  try {
+    let done = 0;
+    let lastId: number | string = 0;
+    for (;;) {
+      const batch: ProductText[] = await client.query<ProductText>(
+        "SELECT id, name, description FROM products WHERE id > $1 ORDER BY id LIMIT $2",
+        [lastId, batchSize],
+      );
+      if (batch.length === 0) break;
+      const vectors = await embedBatch(embedder, batch);
+      await client.transaction((tx) => writeStaged(tx, batch, vectors));
+      lastId = (batch.at(-1) as ProductText).id;
+      done += batch.length;
+      options.onProgress?.(Math.min(done, total), total);
+    }
+
+    return await client.transaction(async (tx) => {
+      await tx.query(`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK_KEY})`);
+      // From here inserts wait for the commit; reads wait only during the swap itself.
+      await tx.query("LOCK TABLE products IN SHARE ROW EXCLUSIVE MODE");
+      for (;;) {
+        const added = await tx.query<ProductText>(
+          "SELECT id, name, description FROM products WHERE embedding_next IS NULL ORDER BY id LIMIT $1",
+          [batchSize],
+        );
+        if (added.length === 0) break;
+        await writeStaged(tx, added, await embedBatch(embedder, added));
+      }
+      await tx.query("ALTER TABLE products DROP COLUMN embedding");
+      await tx.query("ALTER TABLE products RENAME COLUMN embedding_next TO embedding");
+      await tx.query("ALTER TABLE products ALTER COLUMN embedding SET NOT NULL");
+      await tx.query(`ALTER TABLE products ADD ${NOT_ZERO_CHECK}`);
+      await tx.query("UPDATE embedding_space SET model = $1, dimension = $2", [space.model, space.dimension]);
+      const [after] = await tx.query<{ n: number | string }>("SELECT count(*) AS n FROM products");
+      return { products: Number(after?.n ?? 0) };
+    });
+  } catch (error) {
+    await client.query("ALTER TABLE products DROP COLUMN IF EXISTS embedding_next").catch(() => {});
+    throw error;
+  }
+}
+
+/** The products' new vectors as query parameters, each checked before anything is written. */
+async function embedBatch(embedder: Embedder, products: readonly ProductText[]): Promise<string[]> {
+  const vectors = await embedder.embed(
+    products.map((product) => embeddingText(product)),
+    "document",
+  );
+  if (vectors.length !== products.length) {
+    throw new Error(`the embedder returned ${vectors.length} vectors for ${products.length} texts`);
+  }
+  return products.map((product, i) => {
+    const vector = vectors[i] as number[];
+    const problem = vectorProblem(vector, embedder.dimension);
+    if (problem) throw new Error(`the embedder returned an unusable vector for product ${product.id}: ${problem}`);
+    return vectorParam(vector);
+  });
+}
+
+async function writeStaged(tx: SqlClient, products: readonly ProductText[], vectors: readonly string[]): Promise<void> {
+  for (const [i, product] of products.entries()) {
+    await tx.query("UPDATE products SET embedding_next = $2::vector WHERE id = $1", [product.id, vectors[i]]);
+  }
+}

@@ -1,0 +1,65 @@
+import { UserAlreadyExists } from "../../domain/errors.ts";
+import type { User } from "../../domain/user.ts";
+import type { UserRepository } from "../../ports/user-repository.ts";
+import type { SqlClient } from "./sql-client.ts";
+
+interface UserRow {
+  id: number | string | bigint;
+  username: string;
+  password_hash: string;
+}
+
+const UNIQUE_VIOLATION = "23505";
+
+/** Users over PostgreSQL or PGlite. Usernames are compared exactly (case-sensitive). */
+export class PostgresUserRepository implements UserRepository {
+  constructor(private readonly db: SqlClient) {}
+
+  async findByUsername(username: string): Promise<User | null> {
+    const [row] = await this.db.query<UserRow>("SELECT id, username, password_hash FROM users WHERE username = $1", [
+      username,
+    ]);
+    return row ? toUser(row) : null;
+  }
+
+  async findById(id: number): Promise<User | null> {
+    const [row] = await this.db.query<UserRow>("SELECT id, username, password_hash FROM users WHERE id = $1", [id]);
+    return row ? toUser(row) : null;
+  }
+
+  async create(username: string, passwordHash: string): Promise<User> {
+    try {
+      const [row] = await this.db.query<UserRow>(
+        "INSERT INTO users (username, password_hash) VALUES ($1, $2) RETURNING id, username, password_hash",
+        [username, passwordHash],
+      );
+      if (!row) throw new Error("INSERT ... RETURNING returned no row");
+      return toUser(row);
+    } catch (error) {
+      if ((error as { code?: unknown }).code === UNIQUE_VIOLATION) throw new UserAlreadyExists(username);
+      throw error;
+    }
+  }
+
+  async updatePassword(username: string, passwordHash: string): Promise<boolean> {
+    const rows = await this.db.query("UPDATE users SET password_hash = $2 WHERE username = $1 RETURNING id", [
+      username,
+      passwordHash,
+    ]);
+    return rows.length > 0;
+  }
+
+  async remove(username: string): Promise<boolean> {
+    const rows = await this.db.query("DELETE FROM users WHERE username = $1 RETURNING id", [username]);
+    return rows.length > 0;
+  }
+
+  async count(): Promise<number> {
+    const [row] = await this.db.query<{ n: number | string | bigint }>("SELECT count(*) AS n FROM users");
+    return Number(row?.n ?? 0);
+  }
+}
+
+function toUser(row: UserRow): User {
+  return { id: Number(row.id), username: row.username, passwordHash: row.password_hash };
+}

@@ -1,0 +1,426 @@
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { MemoryDatabaseHealth } from "../../src/adapters/memory/database-health.ts";
+import { MemoryProductRepository } from "../../src/adapters/memory/product-repository.ts";
+import { MemoryUserRepository } from "../../src/adapters/memory/user-repository.ts";
+import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
+import { PostgresDatabaseHealth } from "../../src/adapters/postgres/database-health.ts";
+import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
+import { EmbeddingSpaceMismatch, prepareDatabase, reembedProducts } from "../../src/adapters/postgres/schema.ts";
+import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
+import { PostgresUserRepository } from "../../src/adapters/postgres/user-repository.ts";
+import { DatabaseUnavailable, UserAlreadyExists } from "../../src/domain/errors.ts";
+import { embeddingText } from "../../src/domain/product.ts";
+import type { Vector } from "../../src/domain/vector.ts";
+import type { DatabaseHealth } from "../../src/ports/database-health.ts";
+import type { Embedder, EmbeddingPurpose } from "../../src/ports/embedder.ts";
+import type { ProductRepository } from "../../src/ports/product-repository.ts";
+import type { UserRepository } from "../../src/ports/user-repository.ts";
+
+interface Repositories {
+  products: ProductRepository;
+  users: UserRepository;
+  health: DatabaseHealth;
+}
+
+/** Opens fresh, empty repositories whose products hold embeddings of `dimension`. */
+type RepositoryFactory = (dimension: number) => Promise<Repositories>;
+
+const shoe = { name: "Zapatilla de running", description: "Ligera y transpirable", category: "calzado" };
+const lamp = { name: "Lámpara de escritorio", description: "LED regulable", category: "hogar" };
+const mug = { name: "Taza térmica", description: "Mantiene el café caliente", category: "cocina" };
+
+function repositoryContract(open: RepositoryFactory): void {
+  test("add returns the product with an id", async () => {
+    const { products } = await open(4);
+    const first = await products.add(shoe, [1, 0, 0, 0]);
+    const second = await products.add(lamp, [0, 1, 0, 0]);
+    expect(first).toEqual({ id: expect.any(Number), ...shoe });
+    expect(second.id).not.toBe(first.id);
+  });
+
+  test("search ranks by cosine similarity, most similar first, with the score", async () => {
+    const { products } = await open(4);
+    const a = await products.add(shoe, [1, 0, 0, 0]);
+    const b = await products.add(lamp, [0, 1, 0, 0]);
+    const c = await products.add(mug, [1, 1, 0, 0]);
+    const hits = await products.searchByVector([1, 0.1, 0, 0], 10);
+    expect(hits.map((hit) => hit.id)).toEqual([a.id, c.id, b.id]);
+    expect(hits[0]).toMatchObject(shoe);
+    expect(hits[0]?.score).toBeCloseTo(1 / Math.sqrt(1.01), 5);
+    expect(hits[1]?.score).toBeCloseTo(1.1 / Math.sqrt(2 * 1.01), 5);
+    expect(hits[2]?.score).toBeCloseTo(0.1 / Math.sqrt(1.01), 5);
+    expect(hits[0]).not.toHaveProperty("embedding");
+  });
+
+  test("search honours the limit", async () => {
+    const { products } = await open(4);
+    for (const [i, product] of [shoe, lamp, mug].entries()) await products.add(product, [1, i, 0, 0]);
+    expect(await products.searchByVector([1, 0, 0, 0], 2)).toHaveLength(2);
+    expect(await products.searchByVector([1, 0, 0, 0], 0)).toEqual([]);
+  });
+
+  test("search on an empty catalogue finds nothing", async () => {
+    const { products } = await open(4);
+    expect(await products.searchByVector([1, 0, 0, 0], 5)).toEqual([]);
+  });
+
+  test("a zero vector is rejected", async () => {
+    const { products } = await open(4);
+    await expect(products.add(shoe, [0, 0, 0, 0])).rejects.toThrow();
+    expect(await products.searchByVector([1, 0, 0, 0], 5)).toEqual([]);
+  });
+
+  test("users: create, find, duplicate, update, remove, count", async () => {
+    const { users } = await open(4);
+    expect(await users.count()).toBe(0);
+    const ana = await users.create("ana", "hash-1");
+    expect(ana).toEqual({ id: expect.any(Number), username: "ana", passwordHash: "hash-1" });
+    await users.create("luis", "hash-2");
+    expect(await users.count()).toBe(2);
+
+    expect(await users.findByUsername("ana")).toEqual(ana);
+    expect(await users.findById(ana.id)).toEqual(ana);
+    expect(await users.findByUsername("nadie")).toBeNull();
+    expect(await users.findById(ana.id + 1000)).toBeNull();
+    await expect(users.create("ana", "other")).rejects.toBeInstanceOf(UserAlreadyExists);
+
+    expect(await users.updatePassword("ana", "hash-3")).toBe(true);
+    expect((await users.findByUsername("ana"))?.passwordHash).toBe("hash-3");
+    expect(await users.updatePassword("nadie", "x")).toBe(false);
+
+    expect(await users.remove("ana")).toBe(true);
+    expect(await users.remove("ana")).toBe(false);
+    expect(await users.findByUsername("ana")).toBeNull();
+    expect(await users.count()).toBe(1);
+  });
+
+  test("health answers", async () => {
+    const { health } = await open(4);
+    await health.ping();
+  });
+}
+
+/** Hands out clients on a fresh database and cleans up after each test. */
+interface TestDatabase {
+  /** A client on a database holding none of our tables. */
+  fresh(): Promise<SqlClient>;
+  /** Another client on the same database as the last `fresh()` (a separate connection if possible). */
+  another(): Promise<SqlClient>;
+  cleanup(): Promise<void>;
+}
+
+function sqlRepositories(db: TestDatabase): RepositoryFactory {
+  return async (dimension) => {
+    const client = await db.fresh();
+    await prepareDatabase(client, { model: "test-model", dimension });
+    return {
+      products: new PostgresProductRepository(client),
+      users: new PostgresUserRepository(client),
+      health: new PostgresDatabaseHealth(client),
+    };
+  };
+}
+
+/** Deterministic 3-dimension vectors; throws on call number `failOnCall` when given. */
+class FakeEmbedder implements Embedder {
+  readonly dimension = 3;
+  calls = 0;
+  constructor(
+    readonly model = "fake-3",
+    private readonly failOnCall?: number,
+  ) {}
+
+  async embed(texts: readonly string[], purpose: EmbeddingPurpose): Promise<Vector[]> {
+    expect(purpose).toBe("document");
+    this.calls++;
+    if (this.calls === this.failOnCall) throw new Error("provider down");
+    return texts.map((text) => [text.length, 1, text.charCodeAt(0)]);
+  }
+}
+
+async function tableColumns(client: SqlClient, table: string): Promise<string[]> {
+  const rows = await client.query<{ column_name: string }>(
+    `SELECT column_name FROM information_schema.columns
+     WHERE table_name = $1 AND table_schema = current_schema() ORDER BY ordinal_position`,
+    [table],
+  );
+  return rows.map((row) => row.column_name);
+}
+
+function databaseContract(db: TestDatabase): void {
+  const space = { model: "test-model", dimension: 4 };
+
+  test("prepareDatabase is idempotent and records each migration once", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    await new PostgresUserRepository(client).create("ana", "h");
+    await prepareDatabase(client, space);
+    const migrations = await client.query<{ version: number }>("SELECT version FROM schema_migrations");
+    expect(migrations.map((row) => row.version)).toEqual([1]);
+    expect(await new PostgresUserRepository(client).count()).toBe(1);
+  });
+
+  test("concurrent prepareDatabase calls all succeed", async () => {
+    const first = await db.fresh();
+    const clients = [first, await db.another(), await db.another()];
+    await Promise.all(clients.map((client) => prepareDatabase(client, space)));
+    const [row] = await first.query<{ n: number | string }>("SELECT count(*) AS n FROM schema_migrations");
+    expect(Number(row?.n)).toBe(1);
+  });
+
+  test("another model or dimension raises EmbeddingSpaceMismatch naming reembed", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    const otherDimension = prepareDatabase(client, { model: "test-model", dimension: 3 });
+    await expect(otherDimension).rejects.toBeInstanceOf(EmbeddingSpaceMismatch);
+    await expect(otherDimension).rejects.toThrow(/test-model.*4 dimensions.*3 dimensions.*reembed/s);
+    await expect(prepareDatabase(client, { model: "other-model", dimension: 4 })).rejects.toThrow(
+      /"test-model".*"other-model".*bun run cli reembed/s,
+    );
+  });
+
+  test("the database rejects a zero vector", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    const insert = client.query(
+      "INSERT INTO products (name, description, category, embedding) VALUES ('a', 'b', 'c', '[0,0,0,0]')",
+    );
+    await expect(insert).rejects.toMatchObject({ code: "23514" });
+  });
+
+  test("SQL errors are not mistaken for an unavailable database", async () => {
+    const client = await db.fresh();
+    const error = await client.query("SELECT * FROM no_such_table").catch((e: unknown) => e);
+    expect(error).not.toBeInstanceOf(DatabaseUnavailable);
+    expect(error).toMatchObject({ code: "42P01" });
+  });
+
+  test("a transaction rolls back when its function throws, a nested one to its savepoint", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    const users = (tx: SqlClient) => new PostgresUserRepository(tx);
+    const failed = client.transaction(async (tx) => {
+      await users(tx).create("ana", "h");
+      throw new Error("boom");
+    });
+    await expect(failed).rejects.toThrow("boom");
+    await client.transaction(async (tx) => {
+      await users(tx).create("luis", "h");
+      await tx.transaction(async (inner) => users(inner).create("luis", "again")).catch(() => {});
+      await users(tx).create("eva", "h");
+    });
+    expect(await users(client).findByUsername("ana")).toBeNull();
+    expect(await users(client).count()).toBe(2);
+  });
+
+  test("reembedProducts converts 4-dimension products to the embedder's 3 dimensions", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    const before = new PostgresProductRepository(client);
+    const added = [];
+    for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
+      added.push(await before.add(product, [1, i, 0, 0]));
+
+    const embedder = new FakeEmbedder();
+    const progress: number[] = [];
+    const result = await reembedProducts(client, embedder, { batchSize: 2, onProgress: (done) => progress.push(done) });
+    expect(result).toEqual({ products: 5 });
+    expect(progress).toEqual([2, 4, 5]);
+    expect(embedder.calls).toBe(3);
+
+    await prepareDatabase(client, { model: "fake-3", dimension: 3 });
+    expect(await tableColumns(client, "products")).toEqual([
+      "id",
+      "name",
+      "description",
+      "category",
+      "created_at",
+      "embedding",
+    ]);
+    const hits = await new PostgresProductRepository(client).searchByVector(
+      [embeddingText(mug).length, 1, mug.name.charCodeAt(0)],
+      5,
+    );
+    expect(hits).toHaveLength(5);
+    expect(hits[0]).toMatchObject({ id: added[2]?.id, ...mug });
+    expect(hits[0]?.score).toBeCloseTo(1, 5);
+    await expect(
+      client.query("INSERT INTO products (name, description, category, embedding) VALUES ('a','b','c','[0,0,0]')"),
+    ).rejects.toMatchObject({ code: "23514" });
+  });
+
+  test("reembedProducts leaves the database as it was when the embedder fails midway", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    const repository = new PostgresProductRepository(client);
+    for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries()) await repository.add(product, [1, i, 0, 0]);
+    const columns = await tableColumns(client, "products");
+
+    await expect(reembedProducts(client, new FakeEmbedder("fake-3", 2), { batchSize: 2 })).rejects.toThrow(
+      "provider down",
+    );
+
+    await prepareDatabase(client, space);
+    expect(await tableColumns(client, "products")).toEqual(columns);
+    const hits = await repository.searchByVector([1, 0, 0, 0], 10);
+    expect(hits).toHaveLength(5);
+    expect(hits[0]?.score).toBeCloseTo(1, 5);
+  });
+}
+
+describe("memory fakes", () => {
+  repositoryContract(async (dimension) => ({
+    products: new MemoryProductRepository(dimension),
+    users: new MemoryUserRepository(),
+    health: new MemoryDatabaseHealth(),
+  }));
+
+  test("down makes every call fail with DatabaseUnavailable", async () => {
+    const products = new MemoryProductRepository();
+    const users = new MemoryUserRepository();
+    const health = new MemoryDatabaseHealth();
+    products.down = users.down = health.down = true;
+    await expect(health.ping()).rejects.toBeInstanceOf(DatabaseUnavailable);
+    await expect(users.count()).rejects.toBeInstanceOf(DatabaseUnavailable);
+    await expect(products.searchByVector([1], 1)).rejects.toBeInstanceOf(DatabaseUnavailable);
+  });
+});
+
+describe("PGlite in memory", () => {
+  // Opening PGlite takes seconds: one instance, emptied before each test.
+  let shared: SqlClient;
+  beforeAll(async () => {
+    shared = await openPglite(undefined);
+  }, 30_000);
+  afterAll(() => shared.close());
+  const db: TestDatabase = {
+    async fresh() {
+      await shared.query("DROP TABLE IF EXISTS products, users, embedding_space, schema_migrations CASCADE");
+      return shared;
+    },
+    async another() {
+      return shared;
+    },
+    async cleanup() {},
+  };
+
+  repositoryContract(sqlRepositories(db));
+  databaseContract(db);
+});
+
+describe("PGlite on disk", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "sku-search-pglite-"));
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  test("keeps its data across close and reopen; closed, it is unavailable", async () => {
+    const space = { model: "test-model", dimension: 4 };
+    const first = await openPglite(dir);
+    await prepareDatabase(first, space);
+    const added = await new PostgresProductRepository(first).add(shoe, [1, 2, 3, 4]);
+    await new PostgresUserRepository(first).create("ana", "h");
+    await first.close();
+    await expect(first.query("SELECT 1")).rejects.toBeInstanceOf(DatabaseUnavailable);
+
+    const second = await openPglite(dir);
+    try {
+      await prepareDatabase(second, space);
+      expect(await new PostgresProductRepository(second).searchByVector([1, 2, 3, 4], 5)).toEqual([
+        { ...added, score: expect.closeTo(1, 5) },
+      ]);
+      expect(await new PostgresUserRepository(second).count()).toBe(1);
+    } finally {
+      await second.close();
+    }
+  }, 30_000);
+});
+
+describe("postgres.js client", () => {
+  test("an unreachable server is DatabaseUnavailable", async () => {
+    const client = connectPostgres("postgres://nobody@127.0.0.1:1/nothing", { connectTimeoutSeconds: 2 });
+    try {
+      await expect(client.query("SELECT 1")).rejects.toBeInstanceOf(DatabaseUnavailable);
+      await expect(new PostgresDatabaseHealth(client).ping()).rejects.toBeInstanceOf(DatabaseUnavailable);
+      await expect(client.transaction(async () => 1)).rejects.toBeInstanceOf(DatabaseUnavailable);
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+const postgresUrl = Bun.env.TEST_DATABASE_URL;
+if (postgresUrl) {
+  describe("PostgreSQL server", () => {
+    // Each test gets its own schema (first in search_path; pgvector stays in public).
+    let admin: SqlClient;
+    let schema = "";
+    let clients: SqlClient[] = [];
+    let counter = 0;
+    const connect = () => {
+      const url = new URL(postgresUrl);
+      url.searchParams.set("search_path", `${schema},public`);
+      const client = connectPostgres(url.toString(), { maxConnections: 2 });
+      clients.push(client);
+      return client;
+    };
+    const db: TestDatabase = {
+      async fresh() {
+        schema = `contract_${process.pid}_${++counter}`;
+        await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        await admin.query(`CREATE SCHEMA ${schema}`);
+        return connect();
+      },
+      async another() {
+        return connect();
+      },
+      async cleanup() {
+        await Promise.all(clients.map((client) => client.close()));
+        clients = [];
+        if (schema) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        schema = "";
+      },
+    };
+    beforeAll(async () => {
+      admin = connectPostgres(postgresUrl, { maxConnections: 1 });
+      await admin.query("CREATE EXTENSION IF NOT EXISTS vector");
+    });
+    afterEach(() => db.cleanup());
+    afterAll(() => admin.close());
+
+    repositoryContract(sqlRepositories(db));
+    databaseContract(db);
+
+    test("a backend killed mid-query is DatabaseUnavailable, and the client recovers", async () => {
+      // closeTimeoutSeconds 0: postgres.js may wait for a killed connection until the timeout.
+      const client = connectPostgres(postgresUrl, { maxConnections: 1, closeTimeoutSeconds: 0 });
+      try {
+        const tag = `victim_${process.pid}`;
+        const running = client.query(`SELECT pg_sleep(5) AS ${tag}`).catch((error: unknown) => error);
+        for (let killed = 0; killed === 0; await Bun.sleep(20)) {
+          const rows = await admin.query<{ ok: boolean }>(
+            `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity
+             WHERE query LIKE $1 AND pid <> pg_backend_pid()`,
+            [`%AS ${tag}%`],
+          );
+          killed = rows.length;
+        }
+        expect(await running).toBeInstanceOf(DatabaseUnavailable);
+        let answer: unknown;
+        for (let attempt = 0; attempt < 3 && answer === undefined; attempt++) {
+          answer = await client.query<{ one: number }>("SELECT 1 AS one").then(
+            (rows) => rows[0]?.one,
+            (error: unknown) => expect(error).toBeInstanceOf(DatabaseUnavailable),
+          );
+        }
+        expect(answer).toBe(1);
+      } finally {
+        await client.close();
+      }
+    });
+  });
+}
