@@ -1,0 +1,132 @@
+import { openapi } from "@elysiajs/openapi";
+import { Elysia } from "elysia";
+import type { Authenticate } from "../../domain/authenticate.ts";
+import type { CreateProduct } from "../../domain/create-product.ts";
+import type { SearchAndRecommend } from "../../domain/search-and-recommend.ts";
+import type { DatabaseHealth } from "../../ports/database-health.ts";
+import { authRoutes } from "./auth-routes.ts";
+import { notFound, payloadTooLarge, toProblem } from "./errors.ts";
+import { healthRoutes } from "./health-routes.ts";
+import { productRoutes } from "./product-routes.ts";
+
+export interface HttpSettings {
+  projectName: string;
+  version: string;
+  /** When false, POST /products/search answers anonymous clients too. */
+  searchRequiresAuth: boolean;
+  /** Largest request body accepted, in bytes (413 above it). */
+  maxBodyBytes: number;
+}
+
+export type LogEvent = Record<string, unknown>;
+
+export interface HttpDeps {
+  authenticate: Authenticate;
+  createProduct: CreateProduct;
+  search: SearchAndRecommend;
+  health: DatabaseHealth;
+  settings: HttpSettings;
+  /**
+   * Structured events: `{level: "info", event: "request", method, path, status, ms}` per request, and
+   * `{level: "error", event: "request_failed", ..., error}` with the real Error behind every 5xx.
+   * Defaults to JSON lines on stdout.
+   */
+  log?: (event: LogEvent) => void;
+}
+
+/** Headers every answer carries: this is a JSON API, nothing in it should be sniffed, cached or framed. */
+const SECURITY_HEADERS = {
+  "X-Content-Type-Options": "nosniff",
+  "Cache-Control": "no-store",
+  "Referrer-Policy": "no-referrer",
+  "X-Frame-Options": "DENY",
+};
+
+/** The Elysia app (not listening): GET /, POST /auth/login, POST /products/, POST /products/search, /openapi. */
+export function createHttpApp(deps: HttpDeps) {
+  const { authenticate, createProduct, search, health, settings } = deps;
+  const log = deps.log ?? jsonLine;
+  const { maxBodyBytes } = settings;
+
+  const healthGroup = healthRoutes({ health });
+  const authGroup = authRoutes({ authenticate, maxBodyBytes });
+  const productGroup = productRoutes({
+    authenticate,
+    createProduct,
+    search,
+    searchRequiresAuth: settings.searchRequiresAuth,
+    maxBodyBytes,
+  });
+  const docs = openapi({
+    path: "/openapi",
+    documentation: {
+      info: {
+        title: settings.projectName,
+        version: settings.version,
+        description: 'Búsqueda semántica de productos con una recomendación generada. Errores: {"detail": "..."}.',
+      },
+      components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } },
+    },
+  });
+  const methodsByPath = routeTable([healthGroup, authGroup, productGroup, docs]);
+  const startedAt = new WeakMap<Request, number>();
+
+  return (
+    // normalize: false makes `additionalProperties: false` reject unknown fields (422) instead of dropping them.
+    new Elysia({ normalize: false })
+      .onRequest(({ request, set }) => {
+        startedAt.set(request, performance.now());
+        Object.assign(set.headers, SECURITY_HEADERS);
+        // Refuse a declared oversized body before anything reads it; readBody bounds the rest.
+        if (Number(request.headers.get("content-length")) > maxBodyBytes) throw payloadTooLarge(maxBodyBytes);
+      })
+      .onError(({ code, error, path, request, set }) => {
+        const problem = code === "NOT_FOUND" ? notFound(methodsByPath.get(routeKey(path))) : toProblem(error);
+        if (problem.status >= 500) {
+          log({ level: "error", event: "request_failed", method: request.method, path, status: problem.status, error });
+        }
+        set.status = problem.status;
+        Object.assign(set.headers, problem.headers);
+        return { detail: problem.detail };
+      })
+      .onAfterResponse(({ request, path, set }) => {
+        const started = startedAt.get(request);
+        log({
+          level: "info",
+          event: "request",
+          method: request.method,
+          path,
+          status: typeof set.status === "number" ? set.status : 200,
+          ms: started === undefined ? null : Math.round((performance.now() - started) * 10) / 10,
+        });
+      })
+      .use(docs)
+      .use(healthGroup)
+      .use(authGroup)
+      .use(productGroup)
+  );
+}
+
+/** Path (without trailing slash) → the methods it answers, for 405 and its Allow header. */
+function routeTable(instances: readonly { routes: readonly { method: string; path: string }[] }[]) {
+  const table = new Map<string, string[]>();
+  for (const { method, path } of instances.flatMap((instance) => instance.routes)) {
+    const methods = table.get(routeKey(path)) ?? [];
+    const all = method === "GET" ? ["GET", "HEAD"] : [method];
+    table.set(routeKey(path), [...new Set([...methods, ...all])]);
+  }
+  return table;
+}
+
+function routeKey(path: string): string {
+  return path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
+}
+
+/** The fallback log: one JSON line per event, errors as name, message and cause. */
+function jsonLine(event: LogEvent): void {
+  console.log(
+    JSON.stringify(event, (_key, value: unknown) =>
+      value instanceof Error ? { name: value.name, message: value.message, cause: value.cause } : value,
+    ),
+  );
+}

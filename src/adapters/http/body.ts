@@ -1,0 +1,55 @@
+import { malformedForm, malformedJson, payloadTooLarge, unsupportedMediaType } from "./errors.ts";
+
+export type BodyFormat = "json" | "form";
+
+const MEDIA_TYPES: Record<BodyFormat, readonly string[]> = {
+  json: ["application/json"],
+  form: ["application/x-www-form-urlencoded", "multipart/form-data"],
+};
+
+/**
+ * Reads a request body of at most `maxBytes` (counting the bytes actually received, so a chunked
+ * body without Content-Length is bounded too) and decodes it by its Content-Type.
+ * Returns null for an empty body, so the route's schema answers 422; throws HttpProblem for
+ * 413 (too large), 415 (a media type the route does not take) and 400 (undecodable).
+ */
+export async function readBody(request: Request, maxBytes: number, accept: readonly BodyFormat[]): Promise<unknown> {
+  const contentType = request.headers.get("content-type") ?? "";
+  const mediaType = (contentType.split(";")[0] ?? "").trim().toLowerCase();
+  const bytes = await readBytes(request, maxBytes);
+  if (bytes.byteLength === 0 && (mediaType === "" || accept.some((f) => MEDIA_TYPES[f].includes(mediaType)))) {
+    return null;
+  }
+
+  if (accept.includes("json") && (mediaType === "application/json" || mediaType.endsWith("+json"))) {
+    try {
+      return JSON.parse(new TextDecoder().decode(bytes));
+    } catch {
+      throw malformedJson();
+    }
+  }
+  if (accept.includes("form") && mediaType === "application/x-www-form-urlencoded") {
+    return Object.fromEntries(new URLSearchParams(new TextDecoder().decode(bytes)));
+  }
+  if (accept.includes("form") && mediaType === "multipart/form-data") {
+    try {
+      const form = await new Response(bytes, { headers: { "content-type": contentType } }).formData();
+      return Object.fromEntries(form);
+    } catch {
+      throw malformedForm();
+    }
+  }
+  throw unsupportedMediaType(accept.flatMap((format) => MEDIA_TYPES[format]));
+}
+
+async function readBytes(request: Request, maxBytes: number): Promise<Uint8Array> {
+  if (!request.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of request.body) {
+    size += chunk.byteLength;
+    if (size > maxBytes) throw payloadTooLarge(maxBytes);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}

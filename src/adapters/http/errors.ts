@@ -1,0 +1,145 @@
+import { NotFoundError, ParseError, t, ValidationError } from "elysia";
+import {
+  DatabaseUnavailable,
+  DomainError,
+  EmbeddingUnavailable,
+  GenerationUnavailable,
+  InvalidCredentials,
+  InvalidInput,
+  NotAuthenticated,
+  TooManyAttempts,
+  UserAlreadyExists,
+  UserNotFound,
+} from "../../domain/errors.ts";
+
+/**
+ * The one place where errors become HTTP answers: a status, a Spanish `detail` for the body
+ * `{"detail": ...}`, and the headers that go with it. Nothing internal ever reaches `detail`.
+ */
+export interface Problem {
+  status: number;
+  detail: string;
+  headers?: Record<string, string>;
+}
+
+/** The body of every error answer, for the OpenAPI document. */
+export const ProblemBody = t.Object({ detail: t.String({ description: "Explicación en español" }) });
+
+/** An HTTP-level refusal raised by the adapter itself (body too large, wrong media type, bad JSON). */
+export class HttpProblem extends Error {
+  constructor(
+    readonly status: number,
+    detail: string,
+  ) {
+    super(detail);
+  }
+}
+
+export const INTERNAL_ERROR: Problem = { status: 500, detail: "Error interno del servidor" };
+
+const BEARER_CHALLENGE = { "WWW-Authenticate": "Bearer" };
+
+export function toProblem(error: unknown): Problem {
+  if (error instanceof DomainError) return fromDomainError(error);
+  if (error instanceof HttpProblem) return { status: error.status, detail: error.message };
+  if (error instanceof ValidationError) {
+    // A response that breaks its own schema is our bug, not the client's.
+    return error.type === "response" ? INTERNAL_ERROR : { status: 422, detail: validationDetail(error) };
+  }
+  if (error instanceof ParseError) {
+    // Errors thrown while reading the body (ours, or the domain's from the bearer check) arrive wrapped.
+    const cause = error.cause;
+    if (cause instanceof DomainError || cause instanceof HttpProblem) return toProblem(cause);
+    return { status: 400, detail: "No se pudo leer el cuerpo de la petición" };
+  }
+  if (error instanceof NotFoundError) return notFound();
+  return INTERNAL_ERROR;
+}
+
+function fromDomainError(error: DomainError): Problem {
+  const detail = error.message;
+  if (error instanceof InvalidCredentials || error instanceof NotAuthenticated) {
+    return { status: 401, detail, headers: BEARER_CHALLENGE };
+  }
+  if (error instanceof TooManyAttempts) {
+    return { status: 429, detail, headers: { "Retry-After": String(error.retryAfterSeconds) } };
+  }
+  if (error instanceof InvalidInput) return { status: 422, detail };
+  if (error instanceof UserAlreadyExists) return { status: 409, detail };
+  if (error instanceof UserNotFound) return { status: 404, detail };
+  if (
+    error instanceof EmbeddingUnavailable ||
+    error instanceof GenerationUnavailable ||
+    error instanceof DatabaseUnavailable
+  ) {
+    return { status: 503, detail };
+  }
+  return INTERNAL_ERROR;
+}
+
+/** 404, or 405 with `Allow` when the path exists under other methods. */
+export function notFound(allowedMethods: readonly string[] = []): Problem {
+  if (allowedMethods.length === 0) return { status: 404, detail: "No encontrado" };
+  return {
+    status: 405,
+    detail: "Método no permitido",
+    headers: { Allow: allowedMethods.join(", ") },
+  };
+}
+
+export const payloadTooLarge = (maxBytes: number) =>
+  new HttpProblem(413, `El cuerpo de la petición supera el máximo de ${maxBytes} bytes`);
+
+export const unsupportedMediaType = (accepted: readonly string[]) =>
+  new HttpProblem(415, `Tipo de contenido no admitido: use ${accepted.join(" o ")}`);
+
+export const malformedJson = () => new HttpProblem(400, "El cuerpo de la petición no es un JSON válido");
+
+export const malformedForm = () => new HttpProblem(400, "El formulario de la petición no es válido");
+
+/** JSON Schema keywords this adapter's body schemas use. */
+interface FieldSchema {
+  type?: string;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  multipleOf?: number;
+}
+
+/**
+ * One Spanish sentence naming the first offending field, e.g. "Campo 'limit': debe ser un entero
+ * entre 1 y 50". It never repeats the submitted value (it may be a password).
+ */
+function validationDetail(error: ValidationError): string {
+  const path = error.valueError?.path ?? "";
+  const field = decodePointer(path.split("/")[1] ?? "");
+  if (!field) return "El cuerpo de la petición debe ser un objeto JSON con los campos esperados";
+  const properties = (error.validator as { schema?: { properties?: Record<string, FieldSchema> } }).schema?.properties;
+  const property = properties && Object.hasOwn(properties, field) ? properties[field] : undefined;
+  const name = field.length > 60 ? `${field.slice(0, 60)}…` : field;
+  if (!property) return `Campo '${name}': no está permitido`;
+  if (error.valueError?.value === undefined) return `Campo '${name}': es obligatorio`;
+  return `Campo '${name}': ${expectation(property)}`;
+}
+
+function expectation(schema: FieldSchema): string {
+  if (schema.type === "string") {
+    const { minLength, maxLength } = schema;
+    if (minLength && maxLength) return `debe ser un texto de entre ${minLength} y ${maxLength} caracteres`;
+    if (maxLength !== undefined) return `debe ser un texto de como máximo ${maxLength} caracteres`;
+    return "debe ser un texto";
+  }
+  if (schema.type === "integer" || (schema.type === "number" && schema.multipleOf === 1)) {
+    const { minimum, maximum } = schema;
+    if (minimum !== undefined && maximum !== undefined) return `debe ser un entero entre ${minimum} y ${maximum}`;
+    return "debe ser un número entero";
+  }
+  if (schema.type === "number") return "debe ser un número";
+  return "tiene un valor no válido";
+}
+
+/** JSON Pointer segment → property name ("~1" is "/", "~0" is "~"). */
+function decodePointer(segment: string): string {
+  return segment.replaceAll("~1", "/").replaceAll("~0", "~");
+}

@@ -1,0 +1,42 @@
+import { jwt } from "@elysiajs/jwt";
+import type { TokenClaims, TokenService } from "../../ports/token-service.ts";
+
+export type JwtAlgorithm = "HS256" | "HS384" | "HS512";
+
+export interface JwtSettings {
+  secret: string;
+  algorithm: JwtAlgorithm;
+  expireMinutes: number;
+}
+
+/** A positive integer id, as the `sub` claim carries it. */
+const USER_ID = /^[1-9][0-9]{0,15}$/;
+
+/**
+ * TokenService over @elysiajs/jwt (jose). Claims: `sub` (the user id as a string), `username`,
+ * `iat` and `exp`. Only the configured algorithm is accepted, so `alg: none` and tokens signed
+ * with another HMAC size are refused, as are forged, expired and malformed tokens.
+ */
+export class JwtTokenService implements TokenService {
+  private readonly jwt;
+
+  constructor(private readonly settings: JwtSettings) {
+    this.jwt = jwt({ secret: settings.secret, alg: settings.algorithm }).decorator.jwt;
+  }
+
+  issue({ userId, username }: TokenClaims): Promise<string> {
+    const exp = Math.floor(Date.now() / 1000) + Math.round(this.settings.expireMinutes * 60);
+    return this.jwt.sign({ sub: String(userId), username, exp });
+  }
+
+  async verify(token: string): Promise<TokenClaims | null> {
+    const payload = await this.jwt.verify(token, {
+      algorithms: [this.settings.algorithm],
+      requiredClaims: ["sub", "iat", "exp"],
+    });
+    if (!payload) return null;
+    const { sub, username } = payload;
+    if (typeof sub !== "string" || !USER_ID.test(sub) || typeof username !== "string") return null;
+    return { userId: Number(sub), username };
+  }
+}

@@ -1,0 +1,40 @@
+import type { Vector } from "../../src/domain/vector.ts";
+import type { Embedder, EmbeddingPurpose } from "../../src/ports/embedder.ts";
+
+/**
+ * Deterministic bag-of-words embedder: each lower-cased word adds 1 to a component picked by
+ * hashing it, so texts sharing words point in similar directions. `mode` makes it fail or
+ * return a zero vector, the two ways a real provider lets us down.
+ */
+export class FakeEmbedder implements Embedder {
+  readonly model = "fake-bag-of-words";
+  mode: "ok" | "fail" | "zero" = "ok";
+  /** Every text embedded, in order. */
+  readonly calls: { text: string; purpose: EmbeddingPurpose }[] = [];
+
+  constructor(readonly dimension = 256) {}
+
+  async embed(texts: readonly string[], purpose: EmbeddingPurpose): Promise<Vector[]> {
+    for (const text of texts) this.calls.push({ text, purpose });
+    if (this.mode === "fail") throw new Error("fake embedder: provider down");
+    return texts.map((text) => (this.mode === "zero" ? new Array(this.dimension).fill(0) : this.vectorOf(text)));
+  }
+
+  private vectorOf(text: string): Vector {
+    const vector: Vector = new Array(this.dimension).fill(0);
+    for (const word of text.toLowerCase().match(/\p{L}+|\p{N}+/gu) ?? []) {
+      const index = fnv1a(word) % this.dimension;
+      vector[index] = (vector[index] ?? 0) + 1;
+    }
+    return vector;
+  }
+}
+
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (const char of text) {
+    hash ^= char.codePointAt(0) ?? 0;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}
