@@ -1,0 +1,129 @@
+/**
+ * The composition root: the only module that knows every concrete adapter. It opens the
+ * database (PGlite in DATA_DIR, or a PostgreSQL server), prepares its schema, creates the first
+ * admin, and wires the use cases into the HTTP app.
+ */
+import { resolve } from "node:path";
+import { createHttpApp } from "../adapters/http/app.ts";
+import { JwtTokenService } from "../adapters/http/jwt-token-service.ts";
+import { openPglite } from "../adapters/pglite/pglite-client.ts";
+import { PostgresDatabaseHealth } from "../adapters/postgres/database-health.ts";
+import { PostgresProductRepository } from "../adapters/postgres/product-repository.ts";
+import { prepareDatabase } from "../adapters/postgres/schema.ts";
+import { connectPostgres, type SqlClient } from "../adapters/postgres/sql-client.ts";
+import { PostgresUserRepository } from "../adapters/postgres/user-repository.ts";
+import { GeneratorChain } from "../adapters/providers/generator-chain.ts";
+import { LocalEmbedder } from "../adapters/providers/local-embedder.ts";
+import { LocalGenerator } from "../adapters/providers/local-generator.ts";
+import { BunPasswordHasher } from "../adapters/security/bun-password-hasher.ts";
+import { Authenticate } from "../domain/authenticate.ts";
+import { CreateProduct } from "../domain/create-product.ts";
+import { LoginThrottle } from "../domain/login-throttle.ts";
+import { ManageUsers } from "../domain/manage-users.ts";
+import { SearchAndRecommend } from "../domain/search-and-recommend.ts";
+import { type Clock, systemClock } from "../ports/clock.ts";
+import type { Embedder } from "../ports/embedder.ts";
+import type { Generator } from "../ports/generator.ts";
+import type { Config } from "./config.ts";
+import type { Logger } from "./logger.ts";
+import { resolveRuntimeAssets } from "./runtime-assets.ts";
+import { jwtSecretFor } from "./secrets.ts";
+
+/** Where the offline model is when LOCAL_MODEL_DIR is unset and we run from source. */
+const INSTALLED_MODEL_DIR = resolve(import.meta.dir, "../../models/all-MiniLM-L6-v2");
+
+const MINUTE = 60_000;
+
+export interface Overrides {
+  /** An open database client (tests: PGlite in memory); the container closes it. */
+  database?: SqlClient;
+  embedder?: Embedder;
+  generator?: Generator;
+  clock?: Clock;
+}
+
+export type Container = Awaited<ReturnType<typeof createContainer>>;
+
+/** Opens the configured database, or the embedded one in DATA_DIR. */
+export async function openDatabase(config: Config): Promise<SqlClient> {
+  if (config.databaseUrl !== undefined) return connectPostgres(config.databaseUrl);
+  const assets = await resolveRuntimeAssets({ pglite: true });
+  return openPglite(resolve(config.dataDir, "pgdata"), assets.pglite);
+}
+
+export async function createEmbedder(config: Config): Promise<Embedder> {
+  const assets = await resolveRuntimeAssets({ localModel: true });
+  return new LocalEmbedder(config.localModelDir ?? assets.modelDir ?? INSTALLED_MODEL_DIR);
+}
+
+/** The database with its schema ready for the embedder's vector space, plus the repositories. */
+export async function openStore(config: Config, embedder: Embedder, database?: SqlClient) {
+  const client = database ?? (await openDatabase(config));
+  try {
+    await prepareDatabase(client, { model: embedder.model, dimension: embedder.dimension });
+  } catch (error) {
+    await client.close().catch(() => {});
+    throw error;
+  }
+  const users = new PostgresUserRepository(client);
+  const manageUsers = new ManageUsers({ users, hasher: new BunPasswordHasher() });
+  return {
+    client,
+    users,
+    manageUsers,
+    products: new PostgresProductRepository(client),
+    health: new PostgresDatabaseHealth(client),
+  };
+}
+
+export async function createContainer(config: Config, log: Logger, overrides: Overrides = {}) {
+  const embedder = overrides.embedder ?? (await createEmbedder(config));
+  const store = await openStore(config, embedder, overrides.database);
+  const clock = overrides.clock ?? systemClock;
+
+  const admin = await store.manageUsers.ensureAdmin(config.adminUsername, config.adminPassword);
+  if (admin.generatedPassword !== null) {
+    // Shown once, on the console only, so the operator can log in; never written to the log stream.
+    console.log(
+      `\nFirst start: created user '${config.adminUsername}' with password: ${admin.generatedPassword}\n` +
+        "Keep it now; it will not be shown again (reset it with: users reset-password).\n",
+    );
+  }
+
+  const generator =
+    overrides.generator ??
+    new GeneratorChain([new LocalGenerator()], { timeoutMs: config.generationTimeoutMs, log: log.info });
+  const tokens = new JwtTokenService({
+    secret: jwtSecretFor(config.jwtSecret, config.dataDir),
+    algorithm: config.algorithm,
+    expireMinutes: config.accessTokenExpireMinutes,
+  });
+  const authenticate = new Authenticate({
+    users: store.users,
+    hasher: new BunPasswordHasher(),
+    tokens,
+    usernameThrottle: new LoginThrottle({ maxFailures: 5, windowMs: 15 * MINUTE, lockoutMs: 15 * MINUTE }, clock),
+    addressThrottle: new LoginThrottle({ maxFailures: 50, windowMs: 15 * MINUTE, lockoutMs: 15 * MINUTE }, clock),
+  });
+
+  const app = createHttpApp({
+    authenticate,
+    createProduct: new CreateProduct({ products: store.products, embedder }),
+    search: new SearchAndRecommend({ products: store.products, embedder, generator }),
+    health: store.health,
+    settings: {
+      projectName: config.projectName,
+      version: config.version,
+      searchRequiresAuth: config.searchRequiresAuth,
+      maxBodyBytes: config.maxBodyBytes,
+    },
+    log: (event) => (event.level === "error" ? log.error(event) : log.info(event)),
+  });
+
+  return {
+    app,
+    embedder,
+    manageUsers: store.manageUsers,
+    close: () => store.client.close(),
+  };
+}

@@ -1,0 +1,4 @@
+/** Entry point of `bun start`, `bun run cli` and the compiled executable. */
+import { runCli } from "./cli.ts";
+
+process.exitCode = await runCli(Bun.argv.slice(2), process.env);

@@ -1,0 +1,22 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+const JWT_SECRET_FILE = "jwt-secret";
+
+/**
+ * The JWT signing secret: the configured one, or a random 256-bit secret generated on first
+ * start and kept in the data directory (mode 0600) so tokens survive restarts.
+ */
+export function jwtSecretFor(configured: string | undefined, dataDir: string): string {
+  if (configured !== undefined) return configured;
+  const path = join(dataDir, JWT_SECRET_FILE);
+  if (existsSync(path)) {
+    const stored = readFileSync(path, "utf8").trim();
+    if (stored.length >= 32) return stored;
+  }
+  mkdirSync(dataDir, { recursive: true });
+  const secret = Buffer.from(crypto.getRandomValues(new Uint8Array(48))).toString("base64url");
+  writeFileSync(path, `${secret}\n`, { mode: 0o600, flag: "w" });
+  chmodSync(path, 0o600);
+  return secret;
+}

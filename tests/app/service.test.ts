@@ -1,0 +1,296 @@
+/**
+ * The whole service as `bun start` builds it (config → container → HTTP app) on the embedded
+ * PGlite database, driven in process. The fake embedder keeps these fast; the semantic test at
+ * the end uses the real offline model.
+ */
+import { afterEach, describe, expect, setDefaultTimeout, spyOn, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { SignJWT } from "jose";
+import { LocalEmbedder } from "../../src/adapters/providers/local-embedder.ts";
+import { loadConfig } from "../../src/app/config.ts";
+import { type Container, createContainer, type Overrides } from "../../src/app/container.ts";
+import { createLogger } from "../../src/app/logger.ts";
+import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+
+// Each test boots PGlite (a few seconds on 2 cores) and some restart it.
+setDefaultTimeout(60_000);
+
+const ADMIN = { username: "admin", password: "una-contraseña-larga" };
+const quiet = createLogger("error");
+const open: Container[] = [];
+const dirs: string[] = [];
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "sku-search-service-"));
+  dirs.push(dir);
+  return dir;
+}
+
+async function start(env: Record<string, string>, overrides: Overrides = {}) {
+  const config = loadConfig({ ADMIN_USERNAME: ADMIN.username, ADMIN_PASSWORD: ADMIN.password, ...env });
+  const container = await createContainer(config, quiet, { embedder: new FakeEmbedder(64), ...overrides });
+  open.push(container);
+  const call = async (
+    method: string,
+    path: string,
+    init: { json?: unknown; form?: Record<string, string>; token?: string } = {},
+  ) => {
+    const headers = new Headers();
+    let body: string | undefined;
+    if (init.json !== undefined) {
+      headers.set("content-type", "application/json");
+      body = JSON.stringify(init.json);
+    }
+    if (init.form !== undefined) {
+      headers.set("content-type", "application/x-www-form-urlencoded");
+      body = new URLSearchParams(init.form).toString();
+    }
+    if (init.token !== undefined) headers.set("authorization", `Bearer ${init.token}`);
+    const response = await container.app.handle(new Request(`http://localhost${path}`, { method, headers, body }));
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, text, json: JSON.parse(text || "null") };
+  };
+  const login = async (username = ADMIN.username, password = ADMIN.password) =>
+    (await call("POST", "/auth/login", { form: { username, password } })).json.access_token as string;
+  return { container, call, login };
+}
+
+async function stop(container: Container) {
+  open.splice(open.indexOf(container), 1);
+  await container.close();
+}
+
+afterEach(async () => {
+  for (const container of open.splice(0)) await container.close().catch(() => {});
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+const COFFEE = { name: "Espresso machine", description: "15-bar pump and milk frother", category: "Kitchen" };
+const WALLET = { name: "Leather wallet", description: "Slim bifold with card slots", category: "Accessories" };
+
+describe("the service on the embedded database", () => {
+  test("answers every endpoint of the contract", async () => {
+    const { call, login } = await start({ DATA_DIR: tempDir(), JWT_SECRET: "s".repeat(40) });
+
+    const health = await call("GET", "/");
+    expect(health.status).toBe(200);
+    expect(health.json.message).toBe(
+      "La API de búsqueda semántica de SKU está lista y la base de datos está conectada",
+    );
+
+    const loginResponse = await call("POST", "/auth/login", { form: ADMIN });
+    expect(loginResponse.status).toBe(200);
+    expect(loginResponse.json.token_type).toBe("bearer");
+    const token = loginResponse.json.access_token as string;
+
+    const created = await call("POST", "/products/", { json: COFFEE, token });
+    expect(created.status).toBe(201);
+    expect(created.json).toEqual({ id: expect.any(Number), ...COFFEE });
+    expect((await call("POST", "/products", { json: WALLET, token })).status).toBe(201);
+
+    const search = await call("POST", "/products/search", { json: { query: "espresso with milk" }, token });
+    expect(search.status).toBe(200);
+    expect(search.json.query).toBe("espresso with milk");
+    expect(search.json.recommendation).toStartWith("[LOCAL - ");
+    expect(search.json.results[0]).toEqual({ id: created.json.id, ...COFFEE, score: expect.any(Number) });
+    expect(search.json.results[0].score).toBeGreaterThan(search.json.results[1].score);
+    expect(search.text).not.toContain("embedding");
+  });
+
+  test("an empty catalogue answers no results and says nothing matched", async () => {
+    const { call, login } = await start({ DATA_DIR: tempDir() });
+    const search = await call("POST", "/products/search", { json: { query: "anything" }, token: await login() });
+    expect(search.status).toBe(200);
+    expect(search.json.results).toEqual([]);
+    expect(search.json.recommendation).toContain("No hemos encontrado");
+  });
+
+  test("refuses wrong credentials and every kind of bad token with 401 and WWW-Authenticate", async () => {
+    const secret = "k".repeat(48);
+    const { call } = await start({ DATA_DIR: tempDir(), JWT_SECRET: secret });
+    const wrong = await call("POST", "/auth/login", { form: { username: ADMIN.username, password: "no-es-esta" } });
+    const unknown = await call("POST", "/auth/login", { form: { username: "nadie", password: "no-es-esta" } });
+    expect(wrong.status).toBe(401);
+    expect(wrong.json).toEqual({ detail: "Usuario o contraseña incorrectos" });
+    expect(unknown.json).toEqual(wrong.json);
+
+    const key = new TextEncoder().encode(secret);
+    const now = Math.floor(Date.now() / 1000);
+    const claims = { sub: "1", username: ADMIN.username };
+    const expired = await new SignJWT(claims)
+      .setProtectedHeader({ alg: "HS256" })
+      .setIssuedAt(now - 7200)
+      .setExpirationTime(now - 3600)
+      .sign(key);
+    const forged = await new SignJWT(claims)
+      .setProtectedHeader({ alg: "HS256" })
+      .setIssuedAt()
+      .setExpirationTime("1h")
+      .sign(new TextEncoder().encode("x".repeat(48)));
+    const otherAlgorithm = await new SignJWT(claims)
+      .setProtectedHeader({ alg: "HS512" })
+      .setIssuedAt()
+      .setExpirationTime("1h")
+      .sign(key);
+    const base64url = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
+    const unsigned = `${base64url({ alg: "none", typ: "JWT" })}.${base64url({ ...claims, iat: now, exp: now + 3600 })}.`;
+    const ghost = await new SignJWT({ sub: "999", username: "ghost" })
+      .setProtectedHeader({ alg: "HS256" })
+      .setIssuedAt()
+      .setExpirationTime("1h")
+      .sign(key);
+
+    for (const token of [undefined, "not-a-jwt", expired, forged, otherAlgorithm, unsigned, ghost]) {
+      const response = await call("POST", "/products/", { json: COFFEE, ...(token === undefined ? {} : { token }) });
+      expect(response.status).toBe(401);
+      expect(response.headers.get("www-authenticate")).toBe("Bearer");
+      expect(typeof response.json.detail).toBe("string");
+      expect(response.text).not.toContain(secret);
+    }
+  });
+
+  test("throttles repeated failed logins with 429 and Retry-After", async () => {
+    const { call } = await start({ DATA_DIR: tempDir() });
+    const statuses: number[] = [];
+    for (let attempt = 0; attempt < 6; attempt++) {
+      statuses.push(
+        (await call("POST", "/auth/login", { form: { username: ADMIN.username, password: "mala-clave" } })).status,
+      );
+    }
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
+    const blocked = await call("POST", "/auth/login", { form: ADMIN });
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.headers.get("retry-after"))).toBeGreaterThan(0);
+  });
+
+  test("bad input gets a 4xx with a detail and stores nothing", async () => {
+    const { call, login } = await start({ DATA_DIR: tempDir() });
+    const token = await login();
+    const cases: { json: unknown; status: number }[] = [
+      { json: { ...COFFEE, id: 7 }, status: 422 },
+      { json: { ...COFFEE, embedding: [1, 2, 3] }, status: 422 },
+      { json: { ...COFFEE, name: "   " }, status: 422 },
+      { json: { name: COFFEE.name, category: COFFEE.category }, status: 422 },
+      { json: { ...COFFEE, description: "x".repeat(6000) }, status: 422 },
+      { json: { ...COFFEE, description: "x".repeat(70_000) }, status: 413 },
+      { json: [COFFEE], status: 422 },
+    ];
+    for (const { json, status } of cases) {
+      const response = await call("POST", "/products/", { json, token });
+      expect({ status: response.status, detail: typeof response.json.detail }).toEqual({ status, detail: "string" });
+    }
+    for (const limit of [0, 51, 2.5, "5", null]) {
+      expect((await call("POST", "/products/search", { json: { query: "x", limit }, token })).status).toBe(422);
+    }
+    const search = await call("POST", "/products/search", { json: { query: "espresso", limit: 50 }, token });
+    expect(search.json.results).toEqual([]);
+  });
+
+  test("when the embedder fails, creating answers 503 and stores nothing", async () => {
+    const embedder = new FakeEmbedder(64);
+    const { call, login } = await start({ DATA_DIR: tempDir() }, { embedder });
+    const token = await login();
+    embedder.mode = "fail";
+    expect((await call("POST", "/products/", { json: COFFEE, token })).status).toBe(503);
+    embedder.mode = "zero";
+    expect((await call("POST", "/products/", { json: COFFEE, token })).status).toBe(503);
+    expect((await call("POST", "/products/search", { json: { query: "espresso" }, token })).status).toBe(503);
+    embedder.mode = "ok";
+    const search = await call("POST", "/products/search", { json: { query: "espresso" }, token });
+    expect(search.json.results).toEqual([]);
+  });
+
+  test("answers 503 when the database is gone", async () => {
+    const { container, call } = await start({ DATA_DIR: tempDir() });
+    await container.close();
+    const health = await call("GET", "/");
+    expect(health.status).toBe(503);
+    expect(health.json).toEqual({ detail: "La base de datos no está disponible" });
+  });
+
+  test("a restart keeps products, users, the generated secret and so the tokens", async () => {
+    const dataDir = tempDir();
+    const first = await start({ DATA_DIR: dataDir });
+    const token = await first.login();
+    expect((await first.call("POST", "/products/", { json: COFFEE, token })).status).toBe(201);
+    await stop(first.container);
+
+    const secretFile = join(dataDir, "jwt-secret");
+    expect(statSync(secretFile).mode & 0o777).toBe(0o600);
+    expect(readFileSync(secretFile, "utf8").trim().length).toBeGreaterThanOrEqual(32);
+
+    const second = await start({ DATA_DIR: dataDir });
+    const search = await second.call("POST", "/products/search", { json: { query: "espresso" }, token });
+    expect(search.status).toBe(200);
+    expect(search.json.results.map((product: { name: string }) => product.name)).toEqual([COFFEE.name]);
+  });
+
+  test("the first start without ADMIN_PASSWORD prints a generated password once", async () => {
+    const dataDir = tempDir();
+    const printed: string[] = [];
+    const consoleLog = spyOn(console, "log").mockImplementation((...args: unknown[]) => {
+      printed.push(args.join(" "));
+    });
+    try {
+      const config = loadConfig({ DATA_DIR: dataDir });
+      const container = await createContainer(config, quiet, { embedder: new FakeEmbedder(64) });
+      open.push(container);
+      const password = printed.join("\n").match(/password: (\S+)/)?.[1];
+      expect(password).toBeString();
+      const response = await container.app.handle(
+        new Request("http://localhost/auth/login", {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ username: "admin", password: password as string }).toString(),
+        }),
+      );
+      expect(response.status).toBe(200);
+      await stop(container);
+
+      printed.length = 0;
+      open.push(await createContainer(config, quiet, { embedder: new FakeEmbedder(64) }));
+      expect(printed.join("\n")).not.toContain("password");
+    } finally {
+      consoleLog.mockRestore();
+    }
+  });
+
+  test("refuses to start on vectors of another model and says how to rebuild", async () => {
+    const dataDir = tempDir();
+    const first = await start({ DATA_DIR: dataDir });
+    await stop(first.container);
+    const config = loadConfig({ DATA_DIR: dataDir });
+    expect(createContainer(config, quiet, { embedder: new FakeEmbedder(32) })).rejects.toThrow(/reembed/);
+  });
+});
+
+describe("semantic search with the offline model", () => {
+  test("a query sharing no word with the right product ranks it first", async () => {
+    const embedder = new LocalEmbedder(join(import.meta.dir, "../../models/all-MiniLM-L6-v2"));
+    const { call, login } = await start({ DATA_DIR: tempDir() }, { embedder });
+    const token = await login();
+    const catalogue = [
+      {
+        name: "Espresso machine",
+        description: "15-bar pump, milk frother and a 1.2 L water tank",
+        category: "Kitchen",
+      },
+      { name: "Leather wallet", description: "Slim bifold with six card slots", category: "Accessories" },
+      { name: "Trail running shoes", description: "Grippy outsole and breathable mesh upper", category: "Footwear" },
+      { name: "Cotton bed sheets", description: "Queen size, 400 thread count, soft sateen weave", category: "Home" },
+      { name: "Wireless mouse", description: "Ergonomic, silent clicks, USB receiver", category: "Computers" },
+    ];
+    for (const product of catalogue)
+      expect((await call("POST", "/products/", { json: product, token })).status).toBe(201);
+
+    const search = await call("POST", "/products/search", {
+      json: { query: "brew a hot drink when I wake up", limit: 3 },
+      token,
+    });
+    expect(search.status).toBe(200);
+    expect(search.json.results).toHaveLength(3);
+    expect(search.json.results[0].name).toBe("Espresso machine");
+  });
+});
