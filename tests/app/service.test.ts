@@ -72,7 +72,7 @@ const WALLET = { name: "Leather wallet", description: "Slim bifold with card slo
 
 describe("the service on the embedded database", () => {
   test("answers every endpoint of the contract", async () => {
-    const { call, login } = await start({ DATA_DIR: tempDir(), JWT_SECRET: "s".repeat(40) });
+    const { call } = await start({ DATA_DIR: tempDir(), JWT_SECRET: "s".repeat(40) });
 
     const health = await call("GET", "/");
     expect(health.status).toBe(200);
