@@ -3,6 +3,7 @@
  * database (PGlite in DATA_DIR, or a PostgreSQL server), prepares its schema, creates the first
  * admin, and wires the use cases into the HTTP app.
  */
+import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { createHttpApp } from "../adapters/http/app.ts";
 import { JwtTokenService } from "../adapters/http/jwt-token-service.ts";
@@ -48,6 +49,7 @@ export type Container = Awaited<ReturnType<typeof createContainer>>;
 export async function openDatabase(config: Config): Promise<SqlClient> {
   if (config.databaseUrl !== undefined) return connectPostgres(config.databaseUrl);
   const assets = await resolveRuntimeAssets({ pglite: true });
+  mkdirSync(config.dataDir, { recursive: true });
   return openPglite(resolve(config.dataDir, "pgdata"), assets.pglite);
 }
 
