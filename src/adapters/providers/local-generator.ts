@@ -1,0 +1,115 @@
+import type { ScoredProduct } from "../../domain/product.ts";
+import type { Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
+
+export const LOCAL_GENERATOR_MODEL = "recomendador-local-v1";
+
+export interface LocalGeneratorOptions {
+  /**
+   * Below this cosine the best match is called approximate. It depends on the embedder: with
+   * all-MiniLM-L6-v2 on the eval set (bench/eval.ts), a relevant top hit scores 0.35–0.76 (median 0.50)
+   * and an irrelevant one 0.25–0.59 (median 0.35), hence 0.45 by default. Set it for other embedders.
+   */
+  weakMatchBelow?: number;
+}
+
+/** Longest text taken from each field, in characters, so the recommendation stays short. */
+const MAX_NAME = 80;
+const MAX_CATEGORY = 40;
+const MAX_QUERY = 80;
+const MAX_ALTERNATIVES = 2;
+
+/**
+ * The last-resort generator: deterministic Spanish text built from the retrieved products only,
+ * no language model. It names the best match and its category, one or two alternatives, and says
+ * so when the matches are weak or there are none. Product and query text are treated as data:
+ * whitespace and control characters collapsed, length bounded, quoted.
+ */
+export class LocalGenerator implements Generator {
+  readonly name = `local/${LOCAL_GENERATOR_MODEL}`;
+  private readonly weakMatchBelow: number;
+
+  constructor(options: LocalGeneratorOptions = {}) {
+    this.weakMatchBelow = options.weakMatchBelow ?? 0.45;
+  }
+
+  async generate({ query, products }: RecommendationRequest): Promise<Recommendation> {
+    return { text: this.write(query, products), provider: "LOCAL", model: LOCAL_GENERATOR_MODEL };
+  }
+
+  private write(query: string, products: readonly ScoredProduct[]): string {
+    const asked = plain(query, MAX_QUERY);
+    const [best, ...rest] = products;
+    if (!best) {
+      const forQuery = asked ? ` para «${asked}»` : "";
+      return `No he encontrado en el catálogo ningún producto${forQuery}. Pruebe a describir lo que busca con otras palabras.`;
+    }
+
+    const alternatives = rest.slice(0, MAX_ALTERNATIVES);
+    const others = alternativesText(best, alternatives);
+    const one = products.length === 1;
+    if (best.score >= this.weakMatchBelow) {
+      const opening = asked ? `Para «${asked}», le recomiendo` : "Le recomiendo";
+      const sentences = [`${opening} ${describe(best)}: es el producto del catálogo más parecido a lo que busca.`];
+      if (others) {
+        const allClose = alternatives.every((p) => p.score >= this.weakMatchBelow);
+        const plural = alternatives.length > 1;
+        const intro = allClose
+          ? "También puede considerar"
+          : `Como ${plural ? "alternativas" : "alternativa"}, aunque se ${plural ? "parecen" : "parece"} menos, tiene`;
+        sentences.push(`${intro} ${others}.`);
+      }
+      return sentences.join(" ");
+    }
+    const sentences = [
+      `No he encontrado una coincidencia clara${asked ? ` para «${asked}»` : ""}, así que ${one ? "el resultado es aproximado" : "los resultados son aproximados"}.`,
+      `Lo más parecido es ${describe(best)}.`,
+    ];
+    if (others) sentences.push(`También podría mirar ${others}.`);
+    sentences.push(`Compruebe que ${one ? "se ajusta" : "se ajustan"} a lo que necesita antes de decidirse.`);
+    return sentences.join(" ");
+  }
+}
+
+/** The alternatives as a list; their category is named once when it is the best match's own. */
+function alternativesText(best: ScoredProduct, alternatives: readonly ScoredProduct[]): string {
+  if (alternatives.length === 0) return "";
+  const category = plain(best.category, MAX_CATEGORY);
+  if (category && alternatives.every((p) => plain(p.category, MAX_CATEGORY) === category)) {
+    return `${list(alternatives.map(quotedName))}, de la misma categoría`;
+  }
+  return list(alternatives.map(describe));
+}
+
+function quotedName(product: ScoredProduct): string {
+  return `«${plain(product.name, MAX_NAME) || "sin nombre"}»`;
+}
+
+/** «Name» (categoría Category). */
+function describe(product: ScoredProduct): string {
+  const category = plain(product.category, MAX_CATEGORY);
+  return category ? `${quotedName(product)} (categoría ${category})` : quotedName(product);
+}
+
+/** "a", "a y b", "a, b y c". */
+function list(items: readonly string[]): string {
+  if (items.length <= 1) return items.join("");
+  return `${items.slice(0, -1).join(", ")} y ${items.at(-1)}`;
+}
+
+/**
+ * Untrusted text as one plain line: invisible format characters (bidi overrides, zero-width) removed,
+ * any whitespace or control run turned into one space, the guillemets we quote with replaced, and
+ * the result cut at a word boundary to at most `max` characters (code points, so no emoji is split).
+ */
+export function plain(text: string, max: number): string {
+  const line = text
+    .replace(/\p{Cf}/gu, "")
+    .replace(/[\s\p{Cc}\p{Z}]+/gu, " ")
+    .replace(/[«»]/g, '"')
+    .trim();
+  const chars = Array.from(line);
+  if (chars.length <= max) return line;
+  const cut = chars.slice(0, max - 1).join("");
+  const space = cut.lastIndexOf(" ");
+  return `${(space > max / 2 ? cut.slice(0, space) : cut).replace(/[\s,.;:]+$/u, "")}…`;
+}

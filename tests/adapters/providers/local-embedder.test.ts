@@ -1,0 +1,87 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { join, resolve } from "node:path";
+import { LocalEmbedder } from "../../../src/adapters/providers/local-embedder.ts";
+import { vectorProblem } from "../../../src/domain/vector.ts";
+
+const MODEL_DIR = resolve(import.meta.dir, "../../../models/all-MiniLM-L6-v2");
+
+function cosine(a: readonly number[], b: readonly number[]): number {
+  let dot = 0;
+  for (let i = 0; i < a.length; i++) dot += (a[i] as number) * (b[i] as number);
+  return dot;
+}
+
+function norm(v: readonly number[]): number {
+  return Math.sqrt(cosine(v, v));
+}
+
+describe("LocalEmbedder (real model)", () => {
+  const embedder = new LocalEmbedder(MODEL_DIR, { batchSize: 4 });
+  afterAll(() => embedder.dispose());
+
+  test("names its model and dimension", () => {
+    expect(embedder.model).toBe("all-MiniLM-L6-v2");
+    expect(embedder.dimension).toBe(384);
+  });
+
+  test("concurrent first calls both get 384-d unit vectors", async () => {
+    const [a, b] = await Promise.all([
+      embedder.embed(["Espresso machine with milk frother"], "document"),
+      embedder.embed(["Leather wallet for men"], "query"),
+    ]);
+    for (const vector of [a[0], b[0]]) {
+      expect(vector).toBeArray();
+      expect(vectorProblem(vector as number[], 384)).toBeNull();
+      expect(norm(vector as number[])).toBeCloseTo(1, 4);
+    }
+  });
+
+  test("is deterministic", async () => {
+    const text = "Stainless steel water bottle, 1 litre";
+    const [first] = await embedder.embed([text], "document");
+    const [second] = await embedder.embed([text], "document");
+    expect(second).toEqual(first as number[]);
+  });
+
+  test("keeps input order across batches of mixed lengths", async () => {
+    const texts = [
+      "a much longer text about a cotton t-shirt for men with a round neck and short sleeves",
+      "pen",
+      "wrist watch with a leather strap",
+      "baby diapers",
+      "",
+      "a wooden double bed with storage and a headboard, made of sheesham wood",
+      "laptop battery",
+    ];
+    const together = await embedder.embed(texts, "document");
+    expect(together).toHaveLength(texts.length);
+    for (const [i, text] of texts.entries()) {
+      const [alone] = await embedder.embed([text], "document");
+      expect(cosine(together[i] as number[], alone as number[])).toBeGreaterThan(0.999);
+    }
+  });
+
+  test("an empty list needs no model work and gives no vectors", async () => {
+    expect(await embedder.embed([], "query")).toEqual([]);
+  });
+
+  test("ranks by meaning", async () => {
+    const [query, espresso, wallet] = await embedder.embed(
+      ["a device to brew coffee in the morning", "Espresso machine with milk frother", "Leather wallet for men"],
+      "query",
+    );
+    const toEspresso = cosine(query as number[], espresso as number[]);
+    const toWallet = cosine(query as number[], wallet as number[]);
+    expect(toEspresso).toBeGreaterThan(toWallet + 0.1);
+  });
+});
+
+describe("LocalEmbedder without its model", () => {
+  test("says which folder is missing and to run bun install", async () => {
+    const missingDir = join(import.meta.dir, "no-such-model");
+    const embedder = new LocalEmbedder(missingDir);
+    const failure = embedder.embed(["anything"], "query");
+    await expect(failure).rejects.toThrow(missingDir);
+    await expect(embedder.load()).rejects.toThrow("bun install");
+  });
+});
