@@ -1,0 +1,140 @@
+/**
+ * The operator's command line, run as a real process (`bun src/app/main.ts ...`) on the embedded
+ * database, with passwords on standard input.
+ */
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { LocalEmbedder } from "../../src/adapters/providers/local-embedder.ts";
+import { loadConfig } from "../../src/app/config.ts";
+import { createContainer, openStore } from "../../src/app/container.ts";
+import { createLogger } from "../../src/app/logger.ts";
+import { CreateProduct } from "../../src/domain/create-product.ts";
+import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+
+// Every command boots PGlite in a new process.
+setDefaultTimeout(120_000);
+
+const MAIN = join(import.meta.dir, "../../src/app/main.ts");
+const dirs: string[] = [];
+
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function dataDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "sku-search-cli-"));
+  dirs.push(dir);
+  return dir;
+}
+
+async function cli(args: string[], env: Record<string, string>, stdin = "") {
+  const child = Bun.spawn(["bun", MAIN, ...args], {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmpdir(), ADMIN_PASSWORD: "admin-password", ...env },
+    stdin: new Blob([stdin]),
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  return { code, stdout, stderr };
+}
+
+/** Logs in through the real app on the same data directory (the CLI process has exited). */
+async function loginStatus(dir: string, username: string, password: string): Promise<number> {
+  const config = loadConfig({ DATA_DIR: dir, ADMIN_PASSWORD: "admin-password" });
+  const container = await createContainer(config, createLogger("error"), {
+    embedder: new LocalEmbedder(join(import.meta.dir, "../../models/all-MiniLM-L6-v2")),
+  });
+  try {
+    const response = await container.app.handle(
+      new Request("http://localhost/auth/login", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ username, password }).toString(),
+      }),
+    );
+    return response.status;
+  } finally {
+    await container.close();
+  }
+}
+
+describe("users", () => {
+  test("add, reset-password and remove, with the password read from stdin", async () => {
+    const env = { DATA_DIR: dataDir() };
+    const added = await cli(["users", "add", "bea"], env, "primera-clave\n");
+    expect(added).toMatchObject({ code: 0 });
+    expect(added.stdout).toContain("'bea' created");
+    expect(`${added.stdout}${added.stderr}`).not.toContain("primera-clave");
+    expect(await loginStatus(env.DATA_DIR, "bea", "primera-clave")).toBe(200);
+
+    const again = await cli(["users", "add", "bea"], env, "otra-clave-mas\n");
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("ya existe");
+
+    expect((await cli(["users", "reset-password", "bea"], env, "segunda-clave\n")).code).toBe(0);
+    expect(await loginStatus(env.DATA_DIR, "bea", "primera-clave")).toBe(401);
+    expect(await loginStatus(env.DATA_DIR, "bea", "segunda-clave")).toBe(200);
+
+    expect((await cli(["users", "remove", "bea"], env)).code).toBe(0);
+    expect(await loginStatus(env.DATA_DIR, "bea", "segunda-clave")).toBe(401);
+    const missing = await cli(["users", "remove", "bea"], env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("no existe");
+  });
+
+  test("refuses a short password and unknown sub-commands", async () => {
+    const env = { DATA_DIR: dataDir() };
+    const short = await cli(["users", "add", "bea"], env, "corta\n");
+    expect(short.code).toBe(1);
+    expect(short.stderr).toContain("contraseña");
+    expect((await cli(["users", "promote", "bea"], env)).code).toBe(2);
+    expect((await cli(["frobnicate"], env)).code).toBe(2);
+  });
+});
+
+test("a bad setting stops the program with a message naming it", async () => {
+  const result = await cli(["serve"], { DATA_DIR: dataDir(), PORT: "eighty", ALGORITHM: "none" });
+  expect(result.code).toBe(1);
+  expect(result.stderr).toContain("PORT");
+  expect(result.stderr).toContain("ALGORITHM");
+});
+
+test("healthcheck fails when nothing answers", async () => {
+  const result = await cli(["healthcheck"], { DATA_DIR: dataDir(), PORT: "1" });
+  expect(result.code).toBe(1);
+});
+
+test("reembed moves a catalogue to the configured model, after which the service starts", async () => {
+  const dir = dataDir();
+  const config = loadConfig({ DATA_DIR: dir });
+  const oldModel = new FakeEmbedder(16);
+  const store = await openStore(config, oldModel);
+  const create = new CreateProduct({ products: store.products, embedder: oldModel });
+  await create.execute({ name: "Espresso machine", description: "15-bar pump, milk frother", category: "Kitchen" });
+  await create.execute({ name: "Leather wallet", description: "Slim bifold, card slots", category: "Accessories" });
+  await store.client.close();
+
+  const refused = await cli(["serve"], { DATA_DIR: dir });
+  expect(refused.code).toBe(1);
+  expect(refused.stderr).toContain("reembed");
+
+  const rebuilt = await cli(["reembed"], { DATA_DIR: dir });
+  expect(rebuilt.code).toBe(0);
+  expect(rebuilt.stderr).toContain("all 2 products now use all-MiniLM-L6-v2 (384 dimensions)");
+
+  const local = new LocalEmbedder(join(import.meta.dir, "../../models/all-MiniLM-L6-v2"));
+  const reopened = await openStore(config, local);
+  try {
+    const [query] = await local.embed(["a coffee maker"], "query");
+    const results = await reopened.products.searchByVector(query ?? [], 2);
+    expect(results.map((product) => product.name)).toEqual(["Espresso machine", "Leather wallet"]);
+  } finally {
+    await reopened.client.close();
+  }
+});
