@@ -4,6 +4,8 @@
  * a ConfigError naming each bad one, so the service fails at startup, never halfway through.
  */
 
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from "../domain/user.ts";
+
 export const JWT_ALGORITHMS = ["HS256", "HS384", "HS512"] as const;
 export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
 
@@ -64,9 +66,16 @@ export function loadConfig(env: Env): Config {
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     problems.push("DATABASE_URL: must be a postgres:// or postgresql:// connection string");
   }
+  const adminUsername = read.optional("ADMIN_USERNAME") ?? "admin";
+  if (adminUsername.length > USERNAME_MAX_LENGTH) {
+    problems.push(`ADMIN_USERNAME: must be at most ${USERNAME_MAX_LENGTH} characters long`);
+  }
   const adminPassword = read.optional("ADMIN_PASSWORD");
-  if (adminPassword !== undefined && adminPassword.length < 8) {
-    problems.push("ADMIN_PASSWORD: must be at least 8 characters long");
+  if (
+    adminPassword !== undefined &&
+    (adminPassword.length < PASSWORD_MIN_LENGTH || adminPassword.length > PASSWORD_MAX_LENGTH)
+  ) {
+    problems.push(`ADMIN_PASSWORD: must be from ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters long`);
   }
 
   const config: Config = {
@@ -79,7 +88,7 @@ export function loadConfig(env: Env): Config {
     host: read.optional("HOST") ?? "0.0.0.0",
     port: read.integer("PORT", 8000, 0, 65535),
     dataDir: read.optional("DATA_DIR") ?? "./data",
-    adminUsername: read.optional("ADMIN_USERNAME") ?? "admin",
+    adminUsername,
     adminPassword,
     searchRequiresAuth: read.boolean("SEARCH_REQUIRES_AUTH", true),
     maxBodyBytes: read.integer("MAX_BODY_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),

@@ -38,15 +38,21 @@ export class Authenticate {
     const wait = Math.max(0, ...checks.map(({ throttle, key }) => throttle.retryAfterSeconds(key)));
     if (wait > 0) throw new TooManyAttempts(wait);
 
-    const user = await users.findByUsername(attempt.username);
-    const hash = user?.passwordHash ?? (await this.hashOfNobody());
-    const passwordMatches = await hasher.verify(attempt.password, hash);
-    if (!user || !passwordMatches) {
-      for (const { throttle, key } of checks) throttle.recordFailure(key);
-      throw new InvalidCredentials();
+    // Counted in flight from the check on (no await in between), so concurrent attempts see each other.
+    for (const { throttle, key } of checks) throttle.begin(key);
+    try {
+      const user = await users.findByUsername(attempt.username);
+      const hash = user?.passwordHash ?? (await this.hashOfNobody());
+      const passwordMatches = await hasher.verify(attempt.password, hash);
+      if (!user || !passwordMatches) {
+        for (const { throttle, key } of checks) throttle.recordFailure(key);
+        throw new InvalidCredentials();
+      }
+      this.deps.usernameThrottle.reset(usernameKey(attempt.username));
+      return await tokens.issue({ userId: user.id, username: user.username });
+    } finally {
+      for (const { throttle, key } of checks) throttle.end(key);
     }
-    this.deps.usernameThrottle.reset(usernameKey(attempt.username));
-    return tokens.issue({ userId: user.id, username: user.username });
   }
 
   /** The user a bearer token stands for; NotAuthenticated when the token is bad or the user is gone. */

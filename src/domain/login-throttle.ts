@@ -21,6 +21,8 @@ interface Failures {
  */
 export class LoginThrottle {
   private readonly failures = new Map<string, Failures>();
+  /** Attempts begun and not yet ended, per key: they count against the limit until they settle. */
+  private readonly inFlight = new Map<string, number>();
 
   constructor(
     private readonly policy: ThrottlePolicy,
@@ -29,14 +31,29 @@ export class LoginThrottle {
     private readonly maxKeys = 100_000,
   ) {}
 
-  /** Seconds until the key may try again, or 0 when it may try now. */
+  /**
+   * Seconds until the key may try again, or 0 when it may try now. Attempts in flight count as
+   * failures, so parallel requests cannot all pass this check before any failure is recorded.
+   */
   retryAfterSeconds(key: string): number {
     const entry = this.failures.get(key);
-    if (!entry) return 0;
     const now = this.clock.now();
-    if (entry.lockedUntil > now) return Math.ceil((entry.lockedUntil - now) / 1000);
-    if (now - entry.firstAt > this.policy.windowMs && entry.lockedUntil <= now) this.failures.delete(key);
-    return 0;
+    if (entry && entry.lockedUntil > now) return Math.ceil((entry.lockedUntil - now) / 1000);
+    if (entry && now - entry.firstAt > this.policy.windowMs) this.failures.delete(key);
+    const pending = this.inFlight.get(key) ?? 0;
+    const failures = this.failures.get(key)?.count ?? 0;
+    return pending > 0 && failures + pending >= this.policy.maxFailures ? 1 : 0;
+  }
+
+  /** Marks an attempt for the key as in flight; pair every call with `end`. */
+  begin(key: string): void {
+    this.inFlight.set(key, (this.inFlight.get(key) ?? 0) + 1);
+  }
+
+  end(key: string): void {
+    const pending = (this.inFlight.get(key) ?? 0) - 1;
+    if (pending > 0) this.inFlight.set(key, pending);
+    else this.inFlight.delete(key);
   }
 
   recordFailure(key: string): void {

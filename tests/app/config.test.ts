@@ -1,0 +1,272 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ConfigError, JWT_SECRET_MIN_BYTES, loadConfig } from "../../src/app/config.ts";
+import { jwtSecretFor } from "../../src/app/secrets.ts";
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from "../../src/domain/user.ts";
+
+function configError(env: Record<string, string | undefined>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error(`expected a ConfigError for ${JSON.stringify(Object.keys(env))}`);
+}
+
+describe("loadConfig", () => {
+  test("an empty environment gives the documented defaults", () => {
+    expect(loadConfig({})).toEqual({
+      projectName: "sku-search",
+      version: "1.0.0",
+      databaseUrl: undefined,
+      jwtSecret: undefined,
+      algorithm: "HS256",
+      accessTokenExpireMinutes: 30,
+      host: "0.0.0.0",
+      port: 8000,
+      dataDir: "./data",
+      adminUsername: "admin",
+      adminPassword: undefined,
+      searchRequiresAuth: true,
+      maxBodyBytes: 64 * 1024,
+      embeddingProvider: "local",
+      localModelDir: undefined,
+      generationProviders: ["local"],
+      generationTimeoutMs: 20_000,
+      logLevel: "info",
+    });
+  });
+
+  test("reads every setting it is given", () => {
+    const secret = "s".repeat(JWT_SECRET_MIN_BYTES);
+    const config = loadConfig({
+      PROJECT_NAME: "catálogo",
+      VERSION: "2.3.4",
+      DATABASE_URL: "postgresql://user:pass@db:5432/skus",
+      JWT_SECRET: secret,
+      ALGORITHM: "HS512",
+      ACCESS_TOKEN_EXPIRE_MINUTES: "90",
+      HOST: "127.0.0.1",
+      PORT: "9123",
+      DATA_DIR: "/var/lib/sku",
+      ADMIN_USERNAME: "jefa",
+      ADMIN_PASSWORD: "una-contraseña",
+      SEARCH_REQUIRES_AUTH: "false",
+      MAX_BODY_BYTES: "2048",
+      LOCAL_MODEL_DIR: "/models/minilm",
+      GENERATION_PROVIDERS: "local",
+      GENERATION_TIMEOUT_MS: "5000",
+      LOG_LEVEL: "debug",
+    });
+    expect(config).toMatchObject({
+      projectName: "catálogo",
+      version: "2.3.4",
+      databaseUrl: "postgresql://user:pass@db:5432/skus",
+      jwtSecret: secret,
+      algorithm: "HS512",
+      accessTokenExpireMinutes: 90,
+      host: "127.0.0.1",
+      port: 9123,
+      dataDir: "/var/lib/sku",
+      adminUsername: "jefa",
+      adminPassword: "una-contraseña",
+      searchRequiresAuth: false,
+      maxBodyBytes: 2048,
+      localModelDir: "/models/minilm",
+      generationProviders: ["local"],
+      generationTimeoutMs: 5000,
+      logLevel: "debug",
+    });
+    expect(loadConfig({ DATABASE_URL: "postgres://localhost/skus" }).databaseUrl).toBe("postgres://localhost/skus");
+  });
+
+  test("values are trimmed, and enumerations and booleans ignore case", () => {
+    const config = loadConfig({ PORT: " 8080 ", ALGORITHM: "hs384", SEARCH_REQUIRES_AUTH: " No ", LOG_LEVEL: "WARN" });
+    expect(config.port).toBe(8080);
+    expect(config.algorithm).toBe("HS384");
+    expect(config.searchRequiresAuth).toBe(false);
+    expect(config.logLevel).toBe("warn");
+    for (const yes of ["true", "1", "yes", "on", "TRUE"]) {
+      expect(loadConfig({ SEARCH_REQUIRES_AUTH: yes }).searchRequiresAuth).toBe(true);
+    }
+    for (const no of ["false", "0", "no", "off", "Off"]) {
+      expect(loadConfig({ SEARCH_REQUIRES_AUTH: no }).searchRequiresAuth).toBe(false);
+    }
+  });
+
+  test("blank values count as unset", () => {
+    const names = [
+      "PROJECT_NAME",
+      "VERSION",
+      "DATABASE_URL",
+      "JWT_SECRET",
+      "ALGORITHM",
+      "ACCESS_TOKEN_EXPIRE_MINUTES",
+      "HOST",
+      "PORT",
+      "DATA_DIR",
+      "ADMIN_USERNAME",
+      "ADMIN_PASSWORD",
+      "SEARCH_REQUIRES_AUTH",
+      "MAX_BODY_BYTES",
+      "EMBEDDING_PROVIDER",
+      "LOCAL_MODEL_DIR",
+      "GENERATION_PROVIDERS",
+      "GENERATION_TIMEOUT_MS",
+      "LOG_LEVEL",
+    ];
+    for (const blank of ["", "  ", "\t"]) {
+      expect(loadConfig(Object.fromEntries(names.map((name) => [name, blank])))).toEqual(loadConfig({}));
+    }
+  });
+
+  test("each bad value is named, all of them in one ConfigError", () => {
+    const error = configError({
+      PORT: "abc",
+      ALGORITHM: "RS256",
+      ACCESS_TOKEN_EXPIRE_MINUTES: "0",
+      JWT_SECRET: "x".repeat(JWT_SECRET_MIN_BYTES - 1),
+      DATABASE_URL: "mysql://x",
+      SEARCH_REQUIRES_AUTH: "maybe",
+      GENERATION_PROVIDERS: "foo",
+    });
+    const named = [
+      "PORT",
+      "ALGORITHM",
+      "ACCESS_TOKEN_EXPIRE_MINUTES",
+      "JWT_SECRET",
+      "DATABASE_URL",
+      "SEARCH_REQUIRES_AUTH",
+      "GENERATION_PROVIDERS",
+    ];
+    expect(error.problems).toHaveLength(named.length);
+    for (const name of named) {
+      expect(error.problems.filter((problem) => problem.startsWith(`${name}:`))).toHaveLength(1);
+      expect(error.message).toContain(name);
+    }
+  });
+
+  test("the problem names the bad value where it is not a secret", () => {
+    const [portProblem] = configError({ PORT: "abc" }).problems;
+    expect(portProblem).toContain("'abc'");
+    const [algorithmProblem] = configError({ ALGORITHM: "RS256" }).problems;
+    expect(algorithmProblem).toContain("'RS256'");
+    expect(algorithmProblem).toContain("HS256, HS384, HS512");
+  });
+
+  for (const [name, value] of [
+    ["PORT", "abc"],
+    ["PORT", "65536"],
+    ["PORT", "-1"],
+    ["PORT", "80.5"],
+    ["PORT", "1e3"],
+    ["ACCESS_TOKEN_EXPIRE_MINUTES", "0"],
+    ["ACCESS_TOKEN_EXPIRE_MINUTES", "-5"],
+    ["ACCESS_TOKEN_EXPIRE_MINUTES", "treinta"],
+    ["ALGORITHM", "none"],
+    ["ALGORITHM", "RS256"],
+    ["DATABASE_URL", "mysql://x"],
+    ["DATABASE_URL", "localhost:5432"],
+    ["SEARCH_REQUIRES_AUTH", "maybe"],
+    ["GENERATION_PROVIDERS", "foo"],
+    ["GENERATION_PROVIDERS", "local,foo"],
+    ["GENERATION_PROVIDERS", ","],
+    ["EMBEDDING_PROVIDER", "foo"],
+    ["MAX_BODY_BYTES", "10"],
+    ["LOG_LEVEL", "verbose"],
+    ["ADMIN_PASSWORD", "corta"],
+    ["ADMIN_PASSWORD", "p".repeat(PASSWORD_MAX_LENGTH + 1)],
+    ["ADMIN_USERNAME", "u".repeat(USERNAME_MAX_LENGTH + 1)],
+  ] as const) {
+    test(`${name}=${value.length > 40 ? `(${value.length} characters)` : value} is refused, by name`, () => {
+      const { problems } = configError({ [name]: value });
+      expect(problems).toHaveLength(1);
+      expect(problems[0]?.startsWith(`${name}:`)).toBe(true);
+    });
+  }
+
+  test("the admin's username and password at their limits are accepted", () => {
+    const config = loadConfig({
+      ADMIN_USERNAME: "u".repeat(USERNAME_MAX_LENGTH),
+      ADMIN_PASSWORD: "p".repeat(PASSWORD_MAX_LENGTH),
+    });
+    expect(config.adminUsername).toHaveLength(USERNAME_MAX_LENGTH);
+    expect(loadConfig({ ADMIN_PASSWORD: "p".repeat(PASSWORD_MIN_LENGTH) }).adminPassword).toHaveLength(
+      PASSWORD_MIN_LENGTH,
+    );
+  });
+
+  test("GENERATION_PROVIDERS is a comma-separated list without repeats", () => {
+    expect(loadConfig({ GENERATION_PROVIDERS: " Local , local," }).generationProviders).toEqual(["local"]);
+  });
+
+  test(`JWT_SECRET needs at least ${JWT_SECRET_MIN_BYTES} bytes, counted in bytes`, () => {
+    expect(configError({ JWT_SECRET: "x".repeat(JWT_SECRET_MIN_BYTES - 1) }).problems[0]).toStartWith("JWT_SECRET:");
+    const exact = "x".repeat(JWT_SECRET_MIN_BYTES);
+    expect(loadConfig({ JWT_SECRET: exact }).jwtSecret).toBe(exact);
+    // 16 characters of 2 bytes each: 32 bytes, accepted; 31 bytes with a multi-byte character, refused.
+    const multiByte = "ñ".repeat(JWT_SECRET_MIN_BYTES / 2);
+    expect(loadConfig({ JWT_SECRET: multiByte }).jwtSecret).toBe(multiByte);
+    expect(configError({ JWT_SECRET: `${"ñ".repeat(JWT_SECRET_MIN_BYTES / 2 - 1)}x` }).problems).toHaveLength(1);
+  });
+
+  test("the error never repeats the JWT_SECRET value", () => {
+    const secret = "mi-secreto-de-31-bytes-exactos!";
+    expect(new TextEncoder().encode(secret).length).toBe(31);
+    const error = configError({ JWT_SECRET: secret, PORT: "abc", ALGORITHM: "RS256" });
+    expect(error.message).not.toContain(secret);
+    expect(error.problems.join("\n")).not.toContain(secret);
+    expect(String(error)).not.toContain(secret);
+  });
+
+  test("the error never repeats ADMIN_PASSWORD or a DATABASE_URL's password", () => {
+    const error = configError({ ADMIN_PASSWORD: "s3cr3t", DATABASE_URL: "mysql://user:claveBD@x/db" });
+    expect(error.problems).toHaveLength(2);
+    expect(error.message).not.toContain("s3cr3t");
+    expect(error.message).not.toContain("claveBD");
+  });
+});
+
+describe("jwtSecretFor", () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+  function tempDir(): string {
+    const dir = mkdtempSync(join(tmpdir(), "sku-search-secrets-"));
+    dirs.push(dir);
+    return dir;
+  }
+
+  test("a configured secret is returned as is and nothing is written", () => {
+    const dataDir = join(tempDir(), "data");
+    const configured = "un-secreto-configurado-de-al-menos-32-bytes";
+    expect(jwtSecretFor(configured, dataDir)).toBe(configured);
+    expect(() => statSync(dataDir)).toThrow();
+  });
+
+  test("without one, a strong secret is generated once, kept with mode 0600 and reused", () => {
+    const dataDir = join(tempDir(), "no", "existe", "aun");
+    const first = jwtSecretFor(undefined, dataDir);
+    expect(new TextEncoder().encode(first).length).toBeGreaterThanOrEqual(JWT_SECRET_MIN_BYTES);
+
+    const file = join(dataDir, "jwt-secret");
+    expect(readFileSync(file, "utf8").trim()).toBe(first);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+
+    expect(jwtSecretFor(undefined, dataDir)).toBe(first);
+    expect(jwtSecretFor(undefined, tempDir())).not.toBe(first);
+  });
+
+  test("a stored secret too short to trust is replaced", () => {
+    const dataDir = tempDir();
+    writeFileSync(join(dataDir, "jwt-secret"), "corto\n");
+    const secret = jwtSecretFor(undefined, dataDir);
+    expect(secret).not.toBe("corto");
+    expect(secret.length).toBeGreaterThanOrEqual(JWT_SECRET_MIN_BYTES);
+    expect(jwtSecretFor(undefined, dataDir)).toBe(secret);
+  });
+});
