@@ -5,6 +5,7 @@ import type { CreateProduct } from "../../domain/create-product.ts";
 import type { SearchAndRecommend } from "../../domain/search-and-recommend.ts";
 import type { DatabaseHealth } from "../../ports/database-health.ts";
 import { authRoutes } from "./auth-routes.ts";
+import { DOCS_ASSETS, docsAssetRoutes } from "./docs-assets.ts";
 import { notFound, payloadTooLarge, toProblem } from "./errors.ts";
 import { healthRoutes } from "./health-routes.ts";
 import { productRoutes } from "./product-routes.ts";
@@ -42,7 +43,10 @@ const SECURITY_HEADERS = {
   "X-Frame-Options": "DENY",
 };
 
-/** The Elysia app (not listening): GET /, POST /auth/login, POST /products/, POST /products/search, /openapi. */
+/**
+ * The Elysia app (not listening): GET /, POST /auth/login, POST /products/, POST /products/search, and
+ * /openapi (Swagger UI with its script and stylesheet served from here, docs-assets.ts).
+ */
 export function createHttpApp(deps: HttpDeps) {
   const { authenticate, createProduct, search, health, settings } = deps;
   const log = deps.log ?? jsonLine;
@@ -57,8 +61,17 @@ export function createHttpApp(deps: HttpDeps) {
     searchRequiresAuth: settings.searchRequiresAuth,
     maxBodyBytes,
   });
+  const docsAssets = docsAssetRoutes();
   const docs = openapi({
     path: "/openapi",
+    // Swagger UI from this server (docs-assets.ts), not a CDN: the page works offline.
+    provider: "swagger-ui",
+    swagger: {
+      cdn: DOCS_ASSETS.script,
+      theme: DOCS_ASSETS.stylesheet,
+      // No badge fetched from swagger.io's online validator.
+      validatorUrl: "none",
+    },
     documentation: {
       info: {
         title: settings.projectName,
@@ -68,7 +81,7 @@ export function createHttpApp(deps: HttpDeps) {
       components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } },
     },
   });
-  const methodsByPath = routeTable([healthGroup, authGroup, productGroup, docs]);
+  const methodsByPath = routeTable([healthGroup, authGroup, productGroup, docs, docsAssets]);
   const startedAt = new WeakMap<Request, number>();
 
   return (
@@ -101,6 +114,7 @@ export function createHttpApp(deps: HttpDeps) {
         });
       })
       .use(docs)
+      .use(docsAssets)
       .use(healthGroup)
       .use(authGroup)
       .use(productGroup)
