@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Proves dist/sku-search is self-contained: copies dist/ to a fresh folder outside the project and
+# runs it from yet another folder with an empty environment (no Bun on PATH, no node_modules above),
+# then logs in, creates two products, checks a semantic search and that the data survives a restart.
+# Run after `bun run build` (CI does). Exits non-zero with a message on the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x dist/sku-search ] || { echo "smoke: dist/sku-search is missing: run 'bun run build' first" >&2; exit 1; }
+
+WORK=$(mktemp -d /tmp/sku-search-smoke.XXXXXX)
+mkdir -p "$WORK/app" "$WORK/cwd" "$WORK/data" "$WORK/home" "$WORK/tmp" "$WORK/empty-bin"
+cp -R dist/. "$WORK/app/"
+PID=""
+cleanup() {
+  if [ -n "$PID" ]; then kill -9 "$PID" 2>/dev/null || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() {
+  echo "smoke: FAILED: $*" >&2
+  echo "---- last lines of the executable's output ----" >&2
+  tail -n 40 "$WORK/out.log" >&2 || true
+  exit 1
+}
+
+for dir in "$WORK/cwd" "$WORK" /tmp /; do
+  [ ! -e "$dir/node_modules" ] || fail "$dir/node_modules exists: the run would not prove anything"
+done
+
+port_is_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+PORT=$((20000 + RANDOM % 30000))
+until port_is_free "$PORT"; do PORT=$((20000 + RANDOM % 30000)); done
+BASE="http://127.0.0.1:$PORT"
+PASSWORD="smoke-$RANDOM-$RANDOM-password"
+
+start() {
+  # No Bun, no Node, no npm: an empty PATH and an empty environment besides the settings.
+  (cd "$WORK/cwd" && exec env -i PATH="$WORK/empty-bin" HOME="$WORK/home" TMPDIR="$WORK/tmp" \
+    HOST=127.0.0.1 PORT="$PORT" DATA_DIR="$WORK/data" ADMIN_USERNAME=admin ADMIN_PASSWORD="$PASSWORD" \
+    JWT_SECRET="smoke-test-secret-that-is-long-enough-0123456789" \
+    "$WORK/app/sku-search" >>"$WORK/out.log" 2>&1) &
+  PID=$!
+  local started=$SECONDS begin
+  begin=$(date +%s%N)
+  until [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/" || true)" = 200 ]; do
+    kill -0 "$PID" 2>/dev/null || fail "the executable exited during startup"
+    [ $((SECONDS - started)) -lt 60 ] || fail "GET / did not answer 200 within 60 s"
+    sleep 0.2
+  done
+  echo "smoke: GET / answers 200, $((($(date +%s%N) - begin) / 1000000)) ms after start"
+}
+
+# json FILE EXPRESSION: prints EXPRESSION evaluated on the JSON in FILE as `v` (Bun here is only the test's tool).
+json() { bun -e "const v = await Bun.file(process.argv[1]).json(); console.log($2)" "$1"; }
+
+# post PATH BODY [CURL ARGS...]: POSTs and stores the answer in $WORK/body; prints the status.
+post() {
+  local path=$1 body=$2
+  shift 2
+  curl -s -o "$WORK/body" -w '%{http_code}' -X POST "$BASE$path" -d "$body" "$@"
+}
+
+create_product() {
+  local status
+  status=$(post /products/ "$1" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json')
+  [ "$status" = 201 ] || fail "POST /products/ answered $status: $(cat "$WORK/body")"
+  json "$WORK/body" "v.id"
+}
+
+search_top() {
+  local status
+  status=$(post /products/search '{"query":"I need something to prepare my morning coffee","limit":5}' \
+    -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json')
+  [ "$status" = 200 ] || fail "POST /products/search answered $status: $(cat "$WORK/body")"
+  [ "$(json "$WORK/body" "v.results.length")" = 2 ] || fail "search did not return both products: $(cat "$WORK/body")"
+  json "$WORK/body" 'v.recommendation.startsWith("[LOCAL - ")' | grep -qx true ||
+    fail "the recommendation does not start with '[LOCAL - ': $(cat "$WORK/body")"
+  json "$WORK/body" "v.results[0].id"
+}
+
+echo "smoke: running $WORK/app/sku-search ($(($(stat -c %s "$WORK/app/sku-search") / 1000000)) MB) from $WORK/cwd on port $PORT"
+start
+
+status=$(post /auth/login "username=admin&password=$PASSWORD")
+[ "$status" = 200 ] || fail "login answered $status: $(cat "$WORK/body")"
+TOKEN=$(json "$WORK/body" "v.access_token")
+
+coffee=$(create_product '{"name":"Espresso machine","description":"Fifteen-bar pump with milk frother and a large water tank","category":"Kitchen"}')
+create_product '{"name":"Trail running shoes","description":"Lightweight sneakers with grippy soles for mountain paths","category":"Footwear"}' >/dev/null
+[ "$(search_top)" = "$coffee" ] || fail "the espresso machine is not ranked first: $(cat "$WORK/body")"
+echo "smoke: login, two products, semantic search ranked the espresso machine first"
+
+# What `docker stop` does: SIGTERM, then a clean exit within 10 s.
+kill -TERM "$PID"
+for _ in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$PID" 2>/dev/null && fail "still running 10 s after SIGTERM"
+status=0
+wait "$PID" || status=$?
+PID=""
+[ "$status" = 0 ] || fail "exited with status $status after SIGTERM"
+start
+[ "$(search_top)" = "$coffee" ] || fail "after a restart the search differs: $(cat "$WORK/body")"
+echo "smoke: after a restart both products are still there"
+echo "smoke: OK"
