@@ -3,6 +3,7 @@
  * standard input or a hidden prompt, never from the arguments (they would show in `ps` and shell history).
  */
 
+import { DataDirInUse } from "../adapters/pglite/data-dir-lock.ts";
 import { EmbeddingSpaceMismatch, reembedProducts } from "../adapters/postgres/schema.ts";
 import { DomainError } from "../domain/errors.ts";
 import { type Config, ConfigError, loadConfig } from "./config.ts";
@@ -54,9 +55,12 @@ export async function runCli(args: string[], env: Env): Promise<number> {
 async function serve(config: Config): Promise<number> {
   const log = createLogger(config.logLevel);
   const container = await createContainer(config, log);
+  await container.warmUp();
   const server = container.app.listen({
     hostname: config.host,
     port: config.port,
+    // Elysia defaults to SO_REUSEPORT: a second instance would share the port silently instead of failing.
+    reusePort: false,
     // A backstop: the app answers 413 itself from Content-Length and while reading the body.
     maxRequestBodySize: config.maxBodyBytes * 2,
   });
@@ -156,7 +160,9 @@ function promptHidden(question: string): string {
 
 /** One readable line for the operator; a stack only for the unexpected. */
 function describeFailure(error: unknown): string {
-  if (error instanceof ConfigError || error instanceof EmbeddingSpaceMismatch) return error.message;
+  if (error instanceof ConfigError || error instanceof EmbeddingSpaceMismatch || error instanceof DataDirInUse) {
+    return error.message;
+  }
   if (error instanceof DomainError) {
     const cause = error.cause instanceof Error ? ` (${error.cause.message})` : "";
     return `${error.message}${cause}`;

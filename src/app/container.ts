@@ -3,7 +3,6 @@
  * database (PGlite in DATA_DIR, or a PostgreSQL server), prepares its schema, creates the first
  * admin, and wires the use cases into the HTTP app.
  */
-import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { createHttpApp } from "../adapters/http/app.ts";
 import { JwtTokenService } from "../adapters/http/jwt-token-service.ts";
@@ -49,8 +48,7 @@ export type Container = Awaited<ReturnType<typeof createContainer>>;
 export async function openDatabase(config: Config): Promise<SqlClient> {
   if (config.databaseUrl !== undefined) return connectPostgres(config.databaseUrl);
   const assets = await resolveRuntimeAssets({ pglite: true });
-  mkdirSync(config.dataDir, { recursive: true });
-  return openPglite(resolve(config.dataDir, "pgdata"), assets.pglite);
+  return openPglite(resolve(config.dataDir), assets.pglite);
 }
 
 export async function createEmbedder(config: Config): Promise<Embedder> {
@@ -126,6 +124,10 @@ export async function createContainer(config: Config, log: Logger, overrides: Ov
     app,
     embedder,
     manageUsers: store.manageUsers,
+    /** Loads the offline model now rather than on the first request. */
+    warmUp: async () => {
+      if (embedder instanceof LocalEmbedder) await embedder.load();
+    },
     close: () => store.client.close(),
   };
 }

@@ -138,3 +138,32 @@ test("reembed moves a catalogue to the configured model, after which the service
     await reopened.client.close();
   }
 });
+
+test("serve answers, guards its data directory from a second process, and stops cleanly on SIGTERM", async () => {
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: tmpdir(),
+    DATA_DIR: dataDir(),
+    ADMIN_PASSWORD: "admin-password",
+    HOST: "127.0.0.1",
+    PORT: String(20000 + Math.floor(Math.random() * 20000)),
+    LOG_LEVEL: "warn",
+  };
+  const server = Bun.spawn(["bun", MAIN, "serve"], { env, stdout: "pipe", stderr: "pipe" });
+  try {
+    let healthy = 1;
+    for (let attempt = 0; attempt < 60 && healthy !== 0; attempt++) {
+      await Bun.sleep(500);
+      healthy = (await cli(["healthcheck"], env)).code;
+    }
+    expect(healthy).toBe(0);
+
+    const second = await cli(["users", "add", "bea"], env, "primera-clave\n");
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain(`in use by process ${server.pid}`);
+  } finally {
+    server.kill("SIGTERM");
+  }
+  expect(await server.exited).toBe(0);
+  expect((await cli(["users", "add", "bea"], { DATA_DIR: env.DATA_DIR }, "primera-clave\n")).code).toBe(0);
+});

@@ -262,7 +262,7 @@ describe("the service on the embedded database", () => {
     const first = await start({ DATA_DIR: dataDir });
     await stop(first.container);
     const config = loadConfig({ DATA_DIR: dataDir });
-    expect(createContainer(config, quiet, { embedder: new FakeEmbedder(32) })).rejects.toThrow(/reembed/);
+    await expect(createContainer(config, quiet, { embedder: new FakeEmbedder(32) })).rejects.toThrow(/reembed/);
   });
 });
 

@@ -1,8 +1,10 @@
+import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { PGlite, type PGliteOptions, type Transaction } from "@electric-sql/pglite";
 import { vector } from "@electric-sql/pglite-pgvector";
 import { DatabaseUnavailable } from "../../domain/errors.ts";
 import { insideTransaction, type SqlClient } from "../postgres/sql-client.ts";
+import { lockDataDir } from "./data-dir-lock.ts";
 
 /**
  * Where PGlite finds its files when it cannot look next to its own module, as inside a
@@ -17,8 +19,8 @@ export interface PgliteAssets {
 }
 
 /**
- * Opens the embedded database with pgvector loaded: persisted in `dataDir` (created when missing),
- * or in memory when `dataDir` is undefined. PGlite is one backend in this process, so every query
+ * Opens the embedded database with pgvector loaded: persisted in `dataDir`/pgdata (created when
+ * missing, locked against other processes), or in memory when `dataDir` is undefined. PGlite is one backend in this process, so every query
  * and transaction runs one after another; a query outside a running transaction waits for it.
  */
 export async function openPglite(dataDir: string | undefined, assets: PgliteAssets = {}): Promise<SqlClient> {
@@ -27,11 +29,22 @@ export async function openPglite(dataDir: string | undefined, assets: PgliteAsse
     extensions: { vector: vectorBundlePath === undefined ? vector : withBundlePath(vectorBundlePath) },
     ...wasm,
   };
-  if (dataDir !== undefined) options.dataDir = dataDir;
-  const db = await PGlite.create(options);
+  const unlock = dataDir === undefined ? () => {} : lockDataDir(dataDir);
+  if (dataDir !== undefined) options.dataDir = join(dataDir, "pgdata");
+  let db: PGlite;
+  try {
+    db = await PGlite.create(options);
+  } catch (error) {
+    unlock();
+    throw error;
+  }
   return {
     ...pgliteExecutor(db),
-    close: () => db.close(),
+    close: async () => {
+      if (db.closed) return;
+      await db.close();
+      unlock();
+    },
   };
 }
 

@@ -1,0 +1,46 @@
+import { afterEach, expect, setDefaultTimeout, test } from "bun:test";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DataDirInUse } from "../../../src/adapters/pglite/data-dir-lock.ts";
+import { openPglite } from "../../../src/adapters/pglite/pglite-client.ts";
+
+setDefaultTimeout(60_000);
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function dataDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "sku-search-lock-"));
+  dirs.push(dir);
+  return dir;
+}
+
+test("a second process cannot open an embedded database that is in use", async () => {
+  const dir = dataDir();
+  const other = Bun.spawn(["sleep", "30"]);
+  try {
+    writeFileSync(join(dir, "sku-search.lock"), String(other.pid));
+    const opening = openPglite(dir);
+    await expect(opening).rejects.toBeInstanceOf(DataDirInUse);
+    await expect(opening).rejects.toThrow(`in use by process ${other.pid}`);
+  } finally {
+    other.kill();
+    await other.exited;
+  }
+});
+
+test("a lock left by a process that has ended is taken over, and closing releases it", async () => {
+  const dir = dataDir();
+  const ended = Bun.spawn(["true"]);
+  await ended.exited;
+  writeFileSync(join(dir, "sku-search.lock"), String(ended.pid));
+
+  const db = await openPglite(dir);
+  expect(await db.query<{ one: number }>("SELECT 1 AS one")).toEqual([{ one: 1 }]);
+  expect(existsSync(join(dir, "sku-search.lock"))).toBe(true);
+  await db.close();
+  expect(existsSync(join(dir, "sku-search.lock"))).toBe(false);
+});
