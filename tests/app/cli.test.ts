@@ -2,8 +2,7 @@
  * The operator's command line, run as a real process (`bun src/app/main.ts ...`) on the embedded
  * database, with passwords on standard input.
  */
-import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LocalEmbedder } from "../../src/adapters/providers/local-embedder.ts";
@@ -12,22 +11,13 @@ import { createContainer, openStore } from "../../src/app/container.ts";
 import { createLogger } from "../../src/app/logger.ts";
 import { CreateProduct } from "../../src/domain/create-product.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+import { useTempDirs } from "../support/temp-dirs.ts";
 
 // Every command boots PGlite in a new process.
 setDefaultTimeout(120_000);
 
 const MAIN = join(import.meta.dir, "../../src/app/main.ts");
-const dirs: string[] = [];
-
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-function dataDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "sku-search-cli-"));
-  dirs.push(dir);
-  return dir;
-}
+const dataDir = useTempDirs("cli");
 
 async function cli(args: string[], env: Record<string, string>, stdin = "") {
   const child = Bun.spawn(["bun", MAIN, ...args], {

@@ -1,10 +1,10 @@
-import { afterEach, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, test } from "bun:test";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError, JWT_SECRET_MIN_BYTES, loadConfig } from "../../src/app/config.ts";
 import { jwtSecretFor } from "../../src/app/secrets.ts";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from "../../src/domain/user.ts";
+import { useTempDirs } from "../support/temp-dirs.ts";
 
 function configError(env: Record<string, string | undefined>): ConfigError {
   try {
@@ -231,15 +231,7 @@ describe("loadConfig", () => {
 });
 
 describe("jwtSecretFor", () => {
-  const dirs: string[] = [];
-  afterEach(() => {
-    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-  });
-  function tempDir(): string {
-    const dir = mkdtempSync(join(tmpdir(), "sku-search-secrets-"));
-    dirs.push(dir);
-    return dir;
-  }
+  const tempDir = useTempDirs("secrets");
 
   test("a configured secret is returned as is and nothing is written", () => {
     const dataDir = join(tempDir(), "data");

@@ -8,7 +8,7 @@ export const LOCAL_EMBEDDING_MODEL = "all-MiniLM-L6-v2";
 export const LOCAL_EMBEDDING_DIMENSION = 384;
 
 /** What scripts/install-model.ts puts in the model folder and the q4 pipeline reads. */
-const REQUIRED_FILES = [
+export const LOCAL_MODEL_FILES = [
   "config.json",
   "tokenizer.json",
   "tokenizer_config.json",
@@ -107,7 +107,7 @@ export class LocalEmbedder implements Embedder {
   }
 
   private async open(): Promise<LoadedModel> {
-    const missing = REQUIRED_FILES.filter((file) => !existsSync(join(this.modelDir, file)));
+    const missing = LOCAL_MODEL_FILES.filter((file) => !existsSync(join(this.modelDir, file)));
     if (missing.length > 0) {
       throw new Error(
         `The offline embedding model is not installed in ${this.modelDir} (missing ${missing.join(", ")}). ` +

@@ -1,22 +1,13 @@
-import { afterEach, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { expect, setDefaultTimeout, test } from "bun:test";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { DataDirInUse } from "../../../src/adapters/pglite/data-dir-lock.ts";
 import { openPglite } from "../../../src/adapters/pglite/pglite-client.ts";
+import { useTempDirs } from "../../support/temp-dirs.ts";
 
 setDefaultTimeout(60_000);
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
-
-function dataDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "sku-search-lock-"));
-  dirs.push(dir);
-  return dir;
-}
+const dataDir = useTempDirs("lock");
 
 test("a second process cannot open an embedded database that is in use", async () => {
   const dir = dataDir();
