@@ -37,6 +37,8 @@ export interface Config {
   searchRequiresAuth: boolean;
   /** Largest accepted request body, in bytes. */
   maxBodyBytes: number;
+  /** Behind a reverse proxy: take the client address from the last X-Forwarded-For entry. */
+  trustProxy: boolean;
   embeddingProvider: EmbeddingProvider;
   /** Folder of the offline model; unset: the one installed with the service. */
   localModelDir: string | undefined;
@@ -92,6 +94,7 @@ export function loadConfig(env: Env): Config {
     adminPassword,
     searchRequiresAuth: read.boolean("SEARCH_REQUIRES_AUTH", true),
     maxBodyBytes: read.integer("MAX_BODY_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
+    trustProxy: read.boolean("TRUST_PROXY", false),
     embeddingProvider: read.oneOf("EMBEDDING_PROVIDER", EMBEDDING_PROVIDERS, "local"),
     localModelDir: read.optional("LOCAL_MODEL_DIR"),
     generationProviders: read.list("GENERATION_PROVIDERS", GENERATION_PROVIDERS, ["local"]),

@@ -116,6 +116,7 @@ export async function createContainer(config: Config, log: Logger, overrides: Ov
       version: config.version,
       searchRequiresAuth: config.searchRequiresAuth,
       maxBodyBytes: config.maxBodyBytes,
+      trustProxy: config.trustProxy,
     },
     log: (event) => (event.level === "error" ? log.error(event) : log.info(event)),
   });

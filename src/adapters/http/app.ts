@@ -17,6 +17,8 @@ export interface HttpSettings {
   searchRequiresAuth: boolean;
   /** Largest request body accepted, in bytes (413 above it). */
   maxBodyBytes: number;
+  /** Take the client address for login throttling from X-Forwarded-For (set by our reverse proxy). */
+  trustProxy: boolean;
 }
 
 export type LogEvent = Record<string, unknown>;
@@ -53,7 +55,7 @@ export function createHttpApp(deps: HttpDeps) {
   const { maxBodyBytes } = settings;
 
   const healthGroup = healthRoutes({ health });
-  const authGroup = authRoutes({ authenticate, maxBodyBytes });
+  const authGroup = authRoutes({ authenticate, maxBodyBytes, trustProxy: settings.trustProxy });
   const productGroup = productRoutes({
     authenticate,
     createProduct,

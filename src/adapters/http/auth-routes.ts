@@ -15,15 +15,27 @@ const LoginForm = t.Object(
 
 const TokenResponse = t.Object({ access_token: t.String(), token_type: t.Literal("bearer") });
 
+export interface AuthRoutesDeps {
+  authenticate: Authenticate;
+  maxBodyBytes: number;
+  /** Behind a reverse proxy: the client is the last address the proxy appended to X-Forwarded-For. */
+  trustProxy: boolean;
+}
+
 /** POST /auth/login: a form (or JSON) with username and password → a bearer token. */
-export function authRoutes({ authenticate, maxBodyBytes }: { authenticate: Authenticate; maxBodyBytes: number }) {
+export function authRoutes({ authenticate, maxBodyBytes, trustProxy }: AuthRoutesDeps) {
+  const clientAddress = (request: Request, peer: string | undefined): string | undefined => {
+    if (!trustProxy) return peer;
+    const forwarded = request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim();
+    return forwarded || peer;
+  };
   return new Elysia({ prefix: "/auth" }).post(
     "/login",
     async ({ body: { username, password }, request, server }) => ({
       access_token: await authenticate.login({
         username,
         password,
-        clientAddress: server?.requestIP(request)?.address,
+        clientAddress: clientAddress(request, server?.requestIP(request)?.address),
       }),
       token_type: "bearer" as const,
     }),

@@ -109,6 +109,31 @@ describe("POST /auth/login", () => {
       await server.stop();
     }
   });
+
+  test("behind a trusted proxy, the client address is the last X-Forwarded-For entry", async () => {
+    const policy = { maxFailures: 2, windowMs: 60_000, lockoutMs: 60_000 };
+    for (const trustProxy of [true, false]) {
+      const h = await createHarness({ addressPolicy: policy, settings: { trustProxy } });
+      const server = h.app.listen({ hostname: "127.0.0.1", port: 0 });
+      try {
+        const login = (username: string, password: string, client: string) =>
+          fetch(`http://127.0.0.1:${server.server?.port}/auth/login`, {
+            method: "POST",
+            headers: { "x-forwarded-for": `203.0.113.250, ${client}` },
+            body: new URLSearchParams({ username, password }),
+          });
+        for (let i = 0; i < policy.maxFailures; i++) {
+          expect((await login(`usuario${i}`, "mala", "198.51.100.7")).status).toBe(401);
+        }
+        // Trusted: another client behind the same proxy is not blocked. Not trusted: every request
+        // comes from the proxy's own address, which is now blocked.
+        expect((await login(USERNAME, PASSWORD, "198.51.100.8")).status).toBe(trustProxy ? 200 : 429);
+        expect((await login(USERNAME, PASSWORD, "198.51.100.7")).status).toBe(429);
+      } finally {
+        await server.stop();
+      }
+    }
+  });
 });
 
 describe("bearer tokens on the protected routes", () => {

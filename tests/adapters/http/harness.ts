@@ -54,6 +54,7 @@ export async function createHarness(options: HarnessOptions = {}) {
       version: "1.0.0",
       searchRequiresAuth: true,
       maxBodyBytes: 64 * 1024,
+      trustProxy: false,
       ...options.settings,
     },
     log: (event) => logs.push(event),
