@@ -17,6 +17,8 @@ const MAX_NAME = 80;
 const MAX_CATEGORY = 40;
 const MAX_QUERY = 80;
 const MAX_ALTERNATIVES = 2;
+/** An alternative is worth naming only when it scores at least this share of the best match. */
+const ALTERNATIVE_MIN_SHARE = 0.75;
 
 /**
  * The last-resort generator: deterministic Spanish text built from the retrieved products only,
@@ -44,7 +46,9 @@ export class LocalGenerator implements Generator {
       return `No he encontrado en el catálogo ningún producto${forQuery}. Pruebe a describir lo que busca con otras palabras.`;
     }
 
-    const alternatives = rest.slice(0, MAX_ALTERNATIVES);
+    const alternatives = rest
+      .filter((product) => product.score >= best.score * ALTERNATIVE_MIN_SHARE)
+      .slice(0, MAX_ALTERNATIVES);
     const others = alternativesText(best, alternatives);
     const one = products.length === 1;
     if (best.score >= this.weakMatchBelow) {

@@ -36,9 +36,17 @@ describe("LocalGenerator", () => {
   });
 
   test("names only the products it was given", async () => {
-    const text = await write([espresso, wallet]);
+    const text = await write([espresso, drip]);
     const quoted = [...text.matchAll(/«([^»]*)»/g)].map((m) => m[1]);
-    expect(quoted).toEqual(["cafetera para las mañanas", espresso.name, wallet.name]);
+    expect(quoted).toEqual(["cafetera para las mañanas", espresso.name, drip.name]);
+  });
+
+  test("does not name a product that scores far below the best match", async () => {
+    const text = await write([espresso, wallet]);
+    expect(text).toContain(espresso.name);
+    expect(text).not.toContain(wallet.name);
+    const weak = await write([product(1, "Espresso machine", "Kitchen", 0.3), product(2, "Pen", "Stationery", 0.1)]);
+    expect(weak).not.toContain("Pen");
   });
 
   test("says so in Spanish when nothing matched", async () => {
@@ -62,9 +70,10 @@ describe("LocalGenerator", () => {
   });
 
   test("a strong best match with weaker alternatives says the alternatives fit less", async () => {
-    const text = await write([espresso, wallet]);
-    expect(text).toContain("le recomiendo «Espresso machine with milk frother»");
-    expect(text).toContain("Como alternativa, aunque se parece menos, tiene «Leather wallet for men»");
+    const kettle = product(6, "Electric kettle", "Kitchen & Dining Appliances", 0.43);
+    const text = await write([drip, kettle]);
+    expect(text).toContain("le recomiendo «Drip coffee maker»");
+    expect(text).toContain("Como alternativa, aunque se parece menos, tiene «Electric kettle»");
   });
 
   test("the weak-match threshold is configurable", async () => {
