@@ -4,10 +4,8 @@
  * a ConfigError naming each bad one, so the service fails at startup, never halfway through.
  */
 
+import { JWT_ALGORITHMS, type JwtAlgorithm } from "../adapters/http/jwt-token-service.ts";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from "../domain/user.ts";
-
-export const JWT_ALGORITHMS = ["HS256", "HS384", "HS512"] as const;
-export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
 
 export const EMBEDDING_PROVIDERS = ["local"] as const;
 export type EmbeddingProvider = (typeof EMBEDDING_PROVIDERS)[number];
