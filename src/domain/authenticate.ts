@@ -3,6 +3,7 @@ import type { TokenService } from "../ports/token-service.ts";
 import type { UserRepository } from "../ports/user-repository.ts";
 import { InvalidCredentials, NotAuthenticated, TooManyAttempts } from "./errors.ts";
 import type { LoginThrottle } from "./login-throttle.ts";
+import { isStorableText } from "./text.ts";
 import type { User } from "./user.ts";
 
 export interface LoginAttempt {
@@ -41,7 +42,8 @@ export class Authenticate {
     // Counted in flight from the check on (no await in between), so concurrent attempts see each other.
     for (const { throttle, key } of checks) throttle.begin(key);
     try {
-      const user = await users.findByUsername(attempt.username);
+      // No stored username holds a NUL (isStorableText): such a name is simply unknown.
+      const user = isStorableText(attempt.username) ? await users.findByUsername(attempt.username) : null;
       const hash = user?.passwordHash ?? (await this.hashOfNobody());
       const passwordMatches = await hasher.verify(attempt.password, hash);
       if (!user || !passwordMatches) {

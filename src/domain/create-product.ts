@@ -3,6 +3,7 @@ import type { ProductRepository } from "../ports/product-repository.ts";
 import { embedOne } from "./embed.ts";
 import { InvalidInput } from "./errors.ts";
 import { embeddingText, type NewProduct, PRODUCT_FIELD_MAX_LENGTH, type Product } from "./product.ts";
+import { isStorableText } from "./text.ts";
 
 export interface Deps {
   products: ProductRepository;
@@ -32,6 +33,9 @@ export function normalizeProduct(input: NewProduct): NewProduct {
   };
   for (const field of ["name", "description", "category"] as const) {
     if (product[field].length === 0) throw new InvalidInput(`El campo '${field}' no puede estar vacío`);
+    if (!isStorableText(product[field])) {
+      throw new InvalidInput(`El campo '${field}' contiene un carácter no admitido (U+0000)`);
+    }
     const max = PRODUCT_FIELD_MAX_LENGTH[field];
     if (product[field].length > max) {
       throw new InvalidInput(`El campo '${field}' admite como máximo ${max} caracteres`);

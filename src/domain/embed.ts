@@ -2,21 +2,33 @@ import type { Embedder, EmbeddingPurpose } from "../ports/embedder.ts";
 import { EmbeddingUnavailable } from "./errors.ts";
 import { type Vector, vectorProblem } from "./vector.ts";
 
-/** Embeds one text and checks the vector; any failure becomes EmbeddingUnavailable. */
-export async function embedOne(embedder: Embedder, text: string, purpose: EmbeddingPurpose): Promise<Vector> {
+/**
+ * Embeds the texts and checks every vector (one per text, right length, finite, not zero): any
+ * failure or unusable answer becomes EmbeddingUnavailable, so nothing unusable is ever stored.
+ */
+export async function embedMany(
+  embedder: Embedder,
+  texts: readonly string[],
+  purpose: EmbeddingPurpose,
+): Promise<Vector[]> {
   let vectors: Vector[];
   try {
-    vectors = await embedder.embed([text], purpose);
+    vectors = await embedder.embed(texts, purpose);
   } catch (error) {
     if (error instanceof EmbeddingUnavailable) throw error;
     throw new EmbeddingUnavailable(undefined, { cause: error });
   }
-  const vector = vectors[0];
-  const problem = vector ? vectorProblem(vector, embedder.dimension) : "the embedder returned no vector";
-  if (problem || !vector) {
-    throw new EmbeddingUnavailable(undefined, {
-      cause: new Error(`unusable embedding from ${embedder.model}: ${problem}`),
-    });
+  const unusable = (reason: string) =>
+    new EmbeddingUnavailable(undefined, { cause: new Error(`unusable embedding from ${embedder.model}: ${reason}`) });
+  if (vectors.length !== texts.length) throw unusable(`${vectors.length} vectors for ${texts.length} texts`);
+  for (const [i, vector] of vectors.entries()) {
+    const problem = vectorProblem(vector, embedder.dimension);
+    if (problem) throw unusable(`text ${i}: ${problem}`);
   }
-  return vector;
+  return vectors;
+}
+
+export async function embedOne(embedder: Embedder, text: string, purpose: EmbeddingPurpose): Promise<Vector> {
+  const [vector] = await embedMany(embedder, [text], purpose);
+  return vector as Vector;
 }

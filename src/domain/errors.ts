@@ -60,7 +60,7 @@ export class EmbeddingUnavailable extends DomainError {
   }
 }
 
-/** No generator could write a recommendation (only raised when generation is required). */
+/** No generator of the chain could write a recommendation. */
 export class GenerationUnavailable extends DomainError {
   readonly kind = "GenerationUnavailable";
   constructor(message = "Ningún proveedor pudo generar la recomendación", options?: ErrorOptions) {

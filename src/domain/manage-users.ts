@@ -1,6 +1,7 @@
 import type { PasswordHasher } from "../ports/password-hasher.ts";
 import type { UserRepository } from "../ports/user-repository.ts";
 import { InvalidInput, UserNotFound } from "./errors.ts";
+import { isStorableText } from "./text.ts";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH, type User } from "./user.ts";
 
 export interface Deps {
@@ -19,13 +20,15 @@ export class ManageUsers {
   }
 
   async resetPassword(username: string, password: string): Promise<void> {
+    const name = checkUsername(username);
     checkPassword(password);
-    const updated = await this.deps.users.updatePassword(username, await this.deps.hasher.hash(password));
-    if (!updated) throw new UserNotFound(username);
+    const updated = await this.deps.users.updatePassword(name, await this.deps.hasher.hash(password));
+    if (!updated) throw new UserNotFound(name);
   }
 
   async remove(username: string): Promise<void> {
-    if (!(await this.deps.users.remove(username))) throw new UserNotFound(username);
+    const name = checkUsername(username);
+    if (!(await this.deps.users.remove(name))) throw new UserNotFound(name);
   }
 
   /**
@@ -49,6 +52,7 @@ export class ManageUsers {
 function checkUsername(username: string): string {
   const name = username.trim();
   if (name.length === 0) throw new InvalidInput("El nombre de usuario no puede estar vacío");
+  if (!isStorableText(name)) throw new InvalidInput("El nombre de usuario contiene un carácter no admitido (U+0000)");
   if (name.length > USERNAME_MAX_LENGTH) {
     throw new InvalidInput(`El nombre de usuario admite como máximo ${USERNAME_MAX_LENGTH} caracteres`);
   }

@@ -4,6 +4,7 @@ import type { ProductRepository } from "../ports/product-repository.ts";
 import { embedOne } from "./embed.ts";
 import { InvalidInput } from "./errors.ts";
 import type { ScoredProduct } from "./product.ts";
+import { isStorableText } from "./text.ts";
 
 export const SEARCH_LIMIT = { default: 5, min: 1, max: 50 } as const;
 export const QUERY_MAX_LENGTH = 1000;
@@ -37,6 +38,7 @@ export class SearchAndRecommend {
   async execute(request: SearchRequest): Promise<SearchResult> {
     const query = request.query.trim();
     if (query.length === 0) throw new InvalidInput("El campo 'query' no puede estar vacío");
+    if (!isStorableText(query)) throw new InvalidInput("El campo 'query' contiene un carácter no admitido (U+0000)");
     if (query.length > QUERY_MAX_LENGTH) {
       throw new InvalidInput(`El campo 'query' admite como máximo ${QUERY_MAX_LENGTH} caracteres`);
     }

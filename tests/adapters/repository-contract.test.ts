@@ -11,7 +11,7 @@ import { PostgresProductRepository } from "../../src/adapters/postgres/product-r
 import { EmbeddingSpaceMismatch, prepareDatabase, reembedProducts } from "../../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { PostgresUserRepository } from "../../src/adapters/postgres/user-repository.ts";
-import { DatabaseUnavailable, UserAlreadyExists } from "../../src/domain/errors.ts";
+import { DatabaseUnavailable, EmbeddingUnavailable, UserAlreadyExists } from "../../src/domain/errors.ts";
 import { embeddingText } from "../../src/domain/product.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { DatabaseHealth } from "../../src/ports/database-health.ts";
@@ -259,9 +259,9 @@ function databaseContract(db: TestDatabase): void {
     for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries()) await repository.add(product, [1, i, 0, 0]);
     const columns = await tableColumns(client, "products");
 
-    await expect(reembedProducts(client, new FakeEmbedder("fake-3", 2), { batchSize: 2 })).rejects.toThrow(
-      "provider down",
-    );
+    const failure = reembedProducts(client, new FakeEmbedder("fake-3", 2), { batchSize: 2 });
+    await expect(failure).rejects.toBeInstanceOf(EmbeddingUnavailable);
+    await expect(failure).rejects.toMatchObject({ cause: { message: expect.stringContaining("provider down") } });
 
     await prepareDatabase(client, space);
     expect(await tableColumns(client, "products")).toEqual(columns);

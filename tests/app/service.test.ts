@@ -115,6 +115,9 @@ describe("the service on the embedded database", () => {
     expect(wrong.status).toBe(401);
     expect(wrong.json).toEqual({ detail: "Usuario o contraseña incorrectos" });
     expect(unknown.json).toEqual(wrong.json);
+    const nul = await call("POST", "/auth/login", { form: { username: "ad\u0000min", password: ADMIN.password } });
+    expect(nul.status).toBe(401);
+    expect(nul.json).toEqual(wrong.json);
 
     const key = new TextEncoder().encode(secret);
     const now = Math.floor(Date.now() / 1000);
@@ -172,6 +175,7 @@ describe("the service on the embedded database", () => {
       { json: { ...COFFEE, id: 7 }, status: 422 },
       { json: { ...COFFEE, embedding: [1, 2, 3] }, status: 422 },
       { json: { ...COFFEE, name: "   " }, status: 422 },
+      { json: { ...COFFEE, name: "Espresso\u0000machine" }, status: 422 },
       { json: { name: COFFEE.name, category: COFFEE.category }, status: 422 },
       { json: { ...COFFEE, description: "x".repeat(6000) }, status: 422 },
       { json: { ...COFFEE, description: "x".repeat(70_000) }, status: 413 },
@@ -181,6 +185,7 @@ describe("the service on the embedded database", () => {
       const response = await call("POST", "/products/", { json, token });
       expect({ status: response.status, detail: typeof response.json.detail }).toEqual({ status, detail: "string" });
     }
+    expect((await call("POST", "/products/search", { json: { query: "café\u0000" }, token })).status).toBe(422);
     for (const limit of [0, 51, 2.5, "5", null]) {
       expect((await call("POST", "/products/search", { json: { query: "x", limit }, token })).status).toBe(422);
     }
@@ -274,7 +279,7 @@ describe("semantic search with the offline model", () => {
     const catalogue = [
       {
         name: "Espresso machine",
-        description: "15-bar pump, milk frother and a 1.2 L water tank",
+        description: "15-bar pump, milk frother, 1.2 L water tank",
         category: "Kitchen",
       },
       { name: "Leather wallet", description: "Slim bifold with six card slots", category: "Accessories" },
@@ -286,7 +291,7 @@ describe("semantic search with the offline model", () => {
       expect((await call("POST", "/products/", { json: product, token })).status).toBe(201);
 
     const search = await call("POST", "/products/search", {
-      json: { query: "brew a hot drink when I wake up", limit: 3 },
+      json: { query: "brew hot drinks after waking", limit: 3 },
       token,
     });
     expect(search.status).toBe(200);

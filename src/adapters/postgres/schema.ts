@@ -1,6 +1,6 @@
 import pgvector from "pgvector";
+import { embedMany } from "../../domain/embed.ts";
 import { embeddingText } from "../../domain/product.ts";
-import { vectorProblem } from "../../domain/vector.ts";
 import type { Embedder } from "../../ports/embedder.ts";
 import type { SqlClient } from "./sql-client.ts";
 
@@ -151,8 +151,8 @@ interface ProductText {
  * The new vectors are written batch by batch into a staging column `embedding_next` that search
  * never reads; one final transaction swaps it in for `embedding` and updates `embedding_space`.
  * If the embedder fails (or returns an unusable vector) before that, the staging column is dropped
- * and the database is exactly as it was. Run one re-embed at a time; the service may keep serving
- * searches meanwhile.
+ * and the database is exactly as it was. Run one re-embed at a time, with every service process
+ * stopped: one still running with the old model would mix its vectors into the new space.
  */
 export async function reembedProducts(
   client: SqlClient,
@@ -211,19 +211,8 @@ export async function reembedProducts(
 
 /** The products' new vectors as query parameters, each checked before anything is written. */
 async function embedBatch(embedder: Embedder, products: readonly ProductText[]): Promise<string[]> {
-  const vectors = await embedder.embed(
-    products.map((product) => embeddingText(product)),
-    "document",
-  );
-  if (vectors.length !== products.length) {
-    throw new Error(`the embedder returned ${vectors.length} vectors for ${products.length} texts`);
-  }
-  return products.map((product, i) => {
-    const vector = vectors[i] as number[];
-    const problem = vectorProblem(vector, embedder.dimension);
-    if (problem) throw new Error(`the embedder returned an unusable vector for product ${product.id}: ${problem}`);
-    return vectorParam(vector);
-  });
+  const vectors = await embedMany(embedder, products.map(embeddingText), "document");
+  return vectors.map(vectorParam);
 }
 
 async function writeStaged(tx: SqlClient, products: readonly ProductText[], vectors: readonly string[]): Promise<void> {
