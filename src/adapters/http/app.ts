@@ -32,9 +32,8 @@ export interface HttpDeps {
   /**
    * Structured events: `{level: "info", event: "request", method, path, status, ms}` per request, and
    * `{level: "error", event: "request_failed", ..., error}` with the real Error behind every 5xx.
-   * Defaults to JSON lines on stdout.
    */
-  log?: (event: LogEvent) => void;
+  log: (event: LogEvent) => void;
 }
 
 /** Headers every answer carries: this is a JSON API, nothing in it should be sniffed, cached or framed. */
@@ -51,7 +50,7 @@ const SECURITY_HEADERS = {
  */
 export function createHttpApp(deps: HttpDeps) {
   const { authenticate, createProduct, search, health, settings } = deps;
-  const log = deps.log ?? jsonLine;
+  const { log } = deps;
   const { maxBodyBytes } = settings;
 
   const healthGroup = healthRoutes({ health });
@@ -136,13 +135,4 @@ function routeTable(instances: readonly { routes: readonly { method: string; pat
 
 function routeKey(path: string): string {
   return path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
-}
-
-/** The fallback log: one JSON line per event, errors as name, message and cause. */
-function jsonLine(event: LogEvent): void {
-  console.log(
-    JSON.stringify(event, (_key, value: unknown) =>
-      value instanceof Error ? { name: value.name, message: value.message, cause: value.cause } : value,
-    ),
-  );
 }

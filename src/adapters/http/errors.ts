@@ -8,8 +8,6 @@ import {
   InvalidInput,
   NotAuthenticated,
   TooManyAttempts,
-  UserAlreadyExists,
-  UserNotFound,
 } from "../../domain/errors.ts";
 
 /**
@@ -50,6 +48,8 @@ export function toProblem(error: unknown): Problem {
     // Errors thrown while reading the body (ours, or the domain's from the bearer check) arrive wrapped.
     const cause = error.cause;
     if (cause instanceof DomainError || cause instanceof HttpProblem) return toProblem(cause);
+    // Anything else thrown there (the database failing during the bearer check, ...) is ours, not the client's.
+    if (cause instanceof Error && !(cause instanceof SyntaxError)) return INTERNAL_ERROR;
     return { status: 400, detail: "No se pudo leer el cuerpo de la petición" };
   }
   if (error instanceof NotFoundError) return notFound();
@@ -65,8 +65,6 @@ function fromDomainError(error: DomainError): Problem {
     return { status: 429, detail, headers: { "Retry-After": String(error.retryAfterSeconds) } };
   }
   if (error instanceof InvalidInput) return { status: 422, detail };
-  if (error instanceof UserAlreadyExists) return { status: 409, detail };
-  if (error instanceof UserNotFound) return { status: 404, detail };
   if (
     error instanceof EmbeddingUnavailable ||
     error instanceof GenerationUnavailable ||

@@ -147,6 +147,23 @@ describe("routing and body errors", () => {
     expect(login.status).toBe(503);
   });
 
+  test("an unexpected failure during the token check is a logged 500, not a 400 blamed on the client", async () => {
+    const h = await createHarness();
+    h.users.findById = async () => {
+      throw new Error("canceling statement due to statement timeout");
+    };
+    const create = await h.call("POST", "/products/", { token: h.token, json: PRODUCT });
+    expect(create.status).toBe(500);
+    expect(create.json).toEqual({ detail: "Error interno del servidor" });
+    expect(
+      JSON.stringify(
+        h.logs.filter((event) => event.event === "request_failed"),
+        (_key, value: unknown) =>
+          value instanceof Error ? `${value.message} ${String((value.cause as Error | undefined)?.message)}` : value,
+      ),
+    ).toContain("statement timeout");
+  });
+
   test("an unexpected error is 500 with a generic detail; the real error goes to the log", async () => {
     const h = await createHarness();
     await h.call("POST", "/products/", { token: h.token, json: PRODUCT });
