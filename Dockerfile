@@ -6,10 +6,11 @@ ARG BUN_VERSION=1.4.5
 RUN npm install -g --silent "bun@${BUN_VERSION}"
 WORKDIR /src
 COPY package.json bun.lock bunfig.toml .npmrc ./
-COPY scripts ./scripts
-RUN bun install --frozen-lockfile
+# Packages first (a layer that changes only with the lockfile); the model's install script needs the
+# sources, so it runs after they are copied.
+RUN bun install --frozen-lockfile --ignore-scripts
 COPY . .
-RUN bun run build
+RUN bun scripts/install-model.ts && bun run build
 
 # Run: only the executable. It embeds everything (PGlite, pgvector, the model, onnxruntime) and on
 # first start writes the model and onnxruntime's native library (about 100 MB) to /tmp, once

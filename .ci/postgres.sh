@@ -6,13 +6,13 @@ set -euo pipefail
 PORT="${1:-55432}"
 PGBIN=/usr/lib/postgresql/15/bin
 WORK="${PG_WORK_DIR:-/tmp/sku-search-pg}"
-SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+[ "$(id -u)" = 0 ] || { echo "run as root: it installs packages and runs the server as the postgres user" >&2; exit 1; }
 
 export DEBIAN_FRONTEND=noninteractive
 if [ ! -f "$(pg_config --sharedir 2>/dev/null)/extension/vector.control" ] \
    || ! [ -x "$PGBIN/initdb" ]; then
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq postgresql-15 postgresql-server-dev-15 dpkg-dev build-essential >/dev/null
+  apt-get update -qq
+  apt-get install -y -qq postgresql-15 postgresql-server-dev-15 dpkg-dev build-essential >/dev/null
   # A private source list for trixie's pgvector source, leaving the system's lists untouched.
   SRC=/tmp/sku-search-apt-src
   mkdir -p "$SRC/lists/partial" "$SRC/cache/archives/partial" "$SRC/parts"
@@ -27,13 +27,13 @@ if [ ! -f "$(pg_config --sharedir 2>/dev/null)/extension/vector.control" ] \
   echo "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror trixie main" > "$SRC/sources.list"
   APT_OPTS=(-o "Dir::Etc::SourceList=$SRC/sources.list" -o "Dir::Etc::SourceParts=$SRC/parts"
             -o "Dir::State::Lists=$SRC/lists" -o "Dir::Cache=$SRC/cache")
-  $SUDO apt-get "${APT_OPTS[@]}" update -qq
+  apt-get "${APT_OPTS[@]}" update -qq
   BUILD=/tmp/sku-search-pgvector-build
   rm -rf "$BUILD"; mkdir -p "$BUILD"; cd "$BUILD"
   apt-get "${APT_OPTS[@]}" source -qq pgvector >/dev/null 2>&1 || apt-get "${APT_OPTS[@]}" source pgvector
   cd "$(find . -maxdepth 1 -type d -name 'pgvector-*' | head -1)"
   make -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config OPTFLAGS="" >/dev/null
-  $SUDO make -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config install >/dev/null
+  make -s PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config install >/dev/null
   cd /
 fi
 

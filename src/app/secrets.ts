@@ -1,5 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { JWT_SECRET_MIN_BYTES } from "./config.ts";
 
 const JWT_SECRET_FILE = "jwt-secret";
 
@@ -12,7 +13,7 @@ export function jwtSecretFor(configured: string | undefined, dataDir: string): s
   const path = join(dataDir, JWT_SECRET_FILE);
   if (existsSync(path)) {
     const stored = readFileSync(path, "utf8").trim();
-    if (stored.length >= 32) return stored;
+    if (new TextEncoder().encode(stored).length >= JWT_SECRET_MIN_BYTES) return stored;
   }
   mkdirSync(dataDir, { recursive: true });
   const secret = Buffer.from(crypto.getRandomValues(new Uint8Array(48))).toString("base64url");

@@ -157,3 +157,16 @@ test("serve answers, guards its data directory from a second process, and stops 
   expect(await server.exited).toBe(0);
   expect((await cli(["users", "add", "bea"], { DATA_DIR: env.DATA_DIR }, "primera-clave\n")).code).toBe(0);
 });
+
+test("serve on a busy port fails, and leaves the data directory free", async () => {
+  const env = { DATA_DIR: dataDir() };
+  const busy = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  try {
+    const result = await cli(["serve"], { ...env, HOST: "127.0.0.1", PORT: String(busy.port) });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(String(busy.port));
+  } finally {
+    busy.stop(true);
+  }
+  expect((await cli(["users", "add", "bea"], env, "primera-clave\n")).code).toBe(0);
+});

@@ -7,6 +7,9 @@ import type { Embedder, EmbeddingPurpose } from "../../ports/embedder.ts";
 export const LOCAL_EMBEDDING_MODEL = "all-MiniLM-L6-v2";
 export const LOCAL_EMBEDDING_DIMENSION = 384;
 
+/** Where `bun install` (scripts/install-model.ts) puts the model, in the project's own folder. */
+export const INSTALLED_MODEL_DIR = resolve(import.meta.dir, "../../../models", LOCAL_EMBEDDING_MODEL);
+
 /** What scripts/install-model.ts puts in the model folder and the q4 pipeline reads. */
 export const LOCAL_MODEL_FILES = [
   "config.json",
