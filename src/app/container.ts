@@ -24,7 +24,7 @@ import { SearchAndRecommend } from "../domain/search-and-recommend.ts";
 import { type Clock, systemClock } from "../ports/clock.ts";
 import type { Embedder } from "../ports/embedder.ts";
 import type { Generator } from "../ports/generator.ts";
-import type { Config } from "./config.ts";
+import type { Config, GenerationProvider } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { resolveRuntimeAssets } from "./runtime-assets.ts";
 import { jwtSecretFor } from "./secrets.ts";
@@ -94,16 +94,14 @@ export async function createContainer(config: Config, log: Logger, overrides: Ov
 
 /** The ordered chain of GENERATION_PROVIDERS; each link has GENERATION_TIMEOUT_MS. */
 function createGenerator(config: Config, log: Logger): Generator {
-  const links = config.generationProviders.map((provider) => {
-    switch (provider) {
-      case "local":
-        return new LocalGenerator();
-    }
-  });
-  return new GeneratorChain(links, {
-    timeoutMs: config.generationTimeoutMs,
-    log: (event) => (event.event === "generation_failed" ? log.warn(event) : log.info(event)),
-  });
+  const generators: Record<GenerationProvider, () => Generator> = { local: () => new LocalGenerator() };
+  return new GeneratorChain(
+    config.generationProviders.map((provider) => generators[provider]()),
+    {
+      timeoutMs: config.generationTimeoutMs,
+      log: (event) => (event.event === "generation_failed" ? log.warn(event) : log.info(event)),
+    },
+  );
 }
 
 async function wire(
