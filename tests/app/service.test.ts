@@ -35,10 +35,11 @@ async function start(env: Record<string, string>, overrides: Overrides = {}) {
   const call = async (
     method: string,
     path: string,
-    init: { json?: unknown; form?: Record<string, string>; token?: string } = {},
+    init: { json?: unknown; form?: Record<string, string>; token?: string; raw?: string; contentType?: string } = {},
   ) => {
     const headers = new Headers();
-    let body: string | undefined;
+    let body: string | undefined = init.raw;
+    if (init.contentType !== undefined) headers.set("content-type", init.contentType);
     if (init.json !== undefined) {
       headers.set("content-type", "application/json");
       body = JSON.stringify(init.json);
@@ -188,6 +189,21 @@ describe("the service on the embedded database", () => {
     expect((await call("POST", "/products/search", { json: { query: "café\u0000" }, token })).status).toBe(422);
     for (const limit of [0, 51, 2.5, "5", null]) {
       expect((await call("POST", "/products/search", { json: { query: "x", limit }, token })).status).toBe(422);
+    }
+    const raw: { path: string; method?: string; raw?: string; contentType?: string; status: number }[] = [
+      { path: "/products/", raw: '{"name": "Espresso"', contentType: "application/json", status: 400 },
+      { path: "/products/", raw: "name=Espresso", contentType: "text/plain", status: 415 },
+      { path: "/products/", raw: "", contentType: "application/json", status: 422 },
+      { path: "/products/42", method: "GET", status: 404 },
+      { path: "/products/search", method: "GET", status: 405 },
+    ];
+    for (const { path, method = "POST", status, ...body } of raw) {
+      const response = await call(method, path, { ...body, token });
+      expect({ path, status: response.status, detail: typeof response.json?.detail }).toEqual({
+        path,
+        status,
+        detail: "string",
+      });
     }
     const search = await call("POST", "/products/search", { json: { query: "espresso", limit: 50 }, token });
     expect(search.json.results).toEqual([]);
