@@ -71,11 +71,12 @@ export async function openStore(config: Config, embedder: Embedder, database?: S
     throw error;
   }
   const users = new PostgresUserRepository(client);
-  const manageUsers = new ManageUsers({ users, hasher: new BunPasswordHasher() });
+  const hasher = new BunPasswordHasher();
   return {
     client,
     users,
-    manageUsers,
+    hasher,
+    manageUsers: new ManageUsers({ users, hasher }),
     products: new PostgresProductRepository(client),
     health: new PostgresDatabaseHealth(client),
   };
@@ -130,7 +131,7 @@ async function wire(
 
   const authenticate = new Authenticate({
     users: store.users,
-    hasher: new BunPasswordHasher(),
+    hasher: store.hasher,
     tokens,
     usernameThrottle: new LoginThrottle({ maxFailures: 5, windowMs: 15 * MINUTE, lockoutMs: 15 * MINUTE }, clock),
     addressThrottle: new LoginThrottle({ maxFailures: 50, windowMs: 15 * MINUTE, lockoutMs: 15 * MINUTE }, clock),

@@ -5,7 +5,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LocalEmbedder } from "../../src/adapters/providers/local-embedder.ts";
+import { INSTALLED_MODEL_DIR, LocalEmbedder } from "../../src/adapters/providers/local-embedder.ts";
 import { loadConfig } from "../../src/app/config.ts";
 import { createContainer, openStore } from "../../src/app/container.ts";
 import { createLogger } from "../../src/app/logger.ts";
@@ -38,7 +38,7 @@ async function cli(args: string[], env: Record<string, string>, stdin = "") {
 async function loginStatus(dir: string, username: string, password: string): Promise<number> {
   const config = loadConfig({ DATA_DIR: dir, ADMIN_PASSWORD: "admin-password" });
   const container = await createContainer(config, createLogger("error"), {
-    embedder: new LocalEmbedder(join(import.meta.dir, "../../models/all-MiniLM-L6-v2")),
+    embedder: new LocalEmbedder(INSTALLED_MODEL_DIR),
   });
   try {
     const response = await container.app.handle(
@@ -118,7 +118,7 @@ test("reembed moves a catalogue to the configured model, after which the service
   expect(rebuilt.code).toBe(0);
   expect(rebuilt.stderr).toContain("all 2 products now use all-MiniLM-L6-v2 (384 dimensions)");
 
-  const local = new LocalEmbedder(join(import.meta.dir, "../../models/all-MiniLM-L6-v2"));
+  const local = new LocalEmbedder(INSTALLED_MODEL_DIR);
   const reopened = await openStore(config, local);
   try {
     const [query] = await local.embed(["a coffee maker"], "query");

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SignJWT } from "jose";
-import { LocalEmbedder } from "../../src/adapters/providers/local-embedder.ts";
+import { INSTALLED_MODEL_DIR, LocalEmbedder } from "../../src/adapters/providers/local-embedder.ts";
 import { loadConfig } from "../../src/app/config.ts";
 import { type Container, createContainer, type Overrides } from "../../src/app/container.ts";
 import { createLogger } from "../../src/app/logger.ts";
@@ -289,7 +289,7 @@ describe("the service on the embedded database", () => {
 
 describe("semantic search with the offline model", () => {
   test("a query sharing no word with the right product ranks it first", async () => {
-    const embedder = new LocalEmbedder(join(import.meta.dir, "../../models/all-MiniLM-L6-v2"));
+    const embedder = new LocalEmbedder(INSTALLED_MODEL_DIR);
     const { call, login } = await start({ DATA_DIR: tempDir() }, { embedder });
     const token = await login();
     const catalogue = [

@@ -1,18 +1,14 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { join, resolve } from "node:path";
-import { LocalEmbedder } from "../../../src/adapters/providers/local-embedder.ts";
+import { join } from "node:path";
+import { cosineSimilarity } from "../../../src/adapters/memory/product-repository.ts";
+import { INSTALLED_MODEL_DIR, LocalEmbedder } from "../../../src/adapters/providers/local-embedder.ts";
 import { vectorProblem } from "../../../src/domain/vector.ts";
 
-const MODEL_DIR = resolve(import.meta.dir, "../../../models/all-MiniLM-L6-v2");
-
-function cosine(a: readonly number[], b: readonly number[]): number {
-  let dot = 0;
-  for (let i = 0; i < a.length; i++) dot += (a[i] as number) * (b[i] as number);
-  return dot;
-}
+const MODEL_DIR = INSTALLED_MODEL_DIR;
+const cosine = cosineSimilarity;
 
 function norm(v: readonly number[]): number {
-  return Math.sqrt(cosine(v, v));
+  return Math.hypot(...v);
 }
 
 describe("LocalEmbedder (real model)", () => {
