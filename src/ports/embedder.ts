@@ -7,6 +7,6 @@ export interface Embedder {
   /** Identifies the vector space: vectors of different models must never be compared. */
   readonly model: string;
   readonly dimension: number;
-  /** One vector per text, in order. Rejects when the provider fails. */
+  /** One vector per text, in order. Rejects when the provider fails (after its own retries). */
   embed(texts: readonly string[], purpose: EmbeddingPurpose): Promise<Vector[]>;
 }

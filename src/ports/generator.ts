@@ -17,5 +17,9 @@ export interface Recommendation {
 export interface Generator {
   /** For logs, e.g. "local/plantilla-es" or "chain(openai, local)". */
   readonly name: string;
-  generate(request: RecommendationRequest): Promise<Recommendation>;
+  /**
+   * Rejects when it cannot answer. `signal` aborts when the caller stops waiting (a chain link's
+   * time limit): a remote generator cancels its request then.
+   */
+  generate(request: RecommendationRequest, signal?: AbortSignal): Promise<Recommendation>;
 }

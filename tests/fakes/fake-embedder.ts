@@ -17,17 +17,20 @@ export class FakeEmbedder implements Embedder {
   async embed(texts: readonly string[], purpose: EmbeddingPurpose): Promise<Vector[]> {
     for (const text of texts) this.calls.push({ text, purpose });
     if (this.mode === "fail") throw new Error("fake embedder: provider down");
-    return texts.map((text) => (this.mode === "zero" ? new Array(this.dimension).fill(0) : this.vectorOf(text)));
+    return texts.map((text) =>
+      this.mode === "zero" ? new Array(this.dimension).fill(0) : bagOfWords(text, this.dimension),
+    );
   }
+}
 
-  private vectorOf(text: string): Vector {
-    const vector: Vector = new Array(this.dimension).fill(0);
-    for (const word of text.toLowerCase().match(/\p{L}+|\p{N}+/gu) ?? []) {
-      const index = fnv1a(word) % this.dimension;
-      vector[index] = (vector[index] ?? 0) + 1;
-    }
-    return vector;
+/** The fake embedding of a text: texts sharing words point in similar directions (fake provider servers use it too). */
+export function bagOfWords(text: string, dimension: number): Vector {
+  const vector: Vector = new Array(dimension).fill(0);
+  for (const word of text.toLowerCase().match(/\p{L}+|\p{N}+/gu) ?? []) {
+    const index = fnv1a(word) % dimension;
+    vector[index] = (vector[index] ?? 0) + 1;
   }
+  return vector;
 }
 
 function fnv1a(text: string): number {

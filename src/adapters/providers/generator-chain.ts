@@ -1,5 +1,6 @@
 import { GenerationUnavailable } from "../../domain/errors.ts";
 import type { Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
+import { describeError } from "./describe-error.ts";
 
 export type GenerationLog = (event: Record<string, unknown>) => void;
 
@@ -17,7 +18,6 @@ export interface GeneratorChainOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 20_000;
-const MAX_REASON_LENGTH = 300;
 
 /** A link that took too long; the chain moves on (the late answer, if any, is ignored). */
 export class GenerationTimeout extends Error {
@@ -57,13 +57,18 @@ export class GeneratorChain implements Generator {
     this.name = `chain(${this.links.map((link) => link.generator.name).join(", ")})`;
   }
 
-  async generate(request: RecommendationRequest): Promise<Recommendation> {
+  async generate(request: RecommendationRequest, signal?: AbortSignal): Promise<Recommendation> {
     const failures: Error[] = [];
     for (const [position, { generator, timeoutMs }] of this.links.entries()) {
+      signal?.throwIfAborted();
       const started = performance.now();
       const latencyMs = () => Math.round(performance.now() - started);
       try {
-        const recommendation = await withTimeout(() => generator.generate(request), timeoutMs);
+        const recommendation = await withTimeout(
+          (linkSignal) => generator.generate(request, linkSignal),
+          timeoutMs,
+          signal,
+        );
         if (typeof recommendation?.text !== "string" || recommendation.text.trim() === "") {
           throw new EmptyGeneration();
         }
@@ -77,6 +82,7 @@ export class GeneratorChain implements Generator {
         });
         return recommendation;
       } catch (error) {
+        if (signal?.aborted) throw signal.reason;
         const failure = error instanceof Error ? error : new Error(String(error));
         failures.push(failure);
         this.log({
@@ -85,7 +91,7 @@ export class GeneratorChain implements Generator {
           position,
           reason:
             failure instanceof GenerationTimeout ? "timeout" : failure instanceof EmptyGeneration ? "empty" : "error",
-          error: describe(failure),
+          error: describeError(failure),
           latencyMs: latencyMs(),
         });
       }
@@ -96,27 +102,33 @@ export class GeneratorChain implements Generator {
   }
 }
 
-/** Runs `task`, rejecting with GenerationTimeout after `timeoutMs`; a synchronous throw is a rejection too. */
-async function withTimeout<T>(task: () => Promise<T>, timeoutMs: number): Promise<T> {
+/**
+ * Runs `task` with a signal that aborts after `timeoutMs` (or when `outer` aborts), and rejects with
+ * GenerationTimeout at that moment even if the task ignores its signal. A synchronous throw is a rejection too.
+ */
+async function withTimeout<T>(
+  task: (signal: AbortSignal) => Promise<T>,
+  timeoutMs: number,
+  outer: AbortSignal | undefined,
+): Promise<T> {
+  const controller = new AbortController();
+  const stopWithOuter = () => controller.abort(outer?.reason);
+  outer?.addEventListener("abort", stopWithOuter, { once: true });
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new GenerationTimeout(timeoutMs)), timeoutMs);
+    timer = setTimeout(() => {
+      const timeout = new GenerationTimeout(timeoutMs);
+      controller.abort(timeout);
+      reject(timeout);
+    }, timeoutMs);
+    controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true });
   });
   try {
-    return await Promise.race([Promise.resolve().then(task), expired]);
+    return await Promise.race([Promise.resolve().then(() => task(controller.signal)), expired]);
   } finally {
     clearTimeout(timer);
+    outer?.removeEventListener("abort", stopWithOuter);
+    // The link is over: a request still running (it lost the race) is cancelled.
+    if (!controller.signal.aborted) controller.abort(new Error("the chain moved on"));
   }
-}
-
-/**
- * An error as "Name: message" for the log, bounded, with anything shaped like a credential masked:
- * provider errors may echo a request URL (`?key=...`) or a header.
- */
-function describe(error: Error): string {
-  const text = `${error.name}: ${error.message}`
-    .replace(/\b(key|api[_-]?key|token|access_token|secret|password)=[^&\s"']+/gi, "$1=[redacted]")
-    .replace(/\b(Bearer|Basic)\s+[\w.~+/=-]+/gi, "$1 [redacted]")
-    .replace(/\b(sk-[\w-]{8,}|AIza[\w-]{20,})/g, "[redacted]");
-  return text.length > MAX_REASON_LENGTH ? `${text.slice(0, MAX_REASON_LENGTH - 1)}…` : text;
 }

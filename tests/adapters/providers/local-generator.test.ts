@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { LOCAL_GENERATOR_MODEL, LocalGenerator, plain } from "../../../src/adapters/providers/local-generator.ts";
+import { LOCAL_GENERATOR_MODEL, LocalGenerator } from "../../../src/adapters/providers/local-generator.ts";
+import { plain } from "../../../src/adapters/providers/untrusted-text.ts";
 import type { ScoredProduct } from "../../../src/domain/product.ts";
 
 function product(id: number, name: string, category: string, score: number): ScoredProduct {
