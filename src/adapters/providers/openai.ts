@@ -1,0 +1,205 @@
+import OpenAI from "openai";
+import type { Vector } from "../../domain/vector.ts";
+import type { Embedder, EmbeddingPurpose } from "../../ports/embedder.ts";
+import type { Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
+import { embedInBatches } from "./batching.ts";
+import { GenerationRefused, type ProviderClientOptions, sdkTimeoutMs } from "./provider-client.ts";
+import { RECOMMENDATION_MAX_TOKENS, recommendationPrompt } from "./recommendation-prompt.ts";
+import { resilientFetch } from "./resilient-fetch.ts";
+
+export const OPENAI_DEFAULT_EMBEDDING_MODEL = "text-embedding-3-large";
+export const OPENAI_DEFAULT_GENERATION_MODEL = "gpt-4.1-mini";
+/** The SDK's own default, given explicitly so that it never falls back to reading the environment. */
+export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
+
+/**
+ * OpenAI's embeddings limits are 2,048 inputs and 300,000 tokens per request; our token count is an
+ * estimate (see estimateTokens), hence the margin.
+ */
+const EMBEDDING_BATCH_LIMITS = { maxInputs: 2048, maxTokens: 250_000 } as const;
+const DEFAULT_EMBEDDING_CONCURRENCY = 4;
+
+/**
+ * An OpenAI call that failed (HTTP error, connection, timeout, unreadable answer), described without
+ * the API key: a server may echo the key back in its error message, so the SDK's error is not passed on.
+ */
+export class OpenAIRequestFailed extends Error {
+  override readonly name = "OpenAIRequestFailed";
+  constructor(
+    message: string,
+    /** The HTTP status when the server answered, e.g. 401 or 429. */
+    readonly status?: number,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The SDK client, with every retry left to resilientFetch and nothing read from the environment
+ * (the config module alone does that).
+ */
+function openAIClient(options: ProviderClientOptions): OpenAI {
+  return new OpenAI({
+    apiKey: options.apiKey,
+    baseURL: options.baseUrl || OPENAI_DEFAULT_BASE_URL,
+    organization: null,
+    project: null,
+    adminAPIKey: null,
+    webhookSecret: null,
+    maxRetries: 0,
+    timeout: sdkTimeoutMs(options.retry),
+    fetch: resilientFetch({ provider: "openai", policy: options.retry, log: options.log }),
+    // Our own log events report retries and failures; the SDK stays silent even when OPENAI_LOG is set.
+    logLevel: "off",
+  });
+}
+
+/** Runs one SDK call; a caller's abort passes through as its reason, any other failure becomes OpenAIRequestFailed. */
+async function sdkCall<T>(
+  what: string,
+  apiKey: string,
+  signal: AbortSignal | undefined,
+  call: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (signal?.aborted) throw signal.reason;
+    const status = error instanceof OpenAI.APIError ? error.status : undefined;
+    throw new OpenAIRequestFailed(withoutKey(`openai ${what} failed: ${describe(error)}`, apiKey), status);
+  }
+}
+
+/** "Name: message", followed by its cause's (a connection error says little without it). */
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const own = `${nameOf(error)}: ${error.message}`;
+  return error.cause instanceof Error ? `${own} (${nameOf(error.cause)}: ${error.cause.message})` : own;
+}
+
+/** The SDK's error classes (AuthenticationError, RateLimitError...) leave `name` as "Error". */
+function nameOf(error: Error): string {
+  return error.name === "Error" ? error.constructor.name || "Error" : error.name;
+}
+
+function withoutKey(text: string, apiKey: string): string {
+  return apiKey ? text.replaceAll(apiKey, "[redacted]") : text;
+}
+
+/**
+ * OpenAI embeddings (`POST /embeddings`), or any OpenAI-compatible server's through `baseUrl`.
+ * Texts go in batches within OpenAI's request limits, `concurrency` requests at a time.
+ */
+export class OpenAIEmbedder implements Embedder {
+  /** `openai/<model>`: identifies the vector space stored in the database. */
+  readonly model: string;
+  readonly dimension: number;
+  private readonly apiModel: string;
+  private readonly apiKey: string;
+  private readonly concurrency: number;
+  private readonly client: OpenAI;
+
+  constructor(options: ProviderClientOptions & { model: string; dimension: number; concurrency?: number }) {
+    this.apiModel = options.model;
+    this.model = `openai/${options.model}`;
+    this.dimension = options.dimension;
+    this.apiKey = options.apiKey;
+    this.concurrency = Math.max(1, Math.floor(options.concurrency ?? DEFAULT_EMBEDDING_CONCURRENCY));
+    this.client = openAIClient(options);
+  }
+
+  /** The purpose makes no difference: OpenAI embeds queries and documents alike. */
+  async embed(texts: readonly string[], _purpose: EmbeddingPurpose): Promise<Vector[]> {
+    if (texts.length === 0) return [];
+    return embedInBatches(texts, { ...EMBEDDING_BATCH_LIMITS, concurrency: this.concurrency }, (batch) =>
+      this.embedBatch(batch),
+    );
+  }
+
+  private async embedBatch(batch: string[]): Promise<Vector[]> {
+    const response = await sdkCall("embeddings", this.apiKey, undefined, () =>
+      this.client.embeddings.create({
+        model: this.apiModel,
+        input: batch,
+        dimensions: this.dimension,
+        // Asked for explicitly: the SDK would ask for base64, which compatible servers may not support.
+        encoding_format: "float",
+      }),
+    );
+    return inInputOrder(response, batch.length);
+  }
+}
+
+/**
+ * The vectors of an embeddings answer placed by their `index` (servers need not answer in order).
+ * The lengths and values are checked by the use cases (embedMany); here only the shape.
+ */
+function inInputOrder(response: unknown, count: number): Vector[] {
+  const data = (response as { data?: unknown } | null)?.data;
+  if (!Array.isArray(data)) throw new OpenAIRequestFailed("openai embeddings: the answer has no data list");
+  if (data.length !== count) {
+    throw new OpenAIRequestFailed(`openai embeddings: ${data.length} vectors for ${count} texts`);
+  }
+  const vectors = new Array<Vector | undefined>(count);
+  for (const item of data as { index?: unknown; embedding?: unknown }[]) {
+    const index = item?.index;
+    if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= count) {
+      throw new OpenAIRequestFailed(`openai embeddings: invalid index ${JSON.stringify(index)}`);
+    }
+    if (vectors[index] !== undefined) throw new OpenAIRequestFailed(`openai embeddings: index ${index} twice`);
+    if (!Array.isArray(item.embedding)) {
+      throw new OpenAIRequestFailed(`openai embeddings: the embedding at index ${index} is not a list of numbers`);
+    }
+    vectors[index] = item.embedding as Vector;
+  }
+  // count items, no duplicate, all in range: every slot is filled.
+  return vectors as Vector[];
+}
+
+/**
+ * Recommendations through Chat Completions (`POST /chat/completions`), which OpenAI and every
+ * OpenAI-compatible server speak: the fixed instructions as the system message, the data as the
+ * only user message.
+ */
+export class OpenAIGenerator implements Generator {
+  /** `openai/<model>`, for logs. */
+  readonly name: string;
+  private readonly apiModel: string;
+  private readonly apiKey: string;
+  private readonly client: OpenAI;
+
+  constructor(options: ProviderClientOptions & { model: string }) {
+    this.apiModel = options.model;
+    this.name = `openai/${options.model}`;
+    this.apiKey = options.apiKey;
+    this.client = openAIClient(options);
+  }
+
+  async generate(request: RecommendationRequest, signal?: AbortSignal): Promise<Recommendation> {
+    const prompt = recommendationPrompt(request);
+    const completion = await sdkCall("chat completion", this.apiKey, signal, () =>
+      this.client.chat.completions.create(
+        {
+          model: this.apiModel,
+          messages: [
+            { role: "system", content: prompt.system },
+            { role: "user", content: prompt.user },
+          ],
+          max_completion_tokens: RECOMMENDATION_MAX_TOKENS,
+        },
+        { signal },
+      ),
+    );
+    const choice = completion?.choices?.[0];
+    if (!choice) throw new OpenAIRequestFailed("openai chat completion: the answer has no choices");
+    const { message, finish_reason: finishReason } = choice;
+    if (typeof message?.refusal === "string" && message.refusal.trim() !== "") {
+      throw new GenerationRefused(`refusal: ${message.refusal.trim().slice(0, 200)}`);
+    }
+    if (finishReason === "content_filter") throw new GenerationRefused("content filter");
+    if (typeof message?.content !== "string") {
+      throw new OpenAIRequestFailed(`openai chat completion: no text (finish_reason ${String(finishReason)})`);
+    }
+    return { text: message.content.trim(), provider: "OPENAI", model: this.apiModel };
+  }
+}

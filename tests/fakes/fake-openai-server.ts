@@ -1,0 +1,139 @@
+/**
+ * OpenAI's wire format for FakeProviderServer: `/v1/embeddings` and `/v1/chat/completions` answer
+ * like the real API, and the helpers build the error, refusal and odd replies the tests script.
+ */
+import { bagOfWords } from "./fake-embedder.ts";
+import { FakeProviderServer, type RecordedRequest, type Reply } from "./fake-provider-server.ts";
+
+export const FAKE_OPENAI_DEFAULT_DIMENSION = 3072;
+export const FAKE_OPENAI_REPLY_TEXT = "Le recomiendo la cafetera espresso: es lo más parecido a lo que busca.";
+
+interface EmbeddingsBody {
+  model?: string;
+  input?: string | string[];
+  dimensions?: number;
+}
+
+interface ChatBody {
+  model?: string;
+}
+
+/** Answers OpenAI's endpoints: bag-of-words vectors of the requested `dimensions`, and a fixed chat text. */
+export function openAIHandler(request: RecordedRequest): Reply {
+  if (request.method === "POST" && request.path === "/v1/embeddings") {
+    const body = (request.body ?? {}) as EmbeddingsBody;
+    const inputs = typeof body.input === "string" ? [body.input] : (body.input ?? []);
+    const dimension = body.dimensions ?? FAKE_OPENAI_DEFAULT_DIMENSION;
+    return embeddingsReply(
+      inputs.map((text) => bagOfWords(text, dimension)),
+      body.model,
+    );
+  }
+  if (request.method === "POST" && request.path === "/v1/chat/completions") {
+    return chatReply(FAKE_OPENAI_REPLY_TEXT, { model: (request.body as ChatBody | undefined)?.model });
+  }
+  return openAIError(404, `Invalid URL (${request.method} ${request.path})`, "invalid_request_error");
+}
+
+export function startFakeOpenAIServer(): FakeProviderServer {
+  return FakeProviderServer.start(openAIHandler);
+}
+
+/** An embeddings list; `order` gives the positions in the order they are listed (default: in order). */
+export function embeddingsReply(
+  vectors: readonly number[][],
+  model = "text-embedding-3-large",
+  order: readonly number[] = vectors.map((_, i) => i),
+): Reply {
+  return {
+    json: {
+      object: "list",
+      data: order.map((index) => ({ object: "embedding", index, embedding: vectors[index] })),
+      model,
+      usage: { prompt_tokens: vectors.length, total_tokens: vectors.length },
+    },
+  };
+}
+
+/** An embeddings answer whose `data` items are given as they are (odd indexes, strings for vectors...). */
+export function rawEmbeddingsReply(data: unknown[]): Reply {
+  return {
+    json: { object: "list", data, model: "text-embedding-3-large", usage: { prompt_tokens: 1, total_tokens: 1 } },
+  };
+}
+
+export interface ChatReplyOptions {
+  model?: string | undefined;
+  finishReason?: "stop" | "length" | "content_filter";
+  refusal?: string | null;
+}
+
+/** A chat.completion object with one choice; `content` null is allowed (refusals have none). */
+export function chatReply(content: string | null, options: ChatReplyOptions = {}): Reply {
+  return {
+    json: {
+      id: "chatcmpl-fake",
+      object: "chat.completion",
+      created: 1_700_000_000,
+      model: options.model ?? "gpt-4.1-mini",
+      choices: [
+        {
+          index: 0,
+          message: { role: "assistant", content, refusal: options.refusal ?? null },
+          logprobs: null,
+          finish_reason: options.finishReason ?? "stop",
+        },
+      ],
+      usage: { prompt_tokens: 100, completion_tokens: 20, total_tokens: 120 },
+    },
+  };
+}
+
+/** What OpenAI answers when the model refuses: no content, the reason in `refusal`. */
+export function refusalReply(refusal = "I'm sorry, I can't help with that."): Reply {
+  return chatReply(null, { refusal });
+}
+
+/** A chat.completion with no choices at all. */
+export function noChoicesReply(): Reply {
+  return {
+    json: {
+      id: "chatcmpl-fake",
+      object: "chat.completion",
+      created: 1_700_000_000,
+      model: "gpt-4.1-mini",
+      choices: [],
+    },
+  };
+}
+
+/** OpenAI's error body, e.g. 401 invalid_api_key, 429 rate_limit_exceeded (with Retry-After). */
+export function openAIError(
+  status: number,
+  message: string,
+  type = "invalid_request_error",
+  options: { code?: string | null; headers?: Record<string, string> } = {},
+): Reply {
+  return {
+    json: { error: { message, type, param: null, code: options.code ?? null } },
+    status,
+    ...(options.headers ? { headers: options.headers } : {}),
+  };
+}
+
+/** A 429 that asks the client to wait `retryAfterSeconds`. */
+export function rateLimited(retryAfterSeconds: number): Reply {
+  return openAIError(429, "Rate limit reached for requests", "requests", {
+    code: "rate_limit_exceeded",
+    headers: { "retry-after": String(retryAfterSeconds) },
+  });
+}
+
+export function serverError(): Reply {
+  return openAIError(500, "The server had an error while processing your request.", "server_error");
+}
+
+/** A 200 whose body is not JSON at all. */
+export function malformedJson(): Reply {
+  return { raw: '{"object": "list", "data": [', status: 200 };
+}
