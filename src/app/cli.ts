@@ -6,7 +6,7 @@
 import { DataDirInUse } from "../adapters/pglite/data-dir-lock.ts";
 import { EmbeddingSpaceMismatch, reembedProducts } from "../adapters/postgres/schema.ts";
 import { DomainError } from "../domain/errors.ts";
-import { type Config, ConfigError, loadConfig } from "./config.ts";
+import { type Config, ConfigError, loadConfig, secretsOf } from "./config.ts";
 import { createContainer, createEmbedder, openDatabase, openStore } from "./container.ts";
 import { createLogger } from "./logger.ts";
 
@@ -53,7 +53,7 @@ export async function runCli(args: string[], env: Env): Promise<number> {
 }
 
 async function serve(config: Config): Promise<number> {
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, secretsOf(config));
   const container = await createContainer(config, log);
   let server: ReturnType<typeof container.app.listen>;
   try {

@@ -5,13 +5,34 @@
  */
 
 import { JWT_ALGORITHMS, type JwtAlgorithm } from "../adapters/http/jwt-token-service.ts";
+import type { RetryPolicy } from "../adapters/providers/resilient-fetch.ts";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from "../domain/user.ts";
 
-export const EMBEDDING_PROVIDERS = ["local"] as const;
+export const EMBEDDING_PROVIDERS = ["openai", "google", "local"] as const;
 export type EmbeddingProvider = (typeof EMBEDDING_PROVIDERS)[number];
 
-export const GENERATION_PROVIDERS = ["local"] as const;
+/** In the default order of the chain: each one whose key is set, then local. */
+export const GENERATION_PROVIDERS = ["openai", "anthropic", "google", "local"] as const;
 export type GenerationProvider = (typeof GENERATION_PROVIDERS)[number];
+export type RemoteProvider = Exclude<GenerationProvider, "local">;
+
+/** How to reach one remote provider; `apiKey` is undefined when only a compatible server is configured. */
+export interface ProviderSettings {
+  apiKey: string | undefined;
+  baseUrl: string | undefined;
+  /** Unset for Anthropic, which has no embeddings. */
+  embeddingModel: string | undefined;
+  generationModel: string;
+}
+
+export const DEFAULT_MODELS = {
+  openai: { embedding: "text-embedding-3-large", generation: "gpt-4.1-mini" },
+  anthropic: { embedding: undefined, generation: "claude-haiku-4-5" },
+  google: { embedding: "gemini-embedding-001", generation: "gemini-2.5-flash-lite" },
+} as const;
+
+/** The spec's embedding length; a compatible server's model may need another. */
+export const DEFAULT_EMBEDDING_DIMENSIONS = 3072;
 
 /** A given JWT secret must carry at least this many bytes (256 bits, as HS256's key size). */
 export const JWT_SECRET_MIN_BYTES = 32;
@@ -38,11 +59,23 @@ export interface Config {
   /** Behind a reverse proxy: take the client address from the last X-Forwarded-For entry. */
   trustProxy: boolean;
   embeddingProvider: EmbeddingProvider;
+  /** Length of the remote embedders' vectors (the offline model's is fixed at 384). */
+  embeddingDimensions: number;
   /** Folder of the offline model; unset: the one installed with the service. */
   localModelDir: string | undefined;
+  providers: Record<RemoteProvider, ProviderSettings>;
+  /** The chain, in order; it ends with local unless generationRequired. */
   generationProviders: GenerationProvider[];
-  /** Per-attempt time limit for one generator of the chain, in milliseconds. */
+  /** True: when every remote generator fails, the search fails (503) instead of the local generator answering. */
+  generationRequired: boolean;
+  /** Time limit of one link of the chain, its retries included, in milliseconds. */
   generationTimeoutMs: number;
+  /** Retries and time limits of every request to a remote provider. */
+  providerRetry: RetryPolicy;
+  /** Query embeddings kept in memory (0: none); they are also kept in the database for queryCacheDays. */
+  queryCacheSize: number;
+  /** Days a query embedding stays in the database cache (0: not persisted). */
+  queryCacheDays: number;
   logLevel: "debug" | "info" | "warn" | "error";
 }
 
@@ -78,6 +111,69 @@ export function loadConfig(env: Env): Config {
     problems.push(`ADMIN_PASSWORD: must be from ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters long`);
   }
 
+  const providers: Record<RemoteProvider, ProviderSettings> = {
+    openai: {
+      apiKey: read.optional("OPENAI_API_KEY"),
+      baseUrl: read.url("OPENAI_BASE_URL"),
+      embeddingModel: read.optional("OPENAI_EMBEDDING_MODEL") ?? DEFAULT_MODELS.openai.embedding,
+      generationModel: read.optional("OPENAI_GENERATION_MODEL") ?? DEFAULT_MODELS.openai.generation,
+    },
+    anthropic: {
+      apiKey: read.optional("ANTHROPIC_API_KEY"),
+      baseUrl: read.url("ANTHROPIC_BASE_URL"),
+      embeddingModel: undefined,
+      generationModel: read.optional("ANTHROPIC_GENERATION_MODEL") ?? DEFAULT_MODELS.anthropic.generation,
+    },
+    google: {
+      apiKey: read.optional("GOOGLE_API_KEY") ?? read.optional("GEMINI_API_KEY"),
+      baseUrl: read.url("GOOGLE_BASE_URL"),
+      embeddingModel: read.optional("GOOGLE_EMBEDDING_MODEL") ?? DEFAULT_MODELS.google.embedding,
+      generationModel: read.optional("GOOGLE_GENERATION_MODEL") ?? DEFAULT_MODELS.google.generation,
+    },
+  };
+  const keyNames: Record<RemoteProvider, string> = {
+    openai: "OPENAI_API_KEY",
+    anthropic: "ANTHROPIC_API_KEY",
+    google: "GOOGLE_API_KEY (or GEMINI_API_KEY)",
+  };
+  const reachable = (provider: RemoteProvider) =>
+    providers[provider].apiKey !== undefined || providers[provider].baseUrl !== undefined;
+  const needsKey = (setting: string, provider: RemoteProvider) => {
+    if (!reachable(provider)) {
+      problems.push(`${setting}: ${provider} needs ${keyNames[provider]} (or ${provider.toUpperCase()}_BASE_URL)`);
+    }
+  };
+
+  const keyed = (["openai", "google"] as const).find((provider) => providers[provider].apiKey !== undefined);
+  const embeddingProvider = read.oneOf("EMBEDDING_PROVIDER", EMBEDDING_PROVIDERS, keyed ?? "local");
+  if (embeddingProvider !== "local") needsKey("EMBEDDING_PROVIDER", embeddingProvider);
+
+  const generationRequired = read.boolean("GENERATION_REQUIRED", false);
+  const remoteWithKeys = (["openai", "anthropic", "google"] as const).filter((p) => providers[p].apiKey !== undefined);
+  const listed = read.list("GENERATION_PROVIDERS", GENERATION_PROVIDERS, [...remoteWithKeys, "local"]);
+  const remote = listed.filter((provider): provider is RemoteProvider => provider !== "local");
+  for (const provider of remote) needsKey("GENERATION_PROVIDERS", provider);
+  if (listed.includes("local") && listed.at(-1) !== "local") {
+    problems.push("GENERATION_PROVIDERS: local always answers, so it can only be the last of the chain");
+  }
+  if (generationRequired && read.optional("GENERATION_PROVIDERS")?.toLowerCase().includes("local")) {
+    problems.push("GENERATION_PROVIDERS: leave out local when GENERATION_REQUIRED=true (it would always answer)");
+  }
+  if (generationRequired && remote.length === 0) {
+    problems.push(
+      "GENERATION_REQUIRED: true needs at least one remote provider (a key, or GENERATION_PROVIDERS naming one)",
+    );
+  }
+  const generationProviders: GenerationProvider[] = generationRequired ? remote : [...remote, "local"];
+
+  const providerRetry: RetryPolicy = {
+    attemptTimeoutMs: read.integer("PROVIDER_TIMEOUT_MS", 15_000, 100, 600_000),
+    budgetMs: read.integer("PROVIDER_RETRY_BUDGET_MS", 30_000, 100, 3_600_000),
+    maxRetries: read.integer("PROVIDER_MAX_RETRIES", 3, 0, 10),
+    baseDelayMs: 500,
+    maxDelayMs: 8_000,
+  };
+
   const config: Config = {
     projectName: read.optional("PROJECT_NAME") ?? "sku-search",
     version: read.optional("VERSION") ?? "1.0.0",
@@ -93,14 +189,26 @@ export function loadConfig(env: Env): Config {
     searchRequiresAuth: read.boolean("SEARCH_REQUIRES_AUTH", true),
     maxBodyBytes: read.integer("MAX_BODY_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
     trustProxy: read.boolean("TRUST_PROXY", false),
-    embeddingProvider: read.oneOf("EMBEDDING_PROVIDER", EMBEDDING_PROVIDERS, "local"),
+    embeddingProvider,
+    embeddingDimensions: read.integer("EMBEDDING_DIMENSIONS", DEFAULT_EMBEDDING_DIMENSIONS, 1, 16_000),
     localModelDir: read.optional("LOCAL_MODEL_DIR"),
-    generationProviders: read.list("GENERATION_PROVIDERS", GENERATION_PROVIDERS, ["local"]),
+    providers,
+    generationProviders,
+    generationRequired,
     generationTimeoutMs: read.integer("GENERATION_TIMEOUT_MS", 20_000, 100, 600_000),
+    providerRetry,
+    queryCacheSize: read.integer("QUERY_CACHE_SIZE", 1000, 0, 1_000_000),
+    queryCacheDays: read.integer("QUERY_CACHE_DAYS", 30, 0, 3650),
     logLevel: read.oneOf("LOG_LEVEL", ["debug", "info", "warn", "error"] as const, "info"),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** Every secret in the configuration, for the logger to mask should one ever reach a log line. */
+export function secretsOf(config: Config): string[] {
+  const keys = Object.values(config.providers).map((provider) => provider.apiKey);
+  return [config.jwtSecret, config.adminPassword, ...keys].filter((secret): secret is string => secret !== undefined);
 }
 
 class SettingReader {
@@ -113,6 +221,17 @@ class SettingReader {
   optional(name: string): string | undefined {
     const value = this.env[name]?.trim();
     return value === undefined || value === "" ? undefined : value;
+  }
+
+  /** An http(s) URL, or undefined when unset. */
+  url(name: string): string | undefined {
+    const raw = this.optional(name);
+    if (raw === undefined) return undefined;
+    if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) {
+      this.problems.push(`${name}: must be an http:// or https:// URL, got '${raw}'`);
+      return undefined;
+    }
+    return raw.replace(/\/+$/, "");
   }
 
   integer(name: string, fallback: number, min: number, max: number): number {

@@ -4,17 +4,23 @@
  * admin, and wires the use cases into the HTTP app.
  */
 import { resolve } from "node:path";
+import { CachingEmbedder } from "../adapters/cache/caching-embedder.ts";
 import { createHttpApp } from "../adapters/http/app.ts";
 import { JwtTokenService } from "../adapters/http/jwt-token-service.ts";
 import { openPglite } from "../adapters/pglite/pglite-client.ts";
 import { PostgresDatabaseHealth } from "../adapters/postgres/database-health.ts";
 import { PostgresProductRepository } from "../adapters/postgres/product-repository.ts";
+import { PostgresQueryEmbeddingCache } from "../adapters/postgres/query-embedding-cache.ts";
 import { prepareDatabase } from "../adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../adapters/postgres/sql-client.ts";
 import { PostgresUserRepository } from "../adapters/postgres/user-repository.ts";
+import { AnthropicGenerator } from "../adapters/providers/anthropic.ts";
 import { GeneratorChain } from "../adapters/providers/generator-chain.ts";
+import { GoogleEmbedder, GoogleGenerator } from "../adapters/providers/google.ts";
 import { INSTALLED_MODEL_DIR, LocalEmbedder } from "../adapters/providers/local-embedder.ts";
 import { LocalGenerator } from "../adapters/providers/local-generator.ts";
+import { OpenAIEmbedder, OpenAIGenerator } from "../adapters/providers/openai.ts";
+import type { ProviderClientOptions } from "../adapters/providers/provider-client.ts";
 import { BunPasswordHasher } from "../adapters/security/bun-password-hasher.ts";
 import { Authenticate } from "../domain/authenticate.ts";
 import { CreateProduct } from "../domain/create-product.ts";
@@ -24,7 +30,7 @@ import { SearchAndRecommend } from "../domain/search-and-recommend.ts";
 import { type Clock, systemClock } from "../ports/clock.ts";
 import type { Embedder } from "../ports/embedder.ts";
 import type { Generator } from "../ports/generator.ts";
-import type { Config, GenerationProvider } from "./config.ts";
+import type { Config, GenerationProvider, RemoteProvider } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { resolveRuntimeAssets } from "./runtime-assets.ts";
 import { jwtSecretFor } from "./secrets.ts";
@@ -48,12 +54,44 @@ export async function openDatabase(config: Config): Promise<SqlClient> {
   return openPglite(resolve(config.dataDir), assets.pglite);
 }
 
-/** The embedder EMBEDDING_PROVIDER names. */
-export async function createEmbedder(config: Config): Promise<Embedder> {
-  switch (config.embeddingProvider) {
+/** The embedder EMBEDDING_PROVIDER names; `log` receives its retries. */
+export async function createEmbedder(config: Config, log?: Logger): Promise<Embedder> {
+  const { embeddingProvider: provider, embeddingDimensions: dimension } = config;
+  switch (provider) {
+    case "openai":
+      return new OpenAIEmbedder({
+        ...clientOptions(config, provider, log),
+        model: embeddingModel(config, provider),
+        dimension,
+      });
+    case "google":
+      return new GoogleEmbedder({
+        ...clientOptions(config, provider, log),
+        model: embeddingModel(config, provider),
+        dimension,
+      });
     case "local":
       return createLocalEmbedder(config);
   }
+}
+
+function embeddingModel(config: Config, provider: "openai" | "google"): string {
+  // Both providers have a default embedding model, so config always sets one.
+  return config.providers[provider].embeddingModel as string;
+}
+
+/**
+ * How an adapter reaches its provider. A compatible server (a base URL) may need no key: the SDKs
+ * insist on one, so it gets a placeholder the server ignores.
+ */
+function clientOptions(config: Config, provider: RemoteProvider, log: Logger | undefined): ProviderClientOptions {
+  const settings = config.providers[provider];
+  return {
+    apiKey: settings.apiKey ?? "no-key",
+    baseUrl: settings.baseUrl,
+    retry: config.providerRetry,
+    log: log && ((event) => log.warn(event)),
+  };
 }
 
 async function createLocalEmbedder(config: Config): Promise<Embedder> {
@@ -79,11 +117,12 @@ export async function openStore(config: Config, embedder: Embedder, database?: S
     manageUsers: new ManageUsers({ users, hasher }),
     products: new PostgresProductRepository(client),
     health: new PostgresDatabaseHealth(client),
+    queryCache: (retentionDays: number) => new PostgresQueryEmbeddingCache(client, { retentionDays }),
   };
 }
 
 export async function createContainer(config: Config, log: Logger, overrides: Overrides = {}) {
-  const embedder = overrides.embedder ?? (await createEmbedder(config));
+  const embedder = overrides.embedder ?? (await createEmbedder(config, log));
   const store = await openStore(config, embedder, overrides.database);
   try {
     return await wire(config, log, overrides, embedder, store);
@@ -93,9 +132,15 @@ export async function createContainer(config: Config, log: Logger, overrides: Ov
   }
 }
 
-/** The ordered chain of GENERATION_PROVIDERS; each link has GENERATION_TIMEOUT_MS. */
-function createGenerator(config: Config, log: Logger): Generator {
-  const generators: Record<GenerationProvider, () => Generator> = { local: () => new LocalGenerator() };
+/** The ordered chain of GENERATION_PROVIDERS; each link has GENERATION_TIMEOUT_MS, its retries included. */
+export function createGenerator(config: Config, log: Logger): Generator {
+  const model = (provider: RemoteProvider) => config.providers[provider].generationModel;
+  const generators: Record<GenerationProvider, () => Generator> = {
+    openai: () => new OpenAIGenerator({ ...clientOptions(config, "openai", log), model: model("openai") }),
+    anthropic: () => new AnthropicGenerator({ ...clientOptions(config, "anthropic", log), model: model("anthropic") }),
+    google: () => new GoogleGenerator({ ...clientOptions(config, "google", log), model: model("google") }),
+    local: () => new LocalGenerator(),
+  };
   return new GeneratorChain(
     config.generationProviders.map((provider) => generators[provider]()),
     {
@@ -137,11 +182,21 @@ async function wire(
     addressThrottle: new LoginThrottle({ maxFailures: 50, windowMs: 15 * MINUTE, lockoutMs: 15 * MINUTE }, clock),
   });
   const generator = overrides.generator ?? createGenerator(config, log);
+  const queryEmbedder = new CachingEmbedder(embedder, {
+    memoryEntries: config.queryCacheSize,
+    shared: config.queryCacheDays > 0 ? store.queryCache(config.queryCacheDays) : undefined,
+    log: (event) => log.warn(event),
+  });
 
   const app = createHttpApp({
     authenticate,
     createProduct: new CreateProduct({ products: store.products, embedder }),
-    search: new SearchAndRecommend({ products: store.products, embedder, generator }),
+    search: new SearchAndRecommend({
+      products: store.products,
+      embedder: queryEmbedder,
+      generator,
+      log: (event) => log.info(event),
+    }),
     health: store.health,
     settings: {
       projectName: config.projectName,

@@ -11,10 +11,21 @@ export interface Logger {
   error: Log;
 }
 
-export function createLogger(minimum: LogLevel): Logger {
+/** Secrets shorter than this are not masked: they would mask ordinary words (config enforces longer ones). */
+const MIN_MASKED_SECRET_LENGTH = 8;
+
+/**
+ * `secrets` (API keys, the JWT secret) are masked wherever they appear in a line: no code path is
+ * meant to log one, and this makes sure none does, e.g. inside a provider's error message.
+ */
+export function createLogger(minimum: LogLevel, secrets: readonly string[] = []): Logger {
+  const masked = secrets
+    .filter((secret) => secret.length >= MIN_MASKED_SECRET_LENGTH)
+    .map((secret) => JSON.stringify(secret).slice(1, -1)); // as the secret appears inside JSON text
   const write = (level: LogLevel) => (event: Record<string, unknown>) => {
     if (RANK[level] < RANK[minimum]) return;
-    const line = JSON.stringify({ time: new Date().toISOString(), level, ...event }, errorsAsText);
+    let line = JSON.stringify({ time: new Date().toISOString(), level, ...event }, errorsAsText);
+    for (const secret of masked) line = line.replaceAll(secret, "[redacted]");
     (level === "error" ? process.stderr : process.stdout).write(`${line}\n`);
   };
   return { debug: write("debug"), info: write("info"), warn: write("warn"), error: write("error") };

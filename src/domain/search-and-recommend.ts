@@ -26,6 +26,8 @@ export interface Deps {
   products: ProductRepository;
   embedder: Embedder;
   generator: Generator;
+  /** Receives one `search` event per answered search: sizes and the time of each step, never the query. */
+  log?: (event: Record<string, unknown>) => void;
 }
 
 /**
@@ -47,15 +49,39 @@ export class SearchAndRecommend {
       throw new InvalidInput(`El campo 'limit' debe ser un entero entre ${SEARCH_LIMIT.min} y ${SEARCH_LIMIT.max}`);
     }
 
+    const timer = stopwatch();
     const embedding = await embedOne(this.deps.embedder, query, "query");
+    const embedMs = timer.lap();
     const results = await this.deps.products.searchByVector(embedding, limit);
-    if (results.length === 0) return { query: request.query, recommendation: NOTHING_MATCHED, results };
+    const searchMs = timer.lap();
+    if (results.length === 0) {
+      this.deps.log?.({ event: "search", results: 0, embedMs, searchMs, generateMs: 0, recommendedBy: null });
+      return { query: request.query, recommendation: NOTHING_MATCHED, results };
+    }
 
     const recommendation = await this.deps.generator.generate({ query, products: results });
-    return {
-      query: request.query,
-      recommendation: `[${recommendation.provider} - ${recommendation.model}] ${recommendation.text}`,
-      results,
-    };
+    const label = `${recommendation.provider} - ${recommendation.model}`;
+    this.deps.log?.({
+      event: "search",
+      results: results.length,
+      embedMs,
+      searchMs,
+      generateMs: timer.lap(),
+      recommendedBy: label,
+    });
+    return { query: request.query, recommendation: `[${label}] ${recommendation.text}`, results };
   }
+}
+
+/** Milliseconds since the previous lap (or the start), to one decimal. */
+function stopwatch() {
+  let last = performance.now();
+  return {
+    lap(): number {
+      const now = performance.now();
+      const elapsed = Math.round((now - last) * 10) / 10;
+      last = now;
+      return elapsed;
+    },
+  };
 }

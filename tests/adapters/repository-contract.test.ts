@@ -4,10 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MemoryDatabaseHealth } from "../../src/adapters/memory/database-health.ts";
 import { MemoryProductRepository } from "../../src/adapters/memory/product-repository.ts";
+import { MemoryQueryEmbeddingCache } from "../../src/adapters/memory/query-embedding-cache.ts";
 import { MemoryUserRepository } from "../../src/adapters/memory/user-repository.ts";
 import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
 import { PostgresDatabaseHealth } from "../../src/adapters/postgres/database-health.ts";
 import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
+import { PostgresQueryEmbeddingCache } from "../../src/adapters/postgres/query-embedding-cache.ts";
 import { EmbeddingSpaceMismatch, prepareDatabase, reembedProducts } from "../../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { PostgresUserRepository } from "../../src/adapters/postgres/user-repository.ts";
@@ -17,12 +19,14 @@ import type { Vector } from "../../src/domain/vector.ts";
 import type { DatabaseHealth } from "../../src/ports/database-health.ts";
 import type { Embedder, EmbeddingPurpose } from "../../src/ports/embedder.ts";
 import type { ProductRepository } from "../../src/ports/product-repository.ts";
+import type { QueryEmbeddingCache } from "../../src/ports/query-embedding-cache.ts";
 import type { UserRepository } from "../../src/ports/user-repository.ts";
 
 interface Repositories {
   products: ProductRepository;
   users: UserRepository;
   health: DatabaseHealth;
+  queryCache: QueryEmbeddingCache;
 }
 
 /** Opens fresh, empty repositories whose products hold embeddings of `dimension`. */
@@ -101,6 +105,22 @@ function repositoryContract(open: RepositoryFactory): void {
     const { health } = await open(4);
     await health.ping();
   });
+
+  test("the query cache gives back what was put, under the same model, dimension and text only", async () => {
+    const { queryCache } = await open(4);
+    const key = { model: "m", dimension: 4, text: "cafetera italiana" };
+    expect(await queryCache.get(key)).toBeNull();
+    await queryCache.put(key, [0.25, -1.5, 3, 1e-3]);
+    expect(await queryCache.get(key)).toEqual([0.25, -1.5, 3, expect.closeTo(1e-3, 6)]);
+    expect(await queryCache.get({ ...key, model: "other" })).toBeNull();
+    expect(await queryCache.get({ ...key, dimension: 3 })).toBeNull();
+    expect(await queryCache.get({ ...key, text: "cafetera" })).toBeNull();
+    await queryCache.put(key, [1, 2, 3, 4]); // a second put replaces the entry
+    expect(await queryCache.get(key)).toEqual([1, 2, 3, 4]);
+    const long = { ...key, text: "ñ".repeat(1000) }; // longer than a btree entry may hold, as bytes
+    await queryCache.put(long, [1, 0, 0, 0]);
+    expect(await queryCache.get(long)).toEqual([1, 0, 0, 0]);
+  });
 }
 
 /** Hands out clients on a fresh database and cleans up after each test. */
@@ -120,6 +140,7 @@ function sqlRepositories(db: TestDatabase): RepositoryFactory {
       products: new PostgresProductRepository(client),
       users: new PostgresUserRepository(client),
       health: new PostgresDatabaseHealth(client),
+      queryCache: new PostgresQueryEmbeddingCache(client, { retentionDays: 30 }),
     };
   };
 }
@@ -158,8 +179,8 @@ function databaseContract(db: TestDatabase): void {
     await prepareDatabase(client, space);
     await new PostgresUserRepository(client).create("ana", "h");
     await prepareDatabase(client, space);
-    const migrations = await client.query<{ version: number }>("SELECT version FROM schema_migrations");
-    expect(migrations.map((row) => row.version)).toEqual([1]);
+    const migrations = await client.query<{ version: number }>("SELECT version FROM schema_migrations ORDER BY version");
+    expect(migrations.map((row) => row.version)).toEqual([1, 2]);
     expect(await new PostgresUserRepository(client).count()).toBe(1);
   });
 
@@ -168,7 +189,7 @@ function databaseContract(db: TestDatabase): void {
     const clients = [first, await db.another(), await db.another()];
     await Promise.all(clients.map((client) => prepareDatabase(client, space)));
     const [row] = await first.query<{ n: number | string }>("SELECT count(*) AS n FROM schema_migrations");
-    expect(Number(row?.n)).toBe(1);
+    expect(Number(row?.n)).toBe(2);
   });
 
   test("another model or dimension raises EmbeddingSpaceMismatch naming reembed", async () => {
@@ -214,6 +235,22 @@ function databaseContract(db: TestDatabase): void {
     });
     expect(await users(client).findByUsername("ana")).toBeNull();
     expect(await users(client).count()).toBe(2);
+  });
+
+  test("the query cache ignores and prunes entries older than its retention", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    const cache = new PostgresQueryEmbeddingCache(client, { retentionDays: 7 });
+    const old = { model: "m", dimension: 2, text: "old" };
+    const recent = { ...old, text: "recent" };
+    await cache.put(old, [1, 0]);
+    await cache.put(recent, [0, 1]);
+    await client.query("UPDATE query_embeddings SET created_at = now() - interval '8 days' WHERE embedding = '[1,0]'");
+    expect(await cache.get(old)).toBeNull();
+    expect(await cache.get(recent)).toEqual([0, 1]);
+    expect(await cache.prune()).toBe(1);
+    const [count] = await client.query<{ n: number | string }>("SELECT count(*) AS n FROM query_embeddings");
+    expect(Number(count?.n)).toBe(1);
   });
 
   test("reembedProducts converts 4-dimension products to the embedder's 3 dimensions", async () => {
@@ -276,14 +313,17 @@ describe("memory fakes", () => {
     products: new MemoryProductRepository(dimension),
     users: new MemoryUserRepository(),
     health: new MemoryDatabaseHealth(),
+    queryCache: new MemoryQueryEmbeddingCache(),
   }));
 
   test("down makes every call fail with DatabaseUnavailable", async () => {
     const products = new MemoryProductRepository();
     const users = new MemoryUserRepository();
     const health = new MemoryDatabaseHealth();
-    products.down = users.down = health.down = true;
+    const queryCache = new MemoryQueryEmbeddingCache();
+    products.down = users.down = health.down = queryCache.down = true;
     await expect(health.ping()).rejects.toBeInstanceOf(DatabaseUnavailable);
+    await expect(queryCache.get({ model: "m", dimension: 1, text: "q" })).rejects.toBeInstanceOf(DatabaseUnavailable);
     await expect(users.count()).rejects.toBeInstanceOf(DatabaseUnavailable);
     await expect(products.searchByVector([1], 1)).rejects.toBeInstanceOf(DatabaseUnavailable);
   });
@@ -298,7 +338,7 @@ describe("PGlite in memory", () => {
   afterAll(() => shared.close());
   const db: TestDatabase = {
     async fresh() {
-      await shared.query("DROP TABLE IF EXISTS products, users, embedding_space, schema_migrations CASCADE");
+      await shared.query("DROP TABLE IF EXISTS products, users, embedding_space, query_embeddings, schema_migrations CASCADE");
       return shared;
     },
     async another() {

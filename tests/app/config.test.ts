@@ -34,9 +34,34 @@ describe("loadConfig", () => {
       maxBodyBytes: 64 * 1024,
       trustProxy: false,
       embeddingProvider: "local",
+      embeddingDimensions: 3072,
       localModelDir: undefined,
+      providers: {
+        openai: {
+          apiKey: undefined,
+          baseUrl: undefined,
+          embeddingModel: "text-embedding-3-large",
+          generationModel: "gpt-4.1-mini",
+        },
+        anthropic: {
+          apiKey: undefined,
+          baseUrl: undefined,
+          embeddingModel: undefined,
+          generationModel: "claude-haiku-4-5",
+        },
+        google: {
+          apiKey: undefined,
+          baseUrl: undefined,
+          embeddingModel: "gemini-embedding-001",
+          generationModel: "gemini-2.5-flash-lite",
+        },
+      },
       generationProviders: ["local"],
+      generationRequired: false,
       generationTimeoutMs: 20_000,
+      providerRetry: { attemptTimeoutMs: 15_000, budgetMs: 30_000, maxRetries: 3, baseDelayMs: 500, maxDelayMs: 8_000 },
+      queryCacheSize: 1000,
+      queryCacheDays: 30,
       logLevel: "info",
     });
   });
@@ -118,6 +143,25 @@ describe("loadConfig", () => {
       "LOCAL_MODEL_DIR",
       "GENERATION_PROVIDERS",
       "GENERATION_TIMEOUT_MS",
+      "GENERATION_REQUIRED",
+      "OPENAI_API_KEY",
+      "OPENAI_BASE_URL",
+      "OPENAI_EMBEDDING_MODEL",
+      "OPENAI_GENERATION_MODEL",
+      "ANTHROPIC_API_KEY",
+      "ANTHROPIC_BASE_URL",
+      "ANTHROPIC_GENERATION_MODEL",
+      "GOOGLE_API_KEY",
+      "GEMINI_API_KEY",
+      "GOOGLE_BASE_URL",
+      "GOOGLE_EMBEDDING_MODEL",
+      "GOOGLE_GENERATION_MODEL",
+      "EMBEDDING_DIMENSIONS",
+      "PROVIDER_TIMEOUT_MS",
+      "PROVIDER_RETRY_BUDGET_MS",
+      "PROVIDER_MAX_RETRIES",
+      "QUERY_CACHE_SIZE",
+      "QUERY_CACHE_DAYS",
       "LOG_LEVEL",
     ];
     for (const blank of ["", "  ", "\t"]) {
@@ -203,6 +247,146 @@ describe("loadConfig", () => {
 
   test("GENERATION_PROVIDERS is a comma-separated list without repeats", () => {
     expect(loadConfig({ GENERATION_PROVIDERS: " Local , local," }).generationProviders).toEqual(["local"]);
+  });
+});
+
+describe("loadConfig: model providers", () => {
+  const keys = {
+    OPENAI_API_KEY: "sk-openai-0123456789",
+    ANTHROPIC_API_KEY: "sk-ant-0123456789",
+    GOOGLE_API_KEY: "AIza0123456789",
+  };
+
+  test("with every key set, OpenAI embeds and the chain is openai, anthropic, google, then local", () => {
+    const config = loadConfig(keys);
+    expect(config.embeddingProvider).toBe("openai");
+    expect(config.generationProviders).toEqual(["openai", "anthropic", "google", "local"]);
+    expect(config.providers.openai.apiKey).toBe(keys.OPENAI_API_KEY);
+    expect(config.providers.anthropic.apiKey).toBe(keys.ANTHROPIC_API_KEY);
+    expect(config.providers.google.apiKey).toBe(keys.GOOGLE_API_KEY);
+  });
+
+  test("the default embedder is the first of openai, google whose key is set, else the offline model", () => {
+    expect(loadConfig({ GOOGLE_API_KEY: "AIza0123456789" }).embeddingProvider).toBe("google");
+    expect(loadConfig({ GEMINI_API_KEY: "AIza0123456789" }).embeddingProvider).toBe("google");
+    expect(loadConfig({ ANTHROPIC_API_KEY: "sk-ant-0123456789" }).embeddingProvider).toBe("local");
+    expect(loadConfig({ ...keys, EMBEDDING_PROVIDER: "local" }).embeddingProvider).toBe("local");
+    expect(loadConfig({ ...keys, EMBEDDING_PROVIDER: "Google" }).embeddingProvider).toBe("google");
+  });
+
+  test("GEMINI_API_KEY is accepted for Google; GOOGLE_API_KEY wins when both are set", () => {
+    expect(loadConfig({ GEMINI_API_KEY: "gemini-key-1234" }).providers.google.apiKey).toBe("gemini-key-1234");
+    const both = loadConfig({ GEMINI_API_KEY: "gemini-key-1234", GOOGLE_API_KEY: "google-key-1234" });
+    expect(both.providers.google.apiKey).toBe("google-key-1234");
+  });
+
+  test("the default chain takes only the providers with a key, in order, then local", () => {
+    expect(
+      loadConfig({ GOOGLE_API_KEY: "g-key-12345678", ANTHROPIC_API_KEY: "a-key-12345678" }).generationProviders,
+    ).toEqual(["anthropic", "google", "local"]);
+  });
+
+  test("an explicit chain keeps its order and ends with local, which is added when left out", () => {
+    expect(loadConfig({ ...keys, GENERATION_PROVIDERS: "google,openai" }).generationProviders).toEqual([
+      "google",
+      "openai",
+      "local",
+    ]);
+    expect(loadConfig({ ...keys, GENERATION_PROVIDERS: "anthropic, local" }).generationProviders).toEqual([
+      "anthropic",
+      "local",
+    ]);
+  });
+
+  test("GENERATION_REQUIRED=true leaves local out of the chain, so a search fails when every provider does", () => {
+    const config = loadConfig({ ...keys, GENERATION_REQUIRED: "true" });
+    expect(config.generationRequired).toBe(true);
+    expect(config.generationProviders).toEqual(["openai", "anthropic", "google"]);
+  });
+
+  test("model names, base URLs, dimensions, time limits and the cache are read", () => {
+    const config = loadConfig({
+      OPENAI_API_KEY: "sk-openai-0123456789",
+      OPENAI_BASE_URL: "http://127.0.0.1:11434/v1/",
+      OPENAI_EMBEDDING_MODEL: "nomic-embed-text",
+      OPENAI_GENERATION_MODEL: "llama3.2",
+      ANTHROPIC_API_KEY: "sk-ant-0123456789",
+      ANTHROPIC_BASE_URL: "https://gateway.example/anthropic",
+      ANTHROPIC_GENERATION_MODEL: "claude-sonnet-4-5",
+      GOOGLE_API_KEY: "AIza0123456789",
+      GOOGLE_BASE_URL: "https://gateway.example/google",
+      GOOGLE_EMBEDDING_MODEL: "text-embedding-005",
+      GOOGLE_GENERATION_MODEL: "gemini-2.5-flash",
+      EMBEDDING_DIMENSIONS: "768",
+      PROVIDER_TIMEOUT_MS: "5000",
+      PROVIDER_RETRY_BUDGET_MS: "12000",
+      PROVIDER_MAX_RETRIES: "2",
+      QUERY_CACHE_SIZE: "10",
+      QUERY_CACHE_DAYS: "0",
+    });
+    expect(config.providers).toEqual({
+      openai: {
+        apiKey: "sk-openai-0123456789",
+        baseUrl: "http://127.0.0.1:11434/v1",
+        embeddingModel: "nomic-embed-text",
+        generationModel: "llama3.2",
+      },
+      anthropic: {
+        apiKey: "sk-ant-0123456789",
+        baseUrl: "https://gateway.example/anthropic",
+        embeddingModel: undefined,
+        generationModel: "claude-sonnet-4-5",
+      },
+      google: {
+        apiKey: "AIza0123456789",
+        baseUrl: "https://gateway.example/google",
+        embeddingModel: "text-embedding-005",
+        generationModel: "gemini-2.5-flash",
+      },
+    });
+    expect(config.embeddingDimensions).toBe(768);
+    expect(config.providerRetry).toMatchObject({ attemptTimeoutMs: 5000, budgetMs: 12_000, maxRetries: 2 });
+    expect(config.queryCacheSize).toBe(10);
+    expect(config.queryCacheDays).toBe(0);
+  });
+
+  test("a compatible server needs no key: a base URL is enough", () => {
+    const config = loadConfig({
+      OPENAI_BASE_URL: "http://127.0.0.1:11434/v1",
+      EMBEDDING_PROVIDER: "openai",
+      GENERATION_PROVIDERS: "openai",
+    });
+    expect(config.embeddingProvider).toBe("openai");
+    expect(config.generationProviders).toEqual(["openai", "local"]);
+    expect(config.providers.openai.apiKey).toBeUndefined();
+  });
+
+  test.each([
+    ["EMBEDDING_PROVIDER: openai needs OPENAI_API_KEY", { EMBEDDING_PROVIDER: "openai" }],
+    ["EMBEDDING_PROVIDER: google needs GOOGLE_API_KEY", { EMBEDDING_PROVIDER: "google" }],
+    ["EMBEDDING_PROVIDER: must be one of", { EMBEDDING_PROVIDER: "anthropic", ANTHROPIC_API_KEY: "sk-ant-0123456789" }],
+    ["GENERATION_PROVIDERS: anthropic needs ANTHROPIC_API_KEY", { GENERATION_PROVIDERS: "anthropic" }],
+    ["GENERATION_PROVIDERS: local always answers", { ...keys, GENERATION_PROVIDERS: "local,openai" }],
+    [
+      "GENERATION_PROVIDERS: leave out local",
+      { ...keys, GENERATION_REQUIRED: "true", GENERATION_PROVIDERS: "openai,local" },
+    ],
+    ["GENERATION_REQUIRED: true needs at least one remote provider", { GENERATION_REQUIRED: "true" }],
+    ["OPENAI_BASE_URL: must be an http:// or https:// URL", { OPENAI_BASE_URL: "ftp://x" }],
+    ["GOOGLE_BASE_URL: must be an http:// or https:// URL", { GOOGLE_BASE_URL: "not a url" }],
+    ["PROVIDER_MAX_RETRIES: must be a whole number from 0 to 10", { PROVIDER_MAX_RETRIES: "11" }],
+  ])("refused with %p", (message, env) => {
+    expect(configError(env).problems.join("\n")).toContain(message);
+  });
+
+  test("no problem message ever contains a key", () => {
+    const error = configError({
+      ...keys,
+      GENERATION_REQUIRED: "true",
+      GENERATION_PROVIDERS: "local",
+      EMBEDDING_PROVIDER: "x",
+    });
+    for (const key of Object.values(keys)) expect(error.message).not.toContain(key);
   });
 
   test(`JWT_SECRET needs at least ${JWT_SECRET_MIN_BYTES} bytes, counted in bytes`, () => {

@@ -80,6 +80,22 @@ const MIGRATIONS: readonly Migration[] = [
       await tx.query("INSERT INTO embedding_space (model, dimension) VALUES ($1, $2)", [space.model, space.dimension]);
     },
   },
+  {
+    version: 2,
+    name: "query embedding cache",
+    async apply(tx) {
+      // `key` is a digest of model, dimension and normalised query (a query may be longer than a
+      // btree entry allows); `embedding` has no fixed dimension, as entries of any model may coexist.
+      await tx.query(`
+        CREATE TABLE query_embeddings (
+          key text PRIMARY KEY,
+          model text NOT NULL,
+          embedding vector NOT NULL,
+          created_at timestamptz NOT NULL DEFAULT now()
+        )`);
+      await tx.query("CREATE INDEX query_embeddings_created_at ON query_embeddings (created_at)");
+    },
+  },
 ];
 
 /** A zero vector has no direction: cosine is undefined for it and pgvector does not index it. */

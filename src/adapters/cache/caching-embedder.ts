@@ -1,0 +1,90 @@
+import { type Vector, vectorProblem } from "../../domain/vector.ts";
+import type { Embedder, EmbeddingPurpose } from "../../ports/embedder.ts";
+import { normalizeQuery, type QueryEmbeddingCache, type QueryKey } from "../../ports/query-embedding-cache.ts";
+import { LruCache } from "./lru-cache.ts";
+
+export interface CachingEmbedderOptions {
+  /** Query vectors kept in this process (0: none). */
+  memoryEntries: number;
+  /** The cache shared by replicas and restarts (the database), or none. */
+  shared?: QueryEmbeddingCache | undefined;
+  /** Receives a warning when the shared cache fails (the query is embedded anyway). */
+  log?: (event: Record<string, unknown>) => void;
+}
+
+/**
+ * An embedder that remembers query embeddings: first in memory (LRU), then in the shared cache,
+ * and only then asks the embedder. Documents are always embedded afresh. A vector is cached only
+ * once it has passed the same checks as any other (length, finite, not zero), and a failing shared
+ * cache never fails a search: it is skipped and logged.
+ */
+export class CachingEmbedder implements Embedder {
+  readonly model: string;
+  readonly dimension: number;
+  private readonly memory: LruCache<string, Vector>;
+
+  constructor(
+    private readonly embedder: Embedder,
+    private readonly options: CachingEmbedderOptions,
+  ) {
+    this.model = embedder.model;
+    this.dimension = embedder.dimension;
+    this.memory = new LruCache(options.memoryEntries);
+  }
+
+  async embed(texts: readonly string[], purpose: EmbeddingPurpose): Promise<Vector[]> {
+    if (purpose !== "query") return this.embedder.embed(texts, purpose);
+
+    const keys = texts.map(
+      (text): QueryKey => ({ model: this.model, dimension: this.dimension, text: normalizeQuery(text) }),
+    );
+    const vectors: (Vector | null)[] = await Promise.all(keys.map((key) => this.lookUp(key)));
+    const missing = vectors.flatMap((vector, index) => (vector === null ? [index] : []));
+    if (missing.length === 0) return vectors as Vector[];
+
+    const fresh = await this.embedder.embed(
+      missing.map((index) => texts[index] as string),
+      purpose,
+    );
+    await Promise.all(
+      missing.map(async (index, position) => {
+        const vector = fresh[position];
+        vectors[index] = vector ?? null;
+        if (vector !== undefined && vectorProblem(vector, this.dimension) === null) {
+          await this.remember(keys[index] as QueryKey, vector);
+        }
+      }),
+    );
+    // Whatever came back unusable is returned as is, for embedMany to reject.
+    return vectors.map((vector) => vector ?? []);
+  }
+
+  private async lookUp(key: QueryKey): Promise<Vector | null> {
+    const id = memoryKey(key);
+    const remembered = this.memory.get(id);
+    if (remembered !== undefined) return remembered;
+    if (!this.options.shared) return null;
+    try {
+      const stored = await this.options.shared.get(key);
+      if (stored === null || vectorProblem(stored, this.dimension) !== null) return null;
+      this.memory.set(id, stored);
+      return stored;
+    } catch (error) {
+      this.options.log?.({ event: "query_cache_failed", operation: "get", error });
+      return null;
+    }
+  }
+
+  private async remember(key: QueryKey, vector: Vector): Promise<void> {
+    this.memory.set(memoryKey(key), vector);
+    try {
+      await this.options.shared?.put(key, vector);
+    } catch (error) {
+      this.options.log?.({ event: "query_cache_failed", operation: "put", error });
+    }
+  }
+}
+
+function memoryKey(key: QueryKey): string {
+  return `${key.model}\u0000${key.dimension}\u0000${key.text}`;
+}

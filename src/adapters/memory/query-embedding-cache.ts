@@ -1,0 +1,32 @@
+import { DatabaseUnavailable } from "../../domain/errors.ts";
+import type { Vector } from "../../domain/vector.ts";
+import type { QueryEmbeddingCache, QueryKey } from "../../ports/query-embedding-cache.ts";
+
+/** Query embeddings in a Map, never expiring. Set `down` to make every call fail with DatabaseUnavailable. */
+export class MemoryQueryEmbeddingCache implements QueryEmbeddingCache {
+  down = false;
+  private readonly entries = new Map<string, Vector>();
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  async get(key: QueryKey): Promise<Vector | null> {
+    this.checkUp();
+    const vector = this.entries.get(id(key));
+    return vector ? [...vector] : null;
+  }
+
+  async put(key: QueryKey, vector: Vector): Promise<void> {
+    this.checkUp();
+    this.entries.set(id(key), [...vector]);
+  }
+
+  private checkUp(): void {
+    if (this.down) throw new DatabaseUnavailable();
+  }
+}
+
+function id(key: QueryKey): string {
+  return JSON.stringify([key.model, key.dimension, key.text]);
+}
