@@ -179,7 +179,9 @@ function databaseContract(db: TestDatabase): void {
     await prepareDatabase(client, space);
     await new PostgresUserRepository(client).create("ana", "h");
     await prepareDatabase(client, space);
-    const migrations = await client.query<{ version: number }>("SELECT version FROM schema_migrations ORDER BY version");
+    const migrations = await client.query<{ version: number }>(
+      "SELECT version FROM schema_migrations ORDER BY version",
+    );
     expect(migrations.map((row) => row.version)).toEqual([1, 2]);
     expect(await new PostgresUserRepository(client).count()).toBe(1);
   });
@@ -338,7 +340,9 @@ describe("PGlite in memory", () => {
   afterAll(() => shared.close());
   const db: TestDatabase = {
     async fresh() {
-      await shared.query("DROP TABLE IF EXISTS products, users, embedding_space, query_embeddings, schema_migrations CASCADE");
+      await shared.query(
+        "DROP TABLE IF EXISTS products, users, embedding_space, query_embeddings, schema_migrations CASCADE",
+      );
       return shared;
     },
     async another() {
