@@ -118,7 +118,7 @@ async function users(config: Config, args: string[]): Promise<number> {
 }
 
 async function reembed(config: Config): Promise<number> {
-  const embedder = await createEmbedder(config);
+  const embedder = await createEmbedder(config, createLogger(config.logLevel, secretsOf(config)));
   const client = await openDatabase(config);
   try {
     const { products } = await reembedProducts(client, embedder, {

@@ -172,3 +172,31 @@ describe("SearchAndRecommend: failures", () => {
     expect(generator.requests).toHaveLength(1);
   });
 });
+
+describe("SearchAndRecommend logging", () => {
+  test("logs one search event with the step times and who wrote the recommendation, never the query", async () => {
+    await fillCatalogue();
+    const events: Record<string, unknown>[] = [];
+    const logged = new SearchAndRecommend({ products, embedder, generator, log: (event) => events.push(event) });
+    await logged.execute({ query: "secreto café", limit: 3 });
+    expect(events).toEqual([
+      {
+        event: "search",
+        results: 3,
+        embedMs: expect.any(Number),
+        searchMs: expect.any(Number),
+        generateMs: expect.any(Number),
+        recommendedBy: "FAKE - fake-1",
+      },
+    ]);
+    expect(JSON.stringify(events)).not.toContain("secreto");
+  });
+
+  test("an empty catalogue logs a search with no recommender", async () => {
+    const events: Record<string, unknown>[] = [];
+    await new SearchAndRecommend({ products, embedder, generator, log: (event) => events.push(event) }).execute({
+      query: "algo",
+    });
+    expect(events[0]).toMatchObject({ event: "search", results: 0, recommendedBy: null });
+  });
+});

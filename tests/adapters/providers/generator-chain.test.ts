@@ -145,6 +145,35 @@ describe("GeneratorChain", () => {
     expect(logged).toContain("[redacted]");
   });
 
+  test("a link that runs out of time has its signal aborted, so its request is cancelled", async () => {
+    let seen: AbortSignal | undefined;
+    const slow: Generator = {
+      name: "slow",
+      generate: (_request, signal) => {
+        seen = signal;
+        return new Promise<Recommendation>(() => {});
+      },
+    };
+    await new GeneratorChain([{ generator: slow, timeoutMs: 15 }, answers("local")]).generate(request);
+    expect(seen?.aborted).toBe(true);
+    expect(seen?.reason).toBeInstanceOf(GenerationTimeout);
+  });
+
+  test("the caller's abort stops the chain: no further link is tried", async () => {
+    const controller = new AbortController();
+    const next = answers("next");
+    const first: Generator = {
+      name: "first",
+      generate: (_request, signal) =>
+        new Promise<Recommendation>((_, reject) => signal?.addEventListener("abort", () => reject(signal.reason))),
+    };
+    setTimeout(() => controller.abort(new Error("client went away")), 10);
+    await expect(new GeneratorChain([first, next]).generate(request, controller.signal)).rejects.toThrow(
+      "client went away",
+    );
+    expect(next.calls).toBe(0);
+  });
+
   test("needs at least one generator", () => {
     expect(() => new GeneratorChain([])).toThrow("at least one");
   });
