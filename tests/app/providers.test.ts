@@ -21,6 +21,7 @@ import {
   type Reply,
   type ReplyHandler,
 } from "../fakes/fake-provider-server.ts";
+import { type CallOptions, callApp } from "../support/app-client.ts";
 
 // Each container boots PGlite (seconds on 2 cores).
 setDefaultTimeout(60_000);
@@ -104,26 +105,7 @@ async function start(env: Record<string, string>, database?: SqlClient) {
     database ? { database } : {},
   );
   open.push(container);
-  const call = async (
-    method: string,
-    path: string,
-    init: { json?: unknown; form?: Record<string, string>; token?: string } = {},
-  ) => {
-    const headers = new Headers();
-    let body: string | undefined;
-    if (init.json !== undefined) {
-      headers.set("content-type", "application/json");
-      body = JSON.stringify(init.json);
-    }
-    if (init.form !== undefined) {
-      headers.set("content-type", "application/x-www-form-urlencoded");
-      body = new URLSearchParams(init.form).toString();
-    }
-    if (init.token !== undefined) headers.set("authorization", `Bearer ${init.token}`);
-    const response = await container.app.handle(new Request(`http://localhost${path}`, { method, headers, body }));
-    const text = await response.text();
-    return { status: response.status, text, json: JSON.parse(text || "null") };
-  };
+  const call = (method: string, path: string, init: CallOptions = {}) => callApp(container.app, method, path, init);
   const token = (await call("POST", "/auth/login", { form: ADMIN })).json.access_token as string;
   const create = (product: unknown) => call("POST", "/products/", { json: product, token });
   const search = (query: string) => call("POST", "/products/search", { json: { query }, token });

@@ -13,6 +13,7 @@ import { loadConfig } from "../../src/app/config.ts";
 import { type Container, createContainer, type Overrides } from "../../src/app/container.ts";
 import { createLogger } from "../../src/app/logger.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+import { type CallOptions, callApp } from "../support/app-client.ts";
 
 // Each test boots PGlite (a few seconds on 2 cores) and some restart it.
 setDefaultTimeout(60_000);
@@ -32,27 +33,7 @@ async function start(env: Record<string, string>, overrides: Overrides = {}) {
   const config = loadConfig({ ADMIN_USERNAME: ADMIN.username, ADMIN_PASSWORD: ADMIN.password, ...env });
   const container = await createContainer(config, quiet, { embedder: new FakeEmbedder(64), ...overrides });
   open.push(container);
-  const call = async (
-    method: string,
-    path: string,
-    init: { json?: unknown; form?: Record<string, string>; token?: string; raw?: string; contentType?: string } = {},
-  ) => {
-    const headers = new Headers();
-    let body: string | undefined = init.raw;
-    if (init.contentType !== undefined) headers.set("content-type", init.contentType);
-    if (init.json !== undefined) {
-      headers.set("content-type", "application/json");
-      body = JSON.stringify(init.json);
-    }
-    if (init.form !== undefined) {
-      headers.set("content-type", "application/x-www-form-urlencoded");
-      body = new URLSearchParams(init.form).toString();
-    }
-    if (init.token !== undefined) headers.set("authorization", `Bearer ${init.token}`);
-    const response = await container.app.handle(new Request(`http://localhost${path}`, { method, headers, body }));
-    const text = await response.text();
-    return { status: response.status, headers: response.headers, text, json: JSON.parse(text || "null") };
-  };
+  const call = (method: string, path: string, init: CallOptions = {}) => callApp(container.app, method, path, init);
   const login = async (username = ADMIN.username, password = ADMIN.password) =>
     (await call("POST", "/auth/login", { form: { username, password } })).json.access_token as string;
   return { container, call, login };
@@ -190,10 +171,10 @@ describe("the service on the embedded database", () => {
     for (const limit of [0, 51, 2.5, "5", null]) {
       expect((await call("POST", "/products/search", { json: { query: "x", limit }, token })).status).toBe(422);
     }
-    const raw: { path: string; method?: string; raw?: string; contentType?: string; status: number }[] = [
-      { path: "/products/", raw: '{"name": "Espresso"', contentType: "application/json", status: 400 },
-      { path: "/products/", raw: "name=Espresso", contentType: "text/plain", status: 415 },
-      { path: "/products/", raw: "", contentType: "application/json", status: 422 },
+    const raw: { path: string; method?: string; body?: string; headers?: Record<string, string>; status: number }[] = [
+      { path: "/products/", body: '{"name": "Espresso"', headers: { "content-type": "application/json" }, status: 400 },
+      { path: "/products/", body: "name=Espresso", headers: { "content-type": "text/plain" }, status: 415 },
+      { path: "/products/", body: "", headers: { "content-type": "application/json" }, status: 422 },
       { path: "/products/42", method: "GET", status: 404 },
       { path: "/products/search", method: "GET", status: 405 },
     ];

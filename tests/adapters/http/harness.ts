@@ -12,6 +12,7 @@ import { SearchAndRecommend } from "../../../src/domain/search-and-recommend.ts"
 import { FakeClock } from "../../fakes/fake-clock.ts";
 import { FakeEmbedder } from "../../fakes/fake-embedder.ts";
 import { FakeGenerator } from "../../fakes/fake-generator.ts";
+import { type CallOptions, callApp } from "../../support/app-client.ts";
 
 export const SECRET = "secreto-de-pruebas-que-nunca-debe-salir-en-una-respuesta";
 export const USERNAME = "ana";
@@ -61,39 +62,11 @@ export async function createHarness(options: HarnessOptions = {}) {
   });
   const token = await tokens.issue({ userId: user.id, username: user.username });
 
-  /** Sends one request through the app in process; `json` and `form` set the body and its Content-Type. */
-  async function call(
-    method: string,
-    path: string,
-    init: {
-      json?: unknown;
-      form?: Record<string, string>;
-      body?: RequestInit["body"];
-      token?: string;
-      headers?: Record<string, string>;
-    } = {},
-  ) {
-    const headers = new Headers(init.headers);
-    let body = init.body;
-    if (init.json !== undefined) {
-      headers.set("content-type", "application/json");
-      body = JSON.stringify(init.json);
-    }
-    if (init.form) {
-      headers.set("content-type", "application/x-www-form-urlencoded");
-      body = new URLSearchParams(init.form).toString();
-    }
-    if (init.token !== undefined) headers.set("authorization", `Bearer ${init.token}`);
-    const response = await app.handle(new Request(`http://localhost${path}`, { method, headers, body }));
-    const text = await response.text();
-    await Bun.sleep(0); // the request log line is written just after the response
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      json = undefined;
-    }
-    return { status: response.status, headers: response.headers, text, json: json as Record<string, unknown> };
+  /** Sends one request through the app in process; the request log line is written just after the response. */
+  async function call(method: string, path: string, init: CallOptions = {}) {
+    const result = await callApp(app, method, path, init);
+    await Bun.sleep(0);
+    return result;
   }
 
   return { app, users, products, health, embedder, generator, clock, tokens, user, token, logs, call };

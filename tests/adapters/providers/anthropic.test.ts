@@ -21,6 +21,7 @@ import {
   anthropicText,
 } from "../../fakes/fake-anthropic-server.ts";
 import { FakeProviderServer } from "../../fakes/fake-provider-server.ts";
+import { rejection } from "../../support/rejection.ts";
 
 const API_KEY = "sk-ant-test-0123456789-secret";
 const MODEL = "claude-test-model";
@@ -62,15 +63,6 @@ function onlyMessagesRequest() {
   const sent = server.requestsTo("/v1/messages");
   expect(sent).toHaveLength(1);
   return sent[0] as NonNullable<(typeof sent)[number]>;
-}
-
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error("expected a rejection");
 }
 
 /** Neither the error nor the log events may carry the key. */

@@ -27,6 +27,7 @@ import {
   noTextReply,
 } from "../../fakes/fake-google-server.ts";
 import { FakeProviderServer, type RecordedRequest } from "../../fakes/fake-provider-server.ts";
+import { rejection } from "../../support/rejection.ts";
 
 const API_KEY = "AIzaSyTEST-not-a-real-key-0123456789";
 const DIMENSION = 3072;
@@ -76,16 +77,6 @@ interface BatchEmbedBody {
 const batchBody = (request: RecordedRequest | undefined) => request?.body as BatchEmbedBody;
 const batchTexts = (request: RecordedRequest | undefined) =>
   batchBody(request).requests.map((item) => item.content.parts.map((part) => part.text).join(""));
-
-/** The error a promise rejects with (fails the test if it resolves). */
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error("expected a rejection");
-}
 
 /** Neither the error (message, stack, causes) nor any log event carries the key. */
 function expectNoKey(error: Error, events: LogEvent[]) {

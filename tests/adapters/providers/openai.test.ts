@@ -30,6 +30,7 @@ import {
   startFakeOpenAIServer,
 } from "../../fakes/fake-openai-server.ts";
 import { FakeProviderServer, type RecordedRequest } from "../../fakes/fake-provider-server.ts";
+import { rejection } from "../../support/rejection.ts";
 
 const API_KEY = "sk-test-0123456789abcdefSECRET";
 const fast: RetryPolicy = { attemptTimeoutMs: 500, budgetMs: 2_500, maxRetries: 2, baseDelayMs: 5, maxDelayMs: 20 };
@@ -62,16 +63,6 @@ function generator(log?: (e: Record<string, unknown>) => void) {
     model: OPENAI_DEFAULT_GENERATION_MODEL,
     log,
   });
-}
-
-/** The rejection of `promise` (fails the test when it resolves). */
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error("expected a rejection");
 }
 
 /** Everything a log or an error report could print of `error`. */
