@@ -291,7 +291,7 @@ async function benchDimension(target: Target, dimension: number): Promise<Figure
   const figures: Figures[] = [];
   try {
     await prepareDatabase(client, { model: "bench", dimension });
-    const repository = new PostgresProductRepository(client);
+    const repository = new PostgresProductRepository(client, dimension);
     const space = new SyntheticSpace(dimension);
     const queries = Array.from({ length: WARMUP + QUERIES }, (_, i) => space.query(i));
     const checks = queries.slice(WARMUP, WARMUP + CHECKED).map((q) => new BruteForceTop(Float64Array.from(q)));

@@ -115,7 +115,7 @@ export async function openStore(config: Config, embedder: Embedder, database?: S
     users,
     hasher,
     manageUsers: new ManageUsers({ users, hasher }),
-    products: new PostgresProductRepository(client),
+    products: new PostgresProductRepository(client, embedder.dimension),
     health: new PostgresDatabaseHealth(client),
     queryCache: (retentionDays: number) => new PostgresQueryEmbeddingCache(client, { retentionDays }),
   };

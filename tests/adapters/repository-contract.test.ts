@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MemoryDatabaseHealth } from "../../src/adapters/memory/database-health.ts";
-import { MemoryProductRepository } from "../../src/adapters/memory/product-repository.ts";
+import { cosineSimilarity, MemoryProductRepository } from "../../src/adapters/memory/product-repository.ts";
 import { MemoryQueryEmbeddingCache } from "../../src/adapters/memory/query-embedding-cache.ts";
 import { MemoryUserRepository } from "../../src/adapters/memory/user-repository.ts";
 import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
@@ -106,6 +106,29 @@ function repositoryContract(open: RepositoryFactory): void {
     await health.ping();
   });
 
+  test(`with ${LONG} dimensions, search still ranks every product by exact cosine, with exact scores`, async () => {
+    const { products } = await open(LONG);
+    const random = seededRandom(7);
+    const unit = () => Array.from({ length: LONG }, () => random() - 0.5);
+    const query = unit();
+    const vectors = Array.from({ length: 60 }, unit);
+    // Close calls at the top: a product near the query, then copies of it moved a little closer each.
+    const base = (vectors[0] as number[]).map((x, j) => x + 0.5 * (query[j] as number));
+    for (let i = 0; i <= 3; i++) vectors[i] = base.map((x, j) => x + 1e-3 * i * (query[j] as number));
+    const ids: number[] = [];
+    for (const [i, vector] of vectors.entries()) ids.push((await products.add({ ...shoe, name: `p${i}` }, vector)).id);
+    for (const q of [query, unit()]) {
+      const expected = vectors
+        .map((vector, i) => ({ id: ids[i] as number, score: cosineSimilarity(q, vector) }))
+        .sort((a, b) => b.score - a.score || a.id - b.id)
+        .slice(0, 10);
+      const hits = await products.searchByVector(q, 10);
+      expect(hits.map((hit) => hit.id)).toEqual(expected.map((hit) => hit.id));
+      // Scores of the full vectors: one from the half-precision copy would be off by ~1e-5.
+      for (const [i, hit] of hits.entries()) expect(hit.score).toBeCloseTo(expected[i]?.score as number, 6);
+    }
+  });
+
   test("the query cache gives back what was put, under the same model, dimension and text only", async () => {
     const { queryCache } = await open(4);
     const key = { model: "m", dimension: 4, text: "cafetera italiana" };
@@ -123,6 +146,22 @@ function repositoryContract(open: RepositoryFactory): void {
   });
 }
 
+/** Long enough for the database to keep a half-precision copy in the row (HALF_PRECISION_COPY_FROM_DIMENSION). */
+const LONG = 768;
+const STEP = 1e-4;
+
+/** A deterministic PRNG (mulberry32), so a failing case can be replayed. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 /** Hands out clients on a fresh database and cleans up after each test. */
 interface TestDatabase {
   /** A client on a database holding none of our tables. */
@@ -137,7 +176,7 @@ function sqlRepositories(db: TestDatabase): RepositoryFactory {
     const client = await db.fresh();
     await prepareDatabase(client, { model: "test-model", dimension });
     return {
-      products: new PostgresProductRepository(client),
+      products: new PostgresProductRepository(client, dimension),
       users: new PostgresUserRepository(client),
       health: new PostgresDatabaseHealth(client),
       queryCache: new PostgresQueryEmbeddingCache(client, { retentionDays: 30 }),
@@ -162,6 +201,20 @@ class FakeEmbedder implements Embedder {
   }
 }
 
+/** Deterministic vectors of any length from the text's characters. */
+class DimensionEmbedder implements Embedder {
+  readonly model: string;
+  constructor(readonly dimension: number) {
+    this.model = `fake-${dimension}`;
+  }
+  async embed(texts: readonly string[], _purpose: EmbeddingPurpose): Promise<Vector[]> {
+    return texts.map((text) => {
+      const random = seededRandom(text.length * 31 + (text.codePointAt(0) ?? 0));
+      return Array.from({ length: this.dimension }, () => random() - 0.5);
+    });
+  }
+}
+
 async function tableColumns(client: SqlClient, table: string): Promise<string[]> {
   const rows = await client.query<{ column_name: string }>(
     `SELECT column_name FROM information_schema.columns
@@ -182,7 +235,7 @@ function databaseContract(db: TestDatabase): void {
     const migrations = await client.query<{ version: number }>(
       "SELECT version FROM schema_migrations ORDER BY version",
     );
-    expect(migrations.map((row) => row.version)).toEqual([1, 2]);
+    expect(migrations.map((row) => row.version)).toEqual([1, 2, 3]);
     expect(await new PostgresUserRepository(client).count()).toBe(1);
   });
 
@@ -191,7 +244,7 @@ function databaseContract(db: TestDatabase): void {
     const clients = [first, await db.another(), await db.another()];
     await Promise.all(clients.map((client) => prepareDatabase(client, space)));
     const [row] = await first.query<{ n: number | string }>("SELECT count(*) AS n FROM schema_migrations");
-    expect(Number(row?.n)).toBe(2);
+    expect(Number(row?.n)).toBe(3);
   });
 
   test("another model or dimension raises EmbeddingSpaceMismatch naming reembed", async () => {
@@ -258,7 +311,7 @@ function databaseContract(db: TestDatabase): void {
   test("reembedProducts converts 4-dimension products to the embedder's 3 dimensions", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
-    const before = new PostgresProductRepository(client);
+    const before = new PostgresProductRepository(client, space.dimension);
     const added = [];
     for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
       added.push(await before.add(product, [1, i, 0, 0]));
@@ -279,7 +332,7 @@ function databaseContract(db: TestDatabase): void {
       "created_at",
       "embedding",
     ]);
-    const hits = await new PostgresProductRepository(client).searchByVector(
+    const hits = await new PostgresProductRepository(client, 3).searchByVector(
       [embeddingText(mug).length, 1, mug.name.charCodeAt(0)],
       5,
     );
@@ -291,10 +344,41 @@ function databaseContract(db: TestDatabase): void {
     ).rejects.toMatchObject({ code: "23514" });
   });
 
+  test("3072-d embeddings keep a half-precision copy in the row; reembed adds and removes it with the dimension", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    const short = new PostgresProductRepository(client, space.dimension);
+    for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries()) await short.add(product, [1, i, 0, 0]);
+
+    const long = new DimensionEmbedder(3072);
+    await reembedProducts(client, long);
+    expect(await tableColumns(client, "products")).toContain("embedding_half");
+    const [storage] = await client.query<{ attstorage: string }>(
+      "SELECT attstorage FROM pg_attribute WHERE attrelid = 'products'::regclass AND attname = 'embedding_half'",
+    );
+    expect(storage?.attstorage).toBe("m");
+    // One 6 kB copy per row, in the row: five rows need five 8 kB heap pages (out of the row, one page holds them all).
+    const [heap] = await client.query<{ bytes: number | string }>("SELECT pg_relation_size('products') AS bytes");
+    expect(Number(heap?.bytes)).toBeGreaterThanOrEqual(5 * 8192);
+
+    const repository = new PostgresProductRepository(client, long.dimension);
+    const added = await repository.add(mug, (await long.embed(["fresh"], "document"))[0] as Vector);
+    const [half] = await client.query<{ n: number | string }>(
+      "SELECT count(*) AS n FROM products WHERE embedding_half IS NULL",
+    );
+    expect(Number(half?.n)).toBe(0);
+    const hits = await repository.searchByVector((await long.embed(["fresh"], "query"))[0] as Vector, 3);
+    expect(hits[0]).toMatchObject({ id: added.id, score: expect.closeTo(1, 5) });
+
+    await reembedProducts(client, new FakeEmbedder());
+    expect(await tableColumns(client, "products")).not.toContain("embedding_half");
+    expect(await new PostgresProductRepository(client, 3).searchByVector([1, 1, 1], 10)).toHaveLength(6);
+  });
+
   test("reembedProducts leaves the database as it was when the embedder fails midway", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
-    const repository = new PostgresProductRepository(client);
+    const repository = new PostgresProductRepository(client, space.dimension);
     for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries()) await repository.add(product, [1, i, 0, 0]);
     const columns = await tableColumns(client, "products");
 
@@ -366,7 +450,7 @@ describe("PGlite on disk", () => {
     const space = { model: "test-model", dimension: 4 };
     const first = await openPglite(dir);
     await prepareDatabase(first, space);
-    const added = await new PostgresProductRepository(first).add(shoe, [1, 2, 3, 4]);
+    const added = await new PostgresProductRepository(first, space.dimension).add(shoe, [1, 2, 3, 4]);
     await new PostgresUserRepository(first).create("ana", "h");
     await first.close();
     await expect(first.query("SELECT 1")).rejects.toBeInstanceOf(DatabaseUnavailable);
@@ -374,7 +458,7 @@ describe("PGlite on disk", () => {
     const second = await openPglite(dir);
     try {
       await prepareDatabase(second, space);
-      expect(await new PostgresProductRepository(second).searchByVector([1, 2, 3, 4], 5)).toEqual([
+      expect(await new PostgresProductRepository(second, space.dimension).searchByVector([1, 2, 3, 4], 5)).toEqual([
         { ...added, score: expect.closeTo(1, 5) },
       ]);
       expect(await new PostgresUserRepository(second).count()).toBe(1);
