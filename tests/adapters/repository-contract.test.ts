@@ -148,7 +148,6 @@ function repositoryContract(open: RepositoryFactory): void {
 
 /** Long enough for the database to keep a half-precision copy in the row (HALF_PRECISION_COPY_FROM_DIMENSION). */
 const LONG = 768;
-const STEP = 1e-4;
 
 /** A deterministic PRNG (mulberry32), so a failing case can be replayed. */
 function seededRandom(seed: number): () => number {
