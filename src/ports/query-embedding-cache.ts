@@ -13,14 +13,6 @@ export interface QueryEmbeddingCache {
 export interface QueryKey {
   model: string;
   dimension: number;
-  /** The query as normalizeQuery leaves it. */
+  /** The query normalised, so that equal queries meet (see CachingEmbedder). */
   text: string;
-}
-
-/**
- * The form under which equal queries meet: Unicode NFC, whitespace runs as one space, trimmed and
- * lower-cased ("Cafetera  Italiana" and "cafetera italiana" are one query).
- */
-export function normalizeQuery(text: string): string {
-  return text.normalize("NFC").replace(/\s+/gu, " ").trim().toLowerCase();
 }

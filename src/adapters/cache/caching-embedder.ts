@@ -1,6 +1,6 @@
 import { type Vector, vectorProblem } from "../../domain/vector.ts";
 import type { Embedder, EmbeddingPurpose } from "../../ports/embedder.ts";
-import { normalizeQuery, type QueryEmbeddingCache, type QueryKey } from "../../ports/query-embedding-cache.ts";
+import type { QueryEmbeddingCache, QueryKey } from "../../ports/query-embedding-cache.ts";
 import { LruCache } from "./lru-cache.ts";
 
 export interface CachingEmbedderOptions {
@@ -87,4 +87,12 @@ export class CachingEmbedder implements Embedder {
 
 function memoryKey(key: QueryKey): string {
   return `${key.model}\u0000${key.dimension}\u0000${key.text}`;
+}
+
+/**
+ * The form under which equal queries meet: Unicode NFC, whitespace runs as one space, trimmed and
+ * lower-cased ("Cafetera  Italiana" and "cafetera italiana" are one query).
+ */
+export function normalizeQuery(text: string): string {
+  return text.normalize("NFC").replace(/\s+/gu, " ").trim().toLowerCase();
 }

@@ -1,8 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { CachingEmbedder } from "../../../src/adapters/cache/caching-embedder.ts";
+import { CachingEmbedder, normalizeQuery } from "../../../src/adapters/cache/caching-embedder.ts";
 import { LruCache } from "../../../src/adapters/cache/lru-cache.ts";
 import { MemoryQueryEmbeddingCache } from "../../../src/adapters/memory/query-embedding-cache.ts";
-import { normalizeQuery } from "../../../src/ports/query-embedding-cache.ts";
 import { FakeEmbedder } from "../../fakes/fake-embedder.ts";
 
 function setup(memoryEntries = 10) {
