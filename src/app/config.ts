@@ -5,6 +5,9 @@
  */
 
 import { JWT_ALGORITHMS, type JwtAlgorithm } from "../adapters/http/jwt-token-service.ts";
+import { ANTHROPIC_DEFAULT_GENERATION_MODEL } from "../adapters/providers/anthropic.ts";
+import { GOOGLE_DEFAULT_EMBEDDING_MODEL, GOOGLE_DEFAULT_GENERATION_MODEL } from "../adapters/providers/google.ts";
+import { OPENAI_DEFAULT_EMBEDDING_MODEL, OPENAI_DEFAULT_GENERATION_MODEL } from "../adapters/providers/openai.ts";
 import type { RetryPolicy } from "../adapters/providers/resilient-fetch.ts";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from "../domain/user.ts";
 
@@ -25,10 +28,11 @@ export interface ProviderSettings {
   generationModel: string;
 }
 
-export const DEFAULT_MODELS = {
-  openai: { embedding: "text-embedding-3-large", generation: "gpt-4.1-mini" },
-  anthropic: { embedding: undefined, generation: "claude-haiku-4-5" },
-  google: { embedding: "gemini-embedding-001", generation: "gemini-2.5-flash-lite" },
+/** Each adapter names its own defaults; config only gathers them. */
+const DEFAULT_MODELS = {
+  openai: { embedding: OPENAI_DEFAULT_EMBEDDING_MODEL, generation: OPENAI_DEFAULT_GENERATION_MODEL },
+  anthropic: { generation: ANTHROPIC_DEFAULT_GENERATION_MODEL },
+  google: { embedding: GOOGLE_DEFAULT_EMBEDDING_MODEL, generation: GOOGLE_DEFAULT_GENERATION_MODEL },
 } as const;
 
 /** The spec's embedding length; a compatible server's model may need another. */

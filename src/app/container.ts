@@ -133,7 +133,7 @@ export async function createContainer(config: Config, log: Logger, overrides: Ov
 }
 
 /** The ordered chain of GENERATION_PROVIDERS; each link has GENERATION_TIMEOUT_MS, its retries included. */
-export function createGenerator(config: Config, log: Logger): Generator {
+function createGenerator(config: Config, log: Logger): Generator {
   const model = (provider: RemoteProvider) => config.providers[provider].generationModel;
   const generators: Record<GenerationProvider, () => Generator> = {
     openai: () => new OpenAIGenerator({ ...clientOptions(config, "openai", log), model: model("openai") }),
