@@ -6,6 +6,7 @@ ARG BUN_VERSION=1.4.5
 RUN npm install -g --silent "bun@${BUN_VERSION}"
 WORKDIR /src
 COPY package.json bun.lock bunfig.toml .npmrc ./
+COPY patches/ patches/
 # Packages first (a layer that changes only with the lockfile); the model's install script needs the
 # sources, so it runs after they are copied.
 RUN bun install --frozen-lockfile --ignore-scripts
