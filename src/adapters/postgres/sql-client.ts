@@ -17,41 +17,60 @@ export interface SqlClient {
 export interface PostgresOptions {
   /** Pool size (default 10). */
   maxConnections?: number;
-  /** Seconds to wait for a connection before failing with DatabaseUnavailable (default 10). */
+  /** Seconds to wait for a connection before failing with DatabaseUnavailable (default 5). */
   connectTimeoutSeconds?: number;
   /** Seconds close() lets running queries finish before cutting the connections (default 5). */
   closeTimeoutSeconds?: number;
+  /**
+   * Longest wait for one statement, queueing for a connection included, in ms; unset: no limit (the
+   * operator's commands: re-embedding, imports, index builds). Past it the caller gets
+   * DatabaseUnavailable at once and the statement is cancelled; the server also stops it by itself
+   * (statement_timeout), so a client that gave up leaves nothing running.
+   */
+  queryTimeoutMs?: number;
 }
 
-/** A pooled postgres.js client. Connects lazily: nothing is sent until the first query. */
+/**
+ * A pooled postgres.js client. Connects lazily: nothing is sent until the first query. A broken
+ * connection is replaced on the next query (postgres.js 3.4.9 needed a patch for that, see
+ * patches/), so the client heals by itself once the server is back.
+ */
 export function connectPostgres(url: string, options: PostgresOptions = {}): SqlClient {
+  const { queryTimeoutMs } = options;
   const sql = postgres(url, {
     max: options.maxConnections ?? 10,
-    connect_timeout: options.connectTimeoutSeconds ?? 10,
+    connect_timeout: options.connectTimeoutSeconds ?? 5,
     idle_timeout: 60,
+    // postgres.js waits before reconnecting a closed connection for a delay that grows as 3^n with
+    // the errors of the whole pool, up to 20 s, fixed when the connection closes: after a restart
+    // that cut every connection, a request routed to one of them waited that long though the
+    // server was long back. At most one second, so the pool heals within a second of the server.
+    backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
     onnotice: () => {},
+    ...(queryTimeoutMs === undefined ? {} : { connection: { statement_timeout: queryTimeoutMs } }),
   });
   return {
-    ...postgresExecutor(sql),
+    ...postgresExecutor(sql, queryTimeoutMs),
     close: () => sql.end({ timeout: options.closeTimeoutSeconds ?? 5 }),
   };
 }
 
 type Executor = Pick<SqlClient, "query" | "transaction">;
 
-function postgresExecutor(sql: postgres.Sql | postgres.TransactionSql): Executor {
+function postgresExecutor(sql: postgres.Sql | postgres.TransactionSql, timeoutMs: number | undefined): Executor {
   return {
     async query<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
+      // postgres.js types parameters as its own ParameterOrJSON union; ours are plain values.
+      const pending = sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
       try {
-        // postgres.js types parameters as its own ParameterOrJSON union; ours are plain values.
-        const rows = await sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
+        const rows = await withTimeout(pending, timeoutMs, () => void pending.cancel());
         return rows as unknown as T[];
       } catch (error) {
         throw asDatabaseUnavailable(error);
       }
     },
     async transaction<R>(fn: (tx: SqlClient) => Promise<R>): Promise<R> {
-      const run = (tx: postgres.TransactionSql) => fn(insideTransaction(postgresExecutor(tx)));
+      const run = (tx: postgres.TransactionSql) => fn(insideTransaction(postgresExecutor(tx, timeoutMs)));
       try {
         // `begin` and `savepoint` type their result as UnwrapPromiseArray<R>, which is R for non-arrays.
         return (await ("savepoint" in sql ? sql.savepoint(run) : sql.begin(run))) as R;
@@ -60,6 +79,30 @@ function postgresExecutor(sql: postgres.Sql | postgres.TransactionSql): Executor
       }
     },
   };
+}
+
+/** A statement that took longer than the client's queryTimeoutMs. */
+export class QueryTimeout extends Error {
+  override readonly name = "QueryTimeout";
+  readonly code = "QUERY_TIMEOUT";
+  constructor(readonly timeoutMs: number) {
+    super(`no answer from the database within ${timeoutMs} ms`);
+  }
+}
+
+/** `promise`, or a QueryTimeout after `timeoutMs` (then `onTimeout` runs); no limit when undefined. */
+function withTimeout<T>(promise: Promise<T>, timeoutMs: number | undefined, onTimeout: () => void): Promise<T> {
+  if (timeoutMs === undefined) return promise;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      onTimeout();
+      reject(new QueryTimeout(timeoutMs));
+    }, timeoutMs);
+  });
+  // The statement's own failure after the timeout is of no interest to anyone.
+  promise.catch(() => {});
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
 }
 
 /** A transaction's client: closing it is a mistake, the owner of the connection closes. */
@@ -87,6 +130,7 @@ const CONNECTION_ERROR_CODES = new Set([
   "CONNECTION_CLOSED",
   "CONNECTION_ENDED",
   "CONNECTION_DESTROYED",
+  "QUERY_TIMEOUT",
 ]);
 
 /** SQLSTATEs that mean "no usable session", not "your SQL is wrong". */
@@ -98,7 +142,8 @@ function isConnectionSqlState(code: string): boolean {
     code === "53300" || // too many connections
     code === "57P01" || // admin shutdown
     code === "57P02" || // crash shutdown
-    code === "57P03" // cannot connect now (starting up, recovering)
+    code === "57P03" || // cannot connect now (starting up, recovering)
+    code === "57014" // statement cancelled: by statement_timeout, or by us on our own timeout
   );
 }
 
