@@ -1,6 +1,10 @@
-import { malformedForm, malformedJson, payloadTooLarge, unsupportedMediaType } from "./errors.ts";
+import { HttpProblem, malformedForm, malformedJson, payloadTooLarge, unsupportedMediaType } from "./errors.ts";
+import { hasProtoKey, jsonDepthExceeds } from "./json-depth.ts";
 
 export type BodyFormat = "json" | "form";
+
+/** Deepest nesting a JSON body may have: every body this API takes is at most a few levels deep. */
+export const MAX_JSON_DEPTH = 32;
 
 const MEDIA_TYPES: Record<BodyFormat, readonly string[]> = {
   json: ["application/json"],
@@ -22,11 +26,7 @@ export async function readBody(request: Request, maxBytes: number, accept: reado
   }
 
   if (accept.includes("json") && (mediaType === "application/json" || mediaType.endsWith("+json"))) {
-    try {
-      return JSON.parse(new TextDecoder().decode(bytes));
-    } catch {
-      throw malformedJson();
-    }
+    return parseJson(bytes);
   }
   if (accept.includes("form") && mediaType === "application/x-www-form-urlencoded") {
     return Object.fromEntries(new URLSearchParams(new TextDecoder().decode(bytes)));
@@ -41,6 +41,25 @@ export async function readBody(request: Request, maxBytes: number, accept: reado
   }
   throw unsupportedMediaType(accept.flatMap((format) => MEDIA_TYPES[format]));
 }
+
+/**
+ * JSON text → value, refusing before any costly step what no route takes: nesting deeper than
+ * MAX_JSON_DEPTH (400) and an own `__proto__` key, which schema validation would not notice (422).
+ */
+export function parseJson(bytes: Uint8Array): unknown {
+  if (jsonDepthExceeds(bytes, MAX_JSON_DEPTH)) throw tooDeep();
+  let value: unknown;
+  try {
+    value = JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    throw malformedJson();
+  }
+  if (hasProtoKey(value)) throw new HttpProblem(422, "Campo '__proto__': no está permitido");
+  return value;
+}
+
+const tooDeep = () =>
+  new HttpProblem(400, `El cuerpo JSON tiene demasiados niveles de anidamiento (como máximo ${MAX_JSON_DEPTH})`);
 
 async function readBytes(request: Request, maxBytes: number): Promise<Uint8Array> {
   if (!request.body) return new Uint8Array();
