@@ -1,55 +1,188 @@
 /**
- * The command line: `serve` (the default) and the operator's commands. Passwords are read from
- * standard input or a hidden prompt, never from the arguments (they would show in `ps` and shell history).
+ * The command line: `serve` (the default) and the operator's commands, parsed with node:util's
+ * parseArgs (strict: an unknown option or an extra argument is an error, exit 2, that names it).
+ * Passwords are read from standard input or a hidden prompt, never from the arguments (they would
+ * show in `ps` and shell history).
  */
 
+import { rmSync } from "node:fs";
+import { parseArgs } from "node:util";
+import packageJson from "../../package.json" with { type: "json" };
 import { DataDirInUse } from "../adapters/pglite/data-dir-lock.ts";
 import { EmbeddingSpaceMismatch, reembedProducts } from "../adapters/postgres/schema.ts";
 import { DomainError } from "../domain/errors.ts";
 import { type Config, ConfigError, loadConfig, secretsOf } from "./config.ts";
 import { createContainer, createEmbedder, openDatabase, openStore } from "./container.ts";
 import { createLogger } from "./logger.ts";
+import { initialAdminPasswordFile } from "./secrets.ts";
 
 type Env = Record<string, string | undefined>;
 
-const USAGE = `Usage: sku-search [command]
+/** Exit statuses: 0 done, 1 the command failed, 2 the command line itself is wrong. */
+const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
-Commands:
-  serve                          start the HTTP service (default)
-  users add <username>           create a user; the password is read from stdin or a prompt
-  users reset-password <username>
-  users remove <username>
-  reembed                        re-embed every product with the configured embedding model
-  healthcheck                    exit 0 when the local service answers GET / with 200
-  help
+interface Command {
+  /** The words that name it, e.g. "users add". */
+  name: string;
+  /** Its arguments as the usage line shows them, e.g. "<username>". */
+  args: string;
+  summary: string;
+  /** How many positional arguments it takes (exactly). */
+  positionals: number;
+  run(config: Config, positionals: string[]): Promise<number>;
+}
 
-Settings come from the environment and a .env file; see README.md.`;
+const COMMANDS: readonly Command[] = [
+  { name: "serve", args: "", summary: "start the HTTP service (the default command)", positionals: 0, run: serve },
+  {
+    name: "users add",
+    args: "<username>",
+    summary: "create a user; the password is read from stdin (first line) or a hidden prompt",
+    positionals: 1,
+    run: (config, [username]) => users(config, "add", username as string),
+  },
+  {
+    name: "users reset-password",
+    args: "<username>",
+    summary: "set a user's password (read like `users add`); the user's earlier tokens stop working",
+    positionals: 1,
+    run: (config, [username]) => users(config, "reset-password", username as string),
+  },
+  {
+    name: "users remove",
+    args: "<username>",
+    summary: "delete a user; their tokens stop working",
+    positionals: 1,
+    run: (config, [username]) => users(config, "remove", username as string),
+  },
+  {
+    name: "reembed",
+    args: "",
+    summary: "re-embed every product with the configured embedding model (stop the service first)",
+    positionals: 0,
+    run: reembed,
+  },
+  {
+    name: "healthcheck",
+    args: "",
+    summary: "exit 0 when the service on HOST:PORT answers GET / with 200, 1 otherwise",
+    positionals: 0,
+    run: healthcheck,
+  },
+];
 
-export async function runCli(args: string[], env: Env): Promise<number> {
-  const [command = "serve", ...rest] = args;
+const FOOTER = "Settings come from the environment and a .env file in the working directory; see README.md.";
+
+function usage(version: string): string {
+  const width = Math.max(...COMMANDS.map((command) => `${command.name} ${command.args}`.length));
+  const lines = COMMANDS.map((command) => `  ${`${command.name} ${command.args}`.padEnd(width)}  ${command.summary}`);
+  return [
+    `sku-search ${version}: semantic product search`,
+    "",
+    "Usage: sku-search [command] [options]",
+    "",
+    "Commands:",
+    ...lines,
+    `  ${"help [command]".padEnd(width)}  show this help, or one command's`,
+    "",
+    "Options: -h, --help (also after a command), -V, --version",
+    "",
+    FOOTER,
+  ].join("\n");
+}
+
+function commandUsage(command: Command): string {
+  return [`Usage: sku-search ${command.name}${command.args ? ` ${command.args}` : ""}`, "", command.summary].join("\n");
+}
+
+/** Raised for a wrong command line: printed with the usage, exit 2. */
+class UsageError extends Error {}
+
+/** `version`: the program's own (package.json's, embedded at build time); the VERSION setting labels a deployment. */
+export async function runCli(args: string[], env: Env, version: string = packageJson.version): Promise<number> {
+  let parsed: ReturnType<typeof parseCommandLine>;
   try {
-    if (command === "help" || command === "--help" || command === "-h") {
-      console.log(USAGE);
-      return 0;
-    }
-    const config = loadConfig(env);
-    switch (command) {
-      case "serve":
-        return await serve(config);
-      case "users":
-        return await users(config, rest);
-      case "reembed":
-        return await reembed(config);
-      case "healthcheck":
-        return await healthcheck(config);
-      default:
-        console.error(`unknown command '${command}'\n\n${USAGE}`);
-        return 2;
-    }
+    parsed = parseCommandLine(args);
+  } catch (error) {
+    if (!(error instanceof UsageError) && !isParseArgsError(error)) throw error;
+    console.error(`sku-search: ${(error as Error).message}\nRun 'sku-search help' for the commands.`);
+    return EXIT.usage;
+  }
+  if (parsed.kind === "version") {
+    console.log(version);
+    return EXIT.ok;
+  }
+  if (parsed.kind === "help") {
+    console.log(parsed.command ? commandUsage(parsed.command) : usage(version));
+    return EXIT.ok;
+  }
+  try {
+    return await parsed.command.run(loadConfig(env), parsed.positionals);
   } catch (error) {
     console.error(describeFailure(error));
-    return 1;
+    return EXIT.failed;
   }
+}
+
+type ParsedCommandLine =
+  | { kind: "version" }
+  | { kind: "help"; command?: Command | undefined }
+  | { kind: "run"; command: Command; positionals: string[] };
+
+function parseCommandLine(args: string[]): ParsedCommandLine {
+  const { values, positionals } = parseArgs({
+    args,
+    options: { help: { type: "boolean", short: "h" }, version: { type: "boolean", short: "V" } },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (values.version) {
+    if (positionals.length > 0 || values.help) throw new UsageError("--version takes no command or other option");
+    return { kind: "version" };
+  }
+  if (positionals[0] === "help") {
+    const wanted = positionals.slice(1);
+    if (wanted.length === 0) return { kind: "help" };
+    return { kind: "help", command: findCommand(wanted).command };
+  }
+  if (positionals.length === 0)
+    return values.help ? { kind: "help" } : { kind: "run", command: SERVE, positionals: [] };
+  const { command, rest } = findCommand(positionals);
+  if (values.help) return { kind: "help", command };
+  if (rest.length !== command.positionals) {
+    const expected = command.args || "no arguments";
+    if (rest.length > command.positionals) {
+      const extra = rest.slice(command.positionals).map((arg) => `'${arg}'`);
+      throw new UsageError(`${command.name}: unexpected argument ${extra.join(" ")} (it takes ${expected})`);
+    }
+    throw new UsageError(`${command.name}: missing argument (usage: ${command.name} ${command.args})`);
+  }
+  return { kind: "run", command, positionals: rest };
+}
+
+const SERVE = COMMANDS[0] as Command;
+
+/** The command named by the first one or two words, and the words after it. */
+function findCommand(words: string[]): { command: Command; rest: string[] } {
+  for (const length of [2, 1]) {
+    const command = COMMANDS.find((candidate) => candidate.name === words.slice(0, length).join(" "));
+    if (command) return { command, rest: words.slice(length) };
+  }
+  const group = COMMANDS.filter((candidate) => candidate.name.startsWith(`${words[0]} `));
+  if (group.length > 0) {
+    const actions = group.map((command) => command.name.split(" ")[1]).join(", ");
+    throw new UsageError(
+      words[1] === undefined
+        ? `${words[0]}: which one? ${actions}`
+        : `${words[0]}: unknown action '${words[1]}' (one of ${actions})`,
+    );
+  }
+  throw new UsageError(`unknown command '${words[0]}'`);
+}
+
+function isParseArgsError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("ERR_PARSE_ARGS_");
 }
 
 async function serve(config: Config): Promise<number> {
@@ -83,19 +216,14 @@ async function serve(config: Config): Promise<number> {
     log.info({ event: "stopping", signal });
     await container.app.stop();
     await container.close();
-    stopped.resolve(0);
+    stopped.resolve(EXIT.ok);
   };
   process.once("SIGINT", () => void shutdown("SIGINT"));
   process.once("SIGTERM", () => void shutdown("SIGTERM"));
   return stopped.promise;
 }
 
-async function users(config: Config, args: string[]): Promise<number> {
-  const [action, username] = args;
-  if (!action || !username || !["add", "reset-password", "remove"].includes(action)) {
-    console.error(USAGE);
-    return 2;
-  }
+async function users(config: Config, action: "add" | "reset-password" | "remove", username: string): Promise<number> {
   const store = await openStore(config, await createEmbedder(config));
   try {
     if (action === "remove") {
@@ -111,7 +239,11 @@ async function users(config: Config, args: string[]): Promise<number> {
         console.log(`password of '${username}' changed`);
       }
     }
-    return 0;
+    if (action !== "add" && username.trim() === config.adminUsername) {
+      // The first-start password file no longer holds a working password.
+      rmSync(initialAdminPasswordFile(config.dataDir), { force: true });
+    }
+    return EXIT.ok;
   } finally {
     await store.client.close();
   }
@@ -125,7 +257,7 @@ async function reembed(config: Config): Promise<number> {
       onProgress: (done, total) => process.stderr.write(`\rre-embedded ${done}/${total}`),
     });
     console.error(`\nall ${products} products now use ${embedder.model} (${embedder.dimension} dimensions)`);
-    return 0;
+    return EXIT.ok;
   } finally {
     await client.close();
   }
@@ -133,12 +265,15 @@ async function reembed(config: Config): Promise<number> {
 
 async function healthcheck(config: Config): Promise<number> {
   const host = config.host === "0.0.0.0" || config.host === "::" ? "127.0.0.1" : config.host;
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${config.port}/`;
   try {
-    const response = await fetch(`http://${host}:${config.port}/`, { signal: AbortSignal.timeout(5000) });
-    return response.status === 200 ? 0 : 1;
-  } catch {
-    return 1;
+    const response = await fetch(url, { signal: AbortSignal.timeout(5000) });
+    if (response.status === 200) return EXIT.ok;
+    console.error(`unhealthy: GET ${url} answered ${response.status}`);
+  } catch (error) {
+    console.error(`unhealthy: nothing answers at ${url} (${(error as Error).message})`);
   }
+  return EXIT.failed;
 }
 
 /** The first line of stdin when it is piped; otherwise a prompt with echo off, asked twice. */

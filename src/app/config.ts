@@ -80,6 +80,12 @@ export interface Config {
   queryCacheSize: number;
   /** Days a query embedding stays in the database cache (0: not persisted). */
   queryCacheDays: number;
+  /** Most query embeddings kept in the database cache; the oldest beyond it are deleted. */
+  queryCacheMaxRows: number;
+  /** Time budget of one HTTP request, in ms (503 with Retry-After past it). */
+  requestTimeoutMs: number;
+  /** Longest wait for one database statement while serving, in ms (PostgreSQL only: PGlite runs in process). */
+  databaseTimeoutMs: number;
   logLevel: "debug" | "info" | "warn" | "error";
 }
 
@@ -178,6 +184,12 @@ export function loadConfig(env: Env): Config {
     maxDelayMs: 8_000,
   };
 
+  const requestTimeoutMs = read.integer("REQUEST_TIMEOUT_MS", 30_000, 1_000, 600_000);
+  const databaseTimeoutMs = read.integer("DATABASE_TIMEOUT_MS", 10_000, 100, 600_000);
+  if (databaseTimeoutMs >= requestTimeoutMs) {
+    problems.push("DATABASE_TIMEOUT_MS: must be shorter than REQUEST_TIMEOUT_MS (a request makes several statements)");
+  }
+
   const config: Config = {
     projectName: read.optional("PROJECT_NAME") ?? "sku-search",
     version: read.optional("VERSION") ?? "1.0.0",
@@ -203,6 +215,9 @@ export function loadConfig(env: Env): Config {
     providerRetry,
     queryCacheSize: read.integer("QUERY_CACHE_SIZE", 1000, 0, 1_000_000),
     queryCacheDays: read.integer("QUERY_CACHE_DAYS", 30, 0, 3650),
+    queryCacheMaxRows: read.integer("QUERY_CACHE_MAX_ROWS", 100_000, 1, 100_000_000),
+    requestTimeoutMs,
+    databaseTimeoutMs,
     logLevel: read.oneOf("LOG_LEVEL", ["debug", "info", "warn", "error"] as const, "info"),
   };
   if (problems.length > 0) throw new ConfigError(problems);

@@ -10,7 +10,10 @@ import { JwtTokenService } from "../adapters/http/jwt-token-service.ts";
 import { openPglite } from "../adapters/pglite/pglite-client.ts";
 import { PostgresDatabaseHealth } from "../adapters/postgres/database-health.ts";
 import { PostgresProductRepository } from "../adapters/postgres/product-repository.ts";
-import { PostgresQueryEmbeddingCache } from "../adapters/postgres/query-embedding-cache.ts";
+import {
+  PostgresQueryEmbeddingCache,
+  type PostgresQueryEmbeddingCacheOptions,
+} from "../adapters/postgres/query-embedding-cache.ts";
 import { prepareDatabase } from "../adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../adapters/postgres/sql-client.ts";
 import { PostgresUserRepository } from "../adapters/postgres/user-repository.ts";
@@ -33,7 +36,7 @@ import type { Generator } from "../ports/generator.ts";
 import type { Config, GenerationProvider, RemoteProvider } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { resolveRuntimeAssets } from "./runtime-assets.ts";
-import { jwtSecretFor } from "./secrets.ts";
+import { jwtSecretFor, writeInitialAdminPassword } from "./secrets.ts";
 
 const MINUTE = 60_000;
 
@@ -47,9 +50,15 @@ export interface Overrides {
 
 export type Container = Awaited<ReturnType<typeof createContainer>>;
 
-/** Opens the configured database, or the embedded one in DATA_DIR. */
-export async function openDatabase(config: Config): Promise<SqlClient> {
-  if (config.databaseUrl !== undefined) return connectPostgres(config.databaseUrl);
+/**
+ * Opens the configured database, or the embedded one in DATA_DIR. `serving`: the service's own
+ * pool, whose statements are bounded by DATABASE_TIMEOUT_MS; the operator's commands (re-embedding,
+ * imports) run theirs without a limit.
+ */
+export async function openDatabase(config: Config, serving = false): Promise<SqlClient> {
+  if (config.databaseUrl !== undefined) {
+    return connectPostgres(config.databaseUrl, serving ? { queryTimeoutMs: config.databaseTimeoutMs } : {});
+  }
   const assets = await resolveRuntimeAssets({ pglite: true });
   return openPglite(resolve(config.dataDir), assets.pglite);
 }
@@ -99,11 +108,25 @@ async function createLocalEmbedder(config: Config): Promise<Embedder> {
   return new LocalEmbedder(config.localModelDir ?? assets.modelDir ?? INSTALLED_MODEL_DIR);
 }
 
-/** The database with its schema ready for the embedder's vector space, plus the repositories. */
-export async function openStore(config: Config, embedder: Embedder, database?: SqlClient) {
-  const client = database ?? (await openDatabase(config));
+/**
+ * The database with its schema ready for the embedder's vector space, plus the repositories.
+ * `database`: an open client to use (tests); `serving`: the service's own pool (see openDatabase).
+ */
+export async function openStore(
+  config: Config,
+  embedder: Embedder,
+  options: { database?: SqlClient | undefined; serving?: boolean } = {},
+) {
+  const client = options.database ?? (await openDatabase(config, options.serving));
+  const space = { model: embedder.model, dimension: embedder.dimension };
   try {
-    await prepareDatabase(client, { model: embedder.model, dimension: embedder.dimension });
+    if (options.serving && config.databaseUrl !== undefined && options.database === undefined) {
+      // Migrations may rewrite whole tables: on a connection of their own, without the service's statement limit.
+      const migrator = connectPostgres(config.databaseUrl, { maxConnections: 1 });
+      await prepareDatabase(migrator, space).finally(() => migrator.close());
+    } else {
+      await prepareDatabase(client, space);
+    }
   } catch (error) {
     await client.close().catch(() => {});
     throw error;
@@ -117,13 +140,13 @@ export async function openStore(config: Config, embedder: Embedder, database?: S
     manageUsers: new ManageUsers({ users, hasher }),
     products: new PostgresProductRepository(client, embedder.dimension),
     health: new PostgresDatabaseHealth(client),
-    queryCache: (retentionDays: number) => new PostgresQueryEmbeddingCache(client, { retentionDays }),
+    queryCache: (options: PostgresQueryEmbeddingCacheOptions) => new PostgresQueryEmbeddingCache(client, options),
   };
 }
 
 export async function createContainer(config: Config, log: Logger, overrides: Overrides = {}) {
   const embedder = overrides.embedder ?? (await createEmbedder(config, log));
-  const store = await openStore(config, embedder, overrides.database);
+  const store = await openStore(config, embedder, { database: overrides.database, serving: true });
   try {
     return await wire(config, log, overrides, embedder, store);
   } catch (error) {
@@ -166,12 +189,14 @@ async function wire(
 
   const admin = await store.manageUsers.ensureAdmin(config.adminUsername, config.adminPassword);
   if (admin.generatedPassword !== null) {
-    // Shown once, on the console (stdout, which a container runtime may keep with the logs): the
-    // operator should change it with `users reset-password`, or set ADMIN_PASSWORD before the first start.
-    console.log(
-      `\nFirst start: created user '${config.adminUsername}' with password: ${admin.generatedPassword}\n` +
-        "Keep it now; it will not be shown again (change it with: users reset-password).\n",
-    );
+    // Never in the logs: in a file only this user can read, which the log line names.
+    const passwordFile = writeInitialAdminPassword(config.dataDir, admin.generatedPassword);
+    log.warn({
+      event: "admin_created",
+      username: config.adminUsername,
+      passwordFile,
+      message: `first start: user '${config.adminUsername}' was created; its password is in ${passwordFile} (mode 0600). Change it with 'users reset-password', which deletes that file.`,
+    });
   }
 
   const authenticate = new Authenticate({
@@ -184,7 +209,14 @@ async function wire(
   const generator = overrides.generator ?? createGenerator(config, log);
   const queryEmbedder = new CachingEmbedder(embedder, {
     memoryEntries: config.queryCacheSize,
-    shared: config.queryCacheDays > 0 ? store.queryCache(config.queryCacheDays) : undefined,
+    shared:
+      config.queryCacheDays > 0
+        ? store.queryCache({
+            retentionDays: config.queryCacheDays,
+            maxRows: config.queryCacheMaxRows,
+            log: (event) => log.warn(event),
+          })
+        : undefined,
     log: (event) => log.warn(event),
   });
 
@@ -204,6 +236,7 @@ async function wire(
       searchRequiresAuth: config.searchRequiresAuth,
       maxBodyBytes: config.maxBodyBytes,
       trustProxy: config.trustProxy,
+      requestTimeoutMs: config.requestTimeoutMs,
     },
     log: (event) => (event.level === "error" ? log.error(event) : log.info(event)),
   });

@@ -1,5 +1,5 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { JWT_SECRET_MIN_BYTES } from "./config.ts";
 
 const JWT_SECRET_FILE = "jwt-secret";
@@ -20,4 +20,23 @@ export function jwtSecretFor(configured: string | undefined, dataDir: string): s
   writeFileSync(path, `${secret}\n`, { mode: 0o600, flag: "w" });
   chmodSync(path, 0o600);
   return secret;
+}
+
+const INITIAL_ADMIN_PASSWORD_FILE = "initial-admin-password";
+
+/** Where the first start writes the admin password it generated. */
+export function initialAdminPasswordFile(dataDir: string): string {
+  return resolve(dataDir, INITIAL_ADMIN_PASSWORD_FILE);
+}
+
+/**
+ * Writes the generated first admin password to a file only its owner can read (mode 0600), so it
+ * never appears in the logs; returns the file's path. `users reset-password` deletes it.
+ */
+export function writeInitialAdminPassword(dataDir: string, password: string): string {
+  const path = initialAdminPasswordFile(dataDir);
+  mkdirSync(dataDir, { recursive: true });
+  writeFileSync(path, `${password}\n`, { mode: 0o600, flag: "w" });
+  chmodSync(path, 0o600);
+  return path;
 }

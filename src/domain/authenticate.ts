@@ -3,7 +3,7 @@ import type { TokenService } from "../ports/token-service.ts";
 import type { UserRepository } from "../ports/user-repository.ts";
 import { InvalidCredentials, NotAuthenticated, TooManyAttempts } from "./errors.ts";
 import type { LoginThrottle } from "./login-throttle.ts";
-import { isStorableText } from "./text.ts";
+import { isStorableText, trimText } from "./text.ts";
 import type { User } from "./user.ts";
 
 export interface LoginAttempt {
@@ -42,8 +42,9 @@ export class Authenticate {
     // Counted in flight from the check on (no await in between), so concurrent attempts see each other.
     for (const { throttle, key } of checks) throttle.begin(key);
     try {
-      // No stored username holds a NUL (isStorableText): such a name is simply unknown.
-      const user = isStorableText(attempt.username) ? await users.findByUsername(attempt.username) : null;
+      // Stored usernames are trimmed and storable (ManageUsers): any other name is simply unknown.
+      const username = trimText(attempt.username);
+      const user = isStorableText(username) ? await users.findByUsername(username) : null;
       const hash = user?.passwordHash ?? (await this.hashOfNobody());
       const passwordMatches = await hasher.verify(attempt.password, hash);
       if (!user || !passwordMatches) {
@@ -51,7 +52,7 @@ export class Authenticate {
         throw new InvalidCredentials();
       }
       this.deps.usernameThrottle.reset(usernameKey(attempt.username));
-      return await tokens.issue({ userId: user.id, username: user.username });
+      return await tokens.issue({ userId: user.id, username: user.username, tokenVersion: user.tokenVersion });
     } finally {
       for (const { throttle, key } of checks) throttle.end(key);
     }
@@ -64,6 +65,10 @@ export class Authenticate {
     if (!claims) throw new NotAuthenticated("Token inválido o caducado");
     const user = await this.deps.users.findById(claims.userId);
     if (!user || user.username !== claims.username) throw new NotAuthenticated("El usuario del token ya no existe");
+    // A password change (or a re-created user) retires every token issued before it.
+    if (claims.tokenVersion !== user.tokenVersion) {
+      throw new NotAuthenticated("El token ya no es válido: la contraseña ha cambiado. Inicie sesión de nuevo");
+    }
     return user;
   }
 
@@ -80,5 +85,5 @@ export class Authenticate {
 }
 
 function usernameKey(username: string): string {
-  return username.toLowerCase();
+  return trimText(username).toLowerCase();
 }

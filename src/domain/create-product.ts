@@ -1,45 +1,59 @@
 import type { Embedder } from "../ports/embedder.ts";
-import type { ProductRepository } from "../ports/product-repository.ts";
+import type { IdempotencyRecord, IdempotentAnswer, ProductRepository } from "../ports/product-repository.ts";
 import { embedOne } from "./embed.ts";
-import { InvalidInput } from "./errors.ts";
-import { embeddingText, type NewProduct, PRODUCT_FIELD_MAX_LENGTH, type Product } from "./product.ts";
-import { isStorableText } from "./text.ts";
+import { IdempotencyKeyReused } from "./errors.ts";
+import { embeddingText, type NewProduct, normalizeProduct, type Product } from "./product.ts";
+
+/** How long an Idempotency-Key keeps its first answer. */
+export const IDEMPOTENCY_KEY_TTL_HOURS = 24;
 
 export interface Deps {
   products: ProductRepository;
   embedder: Embedder;
 }
 
+export interface CreateOptions {
+  /** With the user it belongs to: the same key and body within the ttl get the first answer again. */
+  idempotency?: { userId: number; key: string };
+  /** Aborts (with the reason to throw) when the caller stops waiting: nothing is stored after that. */
+  signal?: AbortSignal;
+}
+
+export interface Created {
+  product: Product;
+  /** True when this is the recorded answer of an earlier request with the same Idempotency-Key. */
+  replayed: boolean;
+}
+
 /**
  * CreateProduct: validates the product, embeds name + description and stores both together.
- * If the embedding cannot be computed, or is unusable, nothing is stored.
+ * If the embedding cannot be computed, or is unusable, or the caller's signal aborts before the
+ * write, nothing is stored. With an idempotency key, a retry of a create whose answer was lost
+ * gets that answer instead of a second product.
  */
 export class CreateProduct {
   constructor(private readonly deps: Deps) {}
 
-  async execute(input: NewProduct): Promise<Product> {
+  async execute(input: NewProduct, options: CreateOptions = {}): Promise<Created> {
     const product = normalizeProduct(input);
-    const embedding = await embedOne(this.deps.embedder, embeddingText(product), "document");
-    return this.deps.products.add(product, embedding);
+    const record: IdempotencyRecord | undefined = options.idempotency && {
+      ...options.idempotency,
+      fingerprint: JSON.stringify(product),
+      ttlHours: IDEMPOTENCY_KEY_TTL_HOURS,
+    };
+    if (record) {
+      const earlier = await this.deps.products.findIdempotentAnswer(record.userId, record.key, record.ttlHours);
+      if (earlier) return replay(earlier, record);
+    }
+    const embedding = await embedOne(this.deps.embedder, embeddingText(product), "document", options.signal);
+    options.signal?.throwIfAborted();
+    const result = await this.deps.products.add(product, embedding, record);
+    if ("alreadyAnswered" in result) return replay(result.alreadyAnswered, record as IdempotencyRecord);
+    return { product: result.created, replayed: false };
   }
 }
 
-/** Trims every field and enforces non-empty values within their maximum lengths. */
-export function normalizeProduct(input: NewProduct): NewProduct {
-  const product: NewProduct = {
-    name: input.name.trim(),
-    description: input.description.trim(),
-    category: input.category.trim(),
-  };
-  for (const field of ["name", "description", "category"] as const) {
-    if (product[field].length === 0) throw new InvalidInput(`El campo '${field}' no puede estar vacío`);
-    if (!isStorableText(product[field])) {
-      throw new InvalidInput(`El campo '${field}' contiene un carácter no admitido (U+0000)`);
-    }
-    const max = PRODUCT_FIELD_MAX_LENGTH[field];
-    if (product[field].length > max) {
-      throw new InvalidInput(`El campo '${field}' admite como máximo ${max} caracteres`);
-    }
-  }
-  return product;
+function replay(earlier: IdempotentAnswer, record: IdempotencyRecord): Created {
+  if (earlier.fingerprint !== record.fingerprint) throw new IdempotencyKeyReused();
+  return { product: earlier.product, replayed: true };
 }

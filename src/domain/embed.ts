@@ -5,16 +5,20 @@ import { type Vector, vectorProblem } from "./vector.ts";
 /**
  * Embeds the texts and checks every vector (one per text, right length, finite, not zero): any
  * failure or unusable answer becomes EmbeddingUnavailable, so nothing unusable is ever stored.
+ * Once `signal` aborts, its reason is thrown instead (the caller stopped waiting).
  */
 export async function embedMany(
   embedder: Embedder,
   texts: readonly string[],
   purpose: EmbeddingPurpose,
+  signal?: AbortSignal,
 ): Promise<Vector[]> {
   let vectors: Vector[];
   try {
-    vectors = await embedder.embed(texts, purpose);
+    signal?.throwIfAborted();
+    vectors = await embedder.embed(texts, purpose, signal);
   } catch (error) {
+    if (signal?.aborted) throw signal.reason;
     if (error instanceof EmbeddingUnavailable) throw error;
     throw new EmbeddingUnavailable(undefined, { cause: error });
   }
@@ -28,7 +32,12 @@ export async function embedMany(
   return vectors;
 }
 
-export async function embedOne(embedder: Embedder, text: string, purpose: EmbeddingPurpose): Promise<Vector> {
-  const [vector] = await embedMany(embedder, [text], purpose);
+export async function embedOne(
+  embedder: Embedder,
+  text: string,
+  purpose: EmbeddingPurpose,
+  signal?: AbortSignal,
+): Promise<Vector> {
+  const [vector] = await embedMany(embedder, [text], purpose, signal);
   return vector as Vector;
 }

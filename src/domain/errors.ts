@@ -75,3 +75,19 @@ export class DatabaseUnavailable extends DomainError {
     super(message, options);
   }
 }
+
+/** The request used up its time budget before it could be answered; nothing was stored. */
+export class DeadlineExceeded extends DomainError {
+  readonly kind = "DeadlineExceeded";
+  constructor() {
+    super("La petición ha superado el tiempo máximo de respuesta. Inténtelo de nuevo más tarde");
+  }
+}
+
+/** An Idempotency-Key already answered a request with a different body. */
+export class IdempotencyKeyReused extends DomainError {
+  readonly kind = "IdempotencyKeyReused";
+  constructor() {
+    super("La clave de idempotencia ya se usó con otro cuerpo de petición");
+  }
+}

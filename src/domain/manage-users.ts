@@ -1,7 +1,7 @@
 import type { PasswordHasher } from "../ports/password-hasher.ts";
 import type { UserRepository } from "../ports/user-repository.ts";
 import { InvalidInput, UserNotFound } from "./errors.ts";
-import { isStorableText } from "./text.ts";
+import { textProblem, trimText } from "./text.ts";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH, type User } from "./user.ts";
 
 export interface Deps {
@@ -50,12 +50,9 @@ export class ManageUsers {
 }
 
 function checkUsername(username: string): string {
-  const name = username.trim();
-  if (name.length === 0) throw new InvalidInput("El nombre de usuario no puede estar vacío");
-  if (!isStorableText(name)) throw new InvalidInput("El nombre de usuario contiene un carácter no admitido (U+0000)");
-  if (name.length > USERNAME_MAX_LENGTH) {
-    throw new InvalidInput(`El nombre de usuario admite como máximo ${USERNAME_MAX_LENGTH} caracteres`);
-  }
+  const name = trimText(username);
+  const problem = textProblem(name, { maxLength: USERNAME_MAX_LENGTH });
+  if (problem) throw new InvalidInput(`El nombre de usuario ${problem}`);
   return name;
 }
 

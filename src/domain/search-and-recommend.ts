@@ -4,7 +4,7 @@ import type { ProductRepository } from "../ports/product-repository.ts";
 import { embedOne } from "./embed.ts";
 import { InvalidInput } from "./errors.ts";
 import type { ScoredProduct } from "./product.ts";
-import { isStorableText } from "./text.ts";
+import { textProblem, trimText } from "./text.ts";
 
 export const SEARCH_LIMIT = { default: 5, min: 1, max: 50 } as const;
 export const QUERY_MAX_LENGTH = 1000;
@@ -37,20 +37,18 @@ export interface Deps {
 export class SearchAndRecommend {
   constructor(private readonly deps: Deps) {}
 
-  async execute(request: SearchRequest): Promise<SearchResult> {
-    const query = request.query.trim();
-    if (query.length === 0) throw new InvalidInput("El campo 'query' no puede estar vacío");
-    if (!isStorableText(query)) throw new InvalidInput("El campo 'query' contiene un carácter no admitido (U+0000)");
-    if (query.length > QUERY_MAX_LENGTH) {
-      throw new InvalidInput(`El campo 'query' admite como máximo ${QUERY_MAX_LENGTH} caracteres`);
-    }
+  /** `signal` aborts (with the reason to throw) when the caller stops waiting: provider requests are cancelled. */
+  async execute(request: SearchRequest, signal?: AbortSignal): Promise<SearchResult> {
+    const query = trimText(request.query);
+    const problem = textProblem(query, { maxLength: QUERY_MAX_LENGTH });
+    if (problem) throw new InvalidInput(`El campo 'query' ${problem}`);
     const limit = request.limit ?? SEARCH_LIMIT.default;
     if (!Number.isInteger(limit) || limit < SEARCH_LIMIT.min || limit > SEARCH_LIMIT.max) {
       throw new InvalidInput(`El campo 'limit' debe ser un entero entre ${SEARCH_LIMIT.min} y ${SEARCH_LIMIT.max}`);
     }
 
     const timer = stopwatch();
-    const embedding = await embedOne(this.deps.embedder, query, "query");
+    const embedding = await embedOne(this.deps.embedder, query, "query", signal);
     const embedMs = timer.lap();
     const results = await this.deps.products.searchByVector(embedding, limit);
     const searchMs = timer.lap();
@@ -59,7 +57,8 @@ export class SearchAndRecommend {
       return { query: request.query, recommendation: NOTHING_MATCHED, results };
     }
 
-    const recommendation = await this.deps.generator.generate({ query, products: results });
+    signal?.throwIfAborted();
+    const recommendation = await this.deps.generator.generate({ query, products: results }, signal);
     const label = `${recommendation.provider} - ${recommendation.model}`;
     this.deps.log?.({
       event: "search",

@@ -2,6 +2,8 @@ export interface User {
   id: number;
   username: string;
   passwordHash: string;
+  /** Counts password changes: tokens carry the version they were issued under and die with it. */
+  tokenVersion: number;
 }
 
 export const USERNAME_MAX_LENGTH = 150;

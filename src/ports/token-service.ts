@@ -1,10 +1,15 @@
 export interface TokenClaims {
   userId: number;
   username: string;
+  /** The user's tokenVersion when the token was issued. */
+  tokenVersion: number;
 }
 
 export interface TokenService {
   issue(claims: TokenClaims): Promise<string>;
-  /** The claims of a valid token; null when it is malformed, forged, of another algorithm or expired. */
+  /**
+   * The claims of a valid token; null when it is malformed, forged, of another algorithm, expired,
+   * or issued in the future (beyond a small clock skew).
+   */
   verify(token: string): Promise<TokenClaims | null>;
 }

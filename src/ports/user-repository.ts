@@ -5,7 +5,7 @@ export interface UserRepository {
   findById(id: number): Promise<User | null>;
   /** Throws UserAlreadyExists when the username is taken. */
   create(username: string, passwordHash: string): Promise<User>;
-  /** False when there is no such user. */
+  /** Sets the password and increments the user's tokenVersion. False when there is no such user. */
   updatePassword(username: string, passwordHash: string): Promise<boolean>;
   /** False when there is no such user. */
   remove(username: string): Promise<boolean>;

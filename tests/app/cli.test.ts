@@ -1,10 +1,12 @@
 /**
- * The operator's command line, run as a real process (`bun src/app/main.ts ...`) on the embedded
- * database, with passwords on standard input.
+ * The operator's command line, run exactly as the README writes it (`bun run cli ...`, `bun start`)
+ * as a real process on the embedded database, with passwords on standard input.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import packageJson from "../../package.json" with { type: "json" };
 import { INSTALLED_MODEL_DIR, LocalEmbedder } from "../../src/adapters/providers/local-embedder.ts";
 import { loadConfig } from "../../src/app/config.ts";
 import { createContainer, openStore } from "../../src/app/container.ts";
@@ -16,11 +18,17 @@ import { useTempDirs } from "../support/temp-dirs.ts";
 // Every command boots PGlite in a new process.
 setDefaultTimeout(120_000);
 
-const MAIN = join(import.meta.dir, "../../src/app/main.ts");
+const PROJECT = join(import.meta.dir, "../..");
 const dataDir = useTempDirs("cli");
 
-async function cli(args: string[], env: Record<string, string>, stdin = "") {
-  const child = Bun.spawn(["bun", MAIN, ...args], {
+/** `bun run cli <args>` in the project folder, as the README says. */
+function cli(args: string[], env: Record<string, string>, stdin = "") {
+  return run(["bun", "run", "cli", ...args], env, stdin);
+}
+
+async function run(command: string[], env: Record<string, string>, stdin = "") {
+  const child = Bun.spawn(command, {
+    cwd: PROJECT,
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmpdir(), ADMIN_PASSWORD: "admin-password", ...env },
     stdin: new Blob([stdin]),
     stdout: "pipe",
@@ -78,13 +86,59 @@ describe("users", () => {
     expect(missing.stderr).toContain("no existe");
   });
 
-  test("refuses a short password and unknown sub-commands", async () => {
-    const env = { DATA_DIR: dataDir() };
-    const short = await cli(["users", "add", "bea"], env, "corta\n");
+  test("refuses a short password", async () => {
+    const short = await cli(["users", "add", "bea"], { DATA_DIR: dataDir() }, "corta\n");
     expect(short.code).toBe(1);
     expect(short.stderr).toContain("contraseña");
-    expect((await cli(["users", "promote", "bea"], env)).code).toBe(2);
-    expect((await cli(["frobnicate"], env)).code).toBe(2);
+  });
+});
+
+describe("the command line itself", () => {
+  test("help, -h and --help list every command; --version prints the version", async () => {
+    const env = { DATA_DIR: dataDir() };
+    for (const args of [["help"], ["--help"], ["-h"]]) {
+      const help = await cli(args, env);
+      expect(help.code).toBe(0);
+      for (const command of ["serve", "users add", "users reset-password", "users remove", "reembed", "healthcheck"]) {
+        expect(help.stdout).toContain(command);
+      }
+    }
+    const version = await cli(["--version"], env);
+    expect(version).toMatchObject({ code: 0, stdout: `${packageJson.version}\n` });
+  });
+
+  test("--help after a command shows its usage and runs nothing", async () => {
+    const env = { DATA_DIR: dataDir() };
+    const reembedHelp = await cli(["reembed", "--help"], env);
+    expect(reembedHelp.code).toBe(0);
+    expect(reembedHelp.stdout).toContain("Usage: sku-search reembed");
+    expect(reembedHelp.stderr).not.toContain("re-embedded");
+    const addHelp = await cli(["users", "add", "--help"], env);
+    expect(addHelp.code).toBe(0);
+    expect(addHelp.stdout).toContain("Usage: sku-search users add <username>");
+    expect((await cli(["help", "users", "remove"], env)).stdout).toContain("Usage: sku-search users remove <username>");
+    // Nothing ran: not even the embedded database was created.
+    expect(existsSync(join(env.DATA_DIR, "pgdata"))).toBe(false);
+  });
+
+  test("unknown commands, options and extra arguments are usage errors (exit 2) that name them", async () => {
+    const env = { DATA_DIR: dataDir() };
+    const cases: [string[], string][] = [
+      [["frobnicate"], "'frobnicate'"],
+      [["users", "promote", "bea"], "'promote'"],
+      [["users"], "add, reset-password, remove"],
+      [["users", "add", "bea", "--force"], "--force"],
+      [["users", "add", "bea", "luis"], "'luis'"],
+      [["users", "add"], "missing argument"],
+      [["reembed", "now"], "'now'"],
+      [["healthcheck", "--port=1"], "--port"],
+    ];
+    for (const [args, named] of cases) {
+      const result = await cli(args, env);
+      expect({ args, code: result.code }).toEqual({ args, code: 2 });
+      expect(result.stderr).toContain(named);
+    }
+    expect(existsSync(join(env.DATA_DIR, "pgdata"))).toBe(false);
   });
 });
 
@@ -95,9 +149,10 @@ test("a bad setting stops the program with a message naming it", async () => {
   expect(result.stderr).toContain("ALGORITHM");
 });
 
-test("healthcheck fails when nothing answers", async () => {
+test("healthcheck fails, saying so, when nothing answers", async () => {
   const result = await cli(["healthcheck"], { DATA_DIR: dataDir(), PORT: "1" });
   expect(result.code).toBe(1);
+  expect(result.stderr).toContain("nothing answers at http://127.0.0.1:1/");
 });
 
 test("reembed moves a catalogue to the configured model, after which the service starts", async () => {
@@ -139,7 +194,7 @@ test("serve answers, guards its data directory from a second process, and stops 
     PORT: String(20000 + Math.floor(Math.random() * 20000)),
     LOG_LEVEL: "warn",
   };
-  const server = Bun.spawn(["bun", MAIN, "serve"], { env, stdout: "pipe", stderr: "pipe" });
+  const server = Bun.spawn(["bun", "start"], { cwd: PROJECT, env, stdout: "pipe", stderr: "pipe" });
   try {
     let healthy = 1;
     for (let attempt = 0; attempt < 60 && healthy !== 0; attempt++) {
@@ -150,7 +205,7 @@ test("serve answers, guards its data directory from a second process, and stops 
 
     const second = await cli(["users", "add", "bea"], env, "primera-clave\n");
     expect(second.code).toBe(1);
-    expect(second.stderr).toContain(`in use by process ${server.pid}`);
+    expect(second.stderr).toContain("in use by process");
   } finally {
     server.kill("SIGTERM");
   }

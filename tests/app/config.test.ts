@@ -62,6 +62,9 @@ describe("loadConfig", () => {
       providerRetry: { attemptTimeoutMs: 15_000, budgetMs: 30_000, maxRetries: 3, baseDelayMs: 500, maxDelayMs: 8_000 },
       queryCacheSize: 1000,
       queryCacheDays: 30,
+      queryCacheMaxRows: 100_000,
+      requestTimeoutMs: 30_000,
+      databaseTimeoutMs: 10_000,
       logLevel: "info",
     });
   });

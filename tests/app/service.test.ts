@@ -3,7 +3,7 @@
  * PGlite database, driven in process. The fake embedder keeps these fast; the semantic test at
  * the end uses the real offline model.
  */
-import { afterEach, describe, expect, setDefaultTimeout, spyOn, test } from "bun:test";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -229,34 +229,38 @@ describe("the service on the embedded database", () => {
     expect(search.json.results.map((product: { name: string }) => product.name)).toEqual([COFFEE.name]);
   });
 
-  test("the first start without ADMIN_PASSWORD prints a generated password once", async () => {
+  test("the first start without ADMIN_PASSWORD writes a generated password to a 0600 file the log names, never to the log", async () => {
     const dataDir = tempDir();
-    const printed: string[] = [];
-    const consoleLog = spyOn(console, "log").mockImplementation((...args: unknown[]) => {
-      printed.push(args.join(" "));
-    });
-    try {
-      const config = loadConfig({ DATA_DIR: dataDir });
-      const container = await createContainer(config, quiet, { embedder: new FakeEmbedder(64) });
-      open.push(container);
-      const password = printed.join("\n").match(/password: (\S+)/)?.[1];
-      expect(password).toBeString();
-      const response = await container.app.handle(
-        new Request("http://localhost/auth/login", {
-          method: "POST",
-          headers: { "content-type": "application/x-www-form-urlencoded" },
-          body: new URLSearchParams({ username: "admin", password: password as string }).toString(),
-        }),
-      );
-      expect(response.status).toBe(200);
-      await stop(container);
+    const lines: Record<string, unknown>[] = [];
+    const capture = {
+      debug: () => {},
+      info: (e: Record<string, unknown>) => lines.push(e),
+      warn: (e: Record<string, unknown>) => lines.push(e),
+      error: () => {},
+    };
+    const config = loadConfig({ DATA_DIR: dataDir });
+    const container = await createContainer(config, capture, { embedder: new FakeEmbedder(64) });
+    open.push(container);
+    const created = lines.find((line) => line.event === "admin_created");
+    expect(created).toMatchObject({ username: "admin", passwordFile: join(dataDir, "initial-admin-password") });
+    const passwordFile = created?.passwordFile as string;
+    expect(statSync(passwordFile).mode & 0o777).toBe(0o600);
+    const password = readFileSync(passwordFile, "utf8").trim();
+    expect(password.length).toBeGreaterThanOrEqual(24);
+    expect(JSON.stringify(lines)).not.toContain(password);
+    const response = await container.app.handle(
+      new Request("http://localhost/auth/login", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ username: "admin", password }).toString(),
+      }),
+    );
+    expect(response.status).toBe(200);
+    await stop(container);
 
-      printed.length = 0;
-      open.push(await createContainer(config, quiet, { embedder: new FakeEmbedder(64) }));
-      expect(printed.join("\n")).not.toContain("password");
-    } finally {
-      consoleLog.mockRestore();
-    }
+    lines.length = 0;
+    open.push(await createContainer(config, capture, { embedder: new FakeEmbedder(64) }));
+    expect(lines.some((line) => line.event === "admin_created")).toBe(false);
   });
 
   test("refuses to start on vectors of another model and says how to rebuild", async () => {

@@ -63,7 +63,7 @@ async function failure(attempt: LoginAttempt): Promise<unknown> {
 describe("Authenticate.login", () => {
   test("the right password gives a token the token service verifies for that user", async () => {
     const token = await auth.login({ username: "ana", password: PASSWORD });
-    expect(await tokens.verify(token)).toEqual({ userId: ana.id, username: "ana" });
+    expect(await tokens.verify(token)).toEqual({ userId: ana.id, username: "ana", tokenVersion: 0 });
     expect(await auth.userForToken(token)).toEqual(ana);
   });
 
@@ -194,7 +194,7 @@ describe("Authenticate.login", () => {
 
 describe("Authenticate.userForToken", () => {
   test("a valid token gives its user", async () => {
-    const token = await tokens.issue({ userId: ana.id, username: "ana" });
+    const token = await tokens.issue({ userId: ana.id, username: "ana", tokenVersion: 0 });
     expect(await auth.userForToken(token)).toEqual(ana);
   });
 
@@ -206,7 +206,7 @@ describe("Authenticate.userForToken", () => {
   test("a malformed or forged token", async () => {
     await expect(auth.userForToken("no-es-un-token")).rejects.toBeInstanceOf(NotAuthenticated);
     const forger = new JwtTokenService({ secret: `${SECRET}-otro`, algorithm: "HS256", expireMinutes: 30 });
-    const forged = await forger.issue({ userId: ana.id, username: "ana" });
+    const forged = await forger.issue({ userId: ana.id, username: "ana", tokenVersion: 0 });
     await expect(auth.userForToken(forged)).rejects.toBeInstanceOf(NotAuthenticated);
   });
 
@@ -224,7 +224,7 @@ describe("Authenticate.userForToken", () => {
     expect(again.id).not.toBe(ana.id);
     await expect(auth.userForToken(token)).rejects.toBeInstanceOf(NotAuthenticated);
 
-    const mismatched = await tokens.issue({ userId: again.id, username: "otra" });
+    const mismatched = await tokens.issue({ userId: again.id, username: "otra", tokenVersion: 0 });
     await expect(auth.userForToken(mismatched)).rejects.toBeInstanceOf(NotAuthenticated);
   });
 });

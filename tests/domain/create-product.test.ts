@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, test } from "bun:test";
 import { MemoryProductRepository } from "../../src/adapters/memory/product-repository.ts";
-import { CreateProduct } from "../../src/domain/create-product.ts";
-import { EmbeddingUnavailable, InvalidInput } from "../../src/domain/errors.ts";
+import { CreateProduct, IDEMPOTENCY_KEY_TTL_HOURS } from "../../src/domain/create-product.ts";
+import { DeadlineExceeded, EmbeddingUnavailable, IdempotencyKeyReused, InvalidInput } from "../../src/domain/errors.ts";
 import { type NewProduct, PRODUCT_FIELD_MAX_LENGTH } from "../../src/domain/product.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { Embedder, EmbeddingPurpose } from "../../src/ports/embedder.ts";
@@ -41,7 +41,7 @@ beforeEach(() => {
 
 describe("CreateProduct", () => {
   test("stores the trimmed product and returns it with its id", async () => {
-    const created = await createProduct.execute({
+    const { product: created } = await createProduct.execute({
       name: "  Zapatillas de running\t",
       description: "\n Ligeras, con amortiguación para asfalto  ",
       category: " Deporte ",
@@ -58,19 +58,27 @@ describe("CreateProduct", () => {
   test("stores the vector the embedder computed", async () => {
     const vector = Array.from({ length: 64 }, (_, i) => (i === 5 ? 1 : 0));
     const stub = new StubEmbedder(64, () => [vector]);
-    const created = await new CreateProduct({ products, embedder: stub }).execute(VALID);
+    const { product: created } = await new CreateProduct({ products, embedder: stub }).execute(VALID);
     const [hit] = await products.searchByVector(vector, 1);
     expect(hit?.id).toBe(created.id);
     expect(hit?.score).toBeCloseTo(1, 10);
   });
 
   for (const field of FIELDS) {
-    for (const [label, value] of [
-      ["empty", ""],
-      ["whitespace only", " \t\n "],
+    const invalid: [string, string][] = [
       ["too long", "x".repeat(PRODUCT_FIELD_MAX_LENGTH[field] + 1)],
       ["too long after trimming", `  ${"x".repeat(PRODUCT_FIELD_MAX_LENGTH[field] + 1)}  `],
-    ] as const) {
+      ["holding a NUL", "a\u0000b"],
+      ["holding a lone surrogate", "caf\ud800e"],
+    ];
+    if (field !== "description") {
+      invalid.push(
+        ["empty", ""],
+        ["whitespace only", " \t\n "],
+        ["made of zero-width characters", "\u200b\u200d\ufeff\u2060"],
+      );
+    }
+    for (const [label, value] of invalid) {
       test(`${field} ${label}: InvalidInput naming the field, nothing embedded or stored`, async () => {
         const error = await createProduct.execute({ ...VALID, [field]: value }).catch((caught) => caught);
         expect(error).toBeInstanceOf(InvalidInput);
@@ -85,14 +93,80 @@ describe("CreateProduct", () => {
 
     test(`${field} exactly at its maximum length, after trimming, is accepted`, async () => {
       const value = "x".repeat(PRODUCT_FIELD_MAX_LENGTH[field]);
-      const created = await createProduct.execute({ ...VALID, [field]: `  ${value} ` });
-      expect(created[field]).toBe(value);
+      const { product } = await createProduct.execute({ ...VALID, [field]: `  ${value} ` });
+      expect(product[field]).toBe(value);
     });
   }
 
   test("the maximum lengths counted are characters, not bytes", async () => {
     const value = "ñ".repeat(PRODUCT_FIELD_MAX_LENGTH.name);
-    expect((await createProduct.execute({ ...VALID, name: value })).name).toBe(value);
+    expect((await createProduct.execute({ ...VALID, name: value })).product.name).toBe(value);
+  });
+
+  test("an empty description is accepted: the product is embedded by its name", async () => {
+    const { product } = await createProduct.execute({ ...VALID, description: " \u200b " });
+    expect(product.description).toBe("");
+    expect(embedder.calls).toEqual([{ text: `${VALID.name}\n`, purpose: "document" }]);
+  });
+
+  test("zero-width characters around a field are trimmed like spaces", async () => {
+    const { product } = await createProduct.execute({ ...VALID, name: `\u200b${VALID.name}\ufeff` });
+    expect(product.name).toBe(VALID.name);
+  });
+
+  describe("with an idempotency key", () => {
+    const key = { userId: 3, key: "pedido-42" };
+
+    test("a retry with the same key and body gets the first product again, embedded and stored once", async () => {
+      const first = await createProduct.execute(VALID, { idempotency: key });
+      const retry = await createProduct.execute({ ...VALID, name: ` ${VALID.name} ` }, { idempotency: key });
+      expect(first.replayed).toBe(false);
+      expect(retry).toEqual({ product: first.product, replayed: true });
+      expect(products.products).toHaveLength(1);
+      expect(embedder.calls).toHaveLength(1);
+    });
+
+    test("the same key with another body is IdempotencyKeyReused, and nothing is stored", async () => {
+      await createProduct.execute(VALID, { idempotency: key });
+      const error = await createProduct
+        .execute({ ...VALID, category: "Otra" }, { idempotency: key })
+        .catch((caught) => caught);
+      expect(error).toBeInstanceOf(IdempotencyKeyReused);
+      expect(products.products).toHaveLength(1);
+    });
+
+    test("another user's key of the same name is another key", async () => {
+      await createProduct.execute(VALID, { idempotency: key });
+      const other = await createProduct.execute(VALID, { idempotency: { ...key, userId: 4 } });
+      expect(other.replayed).toBe(false);
+      expect(products.products).toHaveLength(2);
+    });
+
+    test("after 24 hours the key is free again", async () => {
+      let now = Date.parse("2026-11-23T10:00:00Z");
+      const aging = new MemoryProductRepository(64, () => now);
+      const create = new CreateProduct({ products: aging, embedder });
+      await create.execute(VALID, { idempotency: key });
+      now += (IDEMPOTENCY_KEY_TTL_HOURS - 1) * 3_600_000;
+      expect((await create.execute(VALID, { idempotency: key })).replayed).toBe(true);
+      now += 3_600_000;
+      expect((await create.execute(VALID, { idempotency: key })).replayed).toBe(false);
+      expect(aging.products).toHaveLength(2);
+      expect(await aging.pruneIdempotencyKeys(IDEMPOTENCY_KEY_TTL_HOURS)).toBe(0);
+    });
+  });
+
+  test("a signal that aborts during the embedding stores nothing and rejects with its reason", async () => {
+    const controller = new AbortController();
+    const slow = new StubEmbedder(64, () => {
+      controller.abort(new DeadlineExceeded());
+      return [Array.from({ length: 64 }, () => 1)];
+    });
+    const error = await new CreateProduct({ products, embedder: slow })
+      .execute(VALID, { signal: controller.signal })
+      .catch((caught) => caught);
+    expect(error).toBeInstanceOf(DeadlineExceeded);
+    expect(products.products).toHaveLength(0);
   });
 
   const broken: [string, number, () => Vector[]][] = [

@@ -9,13 +9,19 @@ import type { Embedder, EmbeddingPurpose } from "../../src/ports/embedder.ts";
 export class FakeEmbedder implements Embedder {
   readonly model = "fake-bag-of-words";
   mode: "ok" | "fail" | "zero" = "ok";
+  /** Milliseconds each call waits before answering, like a slow provider (an abort ends the wait). */
+  delayMs = 0;
   /** Every text embedded, in order. */
   readonly calls: { text: string; purpose: EmbeddingPurpose }[] = [];
+  /** The signal of every call, in order. */
+  readonly signals: (AbortSignal | undefined)[] = [];
 
   constructor(readonly dimension = 256) {}
 
-  async embed(texts: readonly string[], purpose: EmbeddingPurpose): Promise<Vector[]> {
+  async embed(texts: readonly string[], purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
     for (const text of texts) this.calls.push({ text, purpose });
+    this.signals.push(signal);
+    if (this.delayMs > 0) await abortableSleep(this.delayMs, signal);
     if (this.mode === "fail") throw new Error("fake embedder: provider down");
     return texts.map((text) =>
       this.mode === "zero" ? new Array(this.dimension).fill(0) : bagOfWords(text, this.dimension),
@@ -40,4 +46,20 @@ function fnv1a(text: string): number {
     hash = Math.imul(hash, 0x01000193) >>> 0;
   }
   return hash;
+}
+
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+export function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
 }

@@ -32,8 +32,8 @@ export class CachingEmbedder implements Embedder {
     this.memory = new LruCache(options.memoryEntries);
   }
 
-  async embed(texts: readonly string[], purpose: EmbeddingPurpose): Promise<Vector[]> {
-    if (purpose !== "query") return this.embedder.embed(texts, purpose);
+  async embed(texts: readonly string[], purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
+    if (purpose !== "query") return this.embedder.embed(texts, purpose, signal);
 
     const keys = texts.map(
       (text): QueryKey => ({ model: this.model, dimension: this.dimension, text: normalizeQuery(text) }),
@@ -45,6 +45,7 @@ export class CachingEmbedder implements Embedder {
     const fresh = await this.embedder.embed(
       missing.map((index) => texts[index] as string),
       purpose,
+      signal,
     );
     await Promise.all(
       missing.map(async (index, position) => {

@@ -9,6 +9,7 @@ import { DOCS_ASSETS, docsAssetRoutes } from "./docs-assets.ts";
 import { notFound, payloadTooLarge, toProblem } from "./errors.ts";
 import { healthRoutes } from "./health-routes.ts";
 import { productRoutes } from "./product-routes.ts";
+import { beginRequest, endRequest } from "./request-context.ts";
 
 export interface HttpSettings {
   projectName: string;
@@ -19,6 +20,8 @@ export interface HttpSettings {
   maxBodyBytes: number;
   /** Take the client address for login throttling from X-Forwarded-For (set by our reverse proxy). */
   trustProxy: boolean;
+  /** Time budget of one request, in ms: past it the client gets 503 with Retry-After and nothing more is stored. */
+  requestTimeoutMs: number;
 }
 
 export type LogEvent = Record<string, unknown>;
@@ -83,13 +86,12 @@ export function createHttpApp(deps: HttpDeps) {
     },
   });
   const methodsByPath = routeTable([healthGroup, authGroup, productGroup, docs, docsAssets]);
-  const startedAt = new WeakMap<Request, number>();
 
   return (
     // normalize: false makes `additionalProperties: false` reject unknown fields (422) instead of dropping them.
     new Elysia({ normalize: false })
       .onRequest(({ request, set }) => {
-        startedAt.set(request, performance.now());
+        beginRequest(request, settings.requestTimeoutMs);
         Object.assign(set.headers, SECURITY_HEADERS);
         // Refuse a declared oversized body before anything reads it; readBody bounds the rest.
         if (Number(request.headers.get("content-length")) > maxBodyBytes) throw payloadTooLarge(maxBodyBytes);
@@ -104,14 +106,14 @@ export function createHttpApp(deps: HttpDeps) {
         return { detail: problem.detail };
       })
       .onAfterResponse(({ request, path, set }) => {
-        const started = startedAt.get(request);
+        const context = endRequest(request);
         log({
           level: "info",
           event: "request",
           method: request.method,
           path,
           status: typeof set.status === "number" ? set.status : 200,
-          ms: started === undefined ? null : Math.round((performance.now() - started) * 10) / 10,
+          ms: context ? Math.round((performance.now() - context.startedAt) * 10) / 10 : null,
         });
       })
       .use(docs)

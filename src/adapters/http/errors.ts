@@ -1,9 +1,11 @@
 import { NotFoundError, ParseError, t, ValidationError } from "elysia";
 import {
   DatabaseUnavailable,
+  DeadlineExceeded,
   DomainError,
   EmbeddingUnavailable,
   GenerationUnavailable,
+  IdempotencyKeyReused,
   InvalidCredentials,
   InvalidInput,
   NotAuthenticated,
@@ -37,8 +39,20 @@ export const INTERNAL_ERROR: Problem = { status: 500, detail: "Error interno del
 
 const BEARER_CHALLENGE = { "WWW-Authenticate": "Bearer" };
 
+/**
+ * Seconds a client should wait before retrying a 503: a database restart or a deadline passes in
+ * seconds; a provider outage or rate limit usually lasts longer.
+ */
+export const RETRY_AFTER_SECONDS = { database: 5, deadline: 5, provider: 10 } as const;
+
+/** The client went away before its answer (nginx's 499): nobody reads it, but logs should say so. */
+export const CLIENT_CLOSED_REQUEST = 499;
+
 export function toProblem(error: unknown): Problem {
   if (error instanceof DomainError) return fromDomainError(error);
+  if (isAbort(error)) {
+    return { status: CLIENT_CLOSED_REQUEST, detail: "El cliente cerró la conexión" };
+  }
   if (error instanceof HttpProblem) return { status: error.status, detail: error.message };
   if (error instanceof ValidationError) {
     // A response that breaks its own schema is our bug, not the client's.
@@ -47,13 +61,17 @@ export function toProblem(error: unknown): Problem {
   if (error instanceof ParseError) {
     // Errors thrown while reading the body (ours, or the domain's from the bearer check) arrive wrapped.
     const cause = error.cause;
-    if (cause instanceof DomainError || cause instanceof HttpProblem) return toProblem(cause);
+    if (cause instanceof DomainError || cause instanceof HttpProblem || isAbort(cause)) return toProblem(cause);
     // Anything else thrown there (the database failing during the bearer check, ...) is ours, not the client's.
     if (cause instanceof Error && !(cause instanceof SyntaxError)) return INTERNAL_ERROR;
     return { status: 400, detail: "No se pudo leer el cuerpo de la petición" };
   }
   if (error instanceof NotFoundError) return notFound();
   return INTERNAL_ERROR;
+}
+
+function isAbort(error: unknown): boolean {
+  return error instanceof DOMException && error.name === "AbortError";
 }
 
 function fromDomainError(error: DomainError): Problem {
@@ -64,14 +82,16 @@ function fromDomainError(error: DomainError): Problem {
   if (error instanceof TooManyAttempts) {
     return { status: 429, detail, headers: { "Retry-After": String(error.retryAfterSeconds) } };
   }
-  if (error instanceof InvalidInput) return { status: 422, detail };
-  if (
-    error instanceof EmbeddingUnavailable ||
-    error instanceof GenerationUnavailable ||
+  if (error instanceof InvalidInput || error instanceof IdempotencyKeyReused) return { status: 422, detail };
+  const retryAfter =
     error instanceof DatabaseUnavailable
-  ) {
-    return { status: 503, detail };
-  }
+      ? RETRY_AFTER_SECONDS.database
+      : error instanceof DeadlineExceeded
+        ? RETRY_AFTER_SECONDS.deadline
+        : error instanceof EmbeddingUnavailable || error instanceof GenerationUnavailable
+          ? RETRY_AFTER_SECONDS.provider
+          : undefined;
+  if (retryAfter !== undefined) return { status: 503, detail, headers: { "Retry-After": String(retryAfter) } };
   return INTERNAL_ERROR;
 }
 

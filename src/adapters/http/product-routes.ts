@@ -5,7 +5,8 @@ import { NotAuthenticated } from "../../domain/errors.ts";
 import { PRODUCT_FIELD_MAX_LENGTH, type Product } from "../../domain/product.ts";
 import { QUERY_MAX_LENGTH, SEARCH_LIMIT, type SearchAndRecommend } from "../../domain/search-and-recommend.ts";
 import { readBody } from "./body.ts";
-import { ProblemBody } from "./errors.ts";
+import { HttpProblem, ProblemBody } from "./errors.ts";
+import { contextOf } from "./request-context.ts";
 
 /** Elysia's t.Integer also takes numeric strings ("5"); a number that is a multiple of 1 does not. */
 function integer(options: Parameters<typeof t.Number>[0] = {}) {
@@ -69,9 +70,9 @@ export function productRoutes({
   maxBodyBytes,
 }: ProductRoutesDeps) {
   // The bearer check runs in the parse stage, the first one Elysia runs per route: an anonymous
-  // client gets 401 before its body is read or validated.
+  // client gets 401 before its body is read or validated. The user is kept for the handler.
   const requireBearer = async ({ request }: { request: Request }) => {
-    await authenticate.userForToken(bearerToken(request.headers.get("authorization")));
+    contextOf(request).user = await authenticate.userForToken(bearerToken(request.headers.get("authorization")));
   };
   const jsonBody = ({ request }: { request: Request }) => readBody(request, maxBodyBytes, ["json"]);
   // Our reader decides; the "json" after it never runs and only tells OpenAPI the content type.
@@ -79,20 +80,37 @@ export function productRoutes({
   const bearer = [{ bearerAuth: [] }];
 
   return new Elysia({ prefix: "/products" })
-    .post("/", async ({ body, status }) => status(201, productView(await createProduct.execute(body))), {
-      parse: [...authenticatedJson],
-      body: NewProductBody,
-      response: { 201: ProductResponse, 401: ProblemBody, 422: ProblemBody, 503: ProblemBody },
-      detail: {
-        tags: ["products"],
-        summary: "Crear un producto (se calcula y guarda su embedding)",
-        security: bearer,
+    .post(
+      "/",
+      async ({ body, request, set, status }) => {
+        const { user, signal } = contextOf(request);
+        const key = idempotencyKey(request.headers.get("idempotency-key"));
+        const { product, replayed } = await createProduct.execute(body, {
+          signal,
+          idempotency: key === undefined || !user ? undefined : { userId: user.id, key },
+        });
+        if (replayed) set.headers["Idempotent-Replayed"] = "true";
+        return status(201, productView(product));
       },
-    })
+      {
+        parse: [...authenticatedJson],
+        body: NewProductBody,
+        response: { 201: ProductResponse, 400: ProblemBody, 401: ProblemBody, 422: ProblemBody, 503: ProblemBody },
+        detail: {
+          tags: ["products"],
+          summary: "Crear un producto (se calcula y guarda su embedding)",
+          description:
+            "Con la cabecera opcional Idempotency-Key (1 a 255 caracteres ASCII visibles), repetir la misma " +
+            "petición durante 24 horas devuelve la primera respuesta sin crear otro producto; la misma clave " +
+            "con otro cuerpo es un 422.",
+          security: bearer,
+        },
+      },
+    )
     .post(
       "/search",
-      async ({ body }) => {
-        const { query, recommendation, results } = await search.execute(body);
+      async ({ body, request }) => {
+        const { query, recommendation, results } = await search.execute(body, contextOf(request).signal);
         return { query, recommendation, results: results.map((hit) => ({ ...productView(hit), score: hit.score })) };
       },
       {
@@ -106,6 +124,19 @@ export function productRoutes({
         },
       },
     );
+}
+
+/** Printable ASCII, 1 to 255 characters, as Stripe and the IETF idempotency-key draft use. */
+const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
+
+/** The Idempotency-Key header's value, or undefined without one; 400 when it is malformed. */
+function idempotencyKey(header: string | null): string | undefined {
+  if (header === null) return undefined;
+  const key = header.trim();
+  if (!IDEMPOTENCY_KEY.test(key)) {
+    throw new HttpProblem(400, "La cabecera Idempotency-Key debe tener entre 1 y 255 caracteres ASCII visibles");
+  }
+  return key;
 }
 
 /** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive). */

@@ -23,7 +23,7 @@ export class MemoryUserRepository implements UserRepository {
   async create(username: string, passwordHash: string): Promise<User> {
     this.checkUp();
     if (this.users.has(username)) throw new UserAlreadyExists(username);
-    const user: User = { id: this.nextId++, username, passwordHash };
+    const user: User = { id: this.nextId++, username, passwordHash, tokenVersion: 0 };
     this.users.set(username, user);
     return { ...user };
   }
@@ -33,6 +33,7 @@ export class MemoryUserRepository implements UserRepository {
     const user = this.users.get(username);
     if (!user) return false;
     user.passwordHash = passwordHash;
+    user.tokenVersion += 1;
     return true;
   }
 

@@ -8,17 +8,24 @@ import type { SqlClient } from "./sql-client.ts";
 export interface PostgresQueryEmbeddingCacheOptions {
   /** An entry older than this is not used and is eventually deleted. */
   retentionDays: number;
-  /** One `put` in this many also deletes the expired entries (default 200). */
+  /** Most entries kept: beyond it the oldest are deleted (a client sending endless distinct queries cannot grow the table). */
+  maxRows: number;
+  /** One `put` in this many starts a prune in the background (default 200). */
   pruneEvery?: number;
+  /** Receives a warning when a background prune fails. */
+  log?: (event: Record<string, unknown>) => void;
 }
 
 /**
  * Query embeddings in the `query_embeddings` table, shared by every replica on the database and
- * kept across restarts. Entries expire after `retentionDays`, so the table stays bounded by the
- * distinct queries of that period and a provider's silent model update is picked up eventually.
+ * kept across restarts. Entries expire after `retentionDays` (so a provider's silent model update
+ * is picked up eventually) and at most `maxRows` are kept. Pruning runs in the background now and
+ * then, never on a search's path; the table may pass `maxRows` by up to `pruneEvery` rows per replica
+ * in between.
  */
 export class PostgresQueryEmbeddingCache implements QueryEmbeddingCache {
   private puts = 0;
+  private pruning: Promise<number> | null = null;
 
   constructor(
     private readonly db: SqlClient,
@@ -41,16 +48,36 @@ export class PostgresQueryEmbeddingCache implements QueryEmbeddingCache {
       [digest(key), key.model, vectorParam(vector)],
     );
     this.puts++;
-    if (this.puts % (this.options.pruneEvery ?? 200) === 0) await this.prune();
+    if (this.puts % (this.options.pruneEvery ?? 200) === 0 && this.pruning === null) {
+      this.pruning = this.prune()
+        .catch((error) => {
+          this.options.log?.({ event: "query_cache_failed", operation: "prune", error });
+          return 0;
+        })
+        .finally(() => {
+          this.pruning = null;
+        });
+    }
   }
 
-  /** Deletes the expired entries; returns how many. */
+  /** Deletes the expired entries and the oldest beyond maxRows; returns how many. */
   async prune(): Promise<number> {
-    const rows = await this.db.query<{ key: string }>(
+    const expired = await this.db.query<{ key: string }>(
       "DELETE FROM query_embeddings WHERE created_at <= now() - make_interval(days => $1) RETURNING key",
       [this.options.retentionDays],
     );
-    return rows.length;
+    const surplus = await this.db.query<{ key: string }>(
+      `DELETE FROM query_embeddings WHERE key IN (
+         SELECT key FROM query_embeddings ORDER BY created_at DESC, key OFFSET $1
+       ) RETURNING key`,
+      [this.options.maxRows],
+    );
+    return expired.length + surplus.length;
+  }
+
+  /** Resolves when the background prune, if one is running, has finished (for tests and shutdown). */
+  async settled(): Promise<void> {
+    await this.pruning;
   }
 }
 

@@ -104,7 +104,30 @@ const MIGRATIONS: readonly Migration[] = [
       if (stored) await addHalfPrecisionCopy(tx, stored.dimension);
     },
   },
+  {
+    version: 4,
+    name: "token versions, idempotency keys",
+    async apply(tx) {
+      await tx.query("ALTER TABLE users ADD COLUMN token_version integer NOT NULL DEFAULT 0");
+      // The first answer to a create sent with an Idempotency-Key, per user; written in the same
+      // transaction as the product, so a key is recorded exactly when its product is.
+      await tx.query(`
+        CREATE TABLE idempotency_keys (
+          user_id bigint NOT NULL,
+          key text NOT NULL,
+          fingerprint text NOT NULL,
+          product_id bigint NOT NULL,
+          response jsonb NOT NULL,
+          created_at timestamptz NOT NULL DEFAULT now(),
+          PRIMARY KEY (user_id, key)
+        )`);
+      await tx.query("CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at)");
+    },
+  },
 ];
+
+/** The version of every migration, in order (what `schema_migrations` holds once all are applied). */
+export const MIGRATION_VERSIONS: readonly number[] = MIGRATIONS.map((migration) => migration.version);
 
 /**
  * From this many dimensions the products table also keeps `embedding_half`, a half-precision copy

@@ -7,6 +7,7 @@ interface UserRow {
   id: number | string | bigint;
   username: string;
   password_hash: string;
+  token_version: number;
 }
 
 const UNIQUE_VIOLATION = "23505";
@@ -16,21 +17,25 @@ export class PostgresUserRepository implements UserRepository {
   constructor(private readonly db: SqlClient) {}
 
   async findByUsername(username: string): Promise<User | null> {
-    const [row] = await this.db.query<UserRow>("SELECT id, username, password_hash FROM users WHERE username = $1", [
-      username,
-    ]);
+    const [row] = await this.db.query<UserRow>(
+      "SELECT id, username, password_hash, token_version FROM users WHERE username = $1",
+      [username],
+    );
     return row ? toUser(row) : null;
   }
 
   async findById(id: number): Promise<User | null> {
-    const [row] = await this.db.query<UserRow>("SELECT id, username, password_hash FROM users WHERE id = $1", [id]);
+    const [row] = await this.db.query<UserRow>(
+      "SELECT id, username, password_hash, token_version FROM users WHERE id = $1",
+      [id],
+    );
     return row ? toUser(row) : null;
   }
 
   async create(username: string, passwordHash: string): Promise<User> {
     try {
       const [row] = await this.db.query<UserRow>(
-        "INSERT INTO users (username, password_hash) VALUES ($1, $2) RETURNING id, username, password_hash",
+        "INSERT INTO users (username, password_hash) VALUES ($1, $2) RETURNING id, username, password_hash, token_version",
         [username, passwordHash],
       );
       if (!row) throw new Error("INSERT ... RETURNING returned no row");
@@ -42,10 +47,10 @@ export class PostgresUserRepository implements UserRepository {
   }
 
   async updatePassword(username: string, passwordHash: string): Promise<boolean> {
-    const rows = await this.db.query("UPDATE users SET password_hash = $2 WHERE username = $1 RETURNING id", [
-      username,
-      passwordHash,
-    ]);
+    const rows = await this.db.query(
+      "UPDATE users SET password_hash = $2, token_version = token_version + 1 WHERE username = $1 RETURNING id",
+      [username, passwordHash],
+    );
     return rows.length > 0;
   }
 
@@ -61,5 +66,10 @@ export class PostgresUserRepository implements UserRepository {
 }
 
 function toUser(row: UserRow): User {
-  return { id: Number(row.id), username: row.username, passwordHash: row.password_hash };
+  return {
+    id: Number(row.id),
+    username: row.username,
+    passwordHash: row.password_hash,
+    tokenVersion: Number(row.token_version),
+  };
 }

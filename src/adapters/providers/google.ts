@@ -75,14 +75,14 @@ export class GoogleEmbedder implements Embedder {
     this.client = geminiClient(options);
   }
 
-  async embed(texts: readonly string[], purpose: EmbeddingPurpose): Promise<Vector[]> {
+  async embed(texts: readonly string[], purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
     if (texts.length === 0) return [];
     const taskType = purpose === "query" ? "RETRIEVAL_QUERY" : "RETRIEVAL_DOCUMENT";
     return embedInBatches(texts, { ...EMBEDDING_BATCH_LIMITS, concurrency: this.concurrency }, async (batch) => {
       const response = await this.client.models.embedContent({
         model: this.modelId,
         contents: batch,
-        config: { taskType, outputDimensionality: this.dimension },
+        config: { taskType, outputDimensionality: this.dimension, abortSignal: signal },
       });
       // The API answers batchEmbedContents in request order and gives no index to sort by.
       const embeddings = response.embeddings ?? [];

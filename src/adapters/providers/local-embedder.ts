@@ -62,13 +62,15 @@ export class LocalEmbedder implements Embedder {
     await this.pipeline();
   }
 
-  async embed(texts: readonly string[], _purpose: EmbeddingPurpose): Promise<Vector[]> {
+  /** Runs in this process, a few milliseconds per batch: `signal` is checked between batches. */
+  async embed(texts: readonly string[], _purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
     if (texts.length === 0) return [];
     const { extractor, meanPooling } = await this.pipeline();
     // Batches of similar length waste less work on padding: embed in length order, answer in input order.
     const order = texts.map((_, i) => i).sort((a, b) => (texts[a] as string).length - (texts[b] as string).length);
     const vectors: Vector[] = new Array(texts.length);
     for (let start = 0; start < order.length; start += this.batchSize) {
+      signal?.throwIfAborted();
       const indices = order.slice(start, start + this.batchSize);
       // What the feature-extraction pipeline does with { pooling: "mean", normalize: true }, plus the token cap.
       const inputs = extractor.tokenizer(

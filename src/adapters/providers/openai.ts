@@ -109,22 +109,25 @@ export class OpenAIEmbedder implements Embedder {
   }
 
   /** The purpose makes no difference: OpenAI embeds queries and documents alike. */
-  async embed(texts: readonly string[], _purpose: EmbeddingPurpose): Promise<Vector[]> {
+  async embed(texts: readonly string[], _purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
     if (texts.length === 0) return [];
     return embedInBatches(texts, { ...EMBEDDING_BATCH_LIMITS, concurrency: this.concurrency }, (batch) =>
-      this.embedBatch(batch),
+      this.embedBatch(batch, signal),
     );
   }
 
-  private async embedBatch(batch: string[]): Promise<Vector[]> {
-    const response = await sdkCall("embeddings", this.apiKey, undefined, () =>
-      this.client.embeddings.create({
-        model: this.apiModel,
-        input: batch,
-        dimensions: this.dimension,
-        // Asked for explicitly: the SDK would ask for base64, which compatible servers may not support.
-        encoding_format: "float",
-      }),
+  private async embedBatch(batch: string[], signal: AbortSignal | undefined): Promise<Vector[]> {
+    const response = await sdkCall("embeddings", this.apiKey, signal, () =>
+      this.client.embeddings.create(
+        {
+          model: this.apiModel,
+          input: batch,
+          dimensions: this.dimension,
+          // Asked for explicitly: the SDK would ask for base64, which compatible servers may not support.
+          encoding_format: "float",
+        },
+        { signal },
+      ),
     );
     return inInputOrder(response, batch.length);
   }

@@ -56,11 +56,12 @@ export async function createHarness(options: HarnessOptions = {}) {
       searchRequiresAuth: true,
       maxBodyBytes: 64 * 1024,
       trustProxy: false,
+      requestTimeoutMs: 30_000,
       ...options.settings,
     },
     log: (event) => logs.push(event),
   });
-  const token = await tokens.issue({ userId: user.id, username: user.username });
+  const token = await tokens.issue({ userId: user.id, username: user.username, tokenVersion: user.tokenVersion });
 
   /** Sends one request through the app in process; the request log line is written just after the response. */
   async function call(method: string, path: string, init: CallOptions = {}) {

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { SignJWT } from "jose";
-import { JwtTokenService } from "../../../src/adapters/http/jwt-token-service.ts";
+import { CLOCK_SKEW_SECONDS, JwtTokenService } from "../../../src/adapters/http/jwt-token-service.ts";
 
 const SECRET = "un-secreto-de-pruebas-de-al-menos-32-bytes";
 const key = new TextEncoder().encode(SECRET);
@@ -17,7 +17,7 @@ function signed(payload: Record<string, unknown>, alg = "HS256", secret = key): 
 
 describe("JwtTokenService", () => {
   test("issues a token whose claims are sub (as a string), username, iat and exp", async () => {
-    const token = await service.issue({ userId: 42, username: "ana" });
+    const token = await service.issue({ userId: 42, username: "ana", tokenVersion: 0 });
     const [header, payload] = token
       .split(".")
       .slice(0, 2)
@@ -26,14 +26,14 @@ describe("JwtTokenService", () => {
     expect(payload.sub).toBe("42");
     expect(payload.username).toBe("ana");
     expect(payload.exp - payload.iat).toBe(30 * 60);
-    expect(await service.verify(token)).toEqual({ userId: 42, username: "ana" });
+    expect(await service.verify(token)).toEqual({ userId: 42, username: "ana", tokenVersion: 0 });
   });
 
   test("signs with the configured algorithm", async () => {
     const hs512 = new JwtTokenService({ secret: SECRET, algorithm: "HS512", expireMinutes: 5 });
-    const token = await hs512.issue({ userId: 1, username: "ana" });
+    const token = await hs512.issue({ userId: 1, username: "ana", tokenVersion: 0 });
     expect(JSON.parse(Buffer.from(token.split(".")[0] ?? "", "base64url").toString()).alg).toBe("HS512");
-    expect(await hs512.verify(token)).toEqual({ userId: 1, username: "ana" });
+    expect(await hs512.verify(token)).toEqual({ userId: 1, username: "ana", tokenVersion: 0 });
   });
 
   test("refuses a token of another HMAC algorithm, even with the right secret", async () => {
@@ -58,6 +58,24 @@ describe("JwtTokenService", () => {
     expect(
       await service.verify(await signed({ sub: "1", username: "ana", iat: now() - 3600, exp: now() - 60 })),
     ).toBeNull();
+  });
+
+  test("refuses a token issued in the future beyond the clock skew; a little ahead is fine", async () => {
+    const ahead = (seconds: number) =>
+      signed({ sub: "1", username: "ana", iat: now() + seconds, exp: now() + seconds + 600 });
+    expect(await service.verify(await ahead(3600))).toBeNull();
+    expect(await service.verify(await ahead(CLOCK_SKEW_SECONDS + 5))).toBeNull();
+    expect(await service.verify(await ahead(10))).toEqual({ userId: 1, username: "ana", tokenVersion: 0 });
+  });
+
+  test("carries the token version; a token without one has version 0, a bad one is refused", async () => {
+    const issued = await service.issue({ userId: 5, username: "ana", tokenVersion: 3 });
+    expect(await service.verify(issued)).toEqual({ userId: 5, username: "ana", tokenVersion: 3 });
+    const claims = { sub: "5", username: "ana", iat: now(), exp: now() + 60 };
+    expect((await service.verify(await signed(claims)))?.tokenVersion).toBe(0);
+    for (const ver of [-1, 1.5, "2", null]) {
+      expect(await service.verify(await signed({ ...claims, ver }))).toBeNull();
+    }
   });
 
   test("refuses malformed tokens", async () => {
