@@ -14,6 +14,13 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from ".
 export const EMBEDDING_PROVIDERS = ["openai", "google", "local"] as const;
 export type EmbeddingProvider = (typeof EMBEDDING_PROVIDERS)[number];
 
+/**
+ * Spanish → English translation of the texts to embed: `auto` turns it on for the English-only
+ * offline model when Apertium is installed; `on` for any embedder; `off` never.
+ */
+export const TRANSLATION_MODES = ["auto", "on", "off"] as const;
+export type TranslationMode = (typeof TRANSLATION_MODES)[number];
+
 /** In the default order of the chain: each one whose key is set, then local. */
 export const GENERATION_PROVIDERS = ["openai", "anthropic", "google", "local"] as const;
 export type GenerationProvider = (typeof GENERATION_PROVIDERS)[number];
@@ -80,6 +87,13 @@ export interface Config {
   queryCacheSize: number;
   /** Days a query embedding stays in the database cache (0: not persisted). */
   queryCacheDays: number;
+  translation: {
+    mode: TranslationMode;
+    /** Apertium's install prefix (its bin/ and share/apertium/); unset: the one on PATH. */
+    apertiumDir: string | undefined;
+    /** Time limit of translating one text, in milliseconds. */
+    timeoutMs: number;
+  };
   logLevel: "debug" | "info" | "warn" | "error";
 }
 
@@ -203,6 +217,11 @@ export function loadConfig(env: Env): Config {
     providerRetry,
     queryCacheSize: read.integer("QUERY_CACHE_SIZE", 1000, 0, 1_000_000),
     queryCacheDays: read.integer("QUERY_CACHE_DAYS", 30, 0, 3650),
+    translation: {
+      mode: read.oneOf("QUERY_TRANSLATION", TRANSLATION_MODES, "auto"),
+      apertiumDir: read.optional("APERTIUM_DIR"),
+      timeoutMs: read.integer("TRANSLATION_TIMEOUT_MS", 1000, 10, 60_000),
+    },
     logLevel: read.oneOf("LOG_LEVEL", ["debug", "info", "warn", "error"] as const, "info"),
   };
   if (problems.length > 0) throw new ConfigError(problems);
