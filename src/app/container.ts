@@ -113,8 +113,8 @@ export interface TranslationSetup {
  * stops the service: without Apertium, texts are embedded as they are.
  */
 export async function setUpTranslation(config: Config, embedder: Embedder, log: Logger): Promise<TranslationSetup> {
-  const off = (reason: string, warn = false): TranslationSetup => {
-    (warn ? log.warn : log.info)({ event: "translation", enabled: false, reason });
+  const off = (reason: string, warn = false, details: Record<string, unknown> = {}): TranslationSetup => {
+    (warn ? log.warn : log.info)({ event: "translation", enabled: false, reason, ...details });
     return { wrap: (inner) => inner, close: async () => {} };
   };
   const { mode, apertiumDir, timeoutMs } = config.translation;
@@ -131,10 +131,10 @@ export async function setUpTranslation(config: Config, embedder: Embedder, log: 
     await translator.start();
   } catch (error) {
     await translator.close();
-    return off(
-      `Apertium in ${apertium.prefix} does not answer (${describe(error)}); Spanish texts are embedded as they are`,
-      true,
-    );
+    return off("Apertium does not answer; Spanish texts are embedded as they are", true, {
+      apertium: apertium.prefix,
+      error,
+    });
   }
   log.info({ event: "translation", enabled: true, translator: translator.name, apertium: apertium.prefix });
   return {
@@ -145,10 +145,6 @@ export async function setUpTranslation(config: Config, embedder: Embedder, log: 
       }),
     close: () => translator.close(),
   };
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /** The database with its schema ready for the embedder's vector space, plus the repositories. */
