@@ -12,7 +12,7 @@ import { DataDirInUse } from "../adapters/pglite/data-dir-lock.ts";
 import { EmbeddingSpaceMismatch, reembedProducts } from "../adapters/postgres/schema.ts";
 import { DomainError } from "../domain/errors.ts";
 import { type Config, ConfigError, loadConfig, secretsOf } from "./config.ts";
-import { createContainer, createEmbedder, openDatabase, openStore } from "./container.ts";
+import { createContainer, createEmbedder, openDatabase, openStore, setUpTranslation } from "./container.ts";
 import { createLogger } from "./logger.ts";
 import { initialAdminPasswordFile } from "./secrets.ts";
 
@@ -250,15 +250,21 @@ async function users(config: Config, action: "add" | "reset-password" | "remove"
 }
 
 async function reembed(config: Config): Promise<number> {
-  const embedder = await createEmbedder(config, createLogger(config.logLevel, secretsOf(config)));
-  const client = await openDatabase(config);
+  const log = createLogger(config.logLevel, secretsOf(config));
+  const embedder = await createEmbedder(config, log);
+  const translation = await setUpTranslation(config, embedder, log);
+  const client = await openDatabase(config).catch(async (error) => {
+    await translation.close();
+    throw error;
+  });
   try {
-    const { products } = await reembedProducts(client, embedder, {
+    const { products } = await reembedProducts(client, translation.wrap(embedder), {
       onProgress: (done, total) => process.stderr.write(`\rre-embedded ${done}/${total}`),
     });
     console.error(`\nall ${products} products now use ${embedder.model} (${embedder.dimension} dimensions)`);
     return EXIT.ok;
   } finally {
+    await translation.close();
     await client.close();
   }
 }

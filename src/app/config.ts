@@ -14,6 +14,13 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from ".
 export const EMBEDDING_PROVIDERS = ["openai", "google", "local"] as const;
 export type EmbeddingProvider = (typeof EMBEDDING_PROVIDERS)[number];
 
+/**
+ * Spanish → English translation of the texts to embed: `auto` turns it on for the English-only
+ * offline model when Apertium is installed; `on` for any embedder; `off` never.
+ */
+export const TRANSLATION_MODES = ["auto", "on", "off"] as const;
+export type TranslationMode = (typeof TRANSLATION_MODES)[number];
+
 /** In the default order of the chain: each one whose key is set, then local. */
 export const GENERATION_PROVIDERS = ["openai", "anthropic", "google", "local"] as const;
 export type GenerationProvider = (typeof GENERATION_PROVIDERS)[number];
@@ -86,6 +93,13 @@ export interface Config {
   requestTimeoutMs: number;
   /** Longest wait for one database statement while serving, in ms (PostgreSQL only: PGlite runs in process). */
   databaseTimeoutMs: number;
+  translation: {
+    mode: TranslationMode;
+    /** Apertium's install prefix (its bin/ and share/apertium/); unset: the one on PATH. */
+    apertiumDir: string | undefined;
+    /** Time limit of translating one text, in milliseconds. */
+    timeoutMs: number;
+  };
   logLevel: "debug" | "info" | "warn" | "error";
 }
 
@@ -218,6 +232,11 @@ export function loadConfig(env: Env): Config {
     queryCacheMaxRows: read.integer("QUERY_CACHE_MAX_ROWS", 100_000, 1, 100_000_000),
     requestTimeoutMs,
     databaseTimeoutMs,
+    translation: {
+      mode: read.oneOf("QUERY_TRANSLATION", TRANSLATION_MODES, "auto"),
+      apertiumDir: read.optional("APERTIUM_DIR"),
+      timeoutMs: read.integer("TRANSLATION_TIMEOUT_MS", 1000, 10, 60_000),
+    },
     logLevel: read.oneOf("LOG_LEVEL", ["debug", "info", "warn", "error"] as const, "info"),
   };
   if (problems.length > 0) throw new ConfigError(problems);

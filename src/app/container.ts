@@ -25,6 +25,8 @@ import { LocalGenerator } from "../adapters/providers/local-generator.ts";
 import { OpenAIEmbedder, OpenAIGenerator } from "../adapters/providers/openai.ts";
 import type { ProviderClientOptions } from "../adapters/providers/provider-client.ts";
 import { BunPasswordHasher } from "../adapters/security/bun-password-hasher.ts";
+import { ApertiumTranslator, findApertium } from "../adapters/translation/apertium.ts";
+import { TranslatingEmbedder } from "../adapters/translation/translating-embedder.ts";
 import { Authenticate } from "../domain/authenticate.ts";
 import { CreateProduct } from "../domain/create-product.ts";
 import { LoginThrottle } from "../domain/login-throttle.ts";
@@ -108,6 +110,52 @@ async function createLocalEmbedder(config: Config): Promise<Embedder> {
   return new LocalEmbedder(config.localModelDir ?? assets.modelDir ?? INSTALLED_MODEL_DIR);
 }
 
+export interface TranslationSetup {
+  /** `embedder` behind Spanish → English translation; `embedder` itself when translation is off. */
+  wrap(embedder: Embedder): Embedder;
+  close(): Promise<void>;
+}
+
+/**
+ * Translation of the texts to embed, as QUERY_TRANSLATION says: `auto` is on for the English-only
+ * offline model when Apertium answers. Says once in the log whether it is on, and why not. Never
+ * stops the service: without Apertium, texts are embedded as they are.
+ */
+export async function setUpTranslation(config: Config, embedder: Embedder, log: Logger): Promise<TranslationSetup> {
+  const off = (reason: string, warn = false, details: Record<string, unknown> = {}): TranslationSetup => {
+    (warn ? log.warn : log.info)({ event: "translation", enabled: false, reason, ...details });
+    return { wrap: (inner) => inner, close: async () => {} };
+  };
+  const { mode, apertiumDir, timeoutMs } = config.translation;
+  if (mode === "off") return off("QUERY_TRANSLATION=off");
+  if (mode === "auto" && !(embedder instanceof LocalEmbedder)) {
+    return off(`QUERY_TRANSLATION=auto translates only for the offline model, not ${embedder.model}`);
+  }
+  const apertium = findApertium(apertiumDir);
+  if (!apertium.found) {
+    return off(`${apertium.reason}; Spanish texts are embedded as they are (English-only matching)`, mode === "on");
+  }
+  const translator = new ApertiumTranslator(apertium.pipelines, { timeoutMs });
+  try {
+    await translator.start();
+  } catch (error) {
+    await translator.close();
+    return off("Apertium does not answer; Spanish texts are embedded as they are", true, {
+      apertium: apertium.prefix,
+      error,
+    });
+  }
+  log.info({ event: "translation", enabled: true, translator: translator.name, apertium: apertium.prefix });
+  return {
+    wrap: (inner) =>
+      new TranslatingEmbedder(inner, translator, {
+        log: (event) => log.warn(event),
+        queryMemory: config.queryCacheSize,
+      }),
+    close: () => translator.close(),
+  };
+}
+
 /**
  * The database with its schema ready for the embedder's vector space, plus the repositories.
  * `database`: an open client to use (tests); `serving`: the service's own pool (see openDatabase).
@@ -146,10 +194,18 @@ export async function openStore(
 
 export async function createContainer(config: Config, log: Logger, overrides: Overrides = {}) {
   const embedder = overrides.embedder ?? (await createEmbedder(config, log));
-  const store = await openStore(config, embedder, { database: overrides.database, serving: true });
+  const translation = await setUpTranslation(config, embedder, log);
+  let store: Awaited<ReturnType<typeof openStore>>;
   try {
-    return await wire(config, log, overrides, embedder, store);
+    store = await openStore(config, embedder, { database: overrides.database, serving: true });
   } catch (error) {
+    await translation.close();
+    throw error;
+  }
+  try {
+    return await wire(config, log, overrides, embedder, store, translation);
+  } catch (error) {
+    await translation.close();
     await store.client.close().catch(() => {});
     throw error;
   }
@@ -179,6 +235,7 @@ async function wire(
   overrides: Overrides,
   embedder: Embedder,
   store: Awaited<ReturnType<typeof openStore>>,
+  translation: TranslationSetup,
 ) {
   const clock = overrides.clock ?? systemClock;
   const tokens = new JwtTokenService({
@@ -207,22 +264,27 @@ async function wire(
     addressThrottle: new LoginThrottle({ maxFailures: 50, windowMs: 15 * MINUTE, lockoutMs: 15 * MINUTE }, clock),
   });
   const generator = overrides.generator ?? createGenerator(config, log);
-  const queryEmbedder = new CachingEmbedder(embedder, {
-    memoryEntries: config.queryCacheSize,
-    shared:
-      config.queryCacheDays > 0
-        ? store.queryCache({
-            retentionDays: config.queryCacheDays,
-            maxRows: config.queryCacheMaxRows,
-            log: (event) => log.warn(event),
-          })
-        : undefined,
-    log: (event) => log.warn(event),
-  });
+  // Translation goes in front of the cache, so the cache keys on the text actually embedded.
+  const queryEmbedder = translation.wrap(
+    new CachingEmbedder(embedder, {
+      memoryEntries: config.queryCacheSize,
+      shared:
+        config.queryCacheDays > 0
+          ? store.queryCache({
+              retentionDays: config.queryCacheDays,
+              maxRows: config.queryCacheMaxRows,
+              log: (event) => log.warn(event),
+            })
+          : undefined,
+      log: (event) => log.warn(event),
+    }),
+  );
+  /** Every product text (create, update, import) is embedded through this one. */
+  const documentEmbedder = translation.wrap(embedder);
 
   const app = createHttpApp({
     authenticate,
-    createProduct: new CreateProduct({ products: store.products, embedder }),
+    createProduct: new CreateProduct({ products: store.products, embedder: documentEmbedder }),
     search: new SearchAndRecommend({
       products: store.products,
       embedder: queryEmbedder,
@@ -249,6 +311,9 @@ async function wire(
     warmUp: async () => {
       if (embedder instanceof LocalEmbedder) await embedder.load();
     },
-    close: () => store.client.close(),
+    close: async () => {
+      await translation.close();
+      await store.client.close();
+    },
   };
 }

@@ -65,6 +65,7 @@ describe("loadConfig", () => {
       queryCacheMaxRows: 100_000,
       requestTimeoutMs: 30_000,
       databaseTimeoutMs: 10_000,
+      translation: { mode: "auto", apertiumDir: undefined, timeoutMs: 1000 },
       logLevel: "info",
     });
   });
@@ -226,6 +227,8 @@ describe("loadConfig", () => {
     ["EMBEDDING_PROVIDER", "foo"],
     ["MAX_BODY_BYTES", "10"],
     ["LOG_LEVEL", "verbose"],
+    ["QUERY_TRANSLATION", "sometimes"],
+    ["TRANSLATION_TIMEOUT_MS", "0"],
     ["ADMIN_PASSWORD", "corta"],
     ["ADMIN_PASSWORD", "p".repeat(PASSWORD_MAX_LENGTH + 1)],
     ["ADMIN_USERNAME", "u".repeat(USERNAME_MAX_LENGTH + 1)],
@@ -351,6 +354,16 @@ describe("loadConfig: model providers", () => {
     expect(config.providerRetry).toMatchObject({ attemptTimeoutMs: 5000, budgetMs: 12_000, maxRetries: 2 });
     expect(config.queryCacheSize).toBe(10);
     expect(config.queryCacheDays).toBe(0);
+  });
+
+  test("translation settings are read", () => {
+    const config = loadConfig({
+      QUERY_TRANSLATION: "On",
+      APERTIUM_DIR: "/opt/apertium",
+      TRANSLATION_TIMEOUT_MS: "250",
+    });
+    expect(config.translation).toEqual({ mode: "on", apertiumDir: "/opt/apertium", timeoutMs: 250 });
+    expect(loadConfig({ QUERY_TRANSLATION: "off" }).translation.mode).toBe("off");
   });
 
   test("a compatible server needs no key: a base URL is enough", () => {

@@ -1,0 +1,279 @@
+/**
+ * Spanish → English with Apertium (GPL-2), run as separate programs: this process only talks to
+ * them over pipes. Three long-lived pipelines: the spa-eng translation, and the Spanish and English
+ * analysers that tell a text's language and check repairs of casual Spanish.
+ *
+ * Apertium's own `apertium -z` wrapper buffers and hangs as a pipe, so the pipelines are the mode's
+ * programs (from `share/apertium/modes/spa-eng.mode`), each run with `-z` (flush at every NUL) under
+ * `stdbuf -o0` (lt-proc's bilingual and generation stages do not flush on NUL otherwise).
+ */
+import { existsSync, readFileSync, realpathSync } from "node:fs";
+import { dirname, join } from "node:path";
+import type { Language, Translation, Translator } from "../../ports/translator.ts";
+import { NulPipe } from "./nul-pipe.ts";
+import {
+  type AnalysedUnit,
+  accentVariants,
+  decideLanguage,
+  escapeForApertium,
+  expandAbbreviations,
+  omissionVariants,
+  readAnalysis,
+  readTranslation,
+  replaceWords,
+} from "./spanish-text.ts";
+
+/** The shell command lines of the three pipelines. */
+export interface ApertiumPipelines {
+  /** Spanish text in, English text out. */
+  translate: string;
+  /** Spanish morphological analysis (`^word/analysis$`, `^word/*word$` when unknown). */
+  analyseSpanish: string;
+  /** English morphological analysis. */
+  analyseEnglish: string;
+}
+
+export type ApertiumLookup =
+  | { found: true; pipelines: ApertiumPipelines; prefix: string }
+  | { found: false; reason: string };
+
+const PAIR_MODES = { translate: "spa-eng", english: "eng-spa" } as const;
+
+/**
+ * Finds Apertium and its spa-eng data: under `prefix` (its bin/ and share/apertium/modes/) when
+ * given, else the installation whose `apertium` or `lt-proc` is on PATH. Says what is missing otherwise.
+ */
+export function findApertium(prefix?: string): ApertiumLookup {
+  const root = prefix ?? installPrefix();
+  if (root === undefined) return { found: false, reason: "apertium is not installed (no lt-proc on PATH)" };
+  const stdbuf = Bun.which("stdbuf");
+  if (stdbuf === null) return { found: false, reason: "stdbuf (coreutils) is not on PATH" };
+  const modes = join(root, "share", "apertium", "modes");
+  const stages: Record<keyof typeof PAIR_MODES, string[][]> = { translate: [], english: [] };
+  for (const [key, mode] of Object.entries(PAIR_MODES) as [keyof typeof PAIR_MODES, string][]) {
+    const file = join(modes, `${mode}.mode`);
+    if (!existsSync(file)) {
+      return { found: false, reason: `${file} is missing (install apertium-eng-spa)` };
+    }
+    const parsed = parseMode(readFileSync(file, "utf8"), join(root, "bin"));
+    if (typeof parsed === "string") return { found: false, reason: `${file}: ${parsed}` };
+    stages[key] = parsed;
+  }
+  // The analyser (the first stage) flushes at NUL by itself; later stages may not (lt-proc in
+  // bilingual and generation modes does not): those run unbuffered, which costs speed (an
+  // unbuffered analyser is 15× slower), so only where needed.
+  const line = (argvs: readonly string[][]) =>
+    argvs.map((argv, i) => (i === 0 ? argv : [stdbuf, "-o0", ...argv]).map(shellQuote).join(" ")).join(" | ");
+  return {
+    found: true,
+    prefix: root,
+    pipelines: {
+      translate: line(stages.translate),
+      analyseSpanish: line(stages.translate.slice(0, 1)),
+      analyseEnglish: line(stages.english.slice(0, 1)),
+    },
+  };
+}
+
+/** The prefix of the Apertium on PATH (/usr for /usr/bin/lt-proc). */
+function installPrefix(): string | undefined {
+  const program = Bun.which("lt-proc") ?? Bun.which("apertium");
+  return program === null ? undefined : dirname(dirname(realpathSync(program)));
+}
+
+/**
+ * The programs of a `.mode` file, one argv per stage, each resolved to a path (in `bin` first,
+ * then on PATH) and given `-z`; `$1` (the generator's option) becomes `-g`, `$2` (the tagger's) nothing.
+ * Returns a message when a program cannot be found.
+ */
+export function parseMode(mode: string, bin: string): string[][] | string {
+  const argvs: string[][] = [];
+  for (const stage of mode.trim().split("|")) {
+    const words = shellWords(stage).flatMap((word) => (word === "$1" ? ["-g"] : word === "$2" ? [] : [word]));
+    const [program, ...args] = words;
+    if (program === undefined) return "an empty stage";
+    const path = Bun.which(program, { PATH: bin }) ?? Bun.which(program);
+    if (path === null) return `the program ${program} is not installed`;
+    argvs.push([path, "-z", ...args]);
+  }
+  return argvs.length === 0 ? "no stages" : argvs;
+}
+
+/** Words of a stage as the shell would split them (single and double quotes; modes use nothing else). */
+function shellWords(stage: string): string[] {
+  return [...stage.matchAll(/'([^']*)'|"([^"]*)"|(\S+)/g)].map((match) => match[1] ?? match[2] ?? match[3] ?? "");
+}
+
+function shellQuote(word: string): string {
+  return `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
+export interface ApertiumTranslatorOptions {
+  /** Time limit of one text (detection, repairs and translation together), in milliseconds. */
+  timeoutMs: number;
+  /** Time a pipeline may take to start (default 10 s); a call does not wait longer than its own limit for it. */
+  startTimeoutMs?: number;
+  /** After a failed start, calls fail at once for this long (default 5 s). */
+  retryAfterMs?: number;
+  /**
+   * Characters translated per text (default 2,000): the rest, cut at a space, is left as it is.
+   * The offline model reads only its first 128 tokens, about 600 characters of English.
+   */
+  maxChars?: number;
+}
+
+/** Repairs tried per text: words the analyser does not know are few in a query, many in a catalogue text. */
+const MAX_REPAIRS = 4;
+/** Shortest word a one-letter typo repair is tried on (shorter words have too many neighbours). */
+const MIN_TYPO_LENGTH = 5;
+const MAX_WORD_LENGTH = 24;
+
+/**
+ * Translator on Apertium's spa-eng pair. Each text is analysed by the Spanish and the English
+ * analysers; a text read as Spanish gets its chat abbreviations written out and its unknown words
+ * repaired when the Spanish analyser knows exactly one nearby form (an accent left out, then a
+ * one-letter slip, in that order), and is translated line by line. Calls go one at a time per
+ * pipeline; each text must be done within `timeoutMs` or the call rejects (and a pipeline stuck on
+ * it is restarted).
+ */
+export class ApertiumTranslator implements Translator {
+  readonly name = "apertium spa-eng";
+  private readonly translate: NulPipe;
+  private readonly spanish: NulPipe;
+  private readonly english: NulPipe;
+  private readonly maxChars: number;
+
+  constructor(
+    pipelines: ApertiumPipelines,
+    private readonly options: ApertiumTranslatorOptions,
+  ) {
+    const pipe = (command: string) =>
+      new NulPipe({
+        command: ["sh", "-c", command],
+        probe: "casa",
+        startTimeoutMs: options.startTimeoutMs ?? 10_000,
+        retryAfterMs: options.retryAfterMs ?? 5_000,
+      });
+    this.translate = pipe(pipelines.translate);
+    this.spanish = pipe(pipelines.analyseSpanish);
+    this.english = pipe(pipelines.analyseEnglish);
+    this.maxChars = options.maxChars ?? 2_000;
+  }
+
+  /** Starts the three pipelines; rejects with the reason when one cannot start or answer. */
+  async start(): Promise<void> {
+    await Promise.all([this.translate.start(), this.spanish.start(), this.english.start()]);
+  }
+
+  /** Times a pipeline was (re)started, for tests and logs. */
+  get starts(): number {
+    return this.translate.starts + this.spanish.starts + this.english.starts;
+  }
+
+  async toEnglish(texts: readonly string[], signal?: AbortSignal): Promise<Translation[]> {
+    const translations: Translation[] = [];
+    for (const text of texts) translations.push(await this.one(text, signal));
+    return translations;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.translate.close(), this.spanish.close(), this.english.close()]);
+  }
+
+  private async one(text: string, signal?: AbortSignal): Promise<Translation> {
+    const deadline = performance.now() + this.options.timeoutMs;
+    const left = () => deadline - performance.now();
+    const [head, tail] = cut(text, this.maxChars);
+    const expanded = expandAbbreviations(head);
+    const flat = escapeForApertium(expanded.replace(/\s+/gu, " ").trim());
+    if (!/\p{L}/u.test(flat)) return { text, language: "unknown", translated: false };
+
+    const [spanishOut, englishOut] = await Promise.all([
+      this.spanish.request([flat], left(), signal),
+      this.english.request([flat], left(), signal),
+    ]);
+    const spanish = readAnalysis(spanishOut[0] ?? "");
+    const english = readAnalysis(englishOut[0] ?? "");
+    const language: Language = decideLanguage(spanish, english);
+    if (language !== "es") return { text, language, translated: false };
+
+    const repaired = await this.repair(expanded, spanish, english, left, signal);
+    const lines = repaired.split("\n");
+    const wanted = lines.map((line, i) => ({ line, i })).filter(({ line }) => /\p{L}/u.test(line));
+    const answers = await this.translate.request(
+      wanted.map(({ line }) => `${escapeForApertium(line.replace(/\s+/gu, " ").trim())}.`),
+      left(),
+      signal,
+    );
+    wanted.forEach(({ i }, n) => {
+      lines[i] = readTranslation(answers[n] ?? "").replace(/\s*\.$/u, "");
+    });
+    const translation = lines.join("\n");
+    return { text: tail === "" ? translation : `${translation} ${tail}`, language, translated: true };
+  }
+
+  /**
+   * Repairs the Spanish analyser's unknown lower-case words: a form that only lacks an accent (any
+   * such word), else one with a letter put back (words the English analyser does not know either),
+   * when exactly one candidate is a word the analyser knows.
+   */
+  private async repair(
+    text: string,
+    spanish: readonly AnalysedUnit[],
+    english: readonly AnalysedUnit[],
+    left: () => number,
+    signal?: AbortSignal,
+  ): Promise<string> {
+    const englishWords = new Set(english.filter((unit) => unit.known).map((unit) => unit.surface.toLowerCase()));
+    const unknown = [
+      ...new Set(
+        spanish
+          .filter((unit) => !unit.known && /^\p{Ll}+$/u.test(unit.surface) && unit.surface.length <= MAX_WORD_LENGTH)
+          .map((unit) => unit.surface),
+      ),
+    ].slice(0, MAX_REPAIRS);
+    // Accents first, for every word at once; a letter put back only where no accent helped.
+    const repairs = new Map<string, string>();
+    const accents = await this.knownForms(new Map(unknown.map((word) => [word, accentVariants(word)])), left, signal);
+    const unrepaired = unknown.filter(
+      (word) => accents.get(word)?.length === 0 && word.length >= MIN_TYPO_LENGTH && !englishWords.has(word),
+    );
+    const omissions = await this.knownForms(
+      new Map(unrepaired.map((word) => [word, omissionVariants(word)])),
+      left,
+      signal,
+    );
+    for (const found of [accents, omissions]) {
+      for (const [word, forms] of found) if (forms.length === 1) repairs.set(word, forms[0] as string);
+    }
+    return replaceWords(text, repairs);
+  }
+
+  /** For each word, those of its candidates (single words) the Spanish analyser knows; all asked in one segment. */
+  private async knownForms(
+    candidates: ReadonlyMap<string, readonly string[]>,
+    left: () => number,
+    signal?: AbortSignal,
+  ): Promise<Map<string, string[]>> {
+    const all = [...candidates.values()].flat();
+    const known = new Map([...candidates.keys()].map((word): [string, string[]] => [word, []]));
+    if (all.length === 0) return known;
+    const [answer = ""] = await this.spanish.request([all.join(" , ")], left(), signal);
+    const units = readAnalysis(answer).filter((unit) => unit.surface !== ",");
+    // Each candidate is one unit unless the analyser joined some into a multiword: then trust none.
+    if (units.length !== all.length) return known;
+    let i = 0;
+    for (const [word, forms] of candidates) {
+      for (const form of forms) if ((units[i++] as AnalysedUnit).known) known.get(word)?.push(form);
+    }
+    return known;
+  }
+}
+
+/** The text up to `max` characters, cut at a space when there is one, and the rest. */
+function cut(text: string, max: number): [string, string] {
+  if (text.length <= max) return [text, ""];
+  const space = text.lastIndexOf(" ", max);
+  const at = space > max / 2 ? space : max;
+  return [text.slice(0, at), text.slice(at).trim()];
+}

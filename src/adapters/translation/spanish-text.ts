@@ -1,0 +1,181 @@
+/**
+ * The text work around Apertium that needs no process: its stream format (escaping, reading
+ * analyses and translations back), telling Spanish from English by what each language's analyser
+ * knows, and the general repairs of casual Spanish (chat abbreviations, missing accents, a dropped
+ * letter) whose candidates the Spanish analyser then checks.
+ */
+import type { Language } from "../../ports/translator.ts";
+
+/** Characters Apertium's stream format reserves; a backslash makes them plain text. */
+const RESERVED = /[[\]^$/\\@<>{}]/g;
+
+/** The text as Apertium input: reserved characters escaped, NUL (its segment end) removed. */
+export function escapeForApertium(text: string): string {
+  return text.replaceAll("\u0000", " ").replace(RESERVED, (char) => `\\${char}`);
+}
+
+/**
+ * A translation as plain text: escapes undone, and Apertium's marks in front of words it could not
+ * analyse (`*`), translate (`@`) or generate (`#`) removed. A mark is an unescaped `*`, `@` or `#`
+ * that starts a word (no letter or digit before it, something after it); the input's own `@` comes
+ * back escaped, so it stays.
+ */
+export function readTranslation(output: string): string {
+  let text = "";
+  let previous = "";
+  for (let i = 0; i < output.length; i++) {
+    const char = output[i] as string;
+    if (char === "\\" && i + 1 < output.length) {
+      previous = output[++i] as string;
+      text += previous;
+      continue;
+    }
+    const next = output[i + 1] ?? "";
+    const isMark =
+      (char === "*" || char === "@" || char === "#") && !/[\p{L}\p{N}]/u.test(previous) && /\S/u.test(next);
+    if (!isMark) text += char;
+    previous = char;
+  }
+  // A word Apertium drops ("se") leaves its spaces behind.
+  return text.replace(/[ \t]{2,}/gu, " ").trim();
+}
+
+/** One unit of an analyser's output, `^surface/analysis/...$`: a word (or a multiword) and whether it knows it. */
+export interface AnalysedUnit {
+  surface: string;
+  known: boolean;
+}
+
+/** The units of `lt-proc` output, in order (punctuation and numbers included). */
+export function readAnalysis(output: string): AnalysedUnit[] {
+  const units: AnalysedUnit[] = [];
+  // ^surface/analysis/...$: an unknown word's only "analysis" is *surface.
+  for (const match of output.matchAll(/\^((?:\\.|[^\\/$])*)(?:\/((?:\\.|[^\\$])*))?\$/gu)) {
+    const analyses = match[2];
+    units.push({
+      surface: (match[1] as string).replace(/\\(.)/gu, "$1"),
+      known: analyses !== undefined && analyses !== "" && !analyses.startsWith("*"),
+    });
+  }
+  return units;
+}
+
+const isWord = (unit: AnalysedUnit) => /\p{L}/u.test(unit.surface);
+
+/** The share of a text's words an analyser knows (0 when there are no words). */
+export function knownShare(units: readonly AnalysedUnit[]): number {
+  const words = units.filter(isWord);
+  return words.length === 0 ? 0 : words.filter((unit) => unit.known).length / words.length;
+}
+
+/**
+ * Spanish when the Spanish analyser knows more than half of the words and more of them than the
+ * English one does; English the other way round; otherwise (names, model numbers, a word both
+ * languages share) unknown.
+ */
+export function decideLanguage(spanish: readonly AnalysedUnit[], english: readonly AnalysedUnit[]): Language {
+  const es = knownShare(spanish);
+  const en = knownShare(english);
+  if (es > 0.5 && es > en) return "es";
+  if (en > 0.5 && en > es) return "en";
+  return "unknown";
+}
+
+/**
+ * Common Spanish chat and SMS abbreviations (as in general lists of them), written out. Applied to
+ * whole words only, and to the translation of a text only once it reads as Spanish.
+ */
+export const CHAT_ABBREVIATIONS: Readonly<Record<string, string>> = {
+  q: "que",
+  k: "que",
+  ke: "que",
+  qe: "que",
+  xq: "porque",
+  pq: "porque",
+  porq: "porque",
+  xk: "porque",
+  x: "por",
+  pa: "para",
+  xa: "para",
+  pal: "para el",
+  d: "de",
+  dl: "del",
+  tb: "también",
+  tmb: "también",
+  tbn: "también",
+  tmp: "tampoco",
+  cdo: "cuando",
+  dnd: "donde",
+  bn: "bien",
+  nd: "nada",
+  msj: "mensaje",
+  mñn: "mañana",
+  xfa: "por favor",
+  xfavor: "por favor",
+  porfa: "por favor",
+  pf: "por favor",
+  xo: "pero",
+  sq: "es que",
+  finde: "fin de semana",
+  cel: "celular",
+  compu: "computadora",
+};
+
+/** The text with every chat abbreviation written out (case of the rest kept). */
+export function expandAbbreviations(text: string): string {
+  return text.replace(
+    /(?<![\p{L}\p{N}])\p{L}+(?![\p{L}\p{N}])/gu,
+    (word) => CHAT_ABBREVIATIONS[word.toLowerCase()] ?? word,
+  );
+}
+
+const DIACRITICS: Readonly<Record<string, readonly string[]>> = {
+  a: ["á"],
+  e: ["é"],
+  i: ["í"],
+  o: ["ó"],
+  u: ["ú", "ü"],
+  n: ["ñ"],
+};
+
+/** The word with one letter given the accent (or tilde) casual typing leaves out: "bateria" → "batería", …. */
+export function accentVariants(word: string): string[] {
+  const variants: string[] = [];
+  for (const [i, char] of [...word].entries()) {
+    for (const accented of DIACRITICS[char] ?? []) variants.push(replaceAt(word, i, 1, accented));
+  }
+  return variants;
+}
+
+const SPANISH_LETTERS = [..."abcdefghijklmnopqrstuvwxyzáéíóúñü"];
+
+/**
+ * The word with one letter put back where casual typing drops one ("cargadr" → "cargador"); never
+ * in front of the word, which changes a word more than a slip does. Other slips (a wrong, an extra
+ * or a swapped letter) are not tried: the analyser does not know every real word ("jabones"), and
+ * those edits turn too many real words into other real words ("jamones").
+ */
+export function omissionVariants(word: string): string[] {
+  const length = [...word].length;
+  const variants = new Set<string>();
+  for (let i = 1; i <= length; i++) {
+    for (const letter of SPANISH_LETTERS) variants.add(replaceAt(word, i, 0, letter));
+  }
+  return [...variants];
+}
+
+/** `word` with `count` letters (code points) from `index` replaced by `insert`. */
+function replaceAt(word: string, index: number, count: number, insert: string): string {
+  const letters = [...word];
+  letters.splice(index, count, insert);
+  return letters.join("");
+}
+
+/** `text` with each whole-word occurrence of a key of `replacements` (compared lower-cased) replaced. */
+export function replaceWords(text: string, replacements: ReadonlyMap<string, string>): string {
+  if (replacements.size === 0) return text;
+  return text.replace(
+    /(?<![\p{L}\p{N}])\p{L}+(?![\p{L}\p{N}])/gu,
+    (word) => replacements.get(word.toLowerCase()) ?? word,
+  );
+}

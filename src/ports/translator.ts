@@ -1,0 +1,22 @@
+/** The language a text was taken to be in: "unknown" when it could not be told (too short, numbers, names). */
+export type Language = "es" | "en" | "unknown";
+
+export interface Translation {
+  /** English: the translation of a Spanish text, or the text itself. */
+  text: string;
+  language: Language;
+  translated: boolean;
+}
+
+/**
+ * Brings texts into English, for an embedder that only understands English. Texts it does not
+ * take to be Spanish come back as they are.
+ */
+export interface Translator {
+  /** Names the engine in logs, e.g. "apertium spa-eng". */
+  readonly name: string;
+  /** One answer per text, in order. Rejects when the engine cannot answer (not installed, timed out, crashed). */
+  toEnglish(texts: readonly string[], signal?: AbortSignal): Promise<Translation[]>;
+  /** Stops whatever the translator runs; a later call may start it again. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,201 @@
+import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ApertiumTranslator, findApertium, parseMode } from "../../../src/adapters/translation/apertium.ts";
+import { PipeUnavailable } from "../../../src/adapters/translation/nul-pipe.ts";
+import { useTempDirs } from "../../support/temp-dirs.ts";
+
+setDefaultTimeout(20_000);
+
+const FAKE = join(import.meta.dir, "../../fakes/fake-apertium.ts");
+const tempDir = useTempDirs("apertium");
+const open: ApertiumTranslator[] = [];
+
+afterEach(async () => {
+  for (const translator of open.splice(0)) await translator.close();
+});
+
+/** The translator on the fake program, and what its translation pipeline received (its start's probe left out). */
+function fakeTranslator(options: { timeoutMs?: number; maxChars?: number } = {}) {
+  const dir = tempDir();
+  const stage = (log: string, args: string) =>
+    `FAKE_APERTIUM_LOG='${join(dir, log)}' '${process.execPath}' '${FAKE}' -z ${args}`;
+  const translator = new ApertiumTranslator(
+    {
+      translate: `${stage("translate.log", "analyse es")} | ${stage("translate.log", "translate")}`,
+      analyseSpanish: stage("analysers.log", "analyse es"),
+      analyseEnglish: stage("analysers.log", "analyse en"),
+    },
+    { timeoutMs: options.timeoutMs ?? 5000, maxChars: options.maxChars, retryAfterMs: 0 },
+  );
+  open.push(translator);
+  const translated = () =>
+    readFileSync(join(dir, "translate.log"), "utf8")
+      .split("\n")
+      .filter((line) => line.startsWith("analyse\t") && line !== "analyse\tcasa")
+      .map((line) => line.slice("analyse\t".length));
+  return { translator, translated };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<PipeUnavailable> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof PipeUnavailable) return error;
+    throw error;
+  }
+  throw new Error("expected a rejection");
+}
+
+describe("ApertiumTranslator on a fake pipeline", () => {
+  test("Spanish is translated line by line; English and unknown texts come back as they are, untranslated", async () => {
+    const { translator, translated } = fakeTranslator();
+    const answers = await translator.toEnglish([
+      "Funda de terciopelo\npara el sofá",
+      "velvet cover for my sofa",
+      "XK-200 15/64",
+      "",
+    ]);
+    expect(answers).toEqual([
+      { text: "cover of velvet\nfor the sofa", language: "es", translated: true },
+      { text: "velvet cover for my sofa", language: "en", translated: false },
+      { text: "XK-200 15/64", language: "unknown", translated: false },
+      { text: "", language: "unknown", translated: false },
+    ]);
+    expect(translated()).toEqual(["Funda de terciopelo.", "para el sofá."]);
+  });
+
+  test("reserved characters reach Apertium escaped and come back as they were", async () => {
+    const { translator, translated } = fakeTranslator();
+    const [answer] = await translator.toEnglish(["precio de la casa [oferta] <b> @casa {z} a/b \\ ^$"]);
+    expect(translated()).toEqual(["precio de la casa \\[oferta\\] \\<b\\> \\@casa \\{z\\} a\\/b \\\\ \\^\\$."]);
+    expect(answer?.text).toBe("price of the house [offer] <b> @house {z} a/b \\ ^$");
+  });
+
+  test("a text with no answer in time rejects; the stuck pipeline is restarted for the next call", async () => {
+    const { translator } = fakeTranslator({ timeoutMs: 500 });
+    await translator.start();
+    const starts = translator.starts;
+    const started = performance.now();
+    expect((await rejection(translator.toEnglish(["la funda cuelga"]))).reason).toBe("timeout");
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(await translator.toEnglish(["la funda de terciopelo"])).toEqual([
+      { text: "the cover of velvet", language: "es", translated: true },
+    ]);
+    expect(translator.starts).toBeGreaterThan(starts);
+  });
+
+  test("a pipeline that crashes mid-query rejects that call; the next call gets a new one", async () => {
+    const { translator } = fakeTranslator();
+    await translator.start();
+    expect((await rejection(translator.toEnglish(["la casa revienta"]))).reason).toBe("died");
+    expect(await translator.toEnglish(["la casa de mi perro"])).toEqual([
+      { text: "the house of my dog", language: "es", translated: true },
+    ]);
+  });
+
+  test("a very long text is translated up to maxChars, cut at a space; the rest stays as it was", async () => {
+    const { translator, translated } = fakeTranslator({ maxChars: 2000 });
+    const long = "funda de terciopelo ".repeat(5000).trim();
+    const [answer] = await translator.toEnglish([long]);
+    const [sent = ""] = translated();
+    expect(sent.length).toBeLessThanOrEqual(2001);
+    expect(sent).toEndWith("terciopelo.");
+    expect(answer?.translated).toBe(true);
+    expect(answer?.text).toStartWith("cover of velvet cover of velvet");
+    expect(answer?.text).toEndWith("funda de terciopelo");
+    expect(answer?.text.length).toBeGreaterThan(long.length * 0.9);
+  });
+});
+
+describe("findApertium", () => {
+  test("says what is missing", () => {
+    const dir = tempDir();
+    const lookup = findApertium(dir);
+    expect(lookup).toEqual({ found: false, reason: expect.stringContaining("spa-eng.mode is missing") });
+  });
+
+  test("a mode's stages become programs with null flush, the generator's option set", () => {
+    const stages = parseMode("sh -c 'x y' | cat $1 '/a b/c.bin' | true $2", "/nonexistent");
+    const path = (program: string) => Bun.which(program) ?? `${program} not on PATH`;
+    expect(stages).toEqual([
+      [path("sh"), "-z", "-c", "x y"],
+      [path("cat"), "-z", "-g", "/a b/c.bin"],
+      [path("true"), "-z"],
+    ]);
+    expect(parseMode("no-such-program-here -x", "/nonexistent")).toBe(
+      "the program no-such-program-here is not installed",
+    );
+  });
+});
+
+const apertium = findApertium();
+
+// CI installs Apertium (.ci/apertium.sh), so these run there; elsewhere they need `apt-get install apertium-eng-spa`.
+describe.skipIf(!apertium.found)("ApertiumTranslator on the real Apertium", () => {
+  let translator: ApertiumTranslator;
+  beforeAll(async () => {
+    if (!apertium.found) return;
+    translator = new ApertiumTranslator(apertium.pipelines, { timeoutMs: 5000 });
+    await translator.start();
+  });
+  afterAll(() => translator?.close());
+
+  const languageOf = async (text: string) => (await translator.toEnglish([text]))[0]?.language;
+
+  test("English sentences are read as English", async () => {
+    for (const text of [
+      "a stainless steel water bottle for the gym",
+      "wireless earphones with a long battery life",
+      "warm socks for my grandfather",
+      "Something to keep my tea hot all morning",
+    ]) {
+      expect(await languageOf(text)).toBe("en");
+    }
+  });
+
+  test("Spanish sentences are read as Spanish", async () => {
+    for (const text of [
+      "una mochila resistente para ir a la montaña",
+      "zapatillas cómodas para correr por la mañana",
+      "Lámpara de pie con luz cálida",
+      "calcetines de lana para el invierno",
+    ]) {
+      expect(await languageOf(text)).toBe("es");
+    }
+  });
+
+  test("casual Spanish (abbreviations, no accents, a dropped letter) is read as Spanish", async () => {
+    for (const text of [
+      "algo pa limpiar el movil",
+      "regalo xa mi novia q le gusta el te",
+      "unas zapatillas pa correr x la mñn",
+      "cargadr pa la compu d mi hijo",
+    ]) {
+      expect(await languageOf(text)).toBe("es");
+    }
+  });
+
+  test("names and model numbers alone are not taken for either language", async () => {
+    expect(await languageOf("Lenovo IdeaPad 3 15ITL6")).toBe("unknown");
+  });
+
+  test("translates Spanish, repairing casual typing first", async () => {
+    const [velvet, phone, charger] = await translator.toEnglish([
+      "funda de terciopelo para el sofá",
+      "algo pa limpiar el movil",
+      "el cargadr del coche",
+    ]);
+    expect(velvet?.text).toMatch(/velvet.*sofa/i);
+    expect(phone?.text).toMatch(/for cleaning|to clean/i);
+    expect(phone?.text).toMatch(/mobile/i);
+    expect(charger?.text).not.toContain("cargadr");
+  });
+
+  test("reserved characters survive a real translation", async () => {
+    const [answer] = await translator.toEnglish(["el precio de la casa [oferta] <b>hoy</b> {2} 10/20 ^$ \\"]);
+    expect(answer?.translated).toBe(true);
+    for (const kept of ["[", "]", "<b>", "</b>", "{2}", "10/20", "^$", "\\"]) expect(answer?.text).toContain(kept);
+    expect(answer?.text).toMatch(/price/i);
+  });
+});

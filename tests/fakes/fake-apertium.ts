@@ -1,0 +1,76 @@
+/**
+ * Stands in for Apertium's programs in tests: reads NUL-terminated segments on stdin and answers
+ * each with a NUL-terminated segment, like a stage run with `-z`.
+ *
+ *   fake-apertium.ts [-z] analyse es|en   `^word/word<n>$` for the words of its small lexicon, `^word/*word$` otherwise
+ *   fake-apertium.ts [-z] translate       word-for-word Spanish → English (plain text or analyser output in),
+ *                                         unknown words marked `*` as Apertium does
+ *   fake-apertium.ts [-z] echo            the segment as it came
+ *
+ * Segments with these words misbehave: "cuelga" (never answered), "revienta" (half an answer,
+ * then the process exits), "despacio" (answered after 300 ms). With FAKE_APERTIUM_LOG set, every
+ * segment received is appended to that file.
+ */
+import { appendFileSync } from "node:fs";
+
+const SPANISH: Record<string, string> = {
+  funda: "cover",
+  de: "of",
+  terciopelo: "velvet",
+  para: "for",
+  el: "the",
+  la: "the",
+  sofá: "sofa",
+  casa: "house",
+  cafetera: "coffee maker",
+  italiana: "Italian",
+  precio: "price",
+  oferta: "offer",
+  que: "that",
+  mi: "my",
+  perro: "dog",
+  champú: "shampoo",
+  cuelga: "hangs",
+  revienta: "bursts",
+  despacio: "slowly",
+};
+const ENGLISH = new Set(["the", "velvet", "cover", "for", "sofa", "coffee", "maker", "my", "dog", "shampoo", "price"]);
+
+// Options (-z, the mode file's -g) are taken and ignored, as the real programs take theirs.
+const [mode = "echo", language = "es"] = process.argv.slice(2).filter((arg) => !arg.startsWith("-"));
+const log = process.env.FAKE_APERTIUM_LOG;
+
+function analyse(segment: string): string {
+  const known = (word: string) => (language === "es" ? word.toLowerCase() in SPANISH : ENGLISH.has(word.toLowerCase()));
+  return segment.replace(/\p{L}+/gu, (word) => (known(word) ? `^${word}/${word}<n>$` : `^${word}/*${word}$`));
+}
+
+function translate(segment: string): string {
+  const plain = segment.replace(/\^((?:\\.|[^/$\\])*)(?:\/(?:\\.|[^$\\])*)?\$/gu, "$1");
+  return plain.replace(/\p{L}+/gu, (word) => SPANISH[word.toLowerCase()] ?? `*${word}`);
+}
+
+const answer = (segment: string) =>
+  mode === "analyse" ? analyse(segment) : mode === "translate" ? translate(segment) : segment;
+
+const decoder = new TextDecoder();
+let pending = "";
+for await (const chunk of Bun.stdin.stream()) {
+  pending += decoder.decode(chunk, { stream: true });
+  let nul = pending.indexOf("\u0000");
+  while (nul !== -1) {
+    const segment = pending.slice(0, nul);
+    pending = pending.slice(nul + 1);
+    if (log) appendFileSync(log, `${mode}\t${segment}\n`);
+    if (segment.includes("cuelga")) {
+      await Bun.sleep(3_600_000); // never answers
+    }
+    if (segment.includes("revienta")) {
+      process.stdout.write(answer(segment).slice(0, 3));
+      process.exit(3);
+    }
+    if (segment.includes("despacio")) await Bun.sleep(300);
+    process.stdout.write(`${answer(segment)}\u0000`);
+    nul = pending.indexOf("\u0000");
+  }
+}
