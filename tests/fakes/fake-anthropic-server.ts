@@ -2,7 +2,14 @@
  * Anthropic's Messages API wire format for FakeProviderServer: a handler that answers
  * `POST /v1/messages`, and the replies (errors, refusals, odd bodies) tests script with `enqueue`.
  */
-import type { RecordedRequest, Reply, ReplyHandler } from "./fake-provider-server.ts";
+import {
+  inPieces,
+  type RecordedRequest,
+  type Reply,
+  type ReplyHandler,
+  type StreamEnd,
+  sseEvent,
+} from "./fake-provider-server.ts";
 
 export type AnthropicErrorType =
   | "invalid_request_error"
@@ -107,9 +114,55 @@ export function anthropicHandler(options: AnthropicHandlerOptions = {}): ReplyHa
     if (options.apiKey !== undefined && request.headers.get("x-api-key") !== options.apiKey) {
       return anthropicError(401, "authentication_error", "invalid x-api-key");
     }
-    const body = request.body as { model?: unknown } | undefined;
+    const body = request.body as { model?: unknown; stream?: unknown } | undefined;
     const model = typeof body?.model === "string" ? body.model : "claude-fake";
     const text = options.text?.(request) ?? "Le recomiendo la cafetera: es la que mejor encaja con lo que busca.";
+    if (body?.stream === true) return anthropicStream(inPieces(text), { model });
     return { json: anthropicMessage([{ type: "text", text }], { model }) };
   };
+}
+
+export interface AnthropicStreamOptions {
+  model?: string;
+  /** message_delta's stop_reason (default "end_turn"); "refusal" comes with stop_details. */
+  stopReason?: string;
+  /** An `event: error` after the pieces, in place of the end: how the API reports a failure mid-stream. */
+  error?: AnthropicErrorType;
+  /** Wait before each event, in ms. */
+  delayMs?: number;
+  /** "close" (default): the stop events, then the end. "cut" or "hang": after the pieces, the connection is cut or left open. */
+  end?: StreamEnd;
+}
+
+/**
+ * A streamed message (`stream: true`) as the Messages API sends it: message_start, a text block
+ * (content_block_start, a ping, one content_block_delta per piece, content_block_stop),
+ * message_delta with the stop reason, message_stop.
+ */
+export function anthropicStream(pieces: readonly string[], options: AnthropicStreamOptions = {}): Reply {
+  const event = (type: string, data: Record<string, unknown>) => sseEvent({ type, ...data }, type);
+  const started = anthropicMessage([], { model: options.model ?? "claude-fake", stopReason: null });
+  const events = [
+    event("message_start", { message: { ...started, usage: { input_tokens: 120, output_tokens: 1 } } }),
+    event("content_block_start", { index: 0, content_block: { type: "text", text: "" } }),
+    event("ping", {}),
+    ...pieces.map((text) => event("content_block_delta", { index: 0, delta: { type: "text_delta", text } })),
+  ];
+  const end = options.end ?? "close";
+  if (options.error) {
+    events.push(sseEvent({ type: "error", error: { type: options.error, message: "Overloaded" } }, "error"));
+  } else if (end === "close") {
+    const stopReason = options.stopReason ?? "end_turn";
+    const stopDetails =
+      stopReason === "refusal" ? { type: "refusal", category: "general_harms", explanation: null } : null;
+    events.push(
+      event("content_block_stop", { index: 0 }),
+      event("message_delta", {
+        delta: { stop_reason: stopReason, stop_sequence: null, stop_details: stopDetails, container: null },
+        usage: { output_tokens: 40 },
+      }),
+      event("message_stop", {}),
+    );
+  }
+  return { events, end, ...(options.delayMs === undefined ? {} : { delayMs: options.delayMs }) };
 }

@@ -4,7 +4,14 @@
  * tests enqueue ahead of it.
  */
 import { bagOfWords } from "./fake-embedder.ts";
-import type { RecordedRequest, Reply, ReplyHandler } from "./fake-provider-server.ts";
+import {
+  inPieces,
+  type RecordedRequest,
+  type Reply,
+  type ReplyHandler,
+  type StreamEnd,
+  sseEvent,
+} from "./fake-provider-server.ts";
 
 /** The text the fake model answers with unless told otherwise. */
 export const FAKE_GOOGLE_TEXT = "Le recomiendo la cafetera espresso: es la que mejor encaja con su consulta.";
@@ -26,8 +33,8 @@ export interface GoogleHandlerOptions {
 
 /**
  * Answers `POST /v1beta/models/<model>:batchEmbedContents` (one bag-of-words vector per request item,
- * of its outputDimensionality), `:embedContent` and `:generateContent`; anything else is a 404 in
- * the API's error shape.
+ * of its outputDimensionality), `:embedContent`, `:generateContent` and
+ * `:streamGenerateContent?alt=sse`; anything else is a 404 in the API's error shape.
  */
 export function googleHandler(options: GoogleHandlerOptions = {}): ReplyHandler {
   return (request: RecordedRequest): Reply => {
@@ -45,6 +52,8 @@ export function googleHandler(options: GoogleHandlerOptions = {}): ReplyHandler 
         return { json: { embedding: { values: fakeVector(body as EmbedRequest) } } };
       case "generateContent":
         return generationReply(options.text ?? FAKE_GOOGLE_TEXT, { modelVersion: model });
+      case "streamGenerateContent":
+        return generationStreamReply(inPieces(options.text ?? FAKE_GOOGLE_TEXT), { modelVersion: model });
       default:
         return googleError(404, "NOT_FOUND", `unknown method ${action}`);
     }
@@ -114,4 +123,66 @@ export function googleError(
   headers: Record<string, string> = {},
 ): Reply {
   return { json: { error: { code, message, status } }, status: code, headers };
+}
+
+export interface GenerationStreamOptions {
+  /** The last event's finishReason (default "STOP"); a safety reason comes with no text and its ratings. */
+  finishReason?: string;
+  modelVersion?: string;
+  /** The prompt was blocked: one event with promptFeedback.blockReason and nothing else. */
+  blockReason?: string;
+  /** An error event (`data: {"error": ...}`) after the pieces, in place of the finish. */
+  error?: { code: number; status: string };
+  /** Wait before each event, in ms. */
+  delayMs?: number;
+  /** "close" (default): the finish event, then the end. "cut" or "hang": after the pieces, the connection is cut or left open. */
+  end?: StreamEnd;
+}
+
+/**
+ * A `:streamGenerateContent?alt=sse` answer as the Gemini API sends it: one `data:` event per
+ * piece, each a partial GenerateContentResponse, the last one carrying the finishReason, every
+ * event ended by a blank line in CRLF.
+ */
+export function generationStreamReply(pieces: readonly string[], options: GenerationStreamOptions = {}): Reply {
+  const modelVersion = options.modelVersion ?? "gemini-2.5-flash-lite";
+  const event = (candidate: Record<string, unknown>) =>
+    geminiEvent({
+      candidates: [{ ...candidate, index: 0 }],
+      usageMetadata: { promptTokenCount: 120, candidatesTokenCount: 30, totalTokenCount: 150 },
+      modelVersion,
+      responseId: "fake-response",
+    });
+  const end = options.end ?? "close";
+  if (options.blockReason) {
+    const blocked = geminiEvent({
+      promptFeedback: {
+        blockReason: options.blockReason,
+        safetyRatings: [{ category: "HARM_CATEGORY_DANGEROUS_CONTENT", probability: "HIGH", blocked: true }],
+      },
+      usageMetadata: { promptTokenCount: 120, totalTokenCount: 120 },
+      modelVersion,
+    });
+    return { events: [blocked], end };
+  }
+  const events = pieces.map((text) => event({ content: { role: "model", parts: [{ text }] } }));
+  if (options.error) {
+    events.push(geminiEvent({ error: { ...options.error, message: `fake ${options.error.status}` } }));
+  } else if (end === "close") {
+    const finishReason = options.finishReason ?? "STOP";
+    events.push(
+      finishReason === "STOP"
+        ? event({ content: { role: "model", parts: [{ text: "" }] }, finishReason })
+        : event({
+            finishReason,
+            safetyRatings: [{ category: "HARM_CATEGORY_DANGEROUS_CONTENT", probability: "HIGH", blocked: true }],
+          }),
+    );
+  }
+  return { events, end, ...(options.delayMs === undefined ? {} : { delayMs: options.delayMs }) };
+}
+
+/** A `data:` event ended by a blank line in CRLF, as the Gemini API ends them. */
+function geminiEvent(data: unknown): string {
+  return sseEvent(data).replace(/\n\n$/, "\r\n\r\n");
 }

@@ -3,7 +3,14 @@
  * like the real API, and the helpers build the error, refusal and odd replies the tests script.
  */
 import { bagOfWords } from "./fake-embedder.ts";
-import { FakeProviderServer, type RecordedRequest, type Reply } from "./fake-provider-server.ts";
+import {
+  FakeProviderServer,
+  inPieces,
+  type RecordedRequest,
+  type Reply,
+  type StreamEnd,
+  sseEvent,
+} from "./fake-provider-server.ts";
 
 export const FAKE_OPENAI_DEFAULT_DIMENSION = 3072;
 export const FAKE_OPENAI_REPLY_TEXT = "Le recomiendo la cafetera espresso: es lo más parecido a lo que busca.";
@@ -16,6 +23,7 @@ interface EmbeddingsBody {
 
 interface ChatBody {
   model?: string;
+  stream?: boolean;
 }
 
 /** Answers OpenAI's endpoints: bag-of-words vectors of the requested `dimensions`, and a fixed chat text. */
@@ -30,7 +38,9 @@ export function openAIHandler(request: RecordedRequest): Reply {
     );
   }
   if (request.method === "POST" && request.path === "/v1/chat/completions") {
-    return chatReply(FAKE_OPENAI_REPLY_TEXT, { model: (request.body as ChatBody | undefined)?.model });
+    const body = request.body as ChatBody | undefined;
+    if (body?.stream === true) return chatStreamReply(inPieces(FAKE_OPENAI_REPLY_TEXT), { model: body.model });
+    return chatReply(FAKE_OPENAI_REPLY_TEXT, { model: body?.model });
   }
   return openAIError(404, `Invalid URL (${request.method} ${request.path})`, "invalid_request_error");
 }
@@ -136,4 +146,50 @@ export function serverError(): Reply {
 /** A 200 whose body is not JSON at all. */
 export function malformedJson(): Reply {
   return { raw: '{"object": "list", "data": [', status: 200 };
+}
+
+export interface ChatStreamOptions {
+  model?: string | undefined;
+  /** The last chunk's finish_reason (default "stop"); null sends no finish chunk, only `[DONE]`. */
+  finishReason?: "stop" | "length" | "content_filter" | null;
+  /** Pieces of a refusal, streamed in `delta.refusal` after the content pieces. */
+  refusal?: readonly string[];
+  /** An error event after the pieces, in place of the finish: how OpenAI reports a failure mid-stream. */
+  error?: { message: string; type: string };
+  /** Wait before each event, in ms. */
+  delayMs?: number;
+  /**
+   * "close" (default): the finish chunk and `data: [DONE]`, then the end. "cut" or "hang": after
+   * the pieces, the connection is cut or left open, with no finish.
+   */
+  end?: StreamEnd;
+}
+
+/**
+ * A streamed chat completion (`stream: true`) as OpenAI sends it: `data: {chat.completion.chunk}`
+ * events (the role first, then one per piece, then the finish_reason) and `data: [DONE]`.
+ */
+export function chatStreamReply(pieces: readonly string[], options: ChatStreamOptions = {}): Reply {
+  const chunk = (delta: Record<string, unknown>, finishReason: string | null = null) =>
+    sseEvent({
+      id: "chatcmpl-fake",
+      object: "chat.completion.chunk",
+      created: 1_700_000_000,
+      model: options.model ?? "gpt-4.1-mini",
+      system_fingerprint: null,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
+    });
+  const events = [
+    chunk({ role: "assistant", content: "", refusal: null }),
+    ...pieces.map((content) => chunk({ content })),
+    ...(options.refusal ?? []).map((refusal) => chunk({ refusal })),
+  ];
+  const end = options.end ?? "close";
+  if (options.error) {
+    events.push(sseEvent({ error: { ...options.error, param: null, code: null } }));
+  } else if (end === "close") {
+    if (options.finishReason !== null) events.push(chunk({}, options.finishReason ?? "stop"));
+    events.push(sseEvent("[DONE]"));
+  }
+  return { events, end, ...(options.delayMs === undefined ? {} : { delayMs: options.delayMs }) };
 }

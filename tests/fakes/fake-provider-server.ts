@@ -12,7 +12,12 @@ export interface RecordedRequest {
   /** The body parsed as JSON, or undefined when it is not JSON. */
   body: unknown;
   rawBody: string;
+  /** Settles when the client closes the connection before the answer is over (e.g. an aborted request). */
+  clientGone: Promise<void>;
 }
+
+/** How a streamed answer ends: normally, with its connection cut mid-answer, or never (open until the client leaves). */
+export type StreamEnd = "close" | "cut" | "hang";
 
 export type Reply =
   /** A JSON answer (status 200 unless given). */
@@ -20,7 +25,12 @@ export type Reply =
   /** Any body as it is, e.g. malformed JSON. */
   | { raw: string; status?: number; headers?: Record<string, string> }
   /** No answer at all until the client gives up (a timeout). */
-  | { hang: true };
+  | { hang: true }
+  /**
+   * A `text/event-stream` answer written one server-sent event at a time (each string a whole
+   * event, its blank line included), `delayMs` before each; then it ends as `end` says (default close).
+   */
+  | { events: readonly string[]; delayMs?: number; end?: StreamEnd; status?: number; headers?: Record<string, string> };
 
 export type ReplyHandler = (request: RecordedRequest) => Reply | Promise<Reply>;
 
@@ -86,6 +96,7 @@ export class FakeProviderServer {
       headers: request.headers,
       body,
       rawBody,
+      clientGone: new Promise<void>((resolve) => request.signal.addEventListener("abort", () => resolve())),
     };
     this.requests.push(recorded);
     const reply = this.scripted.shift() ?? (await this.handler(recorded));
@@ -94,8 +105,47 @@ export class FakeProviderServer {
         request.signal.addEventListener("abort", () => resolve(new Response(null, { status: 499 })), { once: true });
       });
     }
+    if ("events" in reply) {
+      return new Response(eventStream(reply.events, reply.delayMs ?? 0, reply.end ?? "close"), {
+        status: reply.status ?? 200,
+        headers: { "content-type": "text/event-stream", "cache-control": "no-cache", ...reply.headers },
+      });
+    }
     const headers = { "content-type": "application/json", ...reply.headers };
     const text = "json" in reply ? JSON.stringify(reply.json) : reply.raw;
     return new Response(text, { status: reply.status ?? 200, headers });
   }
+}
+
+/** The body of a streamed reply; it stops writing once the client has gone. */
+function eventStream(events: readonly string[], delayMs: number, end: StreamEnd): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let gone = false;
+  return new ReadableStream<Uint8Array>({
+    async start(controller) {
+      for (const event of events) {
+        if (delayMs > 0) await Bun.sleep(delayMs);
+        if (gone) return;
+        controller.enqueue(encoder.encode(event));
+      }
+      if (end === "close") controller.close();
+      // Erroring the body makes Bun close the socket with the chunked answer unfinished; an
+      // `undefined` reason keeps it from printing a stack trace.
+      else if (end === "cut") controller.error(undefined);
+    },
+    cancel() {
+      gone = true;
+    },
+  });
+}
+
+/** `text` cut after each run of spaces ("a b" → ["a ", "b"]), the way models stream words. */
+export function inPieces(text: string): string[] {
+  return text.match(/\s*\S+\s*/g) ?? (text === "" ? [] : [text]);
+}
+
+/** One server-sent event: an optional `event:` line, one `data:` line, a blank line. */
+export function sseEvent(data: unknown, event?: string): string {
+  const payload = typeof data === "string" ? data : JSON.stringify(data);
+  return `${event === undefined ? "" : `event: ${event}\n`}data: ${payload}\n\n`;
 }

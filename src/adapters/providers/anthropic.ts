@@ -1,6 +1,11 @@
 import Anthropic from "@anthropic-ai/sdk";
-import type { Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
-import { GenerationRefused, type ProviderClientOptions, sdkTimeoutMs } from "./provider-client.ts";
+import type { GenerationEvent, Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
+import {
+  GenerationRefused,
+  type ProviderClientOptions,
+  recommendationStream,
+  sdkTimeoutMs,
+} from "./provider-client.ts";
 import { RECOMMENDATION_MAX_TOKENS, recommendationPrompt } from "./recommendation-prompt.ts";
 import { resilientFetch } from "./resilient-fetch.ts";
 
@@ -16,7 +21,7 @@ export interface AnthropicGeneratorOptions extends ProviderClientOptions {
   model: string;
 }
 
-/** Recommendations from a Claude model through the Messages API (one request, no streaming). */
+/** Recommendations from a Claude model through the Messages API, in one answer or streamed. */
 export class AnthropicGenerator implements Generator {
   readonly name: string;
   private readonly model: string;
@@ -41,21 +46,8 @@ export class AnthropicGenerator implements Generator {
   }
 
   async generate(request: RecommendationRequest, signal?: AbortSignal): Promise<Recommendation> {
-    const prompt = recommendationPrompt(request);
-    const message = await this.client.messages.create(
-      {
-        model: this.model,
-        max_tokens: RECOMMENDATION_MAX_TOKENS,
-        system: prompt.system,
-        messages: [{ role: "user", content: prompt.user }],
-      },
-      { signal },
-    );
-    if (message.stop_reason === "refusal") {
-      // Optional chaining: a compatible gateway may leave stop_details out.
-      const category = message.stop_details?.category;
-      throw new GenerationRefused(category ? `refusal (${category})` : "refusal");
-    }
+    const message = await this.client.messages.create(this.body(request), { signal });
+    if (message.stop_reason === "refusal") throw refused(message.stop_details);
     // A malformed body may lack `content`; it is not our type's promise to keep then.
     const texts = (Array.isArray(message.content) ? message.content : []).flatMap((block) =>
       block.type === "text" && typeof block.text === "string" ? [block.text] : [],
@@ -65,4 +57,47 @@ export class AnthropicGenerator implements Generator {
     }
     return { text: texts.join("").trim(), provider: "ANTHROPIC", model: this.model };
   }
+
+  /**
+   * The same request with `stream: true`: message_start, then content_block_start / _delta / _stop
+   * for each block, message_delta with the stop reason, message_stop (`ping` and `error` events
+   * may come in between; the SDK throws on `error`).
+   */
+  stream(request: RecommendationRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
+    return recommendationStream(signal, { provider: "ANTHROPIC", model: this.model }, (requestSignal) =>
+      this.pieces(request, requestSignal),
+    );
+  }
+
+  private async *pieces(request: RecommendationRequest, signal: AbortSignal): AsyncGenerator<string> {
+    const events = await this.client.messages.create({ ...this.body(request), stream: true }, { signal });
+    let stopped = false;
+    for await (const event of events) {
+      if (event.type === "content_block_delta" && event.delta.type === "text_delta") {
+        yield event.delta.text;
+      } else if (event.type === "message_delta" && event.delta.stop_reason === "refusal") {
+        throw refused(event.delta.stop_details);
+      } else if (event.type === "message_stop") {
+        stopped = true;
+      }
+    }
+    // The SDK ends a stream quietly when its request is aborted (a timeout included).
+    if (!stopped) throw new Error("anthropic: the stream ended before message_stop");
+  }
+
+  private body(request: RecommendationRequest) {
+    const prompt = recommendationPrompt(request);
+    return {
+      model: this.model,
+      max_tokens: RECOMMENDATION_MAX_TOKENS,
+      system: prompt.system,
+      messages: [{ role: "user" as const, content: prompt.user }],
+    };
+  }
+}
+
+/** stop_reason "refusal", with its category when the API gives one (a compatible gateway may not). */
+function refused(details: { category?: string | null } | null | undefined): GenerationRefused {
+  const category = details?.category;
+  return new GenerationRefused(category ? `refusal (${category})` : "refusal");
 }

@@ -1,5 +1,5 @@
 import { GenerationUnavailable } from "../../domain/errors.ts";
-import type { Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
+import type { GenerationEvent, Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
 import { describeError } from "./describe-error.ts";
 
 export type GenerationLog = (event: Record<string, unknown>) => void;
@@ -11,7 +11,10 @@ export interface ChainLink {
 }
 
 export interface GeneratorChainOptions {
-  /** Time limit of each link that sets none of its own, in ms (default 20 s). */
+  /**
+   * Time limit of each link that sets none of its own, in ms (default 20 s): for `generate` the
+   * whole answer, for `stream` each wait for the link's next event (see GeneratorChain.stream).
+   */
   timeoutMs?: number;
   /** Receives one event per failed attempt and one for the answering link. */
   log?: GenerationLog;
@@ -23,7 +26,7 @@ const DEFAULT_TIMEOUT_MS = 20_000;
 export class GenerationTimeout extends Error {
   override readonly name = "GenerationTimeout";
   constructor(readonly timeoutMs: number) {
-    super(`no answer within ${timeoutMs} ms`);
+    super(`nothing within ${timeoutMs} ms`);
   }
 }
 
@@ -39,6 +42,7 @@ export class EmptyGeneration extends Error {
  * Ordered generators: the first link that answers with non-blank text within its time limit wins.
  * A rejection, a timeout or a blank text moves on to the next link. When every link fails, it
  * rejects with GenerationUnavailable whose `cause` is an AggregateError of each link's failure.
+ * Streamed, the same rules hold, and a link that fails after its text began is replaced (`reset`).
  */
 export class GeneratorChain implements Generator {
   readonly name: string;
@@ -63,12 +67,9 @@ export class GeneratorChain implements Generator {
       signal?.throwIfAborted();
       const started = performance.now();
       const latencyMs = () => Math.round(performance.now() - started);
+      const turn = new LinkTurn(timeoutMs, signal);
       try {
-        const recommendation = await withTimeout(
-          (linkSignal) => generator.generate(request, linkSignal),
-          timeoutMs,
-          signal,
-        );
+        const recommendation = await turn.within(() => generator.generate(request, turn.signal));
         if (typeof recommendation?.text !== "string" || recommendation.text.trim() === "") {
           throw new EmptyGeneration();
         }
@@ -83,52 +84,164 @@ export class GeneratorChain implements Generator {
         return recommendation;
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
-        const failure = error instanceof Error ? error : new Error(String(error));
-        failures.push(failure);
-        this.log({
-          event: "generation_failed",
-          generator: generator.name,
-          position,
-          reason:
-            failure instanceof GenerationTimeout ? "timeout" : failure instanceof EmptyGeneration ? "empty" : "error",
-          error: describeError(failure),
-          latencyMs: latencyMs(),
-        });
+        failures.push(this.failed(generator, position, error, { latencyMs: latencyMs() }));
+      } finally {
+        turn.end();
       }
     }
-    throw new GenerationUnavailable(undefined, {
-      cause: new AggregateError(failures, `all ${failures.length} generators failed`),
+    throw unavailable(failures);
+  }
+
+  /**
+   * The first link that writes a non-blank text, as it writes it. A link's deltas reach the caller
+   * from its first non-blank one on; a link that fails before that (rejects, times out, ends blank)
+   * hands over silently; one that fails after it sends a `reset`, and the next link's text replaces
+   * its own. Each link's `timeoutMs` bounds every wait for its next event: the first text
+   * (connection and retries included) and each pause after it, not the length of a stream that keeps
+   * coming (the provider's max tokens and per-attempt time limit bound that). When every link
+   * fails, the iteration throws GenerationUnavailable (after a `reset` if text had been sent);
+   * when `signal` aborts, it throws `signal.reason` and the request in flight is cancelled.
+   */
+  async *stream(request: RecommendationRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
+    const failures: Error[] = [];
+    for (const [position, { generator, timeoutMs }] of this.links.entries()) {
+      signal?.throwIfAborted();
+      const started = performance.now();
+      const elapsedMs = () => Math.round(performance.now() - started);
+      const turn = new LinkTurn(timeoutMs, signal);
+      let events: AsyncIterator<GenerationEvent> | undefined;
+      /** This link's text since its last reset. */
+      let text = "";
+      /** Some of that text reached the caller. */
+      let began = false;
+      let firstTextMs = 0;
+      try {
+        const iterator = generator.stream(request, turn.signal)[Symbol.asyncIterator]();
+        events = iterator;
+        let answer: Recommendation | undefined;
+        while (!answer) {
+          const next = await turn.within(() => iterator.next());
+          if (next.done) throw new Error("the stream ended without its done event");
+          const event = next.value;
+          if (event.type === "delta") {
+            text += event.text;
+            if (began) {
+              yield { type: "delta", text: event.text };
+            } else if (text.trim() !== "") {
+              began = true;
+              firstTextMs = elapsedMs();
+              yield { type: "delta", text };
+            }
+          } else if (event.type === "reset") {
+            text = "";
+            if (began) {
+              began = false;
+              yield { type: "reset" };
+            }
+          } else {
+            answer = event.recommendation;
+          }
+        }
+        if (!began) throw new EmptyGeneration();
+        const recommendation: Recommendation = { text: text.trim(), provider: answer.provider, model: answer.model };
+        this.log({
+          event: "generation_answered",
+          generator: generator.name,
+          position,
+          provider: recommendation.provider,
+          model: recommendation.model,
+          firstTextMs,
+          latencyMs: elapsedMs(),
+        });
+        yield { type: "done", recommendation, position };
+        return;
+      } catch (error) {
+        if (signal?.aborted) throw signal.reason;
+        failures.push(this.failed(generator, position, error, { latencyMs: elapsedMs(), reset: began }));
+        if (began) yield { type: "reset" };
+      } finally {
+        turn.end();
+        release(events);
+      }
+    }
+    throw unavailable(failures);
+  }
+
+  /** Logs a link's failure and returns it as an Error. */
+  private failed(generator: Generator, position: number, error: unknown, details: Record<string, unknown>): Error {
+    const failure = error instanceof Error ? error : new Error(String(error));
+    this.log({
+      event: "generation_failed",
+      generator: generator.name,
+      position,
+      reason: failure instanceof GenerationTimeout ? "timeout" : failure instanceof EmptyGeneration ? "empty" : "error",
+      error: describeError(failure),
+      ...details,
     });
+    return failure;
   }
 }
 
 /**
- * Runs `task` with a signal that aborts after `timeoutMs` (or when `outer` aborts), and rejects with
- * GenerationTimeout at that moment even if the task ignores its signal. A synchronous throw is a rejection too.
+ * Lets a link's stream run its own clean-up, without waiting for it: its request is already
+ * cancelled, and a link that ignores its signal may never finish.
  */
-async function withTimeout<T>(
-  task: (signal: AbortSignal) => Promise<T>,
-  timeoutMs: number,
-  outer: AbortSignal | undefined,
-): Promise<T> {
-  const controller = new AbortController();
-  const stopWithOuter = () => controller.abort(outer?.reason);
-  outer?.addEventListener("abort", stopWithOuter, { once: true });
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const timeout = new GenerationTimeout(timeoutMs);
-      controller.abort(timeout);
-      reject(timeout);
-    }, timeoutMs);
-    controller.signal.addEventListener("abort", () => reject(controller.signal.reason), { once: true });
+function release(events: AsyncIterator<GenerationEvent> | undefined): void {
+  Promise.resolve()
+    .then(() => events?.return?.())
+    .catch(() => {});
+}
+
+function unavailable(failures: readonly Error[]): GenerationUnavailable {
+  return new GenerationUnavailable(undefined, {
+    cause: new AggregateError(failures, `all ${failures.length} generators failed`),
   });
-  try {
-    return await Promise.race([Promise.resolve().then(() => task(controller.signal)), expired]);
-  } finally {
-    clearTimeout(timer);
-    outer?.removeEventListener("abort", stopWithOuter);
-    // The link is over: a request still running (it lost the race) is cancelled.
-    if (!controller.signal.aborted) controller.abort(new Error("the chain moved on"));
+}
+
+/**
+ * One link's turn. Its signal, given to the link's request, aborts when the caller's does, when a
+ * wait takes longer than the link's time limit (with GenerationTimeout as the reason) and when the
+ * turn ends.
+ */
+class LinkTurn {
+  private readonly controller = new AbortController();
+  private readonly stopWithOuter = () => this.controller.abort(this.outer?.reason);
+
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly outer: AbortSignal | undefined,
+  ) {
+    outer?.addEventListener("abort", this.stopWithOuter, { once: true });
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /**
+   * What `work` resolves to, or a rejection when the signal aborts (with its reason) or timeoutMs
+   * passes (with GenerationTimeout), at that moment even if the work ignores its signal. A
+   * synchronous throw is a rejection too.
+   */
+  within<T>(work: () => Promise<T>): Promise<T> {
+    const { signal } = this.controller;
+    if (signal.aborted) return Promise.reject(signal.reason);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let onAbort = () => {};
+    const stopped = new Promise<never>((_, reject) => {
+      onAbort = () => reject(signal.reason);
+      signal.addEventListener("abort", onAbort, { once: true });
+      timer = setTimeout(() => this.controller.abort(new GenerationTimeout(this.timeoutMs)), this.timeoutMs);
+    });
+    return Promise.race([Promise.resolve().then(work), stopped]).finally(() => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+    });
+  }
+
+  /** The link is done with: a request still running (it lost a race) is cancelled. */
+  end(): void {
+    this.outer?.removeEventListener("abort", this.stopWithOuter);
+    if (!this.controller.signal.aborted) this.controller.abort(new Error("the chain moved on"));
   }
 }

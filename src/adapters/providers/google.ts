@@ -1,9 +1,14 @@
 import { FinishReason, GoogleGenAI } from "@google/genai";
 import type { Vector } from "../../domain/vector.ts";
 import type { Embedder, EmbeddingPurpose } from "../../ports/embedder.ts";
-import type { Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
+import type { GenerationEvent, Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
 import { embedInBatches } from "./batching.ts";
-import { GenerationRefused, type ProviderClientOptions, sdkTimeoutMs } from "./provider-client.ts";
+import {
+  GenerationRefused,
+  type ProviderClientOptions,
+  recommendationStream,
+  sdkTimeoutMs,
+} from "./provider-client.ts";
 import { RECOMMENDATION_MAX_TOKENS, recommendationPrompt } from "./recommendation-prompt.ts";
 import { resilientFetch } from "./resilient-fetch.ts";
 
@@ -115,16 +120,7 @@ export class GoogleGenerator implements Generator {
   }
 
   async generate(request: RecommendationRequest, signal?: AbortSignal): Promise<Recommendation> {
-    const prompt = recommendationPrompt(request);
-    const response = await this.client.models.generateContent({
-      model: this.modelId,
-      contents: prompt.user,
-      config: {
-        systemInstruction: prompt.system,
-        maxOutputTokens: RECOMMENDATION_MAX_TOKENS,
-        abortSignal: signal,
-      },
-    });
+    const response = await this.client.models.generateContent(this.parameters(request, signal));
 
     const blockReason = response.promptFeedback?.blockReason;
     if (blockReason) throw new GenerationRefused(`the prompt was blocked (${blockReason})`);
@@ -137,5 +133,52 @@ export class GoogleGenerator implements Generator {
       throw new Error(`${this.name} answered with no text (finish reason ${finishReason})`);
     }
     return { text, provider: "GOOGLE", model: this.modelId };
+  }
+
+  /**
+   * The same request through `:streamGenerateContent?alt=sse`: each event is a partial
+   * GenerateContentResponse, the last one with the finish reason. A safety finish reason fails the
+   * stream even after some text (which `generate` would keep): the chain withdraws that text.
+   */
+  stream(request: RecommendationRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
+    return recommendationStream(signal, { provider: "GOOGLE", model: this.modelId }, (requestSignal) =>
+      this.pieces(request, requestSignal),
+    );
+  }
+
+  private async *pieces(request: RecommendationRequest, signal: AbortSignal): AsyncGenerator<string> {
+    const parameters = this.parameters(request, signal);
+    const chunks = await this.client.models.generateContentStream({
+      ...parameters,
+      // Otherwise the SDK sends new requests to resume a broken stream from its last continuation
+      // checkpoint: retries happen in resilientFetch alone, and a broken stream is the chain's to hand over.
+      config: { ...parameters.config, automaticContinuation: false },
+    });
+    let finishReason: string | undefined;
+    for await (const chunk of chunks) {
+      const blockReason = chunk.promptFeedback?.blockReason;
+      if (blockReason) throw new GenerationRefused(`the prompt was blocked (${blockReason})`);
+      const candidate = chunk.candidates?.[0];
+      finishReason = candidate?.finishReason ?? finishReason;
+      if (finishReason && REFUSAL_FINISH_REASONS.has(finishReason)) {
+        throw new GenerationRefused(`finish reason ${finishReason}`);
+      }
+      const text = chunk.text;
+      if (text) yield text;
+    }
+    if (!finishReason) throw new Error(`${this.name}: the stream ended before the model finished`);
+  }
+
+  private parameters(request: RecommendationRequest, signal: AbortSignal | undefined) {
+    const prompt = recommendationPrompt(request);
+    return {
+      model: this.modelId,
+      contents: prompt.user,
+      config: {
+        systemInstruction: prompt.system,
+        maxOutputTokens: RECOMMENDATION_MAX_TOKENS,
+        abortSignal: signal,
+      },
+    };
   }
 }

@@ -1,5 +1,6 @@
+import { citationMarker } from "../../domain/citations.ts";
 import type { ScoredProduct } from "../../domain/product.ts";
-import type { Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
+import type { GenerationEvent, Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
 import { plain } from "./untrusted-text.ts";
 
 export const LOCAL_GENERATOR_MODEL = "recomendador-local-v1";
@@ -24,8 +25,9 @@ const ALTERNATIVE_MIN_SHARE = 0.75;
 /**
  * The last-resort generator: deterministic Spanish text built from the retrieved products only,
  * no language model. It names the best match and its category, one or two alternatives, and says
- * so when the matches are weak or there are none. Product and query text are treated as data:
- * whitespace and control characters collapsed, length bounded, quoted.
+ * so when the matches are weak or there are none, and cites each product it names like a model
+ * does (`«Name» [#12]`). Product and query text are treated as data: whitespace and control
+ * characters collapsed, length bounded, quoted.
  */
 export class LocalGenerator implements Generator {
   readonly name = `local/${LOCAL_GENERATOR_MODEL}`;
@@ -37,6 +39,13 @@ export class LocalGenerator implements Generator {
 
   async generate({ query, products }: RecommendationRequest): Promise<Recommendation> {
     return { text: this.write(query, products), provider: "LOCAL", model: LOCAL_GENERATOR_MODEL };
+  }
+
+  /** The whole text in one delta: it is written at once. */
+  async *stream(request: RecommendationRequest): AsyncGenerator<GenerationEvent> {
+    const recommendation = await this.generate(request);
+    yield { type: "delta", text: recommendation.text };
+    yield { type: "done", recommendation, position: 0 };
   }
 
   private write(query: string, products: readonly ScoredProduct[]): string {
@@ -85,11 +94,12 @@ function alternativesText(best: ScoredProduct, alternatives: readonly ScoredProd
   return list(alternatives.map(describe));
 }
 
+/** «Name» [#id]: quoted, and cited. */
 function quotedName(product: ScoredProduct): string {
-  return `«${plain(product.name, MAX_NAME) || "sin nombre"}»`;
+  return `«${plain(product.name, MAX_NAME) || "sin nombre"}» ${citationMarker(product.id)}`;
 }
 
-/** «Name» (categoría Category). */
+/** «Name» [#id] (categoría Category). */
 function describe(product: ScoredProduct): string {
   const category = plain(product.category, MAX_CATEGORY);
   return category ? `${quotedName(product)} (categoría ${category})` : quotedName(product);

@@ -1,9 +1,14 @@
 import OpenAI from "openai";
 import type { Vector } from "../../domain/vector.ts";
 import type { Embedder, EmbeddingPurpose } from "../../ports/embedder.ts";
-import type { Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
+import type { GenerationEvent, Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
 import { embedInBatches } from "./batching.ts";
-import { GenerationRefused, type ProviderClientOptions, sdkTimeoutMs } from "./provider-client.ts";
+import {
+  GenerationRefused,
+  type ProviderClientOptions,
+  recommendationStream,
+  sdkTimeoutMs,
+} from "./provider-client.ts";
 import { RECOMMENDATION_MAX_TOKENS, recommendationPrompt } from "./recommendation-prompt.ts";
 import { resilientFetch } from "./resilient-fetch.ts";
 
@@ -179,19 +184,8 @@ export class OpenAIGenerator implements Generator {
   }
 
   async generate(request: RecommendationRequest, signal?: AbortSignal): Promise<Recommendation> {
-    const prompt = recommendationPrompt(request);
     const completion = await sdkCall("chat completion", this.apiKey, signal, () =>
-      this.client.chat.completions.create(
-        {
-          model: this.apiModel,
-          messages: [
-            { role: "system", content: prompt.system },
-            { role: "user", content: prompt.user },
-          ],
-          max_completion_tokens: RECOMMENDATION_MAX_TOKENS,
-        },
-        { signal },
-      ),
+      this.client.chat.completions.create(this.body(request), { signal }),
     );
     const choice = completion?.choices?.[0];
     if (!choice) throw new OpenAIRequestFailed("openai chat completion: the answer has no choices");
@@ -204,5 +198,52 @@ export class OpenAIGenerator implements Generator {
       throw new OpenAIRequestFailed(`openai chat completion: no text (finish_reason ${String(finishReason)})`);
     }
     return { text: message.content.trim(), provider: "OPENAI", model: this.apiModel };
+  }
+
+  /** The same request with `stream: true`: chat.completion.chunk events until `[DONE]`. */
+  stream(request: RecommendationRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
+    return recommendationStream(signal, { provider: "OPENAI", model: this.apiModel }, (requestSignal) =>
+      this.pieces(request, requestSignal),
+    );
+  }
+
+  private async *pieces(request: RecommendationRequest, signal: AbortSignal): AsyncGenerator<string> {
+    try {
+      const chunks = await this.client.chat.completions.create({ ...this.body(request), stream: true }, { signal });
+      let finishReason: string | null = null;
+      for await (const chunk of chunks) {
+        // A chunk may have no choice (a usage chunk) or no delta.
+        const choice = chunk?.choices?.[0];
+        const refusal = choice?.delta?.refusal;
+        if (typeof refusal === "string" && refusal.trim() !== "") {
+          throw new GenerationRefused(`refusal: ${refusal.trim().slice(0, 200)}`);
+        }
+        if (choice?.finish_reason === "content_filter") throw new GenerationRefused("content filter");
+        const content = choice?.delta?.content;
+        if (typeof content === "string") yield content;
+        finishReason = choice?.finish_reason ?? finishReason;
+      }
+      // The SDK ends a stream quietly when its request is aborted (a timeout included).
+      if (finishReason === null) throw new Error("the stream ended before the model finished");
+    } catch (error) {
+      if (error instanceof GenerationRefused || signal.aborted) throw error;
+      const status = error instanceof OpenAI.APIError ? error.status : undefined;
+      throw new OpenAIRequestFailed(
+        withoutKey(`openai chat completion stream failed: ${describe(error)}`, this.apiKey),
+        status,
+      );
+    }
+  }
+
+  private body(request: RecommendationRequest) {
+    const prompt = recommendationPrompt(request);
+    return {
+      model: this.apiModel,
+      messages: [
+        { role: "system" as const, content: prompt.system },
+        { role: "user" as const, content: prompt.user },
+      ],
+      max_completion_tokens: RECOMMENDATION_MAX_TOKENS,
+    };
   }
 }

@@ -1,13 +1,16 @@
 /**
  * Untrusted text as one plain line: invisible format characters (bidi overrides, zero-width) removed,
- * any whitespace or control run turned into one space, the guillemets we quote with replaced, and
- * the result cut at a word boundary to at most `max` characters (code points, so no emoji is split).
+ * any whitespace or control run turned into one space, the guillemets we quote with replaced, `[#`
+ * (how recommendations cite products, `[#12]`) split so that no product text passes for a
+ * citation, and the result cut at a word boundary to at most `max` characters (code points, so
+ * no emoji is split).
  */
 export function plain(text: string, max: number): string {
   const line = text
     .replace(/\p{Cf}/gu, "")
     .replace(/[\s\p{Cc}\p{Z}]+/gu, " ")
     .replace(/[«»]/g, '"')
+    .replaceAll("[#", "[ #")
     .trim();
   const chars = Array.from(line);
   if (chars.length <= max) return line;

@@ -18,10 +18,12 @@ import {
   anthropicOverloaded,
   anthropicRateLimited,
   anthropicRefusal,
+  anthropicStream,
   anthropicText,
 } from "../../fakes/fake-anthropic-server.ts";
 import { FakeProviderServer } from "../../fakes/fake-provider-server.ts";
 import { rejection } from "../../support/rejection.ts";
+import { drain, shownText } from "../../support/streams.ts";
 
 const API_KEY = "sk-ant-test-0123456789-secret";
 const MODEL = "claude-test-model";
@@ -256,5 +258,97 @@ describe("AnthropicGenerator", () => {
     const error = await rejection(generator().anthropic.generate(request, AbortSignal.abort()));
     expect(error).toBeInstanceOf(APIUserAbortError);
     expect(server.requests).toHaveLength(0);
+  });
+});
+
+describe("AnthropicGenerator.stream", () => {
+  /** Attempts long enough that only a cancellation, not a time limit, can close a hanging stream within a test. */
+  const patient = { attemptTimeoutMs: 30_000, budgetMs: 60_000 };
+  const TEXT = "Le recomiendo la cafetera: es la que mejor encaja con lo que busca.";
+
+  test("streams the text deltas, then done labelled ANTHROPIC and the model", async () => {
+    const { events, error } = await drain(generator().anthropic.stream(request));
+    expect(error).toBeUndefined();
+    expect(events.filter((event) => event.type === "delta").length).toBeGreaterThan(5);
+    expect(shownText(events)).toBe(TEXT);
+    expect(events.at(-1)).toEqual({
+      type: "done",
+      recommendation: { text: TEXT, provider: "ANTHROPIC", model: MODEL },
+      position: 0,
+    });
+  });
+
+  test("asks for a stream with the same prompt as generate, the key in x-api-key only", async () => {
+    await drain(generator().anthropic.stream(request));
+    const sent = onlyMessagesRequest();
+    expect(sent.body).toEqual({
+      model: MODEL,
+      max_tokens: RECOMMENDATION_MAX_TOKENS,
+      system: RECOMMENDATION_INSTRUCTIONS,
+      messages: [{ role: "user", content: recommendationPrompt(request).user }],
+      stream: true,
+    });
+    expect(sent.headers.get("x-api-key")).toBe(API_KEY);
+    expect(sent.headers.get("authorization")).toBeNull();
+  });
+
+  test("a stream cut mid-answer fails after its first pieces, and is not sent again", async () => {
+    server.enqueue(anthropicStream(["Le ", "recomiendo "], { end: "cut", delayMs: 5 }));
+    const { events, error } = await drain(generator().anthropic.stream(request));
+    expect(shownText(events)).toStartWith("Le ");
+    expect(error).toBeInstanceOf(Error);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  test("a stream that ends cleanly before message_stop fails", async () => {
+    server.enqueue({ ...anthropicStream(["Le "], { end: "cut" }), end: "close" });
+    const { error } = await drain(generator().anthropic.stream(request));
+    expect(error?.message).toContain("before message_stop");
+  });
+
+  test("an error event mid-stream fails the stream, with no key in the error or logs", async () => {
+    server.enqueue(anthropicStream(["Le "], { error: "overloaded_error" }));
+    const { anthropic, events: logged } = generator();
+    const { events, error } = await drain(anthropic.stream(request));
+    expect(shownText(events)).toBe("Le ");
+    expect(error?.message).toContain("overloaded_error");
+    expectNoKeyIn(error as Error, logged);
+  });
+
+  test('stop_reason "refusal" after some text fails the stream with GenerationRefused', async () => {
+    server.enqueue(anthropicStream(["Le recomiendo "], { stopReason: "refusal" }));
+    const { events, error } = await drain(generator().anthropic.stream(request));
+    expect(shownText(events)).toBe("Le recomiendo ");
+    expect(error).toBeInstanceOf(GenerationRefused);
+    expect(error?.message).toContain("general_harms");
+  });
+
+  test("a 529 before the stream starts is retried", async () => {
+    server.enqueue(anthropicOverloaded());
+    const { events, error } = await drain(generator().anthropic.stream(request));
+    expect(error).toBeUndefined();
+    expect(shownText(events)).toBe(TEXT);
+    expect(server.requests).toHaveLength(2);
+  });
+
+  test("aborting the signal mid-stream cancels the request: the server sees the connection closed", async () => {
+    server.enqueue(anthropicStream(["Uno ", "dos ", "tres"], { delayMs: 20, end: "hang" }));
+    const controller = new AbortController();
+    const reason = new Error("the client went away");
+    const events = generator(patient).anthropic.stream(request, controller.signal);
+    expect((await events.next()).value).toEqual({ type: "delta", text: "Uno " });
+    const pending = events.next();
+    controller.abort(reason);
+    expect(await rejection(pending)).toBe(reason);
+    await server.requests[0]?.clientGone;
+  });
+
+  test("leaving the loop early cancels the request", async () => {
+    server.enqueue(anthropicStream(["Uno ", "dos ", "tres"], { delayMs: 20, end: "hang" }));
+    for await (const event of generator(patient).anthropic.stream(request)) {
+      expect(event.type).toBe("delta");
+      break;
+    }
+    await server.requests[0]?.clientGone;
   });
 });

@@ -1,14 +1,27 @@
 import { describe, expect, test } from "bun:test";
 import { EmptyGeneration, GenerationTimeout, GeneratorChain } from "../../../src/adapters/providers/generator-chain.ts";
 import { GenerationUnavailable } from "../../../src/domain/errors.ts";
-import type { Generator, Recommendation, RecommendationRequest } from "../../../src/ports/generator.ts";
+import type {
+  GenerationEvent,
+  Generator,
+  Recommendation,
+  RecommendationRequest,
+} from "../../../src/ports/generator.ts";
+import { drain, shape, shownText } from "../../support/streams.ts";
 
 const request: RecommendationRequest = {
   query: "cafetera",
   products: [{ id: 1, name: "Espresso machine", description: "d", category: "Kitchen", score: 0.7 }],
 };
 
-/** A generator that records its calls and behaves as told. */
+/** The stream of a generator that writes its whole text at once: one delta, then done. */
+async function* inOnePiece(answer: Promise<Recommendation>): AsyncGenerator<GenerationEvent> {
+  const recommendation = await answer;
+  yield { type: "delta", text: recommendation.text };
+  yield { type: "done", recommendation, position: 0 };
+}
+
+/** A generator that records its calls and behaves as told (streamed, in one piece). */
 function fake(name: string, behave: () => Promise<Recommendation>): Generator & { calls: number } {
   const generator = {
     name,
@@ -17,6 +30,7 @@ function fake(name: string, behave: () => Promise<Recommendation>): Generator & 
       generator.calls++;
       return behave();
     },
+    stream: (request: RecommendationRequest) => inOnePiece(generator.generate(request)),
   };
   return generator;
 }
@@ -46,12 +60,13 @@ describe("GeneratorChain", () => {
 
   test("falls back, in order, on a rejection, a timeout and a blank text", async () => {
     const order: string[] = [];
-    const track = (generator: Generator & { calls: number }) => ({
+    const track = (generator: Generator & { calls: number }): Generator => ({
       name: generator.name,
       generate: (r: RecommendationRequest) => {
         order.push(generator.name);
         return generator.generate(r);
       },
+      stream: generator.stream,
     });
     const chain = new GeneratorChain(
       [
@@ -72,6 +87,9 @@ describe("GeneratorChain", () => {
       name: "sync",
       generate: () => {
         throw new Error("not even a promise");
+      },
+      stream: () => {
+        throw new Error("not even an iterable");
       },
     };
     const chain = new GeneratorChain([throwsNow, answers("local")]);
@@ -153,6 +171,7 @@ describe("GeneratorChain", () => {
         seen = signal;
         return new Promise<Recommendation>(() => {});
       },
+      stream: () => inOnePiece(new Promise<Recommendation>(() => {})),
     };
     await new GeneratorChain([{ generator: slow, timeoutMs: 15 }, answers("local")]).generate(request);
     expect(seen?.aborted).toBe(true);
@@ -166,6 +185,7 @@ describe("GeneratorChain", () => {
       name: "first",
       generate: (_request, signal) =>
         new Promise<Recommendation>((_, reject) => signal?.addEventListener("abort", () => reject(signal.reason))),
+      stream: (request, signal) => inOnePiece(first.generate(request, signal)),
     };
     setTimeout(() => controller.abort(new Error("client went away")), 10);
     await expect(new GeneratorChain([first, next]).generate(request, controller.signal)).rejects.toThrow(
@@ -176,5 +196,241 @@ describe("GeneratorChain", () => {
 
   test("needs at least one generator", () => {
     expect(() => new GeneratorChain([])).toThrow("at least one");
+  });
+});
+
+type Step =
+  /** A piece of text. */
+  | string
+  | { fail: string }
+  /** No further event until the link's signal aborts. */
+  | { hang: true }
+  | { waitMs: number }
+  | { reset: true }
+  /** Ends without its done event. */
+  | { end: true };
+
+/** A streaming link that follows `script`, then sends done (unless the script ended it otherwise). */
+function scripted(
+  name: string,
+  ...script: Step[]
+): Generator & { calls: number; signals: (AbortSignal | undefined)[] } {
+  const generator = {
+    name,
+    calls: 0,
+    signals: [] as (AbortSignal | undefined)[],
+    generate: (): Promise<Recommendation> => Promise.reject(new Error("only streamed here")),
+    async *stream(_request: RecommendationRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
+      generator.calls++;
+      generator.signals.push(signal);
+      let text = "";
+      for (const step of script) {
+        if (typeof step === "string") {
+          text += step;
+          yield { type: "delta", text: step };
+        } else if ("fail" in step) {
+          throw new Error(step.fail);
+        } else if ("hang" in step) {
+          await new Promise((_, reject) => signal?.addEventListener("abort", () => reject(signal.reason)));
+        } else if ("waitMs" in step) {
+          await Bun.sleep(step.waitMs);
+        } else if ("reset" in step) {
+          text = "";
+          yield { type: "reset" };
+        } else {
+          return;
+        }
+      }
+      yield { type: "done", recommendation: answer(text.trim(), name.toUpperCase()), position: 0 };
+    },
+  };
+  return generator;
+}
+
+const done = (text: string, provider: string, position: number): GenerationEvent => ({
+  type: "done",
+  recommendation: answer(text, provider),
+  position,
+});
+
+describe("GeneratorChain.stream", () => {
+  test("passes the first link's text on as it comes, then done naming the link", async () => {
+    const first = scripted("openai", "Le ", "recomiendo ", "la cafetera.");
+    const second = scripted("local", "otro");
+    const { events, error } = await drain(new GeneratorChain([first, second]).stream(request));
+    expect(error).toBeUndefined();
+    expect(events).toEqual([
+      { type: "delta", text: "Le " },
+      { type: "delta", text: "recomiendo " },
+      { type: "delta", text: "la cafetera." },
+      done("Le recomiendo la cafetera.", "OPENAI", 0),
+    ]);
+    expect(second.calls).toBe(0);
+  });
+
+  test("a link that fails before its first text hands over silently", async () => {
+    const throwsNow: Generator = {
+      name: "sync",
+      generate: () => Promise.reject(new Error("unused")),
+      stream: () => {
+        throw new Error("not even an iterable");
+      },
+    };
+    const chain = new GeneratorChain(
+      [
+        scripted("rejects", { fail: "503" }),
+        throwsNow,
+        scripted("blank-then-fails", "  ", "\n", { fail: "cut" }),
+        { generator: scripted("slow", { hang: true }), timeoutMs: 15 },
+        scripted("blank", " ", "\t"),
+        scripted("local", "  Texto", " local."),
+      ],
+      { timeoutMs: 1_000 },
+    );
+    const { events, error } = await drain(chain.stream(request));
+    expect(error).toBeUndefined();
+    expect(events).toEqual([
+      { type: "delta", text: "  Texto" },
+      { type: "delta", text: " local." },
+      done("Texto local.", "LOCAL", 5),
+    ]);
+  });
+
+  test("a link that fails after its text began sends a reset, and the next link's text replaces it", async () => {
+    const chain = new GeneratorChain([
+      scripted("openai", "Le recomiendo ", "la cafe", { fail: "ECONNRESET" }),
+      scripted("anthropic", "Mejor la tetera."),
+    ]);
+    const { events, error } = await drain(chain.stream(request));
+    expect(error).toBeUndefined();
+    expect(events).toEqual([
+      { type: "delta", text: "Le recomiendo " },
+      { type: "delta", text: "la cafe" },
+      { type: "reset" },
+      { type: "delta", text: "Mejor la tetera." },
+      done("Mejor la tetera.", "ANTHROPIC", 1),
+    ]);
+  });
+
+  test("a link that goes quiet after its text began runs out of time, and is replaced", async () => {
+    const stalled = scripted("openai", "Le recomiendo ", { hang: true });
+    const { events } = await drain(
+      new GeneratorChain([{ generator: stalled, timeoutMs: 20 }, scripted("local", "Texto local.")]).stream(request),
+    );
+    expect(shape(events)).toEqual(["delta", "reset", "delta", "done"]);
+    expect(shownText(events)).toBe("Texto local.");
+    expect(stalled.signals[0]?.reason).toBeInstanceOf(GenerationTimeout);
+  });
+
+  test("the time limit bounds each wait for the next piece, not a stream that keeps coming", async () => {
+    // Four pauses of 150 ms: 600 ms in all, beyond the 400 ms limit, but no single wait is.
+    const steady = scripted(
+      "openai",
+      "Uno ",
+      { waitMs: 150 },
+      "dos ",
+      { waitMs: 150 },
+      "tres ",
+      { waitMs: 150 },
+      "cuatro",
+      {
+        waitMs: 150,
+      },
+    );
+    const { events } = await drain(
+      new GeneratorChain([{ generator: steady, timeoutMs: 400 }, scripted("local", "Texto local.")]).stream(request),
+    );
+    expect(events.at(-1)).toEqual(done("Uno dos tres cuatro", "OPENAI", 0));
+    expect(shape(events)).toEqual(["delta", "done"]);
+  });
+
+  test("a stream that ends without its done event is a failure", async () => {
+    const { events } = await drain(
+      new GeneratorChain([scripted("openai", "A medias", { end: true }), scripted("local", "Entero.")]).stream(request),
+    );
+    expect(shape(events)).toEqual(["delta", "reset", "delta", "done"]);
+    expect(events.at(-1)).toEqual(done("Entero.", "LOCAL", 1));
+  });
+
+  test("a link's own reset is passed on, and done has only the text after it", async () => {
+    const { events } = await drain(
+      new GeneratorChain([scripted("inner", "Viejo", { reset: true }, "Nuevo")]).stream(request),
+    );
+    expect(events).toEqual([
+      { type: "delta", text: "Viejo" },
+      { type: "reset" },
+      { type: "delta", text: "Nuevo" },
+      done("Nuevo", "INNER", 0),
+    ]);
+  });
+
+  test("when every link fails it throws GenerationUnavailable with each cause, after withdrawing the text sent", async () => {
+    const chain = new GeneratorChain([
+      scripted("openai", "Le recomiendo ", { fail: "quota" }),
+      scripted("blank", "   "),
+      { generator: scripted("slow", { hang: true }), timeoutMs: 10 },
+    ]);
+    const { events, error } = await drain(chain.stream(request));
+    expect(events).toEqual([{ type: "delta", text: "Le recomiendo " }, { type: "reset" }]);
+    expect(error).toBeInstanceOf(GenerationUnavailable);
+    const causes = ((error as GenerationUnavailable).cause as AggregateError).errors;
+    expect((causes[0] as Error).message).toBe("quota");
+    expect(causes[1]).toBeInstanceOf(EmptyGeneration);
+    expect(causes[2]).toBeInstanceOf(GenerationTimeout);
+  });
+
+  test("the caller's abort stops everything: it cancels the link's request and tries no other link", async () => {
+    const first = scripted("openai", "Le recomiendo ", { hang: true });
+    const next = scripted("local", "Texto local.");
+    const controller = new AbortController();
+    const reason = new Error("the client went away");
+    const events = new GeneratorChain([first, next]).stream(request, controller.signal)[Symbol.asyncIterator]();
+    expect((await events.next()).value).toEqual({ type: "delta", text: "Le recomiendo " });
+    const pending = events.next();
+    controller.abort(reason);
+    await expect(pending).rejects.toBe(reason);
+    expect(first.signals[0]?.aborted).toBe(true);
+    expect(next.calls).toBe(0);
+  });
+
+  test("leaving the loop early cancels the link's request", async () => {
+    const first = scripted("openai", "Le recomiendo ", "la cafetera.", { hang: true });
+    for await (const event of new GeneratorChain([first]).stream(request)) {
+      expect(event.type).toBe("delta");
+      break;
+    }
+    expect(first.signals[0]?.aborted).toBe(true);
+  });
+
+  test("logs each failure, saying whether text was withdrawn, and the answering link with its first-text time", async () => {
+    const { events: logged, log } = recorder();
+    await drain(
+      new GeneratorChain(
+        [
+          scripted("openai", { fail: "503" }),
+          scripted("anthropic", "Hola ", { fail: "overloaded" }),
+          scripted("local", "Texto."),
+        ],
+        { log },
+      ).stream(request),
+    );
+    expect(logged).toHaveLength(3);
+    expect(logged[0]).toMatchObject({ event: "generation_failed", generator: "openai", position: 0, reason: "error" });
+    expect(logged[0]?.reset).toBe(false);
+    expect(logged[1]).toMatchObject({
+      event: "generation_failed",
+      generator: "anthropic",
+      reason: "error",
+      reset: true,
+    });
+    expect(logged[1]?.error).toBe("Error: overloaded");
+    expect(logged[2]).toMatchObject({
+      event: "generation_answered",
+      generator: "local",
+      position: 2,
+      provider: "LOCAL",
+    });
+    expect(logged[2]?.firstTextMs).toBeNumber();
+    for (const event of logged) expect(event.latencyMs).toBeNumber();
   });
 });

@@ -21,13 +21,15 @@ import {
   embeddingsReply,
   FAKE_GOOGLE_TEXT,
   generationReply,
+  generationStreamReply,
   googleError,
   googleHandler,
   noCandidatesReply,
   noTextReply,
 } from "../../fakes/fake-google-server.ts";
-import { FakeProviderServer, type RecordedRequest } from "../../fakes/fake-provider-server.ts";
+import { FakeProviderServer, type RecordedRequest, sseEvent } from "../../fakes/fake-provider-server.ts";
 import { rejection } from "../../support/rejection.ts";
+import { drain, shownText } from "../../support/streams.ts";
 
 const API_KEY = "AIzaSyTEST-not-a-real-key-0123456789";
 const DIMENSION = 3072;
@@ -350,5 +352,111 @@ describe("GoogleGenerator", () => {
     expect(error.name).toBe("AbortError");
     expect(server.requests).toHaveLength(1);
     expect(events).toEqual([]);
+  });
+});
+
+const STREAM_PATH = `/v1beta/models/${GOOGLE_DEFAULT_GENERATION_MODEL}:streamGenerateContent?alt=sse`;
+
+describe("GoogleGenerator.stream", () => {
+  /** Attempts long enough that only a cancellation, not a time limit, can close a hanging stream within a test. */
+  const patient = { attemptTimeoutMs: 30_000, budgetMs: 60_000 };
+  test("streams the text of each event, then done labelled GOOGLE and the model", async () => {
+    const { events, error } = await drain(generator().generator.stream(request));
+    expect(error).toBeUndefined();
+    expect(events.filter((event) => event.type === "delta").length).toBeGreaterThan(5);
+    expect(shownText(events)).toBe(FAKE_GOOGLE_TEXT);
+    expect(events.at(-1)).toEqual({
+      type: "done",
+      recommendation: { text: FAKE_GOOGLE_TEXT, provider: "GOOGLE", model: GOOGLE_DEFAULT_GENERATION_MODEL },
+      position: 0,
+    });
+  });
+
+  test("asks :streamGenerateContent?alt=sse with the same prompt as generate, the key in a header only", async () => {
+    await drain(generator().generator.stream(request));
+    expect(server.requests.map((sent) => sent.path)).toEqual([STREAM_PATH]);
+    const [sent] = server.requests as [RecordedRequest];
+    expect(sent.headers.get("x-goog-api-key")).toBe(API_KEY);
+    const body = sent.body as GenerateBody;
+    expect(body.systemInstruction.parts.map((part) => part.text)).toEqual([RECOMMENDATION_INSTRUCTIONS]);
+    expect(body.contents[0]?.parts.map((part) => part.text)).toEqual([recommendationPrompt(request).user]);
+    expect(body.generationConfig).toEqual({ maxOutputTokens: RECOMMENDATION_MAX_TOKENS });
+  });
+
+  test("a stream cut mid-answer fails after its first pieces, and the SDK does not open it again", async () => {
+    server.enqueue(generationStreamReply(["Le ", "recomiendo "], { end: "cut", delayMs: 5 }));
+    const { events, error } = await drain(generator().generator.stream(request));
+    expect(shownText(events)).toStartWith("Le ");
+    expect(error).toBeInstanceOf(Error);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  test("a stream cut after a continuation checkpoint is not resumed by the SDK: the chain hands over instead", async () => {
+    const checkpoint = sseEvent({
+      candidates: [{ content: { role: "model", parts: [{ text: "Le " }] }, continuationToken: "tok-1", index: 0 }],
+      modelVersion: "gemini-2.5-flash-lite",
+    });
+    server.enqueue({ events: [checkpoint, ": keep-alive\n\n"], end: "cut", delayMs: 5 });
+    const { events, error } = await drain(generator().generator.stream(request));
+    expect(shownText(events)).toBe("Le ");
+    expect(error).toBeInstanceOf(Error);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  test("a stream that ends cleanly without a finish reason fails", async () => {
+    server.enqueue({ ...generationStreamReply(["Le "], { end: "cut" }), end: "close" });
+    const { error } = await drain(generator().generator.stream(request));
+    expect(error?.message).toContain("before the model finished");
+  });
+
+  test("an error event mid-stream fails the stream, with no key in the error or logs", async () => {
+    server.enqueue(generationStreamReply(["Le "], { error: { code: 500, status: "INTERNAL" } }));
+    const { generator: google, events: logged } = generator();
+    const { events, error } = await drain(google.stream(request));
+    expect(shownText(events)).toBe("Le ");
+    expect(error?.message).toContain("INTERNAL");
+    expectNoKey(error as Error, logged);
+  });
+
+  test("a safety stop after some text, or a blocked prompt, fails the stream with GenerationRefused", async () => {
+    server.enqueue(generationStreamReply(["Le recomiendo "], { finishReason: "SAFETY" }));
+    const stopped = await drain(generator().generator.stream(request));
+    expect(shownText(stopped.events)).toBe("Le recomiendo ");
+    expect(stopped.error).toBeInstanceOf(GenerationRefused);
+    expect(stopped.error?.message).toContain("SAFETY");
+
+    server.enqueue(generationStreamReply([], { blockReason: "PROHIBITED_CONTENT" }));
+    const blocked = await drain(generator().generator.stream(request));
+    expect(blocked.events).toEqual([]);
+    expect(blocked.error?.message).toContain("PROHIBITED_CONTENT");
+  });
+
+  test("a 503 before the stream starts is retried", async () => {
+    server.enqueue(googleError(503, "UNAVAILABLE"));
+    const { events, error } = await drain(generator().generator.stream(request));
+    expect(error).toBeUndefined();
+    expect(shownText(events)).toBe(FAKE_GOOGLE_TEXT);
+    expect(server.requests).toHaveLength(2);
+  });
+
+  test("aborting the signal mid-stream cancels the request: the server sees the connection closed", async () => {
+    server.enqueue(generationStreamReply(["Uno ", "dos ", "tres"], { delayMs: 20, end: "hang" }));
+    const controller = new AbortController();
+    const reason = new Error("the client went away");
+    const events = generator(patient).generator.stream(request, controller.signal);
+    expect((await events.next()).value).toEqual({ type: "delta", text: "Uno " });
+    const pending = events.next();
+    controller.abort(reason);
+    expect(await rejection(pending)).toBe(reason);
+    await server.requests[0]?.clientGone;
+  });
+
+  test("leaving the loop early cancels the request", async () => {
+    server.enqueue(generationStreamReply(["Uno ", "dos ", "tres"], { delayMs: 20, end: "hang" }));
+    for await (const event of generator(patient).generator.stream(request)) {
+      expect(event.type).toBe("delta");
+      break;
+    }
+    await server.requests[0]?.clientGone;
   });
 });

@@ -1,4 +1,6 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
+import { GeneratorChain } from "../../../src/adapters/providers/generator-chain.ts";
+import { LocalGenerator } from "../../../src/adapters/providers/local-generator.ts";
 import {
   OPENAI_DEFAULT_EMBEDDING_MODEL,
   OPENAI_DEFAULT_GENERATION_MODEL,
@@ -10,14 +12,17 @@ import { GenerationRefused } from "../../../src/adapters/providers/provider-clie
 import {
   RECOMMENDATION_INSTRUCTIONS,
   RECOMMENDATION_MAX_TOKENS,
+  recommendationPrompt,
 } from "../../../src/adapters/providers/recommendation-prompt.ts";
 import type { RetryPolicy } from "../../../src/adapters/providers/resilient-fetch.ts";
+import { citationMarker, withCheckedCitations } from "../../../src/domain/citations.ts";
 import { embedMany } from "../../../src/domain/embed.ts";
 import { EmbeddingUnavailable } from "../../../src/domain/errors.ts";
 import type { RecommendationRequest } from "../../../src/ports/generator.ts";
 import { bagOfWords } from "../../fakes/fake-embedder.ts";
 import {
   chatReply,
+  chatStreamReply,
   embeddingsReply,
   FAKE_OPENAI_REPLY_TEXT,
   malformedJson,
@@ -31,9 +36,12 @@ import {
 } from "../../fakes/fake-openai-server.ts";
 import { FakeProviderServer, type RecordedRequest } from "../../fakes/fake-provider-server.ts";
 import { rejection } from "../../support/rejection.ts";
+import { drain, shape, shownText } from "../../support/streams.ts";
 
 const API_KEY = "sk-test-0123456789abcdefSECRET";
 const fast: RetryPolicy = { attemptTimeoutMs: 500, budgetMs: 2_500, maxRetries: 2, baseDelayMs: 5, maxDelayMs: 20 };
+/** Attempts long enough that only a cancellation, not a time limit, can close a hanging stream within a test. */
+const patient: RetryPolicy = { ...fast, attemptTimeoutMs: 30_000, budgetMs: 60_000 };
 
 const server = startFakeOpenAIServer();
 afterAll(() => server.stop());
@@ -55,11 +63,11 @@ function embedder(options: { dimension?: number; log?: (e: Record<string, unknow
   });
 }
 
-function generator(log?: (e: Record<string, unknown>) => void) {
+function generator(log?: (e: Record<string, unknown>) => void, retry: RetryPolicy = fast) {
   return new OpenAIGenerator({
     apiKey: API_KEY,
     baseUrl: `${server.url}/v1`,
-    retry: fast,
+    retry,
     model: OPENAI_DEFAULT_GENERATION_MODEL,
     log,
   });
@@ -337,6 +345,11 @@ describe("OpenAIGenerator", () => {
     expect(user).toContain("Espresso machine");
   });
 
+  test("the instructions ask the model to cite each product it names by id, in the form the check keeps", () => {
+    expect(RECOMMENDATION_INSTRUCTIONS).toContain(`Cafetera espresso ${citationMarker(12)}`);
+    expect(recommendationPrompt(request).user).toContain('"id": 1,');
+  });
+
   test("a product that tries to inject instructions stays escaped inside the user's <productos> block", async () => {
     await generator().generate(request);
     const body = server.requestsTo("/v1/chat/completions")[0]?.body as ChatBody;
@@ -402,5 +415,113 @@ describe("OpenAIGenerator", () => {
     controller.abort(new Error("too late"));
     expect((await rejection(generator().generate(request, controller.signal))).message).toBe("too late");
     expect(server.requests).toHaveLength(0);
+  });
+});
+
+describe("OpenAIGenerator.stream", () => {
+  test("streams the text as the model writes it, then done labelled OPENAI and the model", async () => {
+    const { events, error } = await drain(generator().stream(request));
+    expect(error).toBeUndefined();
+    const deltas = events.filter((event) => event.type === "delta");
+    expect(deltas.length).toBeGreaterThan(5);
+    expect(shownText(events)).toBe(FAKE_OPENAI_REPLY_TEXT);
+    expect(events.at(-1)).toEqual({
+      type: "done",
+      recommendation: { text: FAKE_OPENAI_REPLY_TEXT, provider: "OPENAI", model: "gpt-4.1-mini" },
+      position: 0,
+    });
+  });
+
+  test("asks for a stream with the same prompt as generate", async () => {
+    await drain(generator().stream(request));
+    const body = server.requestsTo("/v1/chat/completions")[0]?.body as ChatBody & { stream: boolean };
+    expect(body.stream).toBe(true);
+    expect(body.max_completion_tokens).toBe(RECOMMENDATION_MAX_TOKENS);
+    expect(body.messages.map((message) => message.content)).toEqual([
+      RECOMMENDATION_INSTRUCTIONS,
+      recommendationPrompt(request).user,
+    ]);
+  });
+
+  test("a stream cut mid-answer fails after its first pieces, and is not sent again", async () => {
+    server.enqueue(chatStreamReply(["Le ", "recomiendo "], { end: "cut", delayMs: 5 }));
+    const { events, error } = await drain(generator().stream(request));
+    expect(shownText(events)).toStartWith("Le ");
+    expect(error).toBeInstanceOf(OpenAIRequestFailed);
+    expect(server.requests).toHaveLength(1);
+  });
+
+  test("an error event mid-stream fails the stream, with no key in the error", async () => {
+    server.enqueue(chatStreamReply(["Le "], { error: { message: `overloaded for ${API_KEY}`, type: "server_error" } }));
+    const { events, error } = await drain(generator().stream(request));
+    expect(shownText(events)).toBe("Le ");
+    expect(error).toBeInstanceOf(OpenAIRequestFailed);
+    expect(everythingAbout(error as Error)).not.toContain(API_KEY);
+  });
+
+  test("a refusal or a content filter mid-stream fails it with GenerationRefused", async () => {
+    server.enqueue(chatStreamReply([], { refusal: ["I'm sorry, ", "I can't help with that."] }));
+    expect((await drain(generator().stream(request))).error).toBeInstanceOf(GenerationRefused);
+    server.enqueue(chatStreamReply(["Le recomiendo "], { finishReason: "content_filter" }));
+    const filtered = await drain(generator().stream(request));
+    expect(shownText(filtered.events)).toBe("Le recomiendo ");
+    expect(filtered.error).toBeInstanceOf(GenerationRefused);
+  });
+
+  test("a stream that ends cleanly but without a finish reason fails", async () => {
+    server.enqueue(chatStreamReply(["Le "], { finishReason: null }));
+    expect((await drain(generator().stream(request))).error).toBeInstanceOf(OpenAIRequestFailed);
+  });
+
+  test("a 429 before the stream starts is retried", async () => {
+    server.enqueue(rateLimited(0.01));
+    const { events, error } = await drain(generator().stream(request));
+    expect(error).toBeUndefined();
+    expect(shownText(events)).toBe(FAKE_OPENAI_REPLY_TEXT);
+    expect(server.requests).toHaveLength(2);
+  });
+
+  test("aborting the signal mid-stream cancels the request: the server sees the connection closed", async () => {
+    server.enqueue(chatStreamReply(["Uno ", "dos ", "tres"], { delayMs: 20, end: "hang" }));
+    const controller = new AbortController();
+    const reason = new Error("the client went away");
+    const events = generator(undefined, patient).stream(request, controller.signal);
+    expect((await events.next()).value).toEqual({ type: "delta", text: "Uno " });
+    const pending = events.next();
+    controller.abort(reason);
+    expect(await rejection(pending)).toBe(reason);
+    await server.requests[0]?.clientGone;
+  });
+
+  test("leaving the loop early cancels the request", async () => {
+    server.enqueue(chatStreamReply(["Uno ", "dos ", "tres"], { delayMs: 20, end: "hang" }));
+    for await (const event of generator(undefined, patient).stream(request)) {
+      expect(event.type).toBe("delta");
+      break;
+    }
+    await server.requests[0]?.clientGone;
+  });
+
+  test("in a chain, a stream cut mid-answer is withdrawn and the local writer's text replaces it", async () => {
+    server.enqueue(chatStreamReply(["Le ", "recomiendo "], { end: "cut", delayMs: 5 }));
+    const chain = new GeneratorChain([generator(), new LocalGenerator()]);
+    const { events, error } = await drain(chain.stream(request));
+    expect(error).toBeUndefined();
+    expect(shape(events)).toEqual(["delta", "reset", "delta", "done"]);
+    const local = await new LocalGenerator().generate(request);
+    expect(shownText(events)).toBe(local.text);
+    expect(events.at(-1)).toEqual({ type: "done", recommendation: local, position: 1 });
+  });
+
+  test("a model that cites a product that was not retrieved: checked, the citation is gone from what is streamed", async () => {
+    // Product 7 was not retrieved; its marker is cut across two chunks.
+    server.enqueue(chatStreamReply(["Le recomiendo la Espresso machine [#", "1] y la Tostadora [#", "7]", "."]));
+    const ids = request.products.map((product) => product.id);
+    const { events } = await drain(withCheckedCitations(generator().stream(request), ids));
+    expect(shownText(events)).toBe("Le recomiendo la Espresso machine [#1] y la Tostadora.");
+    expect(events.at(-1)).toMatchObject({
+      recommendation: { text: "Le recomiendo la Espresso machine [#1] y la Tostadora.", provider: "OPENAI" },
+      citedIds: [1],
+    });
   });
 });
