@@ -1,6 +1,7 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { Generator } from "../ports/generator.ts";
 import type { ProductRepository } from "../ports/product-repository.ts";
+import { checkCitations } from "./citations.ts";
 import { embedOne } from "./embed.ts";
 import { InvalidInput } from "./errors.ts";
 import type { ScoredProduct } from "./product.ts";
@@ -11,6 +12,9 @@ export const QUERY_MAX_LENGTH = 1000;
 
 export const NOTHING_MATCHED = "No hemos encontrado ningún producto en el catálogo que corresponda a su búsqueda.";
 
+/** Said instead when a model's whole text was citations of products it was not given. */
+export const NOTHING_GROUNDED = "No se ha podido redactar una recomendación basada en los productos encontrados.";
+
 export interface SearchRequest {
   query: string;
   limit?: number | undefined;
@@ -20,6 +24,8 @@ export interface SearchResult {
   query: string;
   recommendation: string;
   results: ScoredProduct[];
+  /** The ids the recommendation cites (as `[#id]`), each among `results`, in the order first cited. */
+  citedIds: number[];
 }
 
 export interface Deps {
@@ -54,7 +60,7 @@ export class SearchAndRecommend {
     const searchMs = timer.lap();
     if (results.length === 0) {
       this.deps.log?.({ event: "search", results: 0, embedMs, searchMs, generateMs: 0, recommendedBy: null });
-      return { query: request.query, recommendation: NOTHING_MATCHED, results };
+      return { query: request.query, recommendation: NOTHING_MATCHED, results, citedIds: [] };
     }
 
     signal?.throwIfAborted();
@@ -68,7 +74,17 @@ export class SearchAndRecommend {
       generateMs: timer.lap(),
       recommendedBy: label,
     });
-    return { query: request.query, recommendation: `[${label}] ${recommendation.text}`, results };
+    // Citations of anything but the products returned are removed: the answer cites only what it shows.
+    const checked = checkCitations(
+      recommendation.text,
+      results.map((product) => product.id),
+    );
+    return {
+      query: request.query,
+      recommendation: `[${label}] ${checked.text || NOTHING_GROUNDED}`,
+      results,
+      citedIds: checked.citedIds,
+    };
   }
 }
 

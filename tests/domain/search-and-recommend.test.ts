@@ -150,7 +150,7 @@ describe("SearchAndRecommend: results", () => {
 
   test("an empty catalogue: no results, the nothing-matched text and no generator call", async () => {
     const result = await search.execute({ query: " zapatillas " });
-    expect(result).toEqual({ query: " zapatillas ", recommendation: NOTHING_MATCHED, results: [] });
+    expect(result).toEqual({ query: " zapatillas ", recommendation: NOTHING_MATCHED, results: [], citedIds: [] });
     expect(generator.requests).toHaveLength(0);
   });
 });

@@ -42,6 +42,9 @@ const ProductResponse = t.Object({ id: integer(), name: t.String(), description:
 const SearchResponse = t.Object({
   query: t.String(),
   recommendation: t.String(),
+  cited_ids: t.Array(integer(), {
+    description: "Ids de los productos de results que cita la recomendación (como [#id]), en orden de aparición",
+  }),
   results: t.Array(
     t.Object({
       id: integer(),
@@ -110,8 +113,13 @@ export function productRoutes({
     .post(
       "/search",
       async ({ body, request }) => {
-        const { query, recommendation, results } = await search.execute(body, contextOf(request).signal);
-        return { query, recommendation, results: results.map((hit) => ({ ...productView(hit), score: hit.score })) };
+        const { query, recommendation, results, citedIds } = await search.execute(body, contextOf(request).signal);
+        return {
+          query,
+          recommendation,
+          results: results.map((hit) => ({ ...productView(hit), score: hit.score })),
+          cited_ids: citedIds,
+        };
       },
       {
         parse: searchRequiresAuth ? [...authenticatedJson] : [jsonBody, "json"],

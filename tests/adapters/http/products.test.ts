@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { PRODUCT_FIELD_MAX_LENGTH } from "../../../src/domain/product.ts";
-import { NOTHING_MATCHED } from "../../../src/domain/search-and-recommend.ts";
+import { NOTHING_GROUNDED, NOTHING_MATCHED } from "../../../src/domain/search-and-recommend.ts";
 import { createHarness, type Harness } from "./harness.ts";
 
 const LAPTOP = { name: "Portátil gamer", description: "laptop potente para videojuegos", category: "informática" };
@@ -151,7 +151,7 @@ describe("POST /products/search", () => {
       json: { query: "laptop para videojuegos" },
     });
     expect(response.status).toBe(200);
-    expect(Object.keys(response.json).sort()).toEqual(["query", "recommendation", "results"]);
+    expect(Object.keys(response.json).sort()).toEqual(["cited_ids", "query", "recommendation", "results"]);
     expect(response.json.query).toBe("laptop para videojuegos");
 
     const results = response.json.results as { id: number; name: string; score: number }[];
@@ -215,11 +215,37 @@ describe("POST /products/search", () => {
     expect(extra.json).toEqual({ detail: "Campo 'top_k': no está permitido" });
   });
 
+  test("cited_ids lists the products the recommendation cites; a cited id that was not retrieved is removed", async () => {
+    const h = await createHarness();
+    await addProducts(h, MOUSE, LAPTOP, CHAIR);
+    h.generator.write = ({ products }) =>
+      `Le recomiendo ${products[0]?.name} [#${products[0]?.id}], y no la tostadora [#999], ni [#abc].`;
+    const response = await h.call("POST", "/products/search", {
+      token: h.token,
+      json: { query: "laptop para videojuegos", limit: 2 },
+    });
+    expect(response.status).toBe(200);
+    const [first] = response.json.results as { id: number; name: string }[];
+    expect(response.json.cited_ids).toEqual([first?.id]);
+    expect(response.json.recommendation).toBe(
+      `[FAKE - fake-1] Le recomiendo ${first?.name} [#${first?.id}], y no la tostadora, ni.`,
+    );
+  });
+
+  test("a recommendation made only of citations of products not given says so instead", async () => {
+    const h = await createHarness();
+    await addProducts(h, MOUSE);
+    h.generator.write = () => "[#41] [#42]";
+    const response = await h.call("POST", "/products/search", { token: h.token, json: { query: "ratón" } });
+    expect(response.json.cited_ids).toEqual([]);
+    expect(response.json.recommendation).toBe(`[FAKE - fake-1] ${NOTHING_GROUNDED}`);
+  });
+
   test("an empty catalogue gives no results and a recommendation saying nothing matched", async () => {
     const h = await createHarness();
     const response = await h.call("POST", "/products/search", { token: h.token, json: { query: "portátil" } });
     expect(response.status).toBe(200);
-    expect(response.json).toEqual({ query: "portátil", recommendation: NOTHING_MATCHED, results: [] });
+    expect(response.json).toEqual({ query: "portátil", recommendation: NOTHING_MATCHED, results: [], cited_ids: [] });
   });
 
   test("embedder failure, zero vector, generation failure and a database down are all 503", async () => {
