@@ -241,11 +241,14 @@ async function load(
         const { ints, unit } = quantized(space.product(row));
         for (const check of checks) check.offer(row + 1, unit);
         const p = params.length;
-        rows.push(`($${p + 1}, $${p + 2}, $${p + 3}, l2_normalize($${p + 4}::int4[]::vector))`);
+        rows.push(`($${p + 1}, $${p + 2}, $${p + 3}, 'bench', l2_normalize($${p + 4}::int4[]::vector))`);
         params.push(product.name, product.description, product.category, `{${ints.join(",")}}`);
       }
       generating += performance.now() - generationStarted;
-      await tx.query(`INSERT INTO products (name, description, category, embedding) VALUES ${rows.join(", ")}`, params);
+      await tx.query(
+        `INSERT INTO products (name, description, category, content_digest, embedding) VALUES ${rows.join(", ")}`,
+        params,
+      );
     }
   });
   return (performance.now() - started - generating) / 1000;
@@ -301,12 +304,12 @@ async function benchDimension(target: Target, dimension: number): Promise<Figure
       loaded = size;
       await client.query("ANALYZE products");
 
-      for (const query of queries.slice(0, WARMUP)) await repository.searchByVector(query, LIMIT);
+      for (const query of queries.slice(0, WARMUP)) await repository.searchByVector(query, { limit: LIMIT });
       const latencies: number[] = [];
       let agreement = 0;
       for (const [i, query] of queries.slice(WARMUP).entries()) {
         const started = performance.now();
-        const hits = await repository.searchByVector(query, LIMIT);
+        const hits = await repository.searchByVector(query, { limit: LIMIT });
         latencies.push(performance.now() - started);
         if (hits.length !== Math.min(LIMIT, size)) throw new Error(`expected ${LIMIT} hits, got ${hits.length}`);
         const expected = checks[i]?.ids();

@@ -91,6 +91,10 @@ export interface Config {
   queryCacheMaxRows: number;
   /** Time budget of one HTTP request, in ms (503 with Retry-After past it). */
   requestTimeoutMs: number;
+  /** Largest bulk import request (POST /products/bulk), in bytes. */
+  bulkMaxBytes: number;
+  /** Most products in one bulk import request. */
+  bulkMaxItems: number;
   /** Longest wait for one database statement while serving, in ms (PostgreSQL only: PGlite runs in process). */
   databaseTimeoutMs: number;
   translation: {
@@ -232,6 +236,8 @@ export function loadConfig(env: Env): Config {
     queryCacheMaxRows: read.integer("QUERY_CACHE_MAX_ROWS", 100_000, 1, 100_000_000),
     requestTimeoutMs,
     databaseTimeoutMs,
+    bulkMaxBytes: read.integer("BULK_MAX_BYTES", 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    bulkMaxItems: read.integer("BULK_MAX_ITEMS", 5_000, 1, 1_000_000),
     translation: {
       mode: read.oneOf("QUERY_TRANSLATION", TRANSLATION_MODES, "auto"),
       apertiumDir: read.optional("APERTIUM_DIR"),

@@ -29,7 +29,9 @@ import { ApertiumTranslator, findApertium } from "../adapters/translation/aperti
 import { TranslatingEmbedder } from "../adapters/translation/translating-embedder.ts";
 import { Authenticate } from "../domain/authenticate.ts";
 import { CreateProduct } from "../domain/create-product.ts";
+import { ImportProducts } from "../domain/import-products.ts";
 import { LoginThrottle } from "../domain/login-throttle.ts";
+import { ManageProducts } from "../domain/manage-products.ts";
 import { ManageUsers } from "../domain/manage-users.ts";
 import { SearchAndRecommend } from "../domain/search-and-recommend.ts";
 import { type Clock, systemClock } from "../ports/clock.ts";
@@ -285,6 +287,8 @@ async function wire(
   const app = createHttpApp({
     authenticate,
     createProduct: new CreateProduct({ products: store.products, embedder: documentEmbedder }),
+    manageProducts: new ManageProducts({ products: store.products, embedder: documentEmbedder }),
+    importProducts: new ImportProducts({ products: store.products, embedder: documentEmbedder }),
     search: new SearchAndRecommend({
       products: store.products,
       embedder: queryEmbedder,
@@ -299,6 +303,7 @@ async function wire(
       maxBodyBytes: config.maxBodyBytes,
       trustProxy: config.trustProxy,
       requestTimeoutMs: config.requestTimeoutMs,
+      bulk: { maxBytes: config.bulkMaxBytes, maxItems: config.bulkMaxItems },
     },
     log: (event) => (event.level === "error" ? log.error(event) : log.info(event)),
   });

@@ -1,8 +1,8 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { IdempotencyRecord, IdempotentAnswer, ProductRepository } from "../ports/product-repository.ts";
 import { embedOne } from "./embed.ts";
-import { IdempotencyKeyReused } from "./errors.ts";
-import { embeddingText, type NewProduct, normalizeProduct, type Product } from "./product.ts";
+import { IdempotencyKeyReused, SkuTaken } from "./errors.ts";
+import { contentDigest, embeddingText, type NewProduct, normalizeProduct, type Product } from "./product.ts";
 
 /** How long an Idempotency-Key keeps its first answer. */
 export const IDEMPOTENCY_KEY_TTL_HOURS = 24;
@@ -28,8 +28,9 @@ export interface Created {
 /**
  * CreateProduct: validates the product, embeds name + description and stores both together.
  * If the embedding cannot be computed, or is unusable, or the caller's signal aborts before the
- * write, nothing is stored. With an idempotency key, a retry of a create whose answer was lost
- * gets that answer instead of a second product.
+ * write, nothing is stored. A sku another product has is SkuTaken (the bulk import upserts by sku
+ * instead). With an idempotency key, a retry of a create whose answer was lost gets that answer
+ * instead of a second product.
  */
 export class CreateProduct {
   constructor(private readonly deps: Deps) {}
@@ -47,7 +48,11 @@ export class CreateProduct {
     }
     const embedding = await embedOne(this.deps.embedder, embeddingText(product), "document", options.signal);
     options.signal?.throwIfAborted();
-    const result = await this.deps.products.add(product, embedding, record);
+    const result = await this.deps.products.add(
+      { product, embedding, contentDigest: await contentDigest(product) },
+      record,
+    );
+    if ("skuTaken" in result) throw new SkuTaken(result.skuTaken);
     if ("alreadyAnswered" in result) return replay(result.alreadyAnswered, record as IdempotencyRecord);
     return { product: result.created, replayed: false };
   }

@@ -91,3 +91,28 @@ export class IdempotencyKeyReused extends DomainError {
     super("La clave de idempotencia ya se usó con otro cuerpo de petición");
   }
 }
+
+/** No product with that id. */
+export class ProductNotFound extends DomainError {
+  readonly kind = "ProductNotFound";
+  constructor(id: number | string) {
+    const shown = String(id);
+    super(`No existe ningún producto con id '${shown.length > 40 ? `${shown.slice(0, 40)}…` : shown}'`);
+  }
+}
+
+/** Another product already has that sku. */
+export class SkuTaken extends DomainError {
+  readonly kind = "SkuTaken";
+  constructor(sku: string) {
+    super(`Ya existe otro producto con el SKU '${sku.length > 60 ? `${sku.slice(0, 60)}…` : sku}'`);
+  }
+}
+
+/** The product kept changing under an update: the client may retry. */
+export class ConcurrentModification extends DomainError {
+  readonly kind = "ConcurrentModification";
+  constructor() {
+    super("El producto se ha modificado a la vez por otra petición. Inténtelo de nuevo");
+  }
+}

@@ -1,16 +1,30 @@
 import { InvalidInput } from "./errors.ts";
 import { type TextRules, textProblem, trimText } from "./text.ts";
 
-/** A product as shops submit it: every field is required and is trimmed, non-empty text. */
-export interface NewProduct {
+/** The three fields of the contract: every product has them. */
+export interface ProductFields {
   name: string;
   description: string;
   category: string;
 }
 
-/** A stored product. Its embedding never leaves the repository. */
-export interface Product extends NewProduct {
+/** A product as a shop submits it. `sku` is the merchant's own key: unique when given. */
+export interface NewProduct extends ProductFields {
+  sku?: string | null | undefined;
+}
+
+/** A stored product. Its embedding never leaves the repository; `sku` is present only when set. */
+export interface Product extends ProductFields {
   id: number;
+  sku?: string;
+}
+
+/** A stored product with what the service keeps about it besides its fields (never shown to clients). */
+export interface StoredProduct extends Product {
+  /** Digest of the text its embedding was computed from (contentDigest): equal digests need no new embedding. */
+  contentDigest: string;
+  /** Counts the product's changes: a search re-checks it, an update writes only over the version it read. */
+  version: number;
 }
 
 /** A search hit: `score` is the cosine similarity between the query and the product (1 = same direction). */
@@ -18,41 +32,75 @@ export interface ScoredProduct extends Product {
   score: number;
 }
 
+/** A search hit with the version of the product it was found as. */
+export interface VersionedHit extends ScoredProduct {
+  version: number;
+}
+
 /** Longest accepted value of each field, in characters. */
 export const PRODUCT_FIELD_MAX_LENGTH = {
   name: 500,
   description: 5000,
   category: 100,
-} as const satisfies Record<keyof NewProduct, number>;
+  sku: 100,
+} as const;
+
+export type ProductField = keyof typeof PRODUCT_FIELD_MAX_LENGTH;
 
 /**
  * A description may be empty (many real catalogues have none for most products: the product is
- * then embedded by its name alone); name and category must hold visible text.
+ * then embedded by its name alone); name, category and a given sku must hold visible text.
  */
-const FIELD_RULES = {
+const FIELD_RULES: Record<ProductField, TextRules> = {
   name: { maxLength: PRODUCT_FIELD_MAX_LENGTH.name },
   description: { maxLength: PRODUCT_FIELD_MAX_LENGTH.description, mayBeEmpty: true },
   category: { maxLength: PRODUCT_FIELD_MAX_LENGTH.category },
-} as const satisfies Record<keyof NewProduct, TextRules>;
+  sku: { maxLength: PRODUCT_FIELD_MAX_LENGTH.sku },
+};
+
+/** A field's value trimmed (whitespace and invisible characters at the ends), or InvalidInput naming the field. */
+export function checkedField(field: ProductField, value: string): string {
+  const trimmed = trimText(value);
+  const problem = textProblem(trimmed, FIELD_RULES[field]);
+  if (problem) throw new InvalidInput(`El campo '${field}' ${problem}`);
+  return trimmed;
+}
 
 /**
- * The product with every field trimmed (whitespace and invisible characters at the ends), or
- * InvalidInput naming the first field that breaks its rules.
+ * The product with every field trimmed and checked, or InvalidInput naming the first field that
+ * breaks its rules. A null or absent sku means none.
  */
-export function normalizeProduct(input: NewProduct): NewProduct {
-  const product: NewProduct = {
-    name: trimText(input.name),
-    description: trimText(input.description),
-    category: trimText(input.category),
+export function normalizeProduct(input: NewProduct): NewProduct & { sku?: string } {
+  const product: NewProduct & { sku?: string } = {
+    name: checkedField("name", input.name),
+    description: checkedField("description", input.description),
+    category: checkedField("category", input.category),
   };
-  for (const field of ["name", "description", "category"] as const) {
-    const problem = textProblem(product[field], FIELD_RULES[field]);
-    if (problem) throw new InvalidInput(`El campo '${field}' ${problem}`);
-  }
+  if (input.sku !== undefined && input.sku !== null) product.sku = checkedField("sku", input.sku);
   return product;
 }
 
+/** A change to some fields (PATCH): `sku: null` removes the sku. */
+export type ProductChanges = Partial<ProductFields> & { sku?: string | null };
+
+/** The changes with every given field trimmed and checked, as normalizeProduct does. */
+export function normalizeChanges(changes: ProductChanges): ProductChanges {
+  const normalized: ProductChanges = {};
+  for (const field of ["name", "description", "category"] as const) {
+    const value = changes[field];
+    if (value !== undefined) normalized[field] = checkedField(field, value);
+  }
+  if (changes.sku !== undefined) normalized.sku = changes.sku === null ? null : checkedField("sku", changes.sku);
+  return normalized;
+}
+
 /** The text the embedding is computed from: name and description combined, as the spec says. */
-export function embeddingText(product: Pick<NewProduct, "name" | "description">): string {
+export function embeddingText(product: Pick<ProductFields, "name" | "description">): string {
   return `${product.name}\n${product.description}`;
+}
+
+/** SHA-256 of the embedded text, hex: a product whose digest is unchanged keeps its embedding. */
+export async function contentDigest(product: Pick<ProductFields, "name" | "description">): Promise<string> {
+  const bytes = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(embeddingText(product)));
+  return Array.from(new Uint8Array(bytes), (byte) => byte.toString(16).padStart(2, "0")).join("");
 }

@@ -1,10 +1,11 @@
 import type { Embedder } from "../ports/embedder.ts";
-import type { Generator } from "../ports/generator.ts";
+import type { Generator, Recommendation } from "../ports/generator.ts";
 import type { ProductRepository } from "../ports/product-repository.ts";
-import { checkCitations } from "./citations.ts";
+import { checkCitations, withCheckedCitations } from "./citations.ts";
 import { embedOne } from "./embed.ts";
 import { InvalidInput } from "./errors.ts";
-import type { ScoredProduct } from "./product.ts";
+import { normalizeCategories, publicView } from "./manage-products.ts";
+import type { ScoredProduct, VersionedHit } from "./product.ts";
 import { textProblem, trimText } from "./text.ts";
 
 export const SEARCH_LIMIT = { default: 5, min: 1, max: 50 } as const;
@@ -15,9 +16,17 @@ export const NOTHING_MATCHED = "No hemos encontrado ningún producto en el catá
 /** Said instead when a model's whole text was citations of products it was not given. */
 export const NOTHING_GROUNDED = "No se ha podido redactar una recomendación basada en los productos encontrados.";
 
+/**
+ * How many times a search is run again when a product it found changed or was deleted before the
+ * answer left (a later run sees the change); past that, such products are left out.
+ */
+const CONSISTENT_ATTEMPTS = 3;
+
 export interface SearchRequest {
   query: string;
   limit?: number | undefined;
+  /** Only products of this category, or of any of these; absent: all. */
+  category?: string | readonly string[] | undefined;
 }
 
 export interface SearchResult {
@@ -28,6 +37,21 @@ export interface SearchResult {
   citedIds: number[];
 }
 
+/** What a streamed search sends, in order: `results` once, then the recommendation as it is written. */
+export type SearchEvent =
+  | { type: "results"; query: string; results: ScoredProduct[] }
+  | { type: "delta"; text: string }
+  /** Every delta so far is withdrawn: the writer failed and the next one's text replaces it. */
+  | { type: "reset" }
+  | {
+      type: "done";
+      /** The whole recommendation, label included, exactly as the JSON answer would carry it. */
+      recommendation: string;
+      citedIds: number[];
+      /** Who wrote it, and the position of that writer in the chain (null when nothing matched). */
+      writer: { provider: string; model: string; position: number } | null;
+    };
+
 export interface Deps {
   products: ProductRepository;
   embedder: Embedder;
@@ -36,56 +60,143 @@ export interface Deps {
   log?: (event: Record<string, unknown>) => void;
 }
 
+interface CheckedRequest {
+  query: string;
+  limit: number;
+  categories: string[] | undefined;
+}
+
 /**
- * SearchAndRecommend: embeds the query, ranks products by cosine similarity and asks the
- * generator for a recommendation drawn only from the products returned.
+ * SearchAndRecommend: embeds the query, ranks products by cosine similarity (within the requested
+ * categories) and asks the generator for a recommendation drawn only from the products returned.
+ * A product deleted or changed while the search runs is never answered with its old text or
+ * vector: the results are checked against the catalogue just before they are answered.
  */
 export class SearchAndRecommend {
   constructor(private readonly deps: Deps) {}
 
   /** `signal` aborts (with the reason to throw) when the caller stops waiting: provider requests are cancelled. */
   async execute(request: SearchRequest, signal?: AbortSignal): Promise<SearchResult> {
-    const query = trimText(request.query);
-    const problem = textProblem(query, { maxLength: QUERY_MAX_LENGTH });
-    if (problem) throw new InvalidInput(`El campo 'query' ${problem}`);
-    const limit = request.limit ?? SEARCH_LIMIT.default;
-    if (!Number.isInteger(limit) || limit < SEARCH_LIMIT.min || limit > SEARCH_LIMIT.max) {
-      throw new InvalidInput(`El campo 'limit' debe ser un entero entre ${SEARCH_LIMIT.min} y ${SEARCH_LIMIT.max}`);
-    }
-
+    const checked = checkRequest(request);
     const timer = stopwatch();
-    const embedding = await embedOne(this.deps.embedder, query, "query", signal);
+    const embedding = await embedOne(this.deps.embedder, checked.query, "query", signal);
     const embedMs = timer.lap();
-    const results = await this.deps.products.searchByVector(embedding, limit);
-    const searchMs = timer.lap();
-    if (results.length === 0) {
-      this.deps.log?.({ event: "search", results: 0, embedMs, searchMs, generateMs: 0, recommendedBy: null });
-      return { query: request.query, recommendation: NOTHING_MATCHED, results, citedIds: [] };
+    for (let attempt = 1; ; attempt++) {
+      const hits = await this.deps.products.searchByVector(embedding, checked);
+      const searchMs = timer.lap();
+      if (hits.length === 0) {
+        this.logSearch({ results: 0, embedMs, searchMs, generateMs: 0, recommendedBy: null });
+        return { query: request.query, recommendation: NOTHING_MATCHED, results: [], citedIds: [] };
+      }
+      signal?.throwIfAborted();
+      const written = await this.deps.generator.generate(
+        { query: checked.query, products: hits.map(scoredView) },
+        signal,
+      );
+      const generateMs = timer.lap();
+      const current = await this.stillCurrent(hits);
+      if (current.length < hits.length && attempt < CONSISTENT_ATTEMPTS) continue;
+      const label = labelOf(written);
+      this.logSearch({ results: current.length, embedMs, searchMs, generateMs, recommendedBy: label });
+      // Citations of anything but the products returned are removed: the answer cites only what it shows.
+      const cited = checkCitations(
+        written.text,
+        current.map((hit) => hit.id),
+      );
+      return {
+        query: request.query,
+        recommendation: `[${label}] ${cited.text || NOTHING_GROUNDED}`,
+        results: current.map(scoredView),
+        citedIds: cited.citedIds,
+      };
     }
-
-    signal?.throwIfAborted();
-    const recommendation = await this.deps.generator.generate({ query, products: results }, signal);
-    const label = `${recommendation.provider} - ${recommendation.model}`;
-    this.deps.log?.({
-      event: "search",
-      results: results.length,
-      embedMs,
-      searchMs,
-      generateMs: timer.lap(),
-      recommendedBy: label,
-    });
-    // Citations of anything but the products returned are removed: the answer cites only what it shows.
-    const checked = checkCitations(
-      recommendation.text,
-      results.map((product) => product.id),
-    );
-    return {
-      query: request.query,
-      recommendation: `[${label}] ${checked.text || NOTHING_GROUNDED}`,
-      results,
-      citedIds: checked.citedIds,
-    };
   }
+
+  /**
+   * The same search, streamed: `results` as soon as retrieval is done (before any model is asked),
+   * then the recommendation as it is written, citations checked on the way, then `done`. Throws
+   * like `execute`; aborting `signal` cancels the model's request.
+   */
+  async *stream(request: SearchRequest, signal?: AbortSignal): AsyncGenerator<SearchEvent> {
+    const checked = checkRequest(request);
+    const timer = stopwatch();
+    const embedding = await embedOne(this.deps.embedder, checked.query, "query", signal);
+    const embedMs = timer.lap();
+    let hits: VersionedHit[] = [];
+    for (let attempt = 1; attempt <= CONSISTENT_ATTEMPTS; attempt++) {
+      const found = await this.deps.products.searchByVector(embedding, checked);
+      hits = await this.stillCurrent(found);
+      if (hits.length === found.length) break;
+    }
+    const searchMs = timer.lap();
+    yield { type: "results", query: request.query, results: hits.map(scoredView) };
+    if (hits.length === 0) {
+      this.logSearch({ results: 0, embedMs, searchMs, generateMs: 0, recommendedBy: null });
+      yield { type: "done", recommendation: NOTHING_MATCHED, citedIds: [], writer: null };
+      return;
+    }
+    signal?.throwIfAborted();
+    const events = this.deps.generator.stream({ query: checked.query, products: hits.map(scoredView) }, signal);
+    for await (const event of withCheckedCitations(
+      events,
+      hits.map((hit) => hit.id),
+    )) {
+      if (event.type !== "done") {
+        yield event;
+        continue;
+      }
+      const label = labelOf(event.recommendation);
+      this.logSearch({
+        results: hits.length,
+        embedMs,
+        searchMs,
+        generateMs: timer.lap(),
+        recommendedBy: label,
+        streamed: true,
+      });
+      yield {
+        type: "done",
+        recommendation: `[${label}] ${event.recommendation.text || NOTHING_GROUNDED}`,
+        citedIds: event.citedIds,
+        writer: {
+          provider: event.recommendation.provider,
+          model: event.recommendation.model,
+          position: event.position,
+        },
+      };
+    }
+  }
+
+  /** The hits whose product still exists at the version it was found as. */
+  private async stillCurrent(hits: VersionedHit[]): Promise<VersionedHit[]> {
+    if (hits.length === 0) return hits;
+    const versions = await this.deps.products.versions(hits.map((hit) => hit.id));
+    return hits.filter((hit) => versions.get(hit.id) === hit.version);
+  }
+
+  private logSearch(fields: Record<string, unknown>): void {
+    this.deps.log?.({ event: "search", ...fields });
+  }
+}
+
+/** The query trimmed and checked, the limit and the category filter checked. */
+function checkRequest(request: SearchRequest): CheckedRequest {
+  const query = trimText(request.query);
+  const problem = textProblem(query, { maxLength: QUERY_MAX_LENGTH });
+  if (problem) throw new InvalidInput(`El campo 'query' ${problem}`);
+  const limit = request.limit ?? SEARCH_LIMIT.default;
+  if (!Number.isInteger(limit) || limit < SEARCH_LIMIT.min || limit > SEARCH_LIMIT.max) {
+    throw new InvalidInput(`El campo 'limit' debe ser un entero entre ${SEARCH_LIMIT.min} y ${SEARCH_LIMIT.max}`);
+  }
+  return { query, limit, categories: normalizeCategories(request.category) };
+}
+
+function labelOf(recommendation: Pick<Recommendation, "provider" | "model">): string {
+  return `${recommendation.provider} - ${recommendation.model}`;
+}
+
+function scoredView(hit: VersionedHit): ScoredProduct {
+  return { ...publicView(hit), score: hit.score };
 }
 
 /** Milliseconds since the previous lap (or the start), to one decimal. */

@@ -1,4 +1,4 @@
-import type { NewProduct, Product, ScoredProduct } from "../domain/product.ts";
+import type { NewProduct, Product, ProductFields, StoredProduct, VersionedHit } from "../domain/product.ts";
 import type { Vector } from "../domain/vector.ts";
 
 /** A create sent with an Idempotency-Key: its first answer is recorded with the product, atomically. */
@@ -17,19 +17,92 @@ export interface IdempotentAnswer {
   product: Product;
 }
 
-export type AddResult = { created: Product } | { alreadyAnswered: IdempotentAnswer };
+/** A product to write with its embedding and the digest of the text it was computed from. */
+export interface EmbeddedProduct {
+  product: NewProduct & { sku?: string };
+  embedding: Vector;
+  contentDigest: string;
+}
+
+export type AddResult = { created: Product } | { alreadyAnswered: IdempotentAnswer } | { skuTaken: string };
+
+/** A product's new state: its fields, and a new embedding when its embedded text changed. */
+export interface ProductUpdate {
+  fields: ProductFields & { sku?: string | undefined };
+  /** Absent: the text it was embedded from is unchanged, the embedding stays. */
+  embedding?: { vector: Vector; contentDigest: string };
+}
+
+export type UpdateResult =
+  | { updated: StoredProduct }
+  /** No product with that id (any more). */
+  | { missing: true }
+  /** The product changed since `expectedVersion` was read: read it again and retry. */
+  | { conflict: true }
+  | { skuTaken: string };
+
+/** One row of a bulk write: a new product, or a new state of an existing one read at `expectedVersion`. */
+export type BulkWrite =
+  | { kind: "insert"; row: EmbeddedProduct }
+  | { kind: "update"; id: number; expectedVersion: number; update: ProductUpdate };
+
+/** What became of one BulkWrite, in the same order. */
+export type BulkWriteOutcome =
+  | { written: Product }
+  /** An update whose product changed (or vanished) since it was read, or an insert whose sku was taken meanwhile. */
+  | { raced: "changed" | "missing" | "skuTaken" };
+
+export interface ListQuery {
+  limit: number;
+  /** Only products of these categories (exact match); absent: all. */
+  categories?: readonly string[] | undefined;
+  /** `newest`: most recently created first; `id`: by id, ascending. */
+  order: "newest" | "id";
+  /** The id of the last product of the previous page (keyset pagination). */
+  after?: number | undefined;
+}
+
+export interface ProductPage {
+  items: Product[];
+  /** How many products match the query over all pages. */
+  total: number;
+  /** True when products follow the last one of `items`. */
+  more: boolean;
+}
+
+export interface SearchQuery {
+  limit: number;
+  /** Only products of these categories; absent: all. */
+  categories?: readonly string[] | undefined;
+}
 
 export interface ProductRepository {
   /**
    * Stores the product together with its embedding, atomically, and returns it with its id. With
    * `idempotency`, the key is recorded in the same transaction; when the key already holds a
-   * record younger than its ttl, nothing is stored and that record is returned instead.
+   * record younger than its ttl, nothing is stored and that record is returned instead. A sku
+   * another product has is `skuTaken`, and nothing is stored.
    */
-  add(product: NewProduct, embedding: Vector, idempotency?: IdempotencyRecord): Promise<AddResult>;
+  add(row: EmbeddedProduct, idempotency?: IdempotencyRecord): Promise<AddResult>;
   /** The recorded answer of a key younger than `ttlHours`, or null. */
   findIdempotentAnswer(userId: number, key: string, ttlHours: number): Promise<IdempotentAnswer | null>;
   /** Deletes the key records older than `ttlHours`; returns how many. */
   pruneIdempotencyKeys(ttlHours: number): Promise<number>;
+
+  get(id: number): Promise<StoredProduct | null>;
+  list(query: ListQuery): Promise<ProductPage>;
+  /** Writes the new state over version `expectedVersion` only; the version then grows by one. */
+  update(id: number, expectedVersion: number, update: ProductUpdate): Promise<UpdateResult>;
+  /** False when there was no such product. */
+  remove(id: number): Promise<boolean>;
+
+  /** The stored products holding these skus (those that exist). */
+  findBySkus(skus: readonly string[]): Promise<StoredProduct[]>;
+  /** Writes every row in few round trips (never one per row), each row atomically. */
+  writeMany(writes: readonly BulkWrite[]): Promise<BulkWriteOutcome[]>;
+
   /** The `limit` products most similar to `embedding` by cosine similarity, most similar first. */
-  searchByVector(embedding: Vector, limit: number): Promise<ScoredProduct[]>;
+  searchByVector(embedding: Vector, query: SearchQuery): Promise<VersionedHit[]>;
+  /** The current version of each of these products that still exists. */
+  versions(ids: readonly number[]): Promise<Map<number, number>>;
 }

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,13 +19,19 @@ import {
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { PostgresUserRepository } from "../../src/adapters/postgres/user-repository.ts";
 import { DatabaseUnavailable, EmbeddingUnavailable, UserAlreadyExists } from "../../src/domain/errors.ts";
-import { embeddingText, type Product } from "../../src/domain/product.ts";
+import { embeddingText, type NewProduct, type Product } from "../../src/domain/product.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { DatabaseHealth } from "../../src/ports/database-health.ts";
 import type { Embedder, EmbeddingPurpose } from "../../src/ports/embedder.ts";
-import type { AddResult, ProductRepository } from "../../src/ports/product-repository.ts";
+import type { AddResult, EmbeddedProduct, ProductRepository } from "../../src/ports/product-repository.ts";
 import type { QueryEmbeddingCache } from "../../src/ports/query-embedding-cache.ts";
 import type { UserRepository } from "../../src/ports/user-repository.ts";
+import { forEachDatabase, POSTGRES_URL, type TestDatabase } from "../support/test-databases.ts";
+
+/** A product to add, with its embedding and a digest standing for the real one. */
+function row(product: NewProduct & { sku?: string }, embedding: Vector): EmbeddedProduct {
+  return { product, embedding, contentDigest: `digest of ${product.name}` };
+}
 
 /** The product an `add` without an idempotency key created. */
 async function stored(result: Promise<AddResult>): Promise<Product> {
@@ -51,18 +57,18 @@ const mug = { name: "Taza térmica", description: "Mantiene el café caliente", 
 function repositoryContract(open: RepositoryFactory): void {
   test("add returns the product with an id", async () => {
     const { products } = await open(4);
-    const first = await stored(products.add(shoe, [1, 0, 0, 0]));
-    const second = await stored(products.add(lamp, [0, 1, 0, 0]));
+    const first = await stored(products.add(row(shoe, [1, 0, 0, 0])));
+    const second = await stored(products.add(row(lamp, [0, 1, 0, 0])));
     expect(first).toEqual({ id: expect.any(Number), ...shoe });
     expect(second.id).not.toBe(first.id);
   });
 
   test("search ranks by cosine similarity, most similar first, with the score", async () => {
     const { products } = await open(4);
-    const a = await stored(products.add(shoe, [1, 0, 0, 0]));
-    const b = await stored(products.add(lamp, [0, 1, 0, 0]));
-    const c = await stored(products.add(mug, [1, 1, 0, 0]));
-    const hits = await products.searchByVector([1, 0.1, 0, 0], 10);
+    const a = await stored(products.add(row(shoe, [1, 0, 0, 0])));
+    const b = await stored(products.add(row(lamp, [0, 1, 0, 0])));
+    const c = await stored(products.add(row(mug, [1, 1, 0, 0])));
+    const hits = await products.searchByVector([1, 0.1, 0, 0], { limit: 10 });
     expect(hits.map((hit) => hit.id)).toEqual([a.id, c.id, b.id]);
     expect(hits[0]).toMatchObject(shoe);
     expect(hits[0]?.score).toBeCloseTo(1 / Math.sqrt(1.01), 5);
@@ -73,20 +79,20 @@ function repositoryContract(open: RepositoryFactory): void {
 
   test("search honours the limit", async () => {
     const { products } = await open(4);
-    for (const [i, product] of [shoe, lamp, mug].entries()) await stored(products.add(product, [1, i, 0, 0]));
-    expect(await products.searchByVector([1, 0, 0, 0], 2)).toHaveLength(2);
-    expect(await products.searchByVector([1, 0, 0, 0], 0)).toEqual([]);
+    for (const [i, product] of [shoe, lamp, mug].entries()) await stored(products.add(row(product, [1, i, 0, 0])));
+    expect(await products.searchByVector([1, 0, 0, 0], { limit: 2 })).toHaveLength(2);
+    expect(await products.searchByVector([1, 0, 0, 0], { limit: 0 })).toEqual([]);
   });
 
   test("search on an empty catalogue finds nothing", async () => {
     const { products } = await open(4);
-    expect(await products.searchByVector([1, 0, 0, 0], 5)).toEqual([]);
+    expect(await products.searchByVector([1, 0, 0, 0], { limit: 5 })).toEqual([]);
   });
 
   test("a zero vector is rejected", async () => {
     const { products } = await open(4);
-    await expect(products.add(shoe, [0, 0, 0, 0])).rejects.toThrow();
-    expect(await products.searchByVector([1, 0, 0, 0], 5)).toEqual([]);
+    await expect(products.add(row(shoe, [0, 0, 0, 0]))).rejects.toThrow();
+    expect(await products.searchByVector([1, 0, 0, 0], { limit: 5 })).toEqual([]);
   });
 
   test("users: create, find, duplicate, update, remove, count", async () => {
@@ -118,15 +124,15 @@ function repositoryContract(open: RepositoryFactory): void {
   test("an idempotent add records its key with the product; the same key then answers the first product", async () => {
     const { products } = await open(4);
     const record = { userId: 7, key: "clave-1", fingerprint: "f1", ttlHours: 24 };
-    const first = await stored(products.add(shoe, [1, 0, 0, 0], record));
+    const first = await stored(products.add(row(shoe, [1, 0, 0, 0]), record));
     expect(await products.findIdempotentAnswer(7, "clave-1", 24)).toEqual({ fingerprint: "f1", product: first });
-    const again = await products.add(lamp, [0, 1, 0, 0], { ...record, fingerprint: "f2" });
+    const again = await products.add(row(lamp, [0, 1, 0, 0]), { ...record, fingerprint: "f2" });
     expect(again).toEqual({ alreadyAnswered: { fingerprint: "f1", product: first } });
     // Nothing of the second add was stored.
-    expect((await products.searchByVector([1, 1, 0, 0], 10)).map((hit) => hit.id)).toEqual([first.id]);
+    expect((await products.searchByVector([1, 1, 0, 0], { limit: 10 })).map((hit) => hit.id)).toEqual([first.id]);
     // Keys belong to their user.
     expect(await products.findIdempotentAnswer(8, "clave-1", 24)).toBeNull();
-    const other = await stored(products.add(lamp, [0, 1, 0, 0], { ...record, userId: 8 }));
+    const other = await stored(products.add(row(lamp, [0, 1, 0, 0]), { ...record, userId: 8 }));
     expect(other.id).not.toBe(first.id);
   });
 
@@ -134,14 +140,16 @@ function repositoryContract(open: RepositoryFactory): void {
     const { products } = await open(4);
     const record = { userId: 1, key: "carrera", fingerprint: "f", ttlHours: 24 };
     const results = await Promise.all([
-      products.add(shoe, [1, 0, 0, 0], record),
-      products.add(shoe, [1, 0, 0, 0], record),
-      products.add(shoe, [1, 0, 0, 0], record),
+      products.add(row(shoe, [1, 0, 0, 0]), record),
+      products.add(row(shoe, [1, 0, 0, 0]), record),
+      products.add(row(shoe, [1, 0, 0, 0]), record),
     ]);
-    const ids = results.map((result) => ("created" in result ? result.created.id : result.alreadyAnswered.product.id));
+    const ids = results.map((result) =>
+      "created" in result ? result.created.id : "alreadyAnswered" in result ? result.alreadyAnswered.product.id : 0,
+    );
     expect(new Set(ids).size).toBe(1);
     expect(results.filter((result) => "created" in result)).toHaveLength(1);
-    expect(await products.searchByVector([1, 0, 0, 0], 10)).toHaveLength(1);
+    expect(await products.searchByVector([1, 0, 0, 0], { limit: 10 })).toHaveLength(1);
   });
 
   test("health answers", async () => {
@@ -160,13 +168,13 @@ function repositoryContract(open: RepositoryFactory): void {
     for (let i = 0; i <= 3; i++) vectors[i] = base.map((x, j) => x + 1e-3 * i * (query[j] as number));
     const ids: number[] = [];
     for (const [i, vector] of vectors.entries())
-      ids.push((await stored(products.add({ ...shoe, name: `p${i}` }, vector))).id);
+      ids.push((await stored(products.add(row({ ...shoe, name: `p${i}` }, vector)))).id);
     for (const q of [query, unit()]) {
       const expected = vectors
         .map((vector, i) => ({ id: ids[i] as number, score: cosineSimilarity(q, vector) }))
         .sort((a, b) => b.score - a.score || a.id - b.id)
         .slice(0, 10);
-      const hits = await products.searchByVector(q, 10);
+      const hits = await products.searchByVector(q, { limit: 10 });
       expect(hits.map((hit) => hit.id)).toEqual(expected.map((hit) => hit.id));
       // Scores of the full vectors: one from the half-precision copy would be off by ~1e-5.
       for (const [i, hit] of hits.entries()) expect(hit.score).toBeCloseTo(expected[i]?.score as number, 6);
@@ -203,15 +211,6 @@ function seededRandom(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-}
-
-/** Hands out clients on a fresh database and cleans up after each test. */
-interface TestDatabase {
-  /** A client on a database holding none of our tables. */
-  fresh(): Promise<SqlClient>;
-  /** Another client on the same database as the last `fresh()` (a separate connection if possible). */
-  another(): Promise<SqlClient>;
-  cleanup(): Promise<void>;
 }
 
 function sqlRepositories(db: TestDatabase): RepositoryFactory {
@@ -305,7 +304,7 @@ function databaseContract(db: TestDatabase): void {
     const client = await db.fresh();
     await prepareDatabase(client, space);
     const insert = client.query(
-      "INSERT INTO products (name, description, category, embedding) VALUES ('a', 'b', 'c', '[0,0,0,0]')",
+      "INSERT INTO products (name, description, category, content_digest, embedding) VALUES ('a', 'b', 'c', 'd', '[0,0,0,0]')",
     );
     await expect(insert).rejects.toMatchObject({ code: "23514" });
   });
@@ -374,7 +373,7 @@ function databaseContract(db: TestDatabase): void {
     const before = new PostgresProductRepository(client, space.dimension);
     const added = [];
     for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
-      added.push(await stored(before.add(product, [1, i, 0, 0])));
+      added.push(await stored(before.add(row(product, [1, i, 0, 0]))));
 
     const embedder = new FakeEmbedder();
     const progress: number[] = [];
@@ -384,23 +383,20 @@ function databaseContract(db: TestDatabase): void {
     expect(embedder.calls).toBe(3);
 
     await prepareDatabase(client, { model: "fake-3", dimension: 3 });
-    expect(await tableColumns(client, "products")).toEqual([
-      "id",
-      "name",
-      "description",
-      "category",
-      "created_at",
-      "embedding",
-    ]);
+    // The old column and its half-precision copy are gone; the new one took the name.
+    const columns = await tableColumns(client, "products");
+    expect(columns.filter((column) => column.startsWith("embedding"))).toEqual(["embedding"]);
     const hits = await new PostgresProductRepository(client, 3).searchByVector(
       [embeddingText(mug).length, 1, mug.name.charCodeAt(0)],
-      5,
+      { limit: 5 },
     );
     expect(hits).toHaveLength(5);
     expect(hits[0]).toMatchObject({ id: added[2]?.id, ...mug });
     expect(hits[0]?.score).toBeCloseTo(1, 5);
     await expect(
-      client.query("INSERT INTO products (name, description, category, embedding) VALUES ('a','b','c','[0,0,0]')"),
+      client.query(
+        "INSERT INTO products (name, description, category, content_digest, embedding) VALUES ('a','b','c','d','[0,0,0]')",
+      ),
     ).rejects.toMatchObject({ code: "23514" });
   });
 
@@ -408,7 +404,8 @@ function databaseContract(db: TestDatabase): void {
     const client = await db.fresh();
     await prepareDatabase(client, space);
     const short = new PostgresProductRepository(client, space.dimension);
-    for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries()) await stored(short.add(product, [1, i, 0, 0]));
+    for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
+      await stored(short.add(row(product, [1, i, 0, 0])));
 
     const long = new DimensionEmbedder(3072);
     await reembedProducts(client, long);
@@ -422,17 +419,17 @@ function databaseContract(db: TestDatabase): void {
     expect(Number(heap?.bytes)).toBeGreaterThanOrEqual(5 * 8192);
 
     const repository = new PostgresProductRepository(client, long.dimension);
-    const added = await stored(repository.add(mug, (await long.embed(["fresh"], "document"))[0] as Vector));
+    const added = await stored(repository.add(row(mug, (await long.embed(["fresh"], "document"))[0] as Vector)));
     const [half] = await client.query<{ n: number | string }>(
       "SELECT count(*) AS n FROM products WHERE embedding_half IS NULL",
     );
     expect(Number(half?.n)).toBe(0);
-    const hits = await repository.searchByVector((await long.embed(["fresh"], "query"))[0] as Vector, 3);
+    const hits = await repository.searchByVector((await long.embed(["fresh"], "query"))[0] as Vector, { limit: 3 });
     expect(hits[0]).toMatchObject({ id: added.id, score: expect.closeTo(1, 5) });
 
     await reembedProducts(client, new FakeEmbedder());
     expect(await tableColumns(client, "products")).not.toContain("embedding_half");
-    expect(await new PostgresProductRepository(client, 3).searchByVector([1, 1, 1], 10)).toHaveLength(6);
+    expect(await new PostgresProductRepository(client, 3).searchByVector([1, 1, 1], { limit: 10 })).toHaveLength(6);
   });
 
   test("reembedProducts leaves the database as it was when the embedder fails midway", async () => {
@@ -440,7 +437,7 @@ function databaseContract(db: TestDatabase): void {
     await prepareDatabase(client, space);
     const repository = new PostgresProductRepository(client, space.dimension);
     for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
-      await stored(repository.add(product, [1, i, 0, 0]));
+      await stored(repository.add(row(product, [1, i, 0, 0])));
     const columns = await tableColumns(client, "products");
 
     const failure = reembedProducts(client, new FakeEmbedder("fake-3", 2), { batchSize: 2 });
@@ -449,7 +446,7 @@ function databaseContract(db: TestDatabase): void {
 
     await prepareDatabase(client, space);
     expect(await tableColumns(client, "products")).toEqual(columns);
-    const hits = await repository.searchByVector([1, 0, 0, 0], 10);
+    const hits = await repository.searchByVector([1, 0, 0, 0], { limit: 10 });
     expect(hits).toHaveLength(5);
     expect(hits[0]?.score).toBeCloseTo(1, 5);
   });
@@ -472,33 +469,11 @@ describe("memory fakes", () => {
     await expect(health.ping()).rejects.toBeInstanceOf(DatabaseUnavailable);
     await expect(queryCache.get({ model: "m", dimension: 1, text: "q" })).rejects.toBeInstanceOf(DatabaseUnavailable);
     await expect(users.count()).rejects.toBeInstanceOf(DatabaseUnavailable);
-    await expect(products.searchByVector([1], 1)).rejects.toBeInstanceOf(DatabaseUnavailable);
+    await expect(products.searchByVector([1], { limit: 1 })).rejects.toBeInstanceOf(DatabaseUnavailable);
   });
 });
 
-describe("PGlite in memory", () => {
-  // Opening PGlite takes seconds: one instance, emptied before each test.
-  let shared: SqlClient;
-  beforeAll(async () => {
-    shared = await openPglite(undefined);
-  }, 30_000);
-  afterAll(() => shared.close());
-  const db: TestDatabase = {
-    async fresh() {
-      await shared.query(`
-        DO $$ DECLARE t record; BEGIN
-          FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'public' LOOP
-            EXECUTE 'DROP TABLE public.' || quote_ident(t.tablename) || ' CASCADE';
-          END LOOP;
-        END $$`);
-      return shared;
-    },
-    async another() {
-      return shared;
-    },
-    async cleanup() {},
-  };
-
+forEachDatabase((db) => {
   repositoryContract(sqlRepositories(db));
   databaseContract(db);
 });
@@ -514,7 +489,7 @@ describe("PGlite on disk", () => {
     const space = { model: "test-model", dimension: 4 };
     const first = await openPglite(dir);
     await prepareDatabase(first, space);
-    const added = await stored(new PostgresProductRepository(first, space.dimension).add(shoe, [1, 2, 3, 4]));
+    const added = await stored(new PostgresProductRepository(first, space.dimension).add(row(shoe, [1, 2, 3, 4])));
     await new PostgresUserRepository(first).create("ana", "h");
     await first.close();
     await expect(first.query("SELECT 1")).rejects.toBeInstanceOf(DatabaseUnavailable);
@@ -522,9 +497,9 @@ describe("PGlite on disk", () => {
     const second = await openPglite(dir);
     try {
       await prepareDatabase(second, space);
-      expect(await new PostgresProductRepository(second, space.dimension).searchByVector([1, 2, 3, 4], 5)).toEqual([
-        { ...added, score: expect.closeTo(1, 5) },
-      ]);
+      expect(
+        await new PostgresProductRepository(second, space.dimension).searchByVector([1, 2, 3, 4], { limit: 5 }),
+      ).toEqual([{ ...added, version: 1, score: expect.closeTo(1, 5) }]);
       expect(await new PostgresUserRepository(second).count()).toBe(1);
     } finally {
       await second.close();
@@ -545,51 +520,16 @@ describe("postgres.js client", () => {
   });
 });
 
-const postgresUrl = Bun.env.TEST_DATABASE_URL ?? "";
-// Reported as skipped (not silently absent) when no server is configured.
-describe.skipIf(!postgresUrl)("PostgreSQL server (TEST_DATABASE_URL)", () => {
-  // Each test gets its own schema (first in search_path; pgvector stays in public).
+describe.skipIf(!POSTGRES_URL)("PostgreSQL server: connections", () => {
   let admin: SqlClient;
-  let schema = "";
-  let clients: SqlClient[] = [];
-  let counter = 0;
-  const connect = () => {
-    const url = new URL(postgresUrl);
-    url.searchParams.set("search_path", `${schema},public`);
-    const client = connectPostgres(url.toString(), { maxConnections: 2 });
-    clients.push(client);
-    return client;
-  };
-  const db: TestDatabase = {
-    async fresh() {
-      schema = `contract_${process.pid}_${++counter}`;
-      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await admin.query(`CREATE SCHEMA ${schema}`);
-      return connect();
-    },
-    async another() {
-      return connect();
-    },
-    async cleanup() {
-      await Promise.all(clients.map((client) => client.close()));
-      clients = [];
-      if (schema) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      schema = "";
-    },
-  };
-  beforeAll(async () => {
-    admin = connectPostgres(postgresUrl, { maxConnections: 1 });
-    await admin.query("CREATE EXTENSION IF NOT EXISTS vector");
+  beforeAll(() => {
+    admin = connectPostgres(POSTGRES_URL, { maxConnections: 1 });
   });
-  afterEach(() => db.cleanup());
   afterAll(() => admin.close());
-
-  repositoryContract(sqlRepositories(db));
-  databaseContract(db);
 
   test("a backend killed mid-query is DatabaseUnavailable, and the client recovers", async () => {
     // closeTimeoutSeconds 0: postgres.js may wait for a killed connection until the timeout.
-    const client = connectPostgres(postgresUrl, { maxConnections: 1, closeTimeoutSeconds: 0 });
+    const client = connectPostgres(POSTGRES_URL, { maxConnections: 1, closeTimeoutSeconds: 0 });
     try {
       const tag = `victim_${process.pid}`;
       const running = client.query(`SELECT pg_sleep(5) AS ${tag}`).catch((error: unknown) => error);

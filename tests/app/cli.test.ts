@@ -177,7 +177,7 @@ test("reembed moves a catalogue to the configured model, after which the service
   const reopened = await openStore(config, local);
   try {
     const [query] = await local.embed(["a coffee maker"], "query");
-    const results = await reopened.products.searchByVector(query ?? [], 2);
+    const results = await reopened.products.searchByVector(query ?? [], { limit: 2 });
     expect(results.map((product) => product.name)).toEqual(["Espresso machine", "Leather wallet"]);
   } finally {
     await reopened.client.close();

@@ -176,7 +176,9 @@ describe("the service on the embedded database", () => {
       { path: "/products/", body: "name=Espresso", headers: { "content-type": "text/plain" }, status: 415 },
       { path: "/products/", body: "", headers: { "content-type": "application/json" }, status: 422 },
       { path: "/products/42", method: "GET", status: 404 },
-      { path: "/products/search", method: "GET", status: 405 },
+      { path: "/products/search", method: "GET", status: 404 },
+      { path: "/products/search", method: "DELETE", status: 404 },
+      { path: "/products", method: "DELETE", status: 405 },
     ];
     for (const { path, method = "POST", status, ...body } of raw) {
       const response = await call(method, path, { ...body, token });

@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, test } from "bun:test";
 import { MemoryProductRepository } from "../../src/adapters/memory/product-repository.ts";
 import { CreateProduct, IDEMPOTENCY_KEY_TTL_HOURS } from "../../src/domain/create-product.ts";
 import { DeadlineExceeded, EmbeddingUnavailable, IdempotencyKeyReused, InvalidInput } from "../../src/domain/errors.ts";
-import { type NewProduct, PRODUCT_FIELD_MAX_LENGTH } from "../../src/domain/product.ts";
+import { PRODUCT_FIELD_MAX_LENGTH, type ProductFields } from "../../src/domain/product.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { Embedder, EmbeddingPurpose } from "../../src/ports/embedder.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
@@ -23,7 +23,7 @@ class StubEmbedder implements Embedder {
 }
 
 const FIELDS = ["name", "description", "category"] as const;
-const VALID: NewProduct = {
+const VALID: ProductFields = {
   name: "Zapatillas de running",
   description: "Ligeras, con amortiguación para asfalto",
   category: "Deporte",
@@ -59,7 +59,7 @@ describe("CreateProduct", () => {
     const vector = Array.from({ length: 64 }, (_, i) => (i === 5 ? 1 : 0));
     const stub = new StubEmbedder(64, () => [vector]);
     const { product: created } = await new CreateProduct({ products, embedder: stub }).execute(VALID);
-    const [hit] = await products.searchByVector(vector, 1);
+    const [hit] = await products.searchByVector(vector, { limit: 1 });
     expect(hit?.id).toBe(created.id);
     expect(hit?.score).toBeCloseTo(1, 10);
   });

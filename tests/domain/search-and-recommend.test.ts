@@ -2,7 +2,8 @@ import { beforeEach, describe, expect, test } from "bun:test";
 import { cosineSimilarity, MemoryProductRepository } from "../../src/adapters/memory/product-repository.ts";
 import { CreateProduct } from "../../src/domain/create-product.ts";
 import { EmbeddingUnavailable, GenerationUnavailable, InvalidInput } from "../../src/domain/errors.ts";
-import type { NewProduct } from "../../src/domain/product.ts";
+import { ManageProducts } from "../../src/domain/manage-products.ts";
+import type { ProductFields } from "../../src/domain/product.ts";
 import {
   NOTHING_MATCHED,
   QUERY_MAX_LENGTH,
@@ -12,7 +13,7 @@ import {
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { FakeGenerator } from "../fakes/fake-generator.ts";
 
-const CATALOGUE: NewProduct[] = [
+const CATALOGUE: ProductFields[] = [
   { name: "Zapatillas de running", description: "Ligeras para correr en asfalto", category: "Deporte" },
   { name: "Botas de montaña", description: "Impermeables para senderismo", category: "Deporte" },
   { name: "Cafetera italiana", description: "Café espresso en casa", category: "Hogar" },
@@ -122,7 +123,7 @@ describe("SearchAndRecommend: results", () => {
   test("each result carries the product's fields and its score", async () => {
     await fillCatalogue();
     const { results } = await search.execute({ query: "lámpara de escritorio", limit: 1 });
-    expect(results).toEqual([{ id: 9, ...(CATALOGUE[8] as NewProduct), score: expect.any(Number) }]);
+    expect(results).toEqual([{ id: 9, ...(CATALOGUE[8] as ProductFields), score: expect.any(Number) }]);
     expect(results[0]?.score).toBeGreaterThan(0);
     expect(results[0]?.score).toBeLessThanOrEqual(1 + 1e-9);
   });
@@ -198,5 +199,79 @@ describe("SearchAndRecommend logging", () => {
       query: "algo",
     });
     expect(events[0]).toMatchObject({ event: "search", results: 0, recommendedBy: null });
+  });
+});
+
+describe("SearchAndRecommend: the catalogue as it is", () => {
+  test("a category filter (one or several) keeps only those products, most similar first", async () => {
+    await fillCatalogue();
+    const hogar = await search.execute({ query: "café para correr", limit: 10, category: "Hogar" });
+    expect(hogar.results.map((product) => product.category)).toEqual(["Hogar", "Hogar", "Hogar", "Hogar"]);
+    const two = await search.execute({ query: "correr", limit: 3, category: ["Ropa", " Deporte "] });
+    expect(two.results.every((product) => ["Ropa", "Deporte"].includes(product.category))).toBe(true);
+    expect(two.results).toHaveLength(3);
+    const none = await search.execute({ query: "café", category: "Juguetes" });
+    expect(none).toEqual({ query: "café", recommendation: NOTHING_MATCHED, results: [], citedIds: [] });
+    await expect(search.execute({ query: "café", category: [] })).rejects.toBeInstanceOf(InvalidInput);
+  });
+
+  test("a product deleted while the recommendation is being written is not in the answer", async () => {
+    await fillCatalogue();
+    const generate = generator.generate.bind(generator);
+    let deleted = false;
+    generator.generate = async (request, signal) => {
+      // The first time only: the product found first is deleted before the answer leaves.
+      const first = request.products[0];
+      if (!deleted && first) {
+        deleted = true;
+        await products.remove(first.id);
+      }
+      return generate(request, signal);
+    };
+    const { results, recommendation } = await search.execute({ query: "cafetera italiana", limit: 3 });
+    expect(results.map((product) => product.name)).not.toContain("Cafetera italiana");
+    expect(recommendation).not.toContain("Cafetera italiana");
+    expect(generator.requests).toHaveLength(2);
+  });
+
+  test("a product renamed mid-search is answered with its new text, never the old", async () => {
+    await fillCatalogue();
+    const manage = new ManageProducts({ products, embedder });
+    const generate = generator.generate.bind(generator);
+    let renamed = false;
+    generator.generate = async (request, signal) => {
+      const first = request.products[0];
+      if (!renamed && first) {
+        renamed = true;
+        await manage.update(first.id, { name: "Lámpara de pie", description: "Luz cálida para el salón" });
+      }
+      return generate(request, signal);
+    };
+    const { results } = await search.execute({ query: "cafetera italiana", limit: 9 });
+    expect(results.map((product) => product.name)).not.toContain("Cafetera italiana");
+    expect(results.map((product) => product.name)).toContain("Lámpara de pie");
+  });
+
+  test("the streamed search sends the results first, then the text, then done with the label and citations", async () => {
+    await fillCatalogue();
+    generator.write = ({ products: found }) => `Le recomiendo ${found[0]?.name} [#${found[0]?.id}] y no [#999].`;
+    const events = [];
+    for await (const event of search.stream({ query: "cafetera italiana", limit: 2 })) events.push(event);
+    expect(events[0]).toMatchObject({ type: "results", query: "cafetera italiana" });
+    const results = (events[0] as { results: { id: number; name: string }[] }).results;
+    expect(results).toHaveLength(2);
+    expect(generator.requests[0]?.products.map((product) => product.id)).toEqual(results.map((product) => product.id));
+    const text = events
+      .filter((event) => event.type === "delta")
+      .map((event) => (event as { text: string }).text)
+      .join("");
+    const done = events.at(-1);
+    expect(done).toEqual({
+      type: "done",
+      recommendation: `[FAKE - fake-1] ${text}`,
+      citedIds: [results[0]?.id as number],
+      writer: { provider: "FAKE", model: "fake-1", position: 0 },
+    });
+    expect(text).toBe(`Le recomiendo ${results[0]?.name} [#${results[0]?.id}] y no.`);
   });
 });

@@ -2,9 +2,12 @@ import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
 import type { Authenticate } from "../../domain/authenticate.ts";
 import type { CreateProduct } from "../../domain/create-product.ts";
+import type { ImportProducts } from "../../domain/import-products.ts";
+import type { ManageProducts } from "../../domain/manage-products.ts";
 import type { SearchAndRecommend } from "../../domain/search-and-recommend.ts";
 import type { DatabaseHealth } from "../../ports/database-health.ts";
 import { authRoutes } from "./auth-routes.ts";
+import type { BulkLimits } from "./bulk-body.ts";
 import { DOCS_ASSETS, docsAssetRoutes } from "./docs-assets.ts";
 import { notFound, payloadTooLarge, toProblem } from "./errors.ts";
 import { healthRoutes } from "./health-routes.ts";
@@ -22,6 +25,8 @@ export interface HttpSettings {
   trustProxy: boolean;
   /** Time budget of one request, in ms: past it the client gets 503 with Retry-After and nothing more is stored. */
   requestTimeoutMs: number;
+  /** Largest bulk import request, in bytes and items. */
+  bulk: BulkLimits;
 }
 
 export type LogEvent = Record<string, unknown>;
@@ -29,6 +34,8 @@ export type LogEvent = Record<string, unknown>;
 export interface HttpDeps {
   authenticate: Authenticate;
   createProduct: CreateProduct;
+  manageProducts: ManageProducts;
+  importProducts: ImportProducts;
   search: SearchAndRecommend;
   health: DatabaseHealth;
   settings: HttpSettings;
@@ -38,6 +45,8 @@ export interface HttpDeps {
    */
   log: (event: LogEvent) => void;
 }
+
+const BULK_PATH = "/products/bulk";
 
 /** Headers every answer carries: this is a JSON API, nothing in it should be sniffed, cached or framed. */
 const SECURITY_HEADERS = {
@@ -52,18 +61,23 @@ const SECURITY_HEADERS = {
  * /openapi (Swagger UI with its script and stylesheet served from here, docs-assets.ts).
  */
 export function createHttpApp(deps: HttpDeps) {
-  const { authenticate, createProduct, search, health, settings } = deps;
+  const { authenticate, createProduct, manageProducts, importProducts, search, health, settings } = deps;
   const { log } = deps;
   const { maxBodyBytes } = settings;
+  /** The bulk import takes larger bodies than any other route. */
+  const bodyLimit = (path: string) => (routeKey(path) === BULK_PATH ? settings.bulk.maxBytes : maxBodyBytes);
 
   const healthGroup = healthRoutes({ health });
   const authGroup = authRoutes({ authenticate, maxBodyBytes, trustProxy: settings.trustProxy });
   const productGroup = productRoutes({
     authenticate,
     createProduct,
+    manageProducts,
+    importProducts,
     search,
     searchRequiresAuth: settings.searchRequiresAuth,
     maxBodyBytes,
+    bulk: settings.bulk,
   });
   const docsAssets = docsAssetRoutes();
   const docs = openapi({
@@ -94,7 +108,8 @@ export function createHttpApp(deps: HttpDeps) {
         beginRequest(request, settings.requestTimeoutMs);
         Object.assign(set.headers, SECURITY_HEADERS);
         // Refuse a declared oversized body before anything reads it; readBody bounds the rest.
-        if (Number(request.headers.get("content-length")) > maxBodyBytes) throw payloadTooLarge(maxBodyBytes);
+        const limit = bodyLimit(new URL(request.url).pathname);
+        if (Number(request.headers.get("content-length")) > limit) throw payloadTooLarge(limit);
       })
       .onError(({ code, error, path, request, set }) => {
         const problem = code === "NOT_FOUND" ? notFound(methodsByPath.get(routeKey(path))) : toProblem(error);

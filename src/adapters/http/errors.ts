@@ -1,5 +1,6 @@
 import { NotFoundError, ParseError, t, ValidationError } from "elysia";
 import {
+  ConcurrentModification,
   DatabaseUnavailable,
   DeadlineExceeded,
   DomainError,
@@ -9,6 +10,8 @@ import {
   InvalidCredentials,
   InvalidInput,
   NotAuthenticated,
+  ProductNotFound,
+  SkuTaken,
   TooManyAttempts,
 } from "../../domain/errors.ts";
 
@@ -83,6 +86,8 @@ function fromDomainError(error: DomainError): Problem {
     return { status: 429, detail, headers: { "Retry-After": String(error.retryAfterSeconds) } };
   }
   if (error instanceof InvalidInput || error instanceof IdempotencyKeyReused) return { status: 422, detail };
+  if (error instanceof ProductNotFound) return { status: 404, detail };
+  if (error instanceof SkuTaken || error instanceof ConcurrentModification) return { status: 409, detail };
   const retryAfter =
     error instanceof DatabaseUnavailable
       ? RETRY_AFTER_SECONDS.database

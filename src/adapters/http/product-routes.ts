@@ -1,11 +1,15 @@
 import { Elysia, t } from "elysia";
 import type { Authenticate } from "../../domain/authenticate.ts";
 import type { CreateProduct } from "../../domain/create-product.ts";
-import { NotAuthenticated } from "../../domain/errors.ts";
-import { PRODUCT_FIELD_MAX_LENGTH, type Product } from "../../domain/product.ts";
+import { NotAuthenticated, ProductNotFound } from "../../domain/errors.ts";
+import type { ImportProducts } from "../../domain/import-products.ts";
+import { LIST_LIMIT, LIST_ORDERS, MAX_CATEGORIES, type ManageProducts } from "../../domain/manage-products.ts";
+import { PRODUCT_FIELD_MAX_LENGTH, type Product, type ScoredProduct } from "../../domain/product.ts";
 import { QUERY_MAX_LENGTH, SEARCH_LIMIT, type SearchAndRecommend } from "../../domain/search-and-recommend.ts";
 import { readBody } from "./body.ts";
+import { type BulkLimits, readBulkItems } from "./bulk-body.ts";
 import { HttpProblem, ProblemBody } from "./errors.ts";
+import { searchEventStream, wantsEventStream } from "./event-stream.ts";
 import { contextOf } from "./request-context.ts";
 
 /** Elysia's t.Integer also takes numeric strings ("5"); a number that is a multiple of 1 does not. */
@@ -13,13 +17,36 @@ function integer(options: Parameters<typeof t.Number>[0] = {}) {
   return t.Number({ multipleOf: 1, ...options });
 }
 
+const field = (name: keyof typeof PRODUCT_FIELD_MAX_LENGTH) => t.String({ maxLength: PRODUCT_FIELD_MAX_LENGTH[name] });
+const skuField = t.String({
+  maxLength: PRODUCT_FIELD_MAX_LENGTH.sku,
+  description: "Clave propia del comercio; única cuando se da",
+});
+
 const NewProductBody = t.Object(
   {
-    name: t.String({ maxLength: PRODUCT_FIELD_MAX_LENGTH.name }),
-    description: t.String({ maxLength: PRODUCT_FIELD_MAX_LENGTH.description }),
-    category: t.String({ maxLength: PRODUCT_FIELD_MAX_LENGTH.category }),
+    name: field("name"),
+    description: field("description"),
+    category: field("category"),
+    sku: t.Optional(t.Union([skuField, t.Null()])),
   },
   { additionalProperties: false },
+);
+
+const ProductChangesBody = t.Object(
+  {
+    name: t.Optional(field("name")),
+    description: t.Optional(field("description")),
+    category: t.Optional(field("category")),
+    sku: t.Optional(t.Union([skuField, t.Null()], { description: "null quita el SKU" })),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+const categoryFilter = t.Optional(
+  t.Union([field("category"), t.Array(field("category"), { minItems: 1, maxItems: MAX_CATEGORIES })], {
+    description: `Una categoría, o una lista de hasta ${MAX_CATEGORIES}: solo productos de esas categorías`,
+  }),
 );
 
 const SearchBody = t.Object(
@@ -33,11 +60,28 @@ const SearchBody = t.Object(
         description: `Entero entre ${SEARCH_LIMIT.min} y ${SEARCH_LIMIT.max}`,
       }),
     ),
+    category: categoryFilter,
   },
   { additionalProperties: false },
 );
 
-const ProductResponse = t.Object({ id: integer(), name: t.String(), description: t.String(), category: t.String() });
+const ListQuery = t.Object(
+  {
+    limit: t.Optional(t.Numeric({ minimum: LIST_LIMIT.min, maximum: LIST_LIMIT.max, multipleOf: 1 })),
+    cursor: t.Optional(t.String({ maxLength: 100 })),
+    order: t.Optional(t.UnionEnum([...LIST_ORDERS])),
+    category: categoryFilter,
+  },
+  { additionalProperties: false },
+);
+
+const ProductResponse = t.Object({
+  id: integer(),
+  name: t.String(),
+  description: t.String(),
+  category: t.String(),
+  sku: t.Optional(t.String()),
+});
 
 const SearchResponse = t.Object({
   query: t.String(),
@@ -51,27 +95,49 @@ const SearchResponse = t.Object({
       name: t.String(),
       description: t.String(),
       category: t.String(),
+      sku: t.Optional(t.String()),
       score: t.Number({ description: "Similitud coseno con la consulta" }),
     }),
   ),
 });
 
+const ListResponse = t.Object({
+  items: t.Array(ProductResponse),
+  total: integer({ description: "Productos que cumplen el filtro, en todas las páginas" }),
+  next_cursor: t.Union([t.String(), t.Null()], { description: "Para la página siguiente; null en la última" }),
+});
+
+const ImportResponse = t.Object({
+  items: t.Array(
+    t.Object({
+      index: integer(),
+      status: t.UnionEnum(["created", "updated", "unchanged", "failed"]),
+      id: t.Optional(integer()),
+      sku: t.Optional(t.String()),
+      detail: t.Optional(t.String()),
+    }),
+  ),
+  counts: t.Object({ created: integer(), updated: integer(), unchanged: integer(), failed: integer() }),
+});
+
 export interface ProductRoutesDeps {
   authenticate: Authenticate;
   createProduct: CreateProduct;
+  manageProducts: ManageProducts;
+  importProducts: ImportProducts;
   search: SearchAndRecommend;
   searchRequiresAuth: boolean;
   maxBodyBytes: number;
+  bulk: BulkLimits;
 }
 
-/** POST /products/ (create) and POST /products/search, both JSON. */
-export function productRoutes({
-  authenticate,
-  createProduct,
-  search,
-  searchRequiresAuth,
-  maxBodyBytes,
-}: ProductRoutesDeps) {
+/**
+ * The catalogue: POST /products/ (create) and POST /products/search as the contract has them,
+ * plus GET /products (list), GET, PATCH, PUT and DELETE /products/{id}, and POST /products/bulk.
+ * Every route takes the bearer token (search too, unless SEARCH_REQUIRES_AUTH=false).
+ */
+export function productRoutes(deps: ProductRoutesDeps) {
+  const { authenticate, createProduct, manageProducts, importProducts, search, maxBodyBytes } = deps;
   // The bearer check runs in the parse stage, the first one Elysia runs per route: an anonymous
   // client gets 401 before its body is read or validated. The user is kept for the handler.
   const requireBearer = async ({ request }: { request: Request }) => {
@@ -80,7 +146,15 @@ export function productRoutes({
   const jsonBody = ({ request }: { request: Request }) => readBody(request, maxBodyBytes, ["json"]);
   // Our reader decides; the "json" after it never runs and only tells OpenAPI the content type.
   const authenticatedJson = [requireBearer, jsonBody, "json"] as const;
+  // A route without a body checks the token in the transform stage, before its query is validated.
+  const authenticatedOnly = requireBearer;
+  // The bulk route reads its body itself, as a stream: parsing stops at the bearer check.
+  const authenticatedStream = async (context: { request: Request }) => {
+    await requireBearer(context);
+    return STREAMED_BODY;
+  };
   const bearer = [{ bearerAuth: [] }];
+  const tags = ["products"];
 
   return new Elysia({ prefix: "/products" })
     .post(
@@ -98,14 +172,47 @@ export function productRoutes({
       {
         parse: [...authenticatedJson],
         body: NewProductBody,
-        response: { 201: ProductResponse, 400: ProblemBody, 401: ProblemBody, 422: ProblemBody, 503: ProblemBody },
+        response: {
+          201: ProductResponse,
+          400: ProblemBody,
+          401: ProblemBody,
+          409: ProblemBody,
+          422: ProblemBody,
+          503: ProblemBody,
+        },
         detail: {
-          tags: ["products"],
+          tags,
           summary: "Crear un producto (se calcula y guarda su embedding)",
           description:
             "Con la cabecera opcional Idempotency-Key (1 a 255 caracteres ASCII visibles), repetir la misma " +
             "petición durante 24 horas devuelve la primera respuesta sin crear otro producto; la misma clave " +
-            "con otro cuerpo es un 422.",
+            "con otro cuerpo es un 422. Un SKU que ya tiene otro producto es un 409.",
+          security: bearer,
+        },
+      },
+    )
+    .get(
+      "/",
+      async ({ query }) => {
+        const page = await manageProducts.list({
+          limit: query.limit,
+          cursor: query.cursor,
+          order: query.order,
+          category: query.category,
+        });
+        return { items: page.items.map(productView), total: page.total, next_cursor: page.nextCursor };
+      },
+      {
+        transform: authenticatedOnly,
+        query: ListQuery,
+        response: { 200: ListResponse, 401: ProblemBody, 422: ProblemBody, 503: ProblemBody },
+        detail: {
+          tags,
+          summary: "Listar productos, por páginas",
+          description:
+            `Parámetros: limit (${LIST_LIMIT.min} a ${LIST_LIMIT.max}, por defecto ${LIST_LIMIT.default}), ` +
+            "order (id: por id ascendente, por defecto; newest: los más recientes primero), category (repetible) " +
+            "y cursor (el next_cursor de la página anterior).",
           security: bearer,
         },
       },
@@ -113,25 +220,134 @@ export function productRoutes({
     .post(
       "/search",
       async ({ body, request }) => {
-        const { query, recommendation, results, citedIds } = await search.execute(body, contextOf(request).signal);
-        return {
-          query,
-          recommendation,
-          results: results.map((hit) => ({ ...productView(hit), score: hit.score })),
-          cited_ids: citedIds,
-        };
+        const context = contextOf(request);
+        if (wantsEventStream(request)) {
+          const abort = new AbortController();
+          const signal = AbortSignal.any([context.signal, abort.signal]);
+          const stream = await searchEventStream(
+            search.stream(body, signal),
+            () => abort.abort(new DOMException("the client closed the stream", "AbortError")),
+            ({ query, results }) => ({ query, results: results.map(scoredView) }),
+            {},
+          );
+          // Elysia sends a Response as it is; the route's schema describes the JSON answer only.
+          return stream as never;
+        }
+        const { query, recommendation, results, citedIds } = await search.execute(body, context.signal);
+        return { query, recommendation, results: results.map(scoredView), cited_ids: citedIds };
       },
       {
-        parse: searchRequiresAuth ? [...authenticatedJson] : [jsonBody, "json"],
+        parse: deps.searchRequiresAuth ? [...authenticatedJson] : [jsonBody, "json"],
         body: SearchBody,
         response: { 200: SearchResponse, 401: ProblemBody, 422: ProblemBody, 503: ProblemBody },
         detail: {
-          tags: ["products"],
+          tags,
           summary: "Búsqueda semántica con recomendación generada",
-          security: searchRequiresAuth ? bearer : [],
+          description:
+            "Con Accept: text/event-stream la respuesta son eventos: results (los productos, en cuanto se " +
+            "encuentran), delta (el texto de la recomendación según se escribe), reset (lo enviado se descarta " +
+            "y lo sustituye el siguiente redactor), done (la recomendación entera, cited_ids y quién la escribió) " +
+            "o error.",
+          security: deps.searchRequiresAuth ? bearer : [],
         },
       },
+    )
+    .post(
+      "/bulk",
+      async ({ request }) => {
+        const items = await readBulkItems(request, deps.bulk);
+        const report = await importProducts.execute(items, { signal: contextOf(request).signal });
+        return report;
+      },
+      {
+        parse: authenticatedStream,
+        response: { 200: ImportResponse, 400: ProblemBody, 401: ProblemBody, 413: ProblemBody, 415: ProblemBody },
+        detail: {
+          tags,
+          summary: "Importar productos en bloque (array JSON o JSON Lines)",
+          description:
+            `Hasta ${deps.bulk.maxItems} productos y ${deps.bulk.maxBytes} bytes por petición, como array JSON ` +
+            "(application/json) o JSON Lines (application/x-ndjson). Cada elemento se valida y se informa por su " +
+            "posición: created, updated, unchanged o failed (con el motivo). Con sku, el producto se crea o se " +
+            "actualiza por él, y solo se vuelve a calcular el embedding si cambian el nombre o la descripción.",
+          security: bearer,
+        },
+      },
+    )
+    .get("/:id", async ({ params }) => productView(await manageProducts.get(productId(params.id))), {
+      transform: authenticatedOnly,
+      response: { 200: ProductResponse, 401: ProblemBody, 404: ProblemBody, 503: ProblemBody },
+      detail: { tags, summary: "Ver un producto", security: bearer },
+    })
+    .patch(
+      "/:id",
+      async ({ params, body, request }) =>
+        productView(await manageProducts.update(productId(params.id), body, contextOf(request).signal)),
+      {
+        parse: [...authenticatedJson],
+        body: ProductChangesBody,
+        response: {
+          200: ProductResponse,
+          401: ProblemBody,
+          404: ProblemBody,
+          409: ProblemBody,
+          422: ProblemBody,
+          503: ProblemBody,
+        },
+        detail: {
+          tags,
+          summary: "Cambiar algunos campos de un producto",
+          description:
+            "Solo se vuelve a calcular el embedding si cambian el nombre o la descripción; si no se puede " +
+            "calcular, la respuesta es 503 y el producto no cambia.",
+          security: bearer,
+        },
+      },
+    )
+    .put(
+      "/:id",
+      async ({ params, body, request }) =>
+        productView(await manageProducts.update(productId(params.id), body, contextOf(request).signal)),
+      {
+        parse: [...authenticatedJson],
+        body: NewProductBody,
+        response: {
+          200: ProductResponse,
+          401: ProblemBody,
+          404: ProblemBody,
+          409: ProblemBody,
+          422: ProblemBody,
+          503: ProblemBody,
+        },
+        detail: {
+          tags,
+          summary: "Sustituir nombre, descripción y categoría de un producto",
+          description: "El SKU se conserva salvo que se envíe (null lo quita).",
+          security: bearer,
+        },
+      },
+    )
+    .delete(
+      "/:id",
+      async ({ params, status }) => {
+        await manageProducts.remove(productId(params.id));
+        return status(204, undefined);
+      },
+      {
+        transform: authenticatedOnly,
+        response: { 204: t.Void(), 401: ProblemBody, 404: ProblemBody, 503: ProblemBody },
+        detail: { tags, summary: "Borrar un producto", security: bearer },
+      },
     );
+}
+
+/** What the bulk route's parse stage leaves as its body: the handler reads the request's stream. */
+const STREAMED_BODY = Object.freeze({ streamed: true });
+
+/** A product id in a path: anything but a positive integer names no product (404). */
+function productId(raw: string): number {
+  if (!/^[1-9][0-9]{0,15}$/.test(raw)) throw new ProductNotFound(raw);
+  return Number(raw);
 }
 
 /** Printable ASCII, 1 to 255 characters, as Stripe and the IETF idempotency-key draft use. */
@@ -155,6 +371,10 @@ function bearerToken(header: string | null): string | undefined {
   return match[1];
 }
 
-function productView({ id, name, description, category }: Product) {
-  return { id, name, description, category };
+function productView({ id, name, description, category, sku }: Product) {
+  return { id, name, description, category, ...(sku === undefined ? {} : { sku }) };
+}
+
+function scoredView(hit: ScoredProduct) {
+  return { ...productView(hit), score: hit.score };
 }

@@ -1,21 +1,37 @@
 import { DatabaseUnavailable } from "../../domain/errors.ts";
-import type { NewProduct, Product, ScoredProduct } from "../../domain/product.ts";
+import { publicView } from "../../domain/manage-products.ts";
+import type { Product, StoredProduct, VersionedHit } from "../../domain/product.ts";
 import { type Vector, vectorProblem } from "../../domain/vector.ts";
 import type {
   AddResult,
+  BulkWrite,
+  BulkWriteOutcome,
+  EmbeddedProduct,
   IdempotencyRecord,
   IdempotentAnswer,
+  ListQuery,
+  ProductPage,
   ProductRepository,
+  ProductUpdate,
+  SearchQuery,
+  UpdateResult,
 } from "../../ports/product-repository.ts";
+
+interface Row {
+  product: StoredProduct;
+  embedding: Vector;
+}
 
 /**
  * Products in memory, searched by cosine similarity computed here. Like the database, it rejects
- * a zero, non-finite or (when `dimension` is given) wrong-length vector. Set `down` to make every
- * call fail with DatabaseUnavailable.
+ * a zero, non-finite or (when `dimension` is given) wrong-length vector, and keeps skus unique.
+ * Set `down` to make every call fail with DatabaseUnavailable. Every method checks and writes with
+ * no await in between, so concurrent calls behave as the database's transactions do.
  */
 export class MemoryProductRepository implements ProductRepository {
   down = false;
-  private readonly rows: { product: Product; embedding: Vector }[] = [];
+  private readonly rows = new Map<number, Row>();
+  private nextId = 1;
   private readonly idempotencyKeys = new Map<string, IdempotentAnswer & { createdAt: number }>();
 
   constructor(
@@ -24,46 +40,41 @@ export class MemoryProductRepository implements ProductRepository {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** The stored products, in insertion order (for assertions). */
+  /** The stored products, in id order (for assertions). */
   get products(): Product[] {
-    return this.rows.map((row) => ({ ...row.product }));
+    return [...this.rows.values()].map((row) => publicView(row.product));
   }
 
-  async add(product: NewProduct, embedding: Vector, idempotency?: IdempotencyRecord): Promise<AddResult> {
+  /** A product's embedding (for assertions). */
+  embeddingOf(id: number): Vector | undefined {
+    const row = this.rows.get(id);
+    return row ? [...row.embedding] : undefined;
+  }
+
+  async add(row: EmbeddedProduct, idempotency?: IdempotencyRecord): Promise<AddResult> {
     this.checkUp();
-    const problem = vectorProblem(embedding, this.dimension ?? embedding.length);
-    if (problem) throw new Error(`invalid embedding: ${problem}`);
+    this.checkVector(row.embedding);
     if (idempotency) {
-      // Checked and recorded with no await in between: concurrent adds with one key see each other.
       const earlier = this.idempotentAnswer(idempotency.userId, idempotency.key, idempotency.ttlHours);
       if (earlier) return { alreadyAnswered: earlier };
     }
-    const stored: Product = {
-      id: this.rows.length + 1,
-      name: product.name,
-      description: product.description,
-      category: product.category,
-    };
-    this.rows.push({ product: stored, embedding: [...embedding] });
+    if (row.product.sku !== undefined && this.idOfSku(row.product.sku) !== undefined) {
+      return { skuTaken: row.product.sku };
+    }
+    const created = publicView(this.insert(row));
     if (idempotency) {
       this.idempotencyKeys.set(keyOf(idempotency.userId, idempotency.key), {
         fingerprint: idempotency.fingerprint,
-        product: { ...stored },
+        product: { ...created },
         createdAt: this.now(),
       });
     }
-    return { created: { ...stored } };
+    return { created };
   }
 
   async findIdempotentAnswer(userId: number, key: string, ttlHours: number): Promise<IdempotentAnswer | null> {
     this.checkUp();
     return this.idempotentAnswer(userId, key, ttlHours);
-  }
-
-  private idempotentAnswer(userId: number, key: string, ttlHours: number): IdempotentAnswer | null {
-    const record = this.idempotencyKeys.get(keyOf(userId, key));
-    if (!record || this.now() - record.createdAt >= ttlHours * HOUR) return null;
-    return { fingerprint: record.fingerprint, product: { ...record.product } };
   }
 
   async pruneIdempotencyKeys(ttlHours: number): Promise<number> {
@@ -78,12 +89,144 @@ export class MemoryProductRepository implements ProductRepository {
     return pruned;
   }
 
-  async searchByVector(embedding: Vector, limit: number): Promise<ScoredProduct[]> {
+  async get(id: number): Promise<StoredProduct | null> {
     this.checkUp();
-    return this.rows
-      .map((row) => ({ ...row.product, score: cosineSimilarity(embedding, row.embedding) }))
+    const row = this.rows.get(id);
+    return row ? { ...row.product } : null;
+  }
+
+  async list(query: ListQuery): Promise<ProductPage> {
+    this.checkUp();
+    const matching = [...this.rows.values()]
+      .map((row) => row.product)
+      .filter((product) => !query.categories || query.categories.includes(product.category))
+      .sort((a, b) => (query.order === "newest" ? b.id - a.id : a.id - b.id));
+    const after = query.after;
+    const rest =
+      after === undefined
+        ? matching
+        : matching.filter((product) => (query.order === "newest" ? product.id < after : product.id > after));
+    return {
+      items: rest.slice(0, query.limit).map(publicView),
+      total: matching.length,
+      more: rest.length > query.limit,
+    };
+  }
+
+  async update(id: number, expectedVersion: number, update: ProductUpdate): Promise<UpdateResult> {
+    this.checkUp();
+    const row = this.rows.get(id);
+    if (!row) return { missing: true };
+    if (row.product.version !== expectedVersion) return { conflict: true };
+    const sku = update.fields.sku;
+    if (sku !== undefined) {
+      const holder = this.idOfSku(sku);
+      if (holder !== undefined && holder !== id) return { skuTaken: sku };
+    }
+    if (update.embedding) this.checkVector(update.embedding.vector);
+    return { updated: { ...this.apply(row, update) } };
+  }
+
+  async remove(id: number): Promise<boolean> {
+    this.checkUp();
+    return this.rows.delete(id);
+  }
+
+  async findBySkus(skus: readonly string[]): Promise<StoredProduct[]> {
+    this.checkUp();
+    const wanted = new Set(skus);
+    return [...this.rows.values()]
+      .filter((row) => row.product.sku !== undefined && wanted.has(row.product.sku))
+      .map((row) => ({ ...row.product }));
+  }
+
+  async writeMany(writes: readonly BulkWrite[]): Promise<BulkWriteOutcome[]> {
+    this.checkUp();
+    for (const write of writes) {
+      this.checkVector(write.kind === "insert" ? write.row.embedding : write.update.embedding?.vector);
+    }
+    return writes.map((write): BulkWriteOutcome => {
+      if (write.kind === "insert") {
+        const sku = write.row.product.sku;
+        if (sku !== undefined && this.idOfSku(sku) !== undefined) return { raced: "skuTaken" };
+        return { written: publicView(this.insert(write.row)) };
+      }
+      const row = this.rows.get(write.id);
+      if (!row) return { raced: "missing" };
+      if (row.product.version !== write.expectedVersion) return { raced: "changed" };
+      const sku = write.update.fields.sku;
+      const holder = sku === undefined ? undefined : this.idOfSku(sku);
+      if (holder !== undefined && holder !== write.id) return { raced: "skuTaken" };
+      return { written: publicView(this.apply(row, write.update)) };
+    });
+  }
+
+  async searchByVector(embedding: Vector, query: SearchQuery): Promise<VersionedHit[]> {
+    this.checkUp();
+    return [...this.rows.values()]
+      .filter((row) => !query.categories || query.categories.includes(row.product.category))
+      .map((row) => ({
+        ...publicView(row.product),
+        version: row.product.version,
+        score: cosineSimilarity(embedding, row.embedding),
+      }))
       .sort((a, b) => b.score - a.score || a.id - b.id)
-      .slice(0, Math.max(0, limit));
+      .slice(0, Math.max(0, query.limit));
+  }
+
+  async versions(ids: readonly number[]): Promise<Map<number, number>> {
+    this.checkUp();
+    const versions = new Map<number, number>();
+    for (const id of ids) {
+      const row = this.rows.get(id);
+      if (row) versions.set(id, row.product.version);
+    }
+    return versions;
+  }
+
+  private insert({ product, embedding, contentDigest }: EmbeddedProduct): StoredProduct {
+    const stored: StoredProduct = {
+      id: this.nextId++,
+      name: product.name,
+      description: product.description,
+      category: product.category,
+      ...(product.sku === undefined ? {} : { sku: product.sku }),
+      contentDigest,
+      version: 1,
+    };
+    this.rows.set(stored.id, { product: stored, embedding: [...embedding] });
+    return stored;
+  }
+
+  private apply(row: Row, { fields, embedding }: ProductUpdate): StoredProduct {
+    const { sku, ...contract } = fields;
+    const { sku: _dropped, ...rest } = row.product;
+    row.product = {
+      ...rest,
+      ...contract,
+      ...(sku === undefined ? {} : { sku }),
+      contentDigest: embedding?.contentDigest ?? row.product.contentDigest,
+      version: row.product.version + 1,
+    };
+    if (embedding) row.embedding = [...embedding.vector];
+    return row.product;
+  }
+
+  private idOfSku(sku: string): number | undefined {
+    for (const [id, row] of this.rows) if (row.product.sku === sku) return id;
+    return undefined;
+  }
+
+  private checkVector(vector: Vector | undefined): void {
+    if (vector === undefined) return;
+    const problem = vectorProblem(vector, this.dimension ?? vector.length);
+    if (problem) throw new Error(`invalid embedding: ${problem}`);
+  }
+
+  private idempotentAnswer(userId: number, key: string, ttlHours: number): IdempotentAnswer | null {
+    const record = this.idempotencyKeys.get(keyOf(userId, key));
+    if (!record || this.now() - record.createdAt >= ttlHours * HOUR) return null;
+    return { fingerprint: record.fingerprint, product: { ...record.product } };
   }
 
   private checkUp(): void {

@@ -3,7 +3,7 @@ import { pathToFileURL } from "node:url";
 import { PGlite, type PGliteOptions, type Transaction } from "@electric-sql/pglite";
 import { vector } from "@electric-sql/pglite-pgvector";
 import { DatabaseUnavailable } from "../../domain/errors.ts";
-import { insideTransaction, type SqlClient } from "../postgres/sql-client.ts";
+import { copyStatement, insideTransaction, type SqlClient } from "../postgres/sql-client.ts";
 import { lockDataDir } from "./data-dir-lock.ts";
 
 /**
@@ -62,6 +62,10 @@ function pgliteExecutor(db: PGlite) {
       if (db.closed) throw new DatabaseUnavailable();
       return (await db.query<T>(text, [...params])).rows;
     },
+    async copyIn(table: string, columns: readonly string[], data: Uint8Array): Promise<void> {
+      if (db.closed) throw new DatabaseUnavailable();
+      await db.query(copyStatement(table, columns, "'/dev/blob'"), [], { blob: new Blob([data]) });
+    },
     transaction<R>(fn: (tx: SqlClient) => Promise<R>): Promise<R> {
       if (db.closed) return Promise.reject(new DatabaseUnavailable());
       return db.transaction((tx) => fn(insideTransaction(transactionExecutor(tx, { next: 0 }))));
@@ -70,10 +74,16 @@ function pgliteExecutor(db: PGlite) {
 }
 
 /** PGlite's Transaction has no nesting, so a nested transaction is a savepoint. */
-function transactionExecutor(tx: Transaction, savepoints: { next: number }): Pick<SqlClient, "query" | "transaction"> {
+function transactionExecutor(
+  tx: Transaction,
+  savepoints: { next: number },
+): Pick<SqlClient, "query" | "transaction" | "copyIn"> {
   return {
     async query<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
       return (await tx.query<T>(text, [...params])).rows;
+    },
+    async copyIn(table: string, columns: readonly string[], data: Uint8Array): Promise<void> {
+      await tx.query(copyStatement(table, columns, "'/dev/blob'"), [], { blob: new Blob([data]) });
     },
     async transaction<R>(fn: (tx: SqlClient) => Promise<R>): Promise<R> {
       const name = `sp_${savepoints.next++}`;

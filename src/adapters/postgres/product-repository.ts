@@ -1,11 +1,21 @@
-import type { NewProduct, Product, ScoredProduct } from "../../domain/product.ts";
+import { publicView } from "../../domain/manage-products.ts";
+import type { Product, StoredProduct, VersionedHit } from "../../domain/product.ts";
 import type { Vector } from "../../domain/vector.ts";
 import type {
   AddResult,
+  BulkWrite,
+  BulkWriteOutcome,
+  EmbeddedProduct,
   IdempotencyRecord,
   IdempotentAnswer,
+  ListQuery,
+  ProductPage,
   ProductRepository,
+  ProductUpdate,
+  SearchQuery,
+  UpdateResult,
 } from "../../ports/product-repository.ts";
+import { type CopyField, encodeCopyRows } from "./binary-copy.ts";
 import { HALF_PRECISION_COPY_FROM_DIMENSION, vectorParam } from "./schema.ts";
 import type { SqlClient } from "./sql-client.ts";
 
@@ -14,12 +24,23 @@ interface ProductRow {
   name: string;
   description: string;
   category: string;
+  sku: string | null;
 }
+
+interface StoredRow extends ProductRow {
+  content_digest: string;
+  version: number;
+}
+
+const PRODUCT_COLUMNS = "id, name, description, category, sku";
+const STORED_COLUMNS = `${PRODUCT_COLUMNS}, content_digest, version`;
+const UNIQUE_VIOLATION = "23505";
 
 /**
  * Products over PostgreSQL or PGlite.
  *
- * Search is exact, with no index: it compares the query with every product, as the spec says.
+ * Search is exact, with no index: it compares the query with every product (of the requested
+ * categories), as the spec says.
  * - Up to HALF_PRECISION_COPY_FROM_DIMENSION dimensions (the offline model's 384) it scans the
  *   `vector` column: bench/search.ts measured p95 ≈ 24 ms (PostgreSQL) / ≈ 29 ms (PGlite) at 12,430 products.
  * - Longer vectors are stored out of the row, so it scans the in-row half-precision copy
@@ -28,6 +49,9 @@ interface ProductRow {
  *   than the gap the extra candidates cover, so the ranking and the scores are those of the full
  *   vectors. At 3072 dimensions and 12,430 products: p95 45 ms on PostgreSQL (150 ms scanning the
  *   out-of-row vectors); PGlite stays at ≈ 290 ms either way (half precision is slow in WASM).
+ *
+ * Bulk writes load their rows with binary COPY into a temporary table, then insert and update from
+ * it in two statements: a vector as text would cost more to parse than to store.
  */
 export class PostgresProductRepository implements ProductRepository {
   private readonly scansHalfCopy: boolean;
@@ -35,25 +59,45 @@ export class PostgresProductRepository implements ProductRepository {
   /** `dimension`: that of the stored embeddings (it decides how search scans). */
   constructor(
     private readonly db: SqlClient,
-    dimension: number,
+    private readonly dimension: number,
   ) {
     this.scansHalfCopy = dimension >= HALF_PRECISION_COPY_FROM_DIMENSION;
   }
 
-  async add(product: NewProduct, embedding: Vector, idempotency?: IdempotencyRecord): Promise<AddResult> {
+  async add(
+    { product, embedding, contentDigest }: EmbeddedProduct,
+    idempotency?: IdempotencyRecord,
+  ): Promise<AddResult> {
     const insert = async (db: SqlClient) => {
       const [row] = await db.query<ProductRow>(
-        `INSERT INTO products (name, description, category, embedding)
-         VALUES ($1, $2, $3, $4::vector)
-         RETURNING id, name, description, category`,
-        [product.name, product.description, product.category, vectorParam(embedding)],
+        `INSERT INTO products (name, description, category, sku, content_digest, embedding)
+         VALUES ($1, $2, $3, $4, $5, $6::vector)
+         RETURNING ${PRODUCT_COLUMNS}`,
+        [
+          product.name,
+          product.description,
+          product.category,
+          product.sku ?? null,
+          contentDigest,
+          vectorParam(embedding),
+        ],
       );
       if (!row) throw new Error("INSERT ... RETURNING returned no row");
       return toProduct(row);
     };
-    if (!idempotency) return { created: await insert(this.db) };
+    try {
+      if (!idempotency) return { created: await insert(this.db) };
+      return await this.addIdempotently(insert, idempotency);
+    } catch (error) {
+      if (isUniqueViolation(error, "products_sku")) return { skuTaken: product.sku as string };
+      throw error;
+    }
+  }
 
-    const { userId, key, fingerprint, ttlHours } = idempotency;
+  private async addIdempotently(
+    insert: (db: SqlClient) => Promise<Product>,
+    { userId, key, fingerprint, ttlHours }: IdempotencyRecord,
+  ): Promise<AddResult> {
     const created = await this.db
       .transaction(async (tx) => {
         const stored = await insert(tx);
@@ -102,29 +146,212 @@ export class PostgresProductRepository implements ProductRepository {
     return rows.length;
   }
 
-  async searchByVector(embedding: Vector, limit: number): Promise<ScoredProduct[]> {
-    const query = vectorParam(embedding);
-    const rows = this.scansHalfCopy
-      ? await this.db.query<ProductRow & { distance: number }>(
-          `SELECT id, name, description, category, embedding <=> $1::vector AS distance
-           FROM (
-             SELECT id, name, description, category, embedding
-             FROM products
-             ORDER BY embedding_half <=> $1::vector::halfvec, id
-             LIMIT $3
-           ) AS candidates
-           ORDER BY distance, id
-           LIMIT $2`,
-          [query, limit, candidatesFor(limit)],
-        )
-      : await this.db.query<ProductRow & { distance: number }>(
-          `SELECT id, name, description, category, embedding <=> $1::vector AS distance
-           FROM products
-           ORDER BY distance, id
-           LIMIT $2`,
-          [query, limit],
-        );
-    return rows.map((row) => ({ ...toProduct(row), score: 1 - Number(row.distance) }));
+  async get(id: number): Promise<StoredProduct | null> {
+    const [row] = await this.db.query<StoredRow>(`SELECT ${STORED_COLUMNS} FROM products WHERE id = $1`, [id]);
+    return row ? toStored(row) : null;
+  }
+
+  async list(query: ListQuery): Promise<ProductPage> {
+    const params: unknown[] = [];
+    const conditions: string[] = [];
+    if (query.categories) {
+      params.push(query.categories);
+      conditions.push(`category = ANY($${params.length}::text[])`);
+    }
+    const counted = `SELECT count(*) AS n FROM products${where(conditions)}`;
+    const [count] = await this.db.query<{ n: number | string }>(counted, [...params]);
+    const ascending = query.order === "id";
+    if (query.after !== undefined) {
+      params.push(query.after);
+      conditions.push(`id ${ascending ? ">" : "<"} $${params.length}`);
+    }
+    params.push(query.limit + 1);
+    const rows = await this.db.query<ProductRow>(
+      `SELECT ${PRODUCT_COLUMNS} FROM products${where(conditions)}
+       ORDER BY id ${ascending ? "ASC" : "DESC"} LIMIT $${params.length}`,
+      params,
+    );
+    return {
+      items: rows.slice(0, query.limit).map(toProduct),
+      total: Number(count?.n ?? 0),
+      more: rows.length > query.limit,
+    };
+  }
+
+  async update(id: number, expectedVersion: number, { fields, embedding }: ProductUpdate): Promise<UpdateResult> {
+    let rows: StoredRow[];
+    try {
+      rows = await this.db.query<StoredRow>(
+        `UPDATE products SET name = $3, description = $4, category = $5, sku = $6,
+           embedding = COALESCE($7::vector, embedding), content_digest = COALESCE($8, content_digest),
+           version = version + 1, updated_at = now()
+         WHERE id = $1 AND version = $2
+         RETURNING ${STORED_COLUMNS}`,
+        [
+          id,
+          expectedVersion,
+          fields.name,
+          fields.description,
+          fields.category,
+          fields.sku ?? null,
+          embedding ? vectorParam(embedding.vector) : null,
+          embedding?.contentDigest ?? null,
+        ],
+      );
+    } catch (error) {
+      if (isUniqueViolation(error, "products_sku")) return { skuTaken: fields.sku as string };
+      throw error;
+    }
+    const [row] = rows;
+    if (row) return { updated: toStored(row) };
+    const [exists] = await this.db.query("SELECT 1 FROM products WHERE id = $1", [id]);
+    return exists ? { conflict: true } : { missing: true };
+  }
+
+  async remove(id: number): Promise<boolean> {
+    return (await this.db.query("DELETE FROM products WHERE id = $1 RETURNING id", [id])).length > 0;
+  }
+
+  async findBySkus(skus: readonly string[]): Promise<StoredProduct[]> {
+    if (skus.length === 0) return [];
+    const rows = await this.db.query<StoredRow>(`SELECT ${STORED_COLUMNS} FROM products WHERE sku = ANY($1::text[])`, [
+      [...skus],
+    ]);
+    return rows.map(toStored);
+  }
+
+  async writeMany(writes: readonly BulkWrite[]): Promise<BulkWriteOutcome[]> {
+    if (writes.length === 0) return [];
+    const staged = writes.map((write, position): CopyField[] => {
+      const base: CopyField[] = [{ int4: position }];
+      if (write.kind === "insert") {
+        const { product, embedding, contentDigest } = write.row;
+        return [
+          ...base,
+          null,
+          null,
+          product.sku === undefined ? null : { text: product.sku },
+          { text: product.name },
+          { text: product.description },
+          { text: product.category },
+          { text: contentDigest },
+          { vector: embedding },
+        ];
+      }
+      const { fields, embedding } = write.update;
+      return [
+        ...base,
+        { int8: write.id },
+        { int4: write.expectedVersion },
+        fields.sku === undefined ? null : { text: fields.sku },
+        { text: fields.name },
+        { text: fields.description },
+        { text: fields.category },
+        embedding ? { text: embedding.contentDigest } : null,
+        embedding ? { vector: embedding.vector } : null,
+      ];
+    });
+    const { inserted, updated, ids } = await this.db.transaction(async (tx) => {
+      await tx.query(
+        `CREATE TEMPORARY TABLE product_writes (
+           position integer NOT NULL, id bigint, expected_version integer, sku text, name text NOT NULL,
+           description text NOT NULL, category text NOT NULL, content_digest text, embedding vector(${this.dimension})
+         ) ON COMMIT DROP`,
+      );
+      await tx.copyIn(
+        "product_writes",
+        ["position", "id", "expected_version", "sku", "name", "description", "category", "content_digest", "embedding"],
+        encodeCopyRows(staged),
+      );
+      // New rows get their ids first, so that each inserted row is known by its position.
+      await tx.query(
+        "UPDATE product_writes SET id = nextval(pg_get_serial_sequence('products', 'id')) WHERE expected_version IS NULL",
+      );
+      const insertedRows = await tx.query<{ id: number | string }>(
+        `INSERT INTO products (id, sku, name, description, category, content_digest, embedding)
+         OVERRIDING SYSTEM VALUE
+         SELECT id, sku, name, description, category, content_digest, embedding
+         FROM product_writes WHERE expected_version IS NULL ORDER BY position
+         ON CONFLICT (sku) WHERE sku IS NOT NULL DO NOTHING
+         RETURNING id`,
+      );
+      const updatedRows = await tx.query<{ id: number | string }>(
+        `UPDATE products p SET name = w.name, description = w.description, category = w.category, sku = w.sku,
+           embedding = COALESCE(w.embedding, p.embedding), content_digest = COALESCE(w.content_digest, p.content_digest),
+           version = p.version + 1, updated_at = now()
+         FROM product_writes w
+         WHERE w.expected_version IS NOT NULL AND p.id = w.id AND p.version = w.expected_version
+         RETURNING p.id`,
+      );
+      const positions = await tx.query<{ id: number | string }>("SELECT id FROM product_writes ORDER BY position");
+      return {
+        inserted: new Set(insertedRows.map((row) => Number(row.id))),
+        updated: new Set(updatedRows.map((row) => Number(row.id))),
+        ids: positions.map((row) => Number(row.id)),
+      };
+    });
+    const lost = writes.flatMap((write, i) =>
+      write.kind === "update" && !updated.has(ids[i] as number) ? [ids[i] as number] : [],
+    );
+    const stillThere = new Set<number>();
+    if (lost.length > 0) {
+      const rows = await this.db.query<{ id: number | string }>(
+        "SELECT id FROM products WHERE id = ANY($1::bigint[])",
+        [lost],
+      );
+      for (const row of rows) stillThere.add(Number(row.id));
+    }
+    return writes.map((write, i): BulkWriteOutcome => {
+      const id = ids[i] as number;
+      if (write.kind === "insert") {
+        return inserted.has(id) ? { written: publicView({ id, ...write.row.product }) } : { raced: "skuTaken" };
+      }
+      if (updated.has(id)) return { written: publicView({ id, ...write.update.fields }) };
+      return { raced: stillThere.has(id) ? "changed" : "missing" };
+    });
+  }
+
+  async searchByVector(embedding: Vector, query: SearchQuery): Promise<VersionedHit[]> {
+    const params: unknown[] = [vectorParam(embedding), query.limit];
+    let filter = "";
+    if (query.categories) {
+      params.push(query.categories);
+      filter = `WHERE category = ANY($${params.length}::text[])`;
+    }
+    let rows: (ProductRow & { version: number; distance: number })[];
+    if (this.scansHalfCopy) {
+      params.push(candidatesFor(query.limit));
+      rows = await this.db.query(
+        `SELECT ${PRODUCT_COLUMNS}, version, embedding <=> $1::vector AS distance
+         FROM (
+           SELECT ${PRODUCT_COLUMNS}, version, embedding
+           FROM products ${filter}
+           ORDER BY embedding_half <=> $1::vector::halfvec, id
+           LIMIT $${params.length}
+         ) AS candidates
+         ORDER BY distance, id
+         LIMIT $2`,
+        params,
+      );
+    } else {
+      rows = await this.db.query(
+        `SELECT ${PRODUCT_COLUMNS}, version, embedding <=> $1::vector AS distance
+         FROM products ${filter}
+         ORDER BY distance, id
+         LIMIT $2`,
+        params,
+      );
+    }
+    return rows.map((row) => ({ ...toProduct(row), version: Number(row.version), score: 1 - Number(row.distance) }));
+  }
+
+  async versions(ids: readonly number[]): Promise<Map<number, number>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.db.query<{ id: number | string; version: number }>(
+      "SELECT id, version FROM products WHERE id = ANY($1::bigint[])",
+      [[...ids]],
+    );
+    return new Map(rows.map((row) => [Number(row.id), Number(row.version)]));
   }
 }
 
@@ -136,6 +363,26 @@ function candidatesFor(limit: number): number {
   return Math.max(40, 4 * limit);
 }
 
+function where(conditions: readonly string[]): string {
+  return conditions.length === 0 ? "" : ` WHERE ${conditions.join(" AND ")}`;
+}
+
+function isUniqueViolation(error: unknown, constraint: string): boolean {
+  const { code, constraint_name: name } = (error ?? {}) as { code?: unknown; constraint_name?: unknown };
+  return code === UNIQUE_VIOLATION && (name === undefined || name === constraint);
+}
+
 function toProduct(row: ProductRow): Product {
-  return { id: Number(row.id), name: row.name, description: row.description, category: row.category };
+  const product: Product = {
+    id: Number(row.id),
+    name: row.name,
+    description: row.description,
+    category: row.category,
+  };
+  if (row.sku !== null && row.sku !== undefined) product.sku = row.sku;
+  return product;
+}
+
+function toStored(row: StoredRow): StoredProduct {
+  return { ...toProduct(row), contentDigest: row.content_digest, version: Number(row.version) };
 }

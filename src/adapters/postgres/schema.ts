@@ -124,7 +124,26 @@ const MIGRATIONS: readonly Migration[] = [
       await tx.query("CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at)");
     },
   },
+  {
+    version: 5,
+    name: "product lifecycle: sku, content digest, version",
+    async apply(tx) {
+      await tx.query("ALTER TABLE products ADD COLUMN sku text");
+      await tx.query("CREATE UNIQUE INDEX products_sku ON products (sku) WHERE sku IS NOT NULL");
+      // The digest of the text each embedding was computed from (domain/product.ts contentDigest).
+      await tx.query("ALTER TABLE products ADD COLUMN content_digest text");
+      await tx.query(`UPDATE products SET content_digest = ${CONTENT_DIGEST_SQL}`);
+      await tx.query("ALTER TABLE products ALTER COLUMN content_digest SET NOT NULL");
+      await tx.query("ALTER TABLE products ADD COLUMN version integer NOT NULL DEFAULT 1");
+      await tx.query("ALTER TABLE products ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now()");
+      // Filtered search scans a category's rows; listings page through them by id.
+      await tx.query("CREATE INDEX products_category_id ON products (category, id)");
+    },
+  },
 ];
+
+/** contentDigest (domain/product.ts) in SQL: SHA-256 hex of name, a newline and description, as UTF-8. */
+const CONTENT_DIGEST_SQL = "encode(sha256(convert_to(name || E'\\n' || description, 'UTF8')), 'hex')";
 
 /** The version of every migration, in order (what `schema_migrations` holds once all are applied). */
 export const MIGRATION_VERSIONS: readonly number[] = MIGRATIONS.map((migration) => migration.version);

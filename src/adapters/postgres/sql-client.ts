@@ -11,7 +11,21 @@ export interface SqlClient {
   query<T>(text: string, params?: readonly unknown[]): Promise<T[]>;
   /** Runs `fn` in a transaction (a savepoint when already inside one); rolls back when it throws. */
   transaction<R>(fn: (tx: SqlClient) => Promise<R>): Promise<R>;
+  /**
+   * Loads rows in PostgreSQL's binary COPY format (binary-copy.ts) into `table`'s `columns`. Use it
+   * inside a transaction for a temporary table that is dropped on commit.
+   */
+  copyIn(table: string, columns: readonly string[], data: Uint8Array): Promise<void>;
   close(): Promise<void>;
+}
+
+/** The COPY statement for copyIn, reading from `source` (STDIN for a server, a file for PGlite). */
+export function copyStatement(table: string, columns: readonly string[], source: string): string {
+  const name = /^[a-z_][a-z0-9_]*$/;
+  if (!name.test(table) || !columns.every((column) => name.test(column))) {
+    throw new Error(`copyIn: not a plain table or column name: ${table} (${columns.join(", ")})`);
+  }
+  return `COPY ${table} (${columns.join(", ")}) FROM ${source} WITH (FORMAT binary)`;
 }
 
 export interface PostgresOptions {
@@ -55,7 +69,7 @@ export function connectPostgres(url: string, options: PostgresOptions = {}): Sql
   };
 }
 
-type Executor = Pick<SqlClient, "query" | "transaction">;
+type Executor = Pick<SqlClient, "query" | "transaction" | "copyIn">;
 
 function postgresExecutor(sql: postgres.Sql | postgres.TransactionSql, timeoutMs: number | undefined): Executor {
   return {
@@ -65,6 +79,18 @@ function postgresExecutor(sql: postgres.Sql | postgres.TransactionSql, timeoutMs
       try {
         const rows = await withTimeout(pending, timeoutMs, () => void pending.cancel());
         return rows as unknown as T[];
+      } catch (error) {
+        throw asDatabaseUnavailable(error);
+      }
+    },
+    async copyIn(table: string, columns: readonly string[], data: Uint8Array): Promise<void> {
+      try {
+        const stream = await sql.unsafe(copyStatement(table, columns, "STDIN")).writable();
+        await new Promise<void>((resolve, reject) => {
+          stream.once("error", reject);
+          stream.once("finish", resolve);
+          stream.end(data);
+        });
       } catch (error) {
         throw asDatabaseUnavailable(error);
       }

@@ -6,7 +6,9 @@ import { MemoryUserRepository } from "../../../src/adapters/memory/user-reposito
 import { BunPasswordHasher } from "../../../src/adapters/security/bun-password-hasher.ts";
 import { Authenticate } from "../../../src/domain/authenticate.ts";
 import { CreateProduct } from "../../../src/domain/create-product.ts";
+import { ImportProducts } from "../../../src/domain/import-products.ts";
 import { LoginThrottle } from "../../../src/domain/login-throttle.ts";
+import { ManageProducts } from "../../../src/domain/manage-products.ts";
 import { ManageUsers } from "../../../src/domain/manage-users.ts";
 import { SearchAndRecommend } from "../../../src/domain/search-and-recommend.ts";
 import { FakeClock } from "../../fakes/fake-clock.ts";
@@ -48,6 +50,8 @@ export async function createHarness(options: HarnessOptions = {}) {
   const app = createHttpApp({
     authenticate,
     createProduct: new CreateProduct({ products, embedder }),
+    manageProducts: new ManageProducts({ products, embedder }),
+    importProducts: new ImportProducts({ products, embedder }),
     search: new SearchAndRecommend({ products, embedder, generator }),
     health,
     settings: {
@@ -57,6 +61,7 @@ export async function createHarness(options: HarnessOptions = {}) {
       maxBodyBytes: 64 * 1024,
       trustProxy: false,
       requestTimeoutMs: 30_000,
+      bulk: { maxBytes: 1024 * 1024, maxItems: 1000 },
       ...options.settings,
     },
     log: (event) => logs.push(event),

@@ -1,0 +1,63 @@
+import { type JsonItem, jsonItems, MalformedItems } from "../import/json-items.ts";
+import { MAX_JSON_DEPTH } from "./body.ts";
+import { HttpProblem, payloadTooLarge, unsupportedMediaType } from "./errors.ts";
+
+export interface BulkLimits {
+  maxBytes: number;
+  maxItems: number;
+}
+
+const MEDIA_TYPES = {
+  array: ["application/json"],
+  lines: ["application/x-ndjson", "application/jsonl", "application/x-jsonlines"],
+} as const;
+
+/** Items parsed between two yields to the event loop: a large body never holds it for long. */
+const ITEMS_PER_TURN = 200;
+
+/**
+ * The items of a bulk request: a JSON array (`application/json`) or JSON Lines
+ * (`application/x-ndjson`), read as a stream, at most `maxBytes` bytes (413) and `maxItems` items
+ * (413 too). An item that is not valid JSON (possible in JSON Lines only) is kept as a problem, for
+ * the import to report at its position; a broken array is 400.
+ */
+export async function readBulkItems(request: Request, limits: BulkLimits): Promise<JsonItem[]> {
+  const mediaType = (request.headers.get("content-type")?.split(";")[0] ?? "").trim().toLowerCase();
+  const format = (MEDIA_TYPES.lines as readonly string[]).includes(mediaType)
+    ? "lines"
+    : (MEDIA_TYPES.array as readonly string[]).includes(mediaType)
+      ? "array"
+      : undefined;
+  if (!format) throw unsupportedMediaType([...MEDIA_TYPES.array, ...MEDIA_TYPES.lines]);
+  if (!request.body) throw new HttpProblem(422, "El cuerpo debe contener los productos a importar");
+
+  const items: JsonItem[] = [];
+  try {
+    const source = jsonItems(bounded(request.body, limits.maxBytes), format, {
+      maxDepth: MAX_JSON_DEPTH,
+      maxItemBytes: limits.maxBytes,
+    });
+    for await (const item of source) {
+      items.push(item);
+      if (items.length > limits.maxItems) {
+        throw new HttpProblem(413, `Una importación admite como máximo ${limits.maxItems} productos por petición`);
+      }
+      if (items.length % ITEMS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
+    }
+  } catch (error) {
+    if (error instanceof MalformedItems) throw new HttpProblem(400, error.message);
+    throw error;
+  }
+  if (items.length === 0) throw new HttpProblem(422, "El cuerpo debe contener al menos un producto");
+  return items;
+}
+
+/** The stream's chunks, failing with 413 once more than `maxBytes` bytes have come. */
+async function* bounded(stream: AsyncIterable<Uint8Array>, maxBytes: number): AsyncGenerator<Uint8Array> {
+  let size = 0;
+  for await (const chunk of stream) {
+    size += chunk.byteLength;
+    if (size > maxBytes) throw payloadTooLarge(maxBytes);
+    yield chunk;
+  }
+}

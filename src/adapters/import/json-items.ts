@@ -1,0 +1,213 @@
+/**
+ * Items of a JSON array or of JSON Lines (NDJSON), read from a byte stream one item at a time: a
+ * large import is never parsed as one value, so neither the memory it takes nor the time the
+ * event loop is held grows with its size. Each item is checked for nesting before it is parsed.
+ */
+import { jsonDepthExceeds } from "../http/json-depth.ts";
+
+export type JsonItemsFormat = "array" | "lines";
+
+/** One item: its value, or why it could not be read (Spanish). */
+export type JsonItem = { index: number; value: unknown } | { index: number; problem: string };
+
+/** The stream as a whole is not what its format says (an array that is not an array...). */
+export class MalformedItems extends Error {
+  override readonly name = "MalformedItems";
+}
+
+export interface JsonItemsOptions {
+  /** Deepest nesting an item may have. */
+  maxDepth: number;
+  /** Largest item, in bytes (a longer one is reported as a problem, not read whole). */
+  maxItemBytes: number;
+}
+
+const NEWLINE = 0x0a;
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+
+function isSpace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d;
+}
+
+/** Reads `stream` as `format`, yielding every item in order; throws MalformedItems for a broken array. */
+export async function* jsonItems(
+  stream: AsyncIterable<Uint8Array>,
+  format: JsonItemsFormat,
+  options: JsonItemsOptions,
+): AsyncGenerator<JsonItem> {
+  const splitter = format === "lines" ? new LineSplitter(options) : new ArraySplitter(options);
+  let index = 0;
+  for await (const chunk of stream) {
+    for (const piece of splitter.push(chunk)) yield itemAt(index++, piece, options);
+  }
+  for (const piece of splitter.end()) yield itemAt(index++, piece, options);
+}
+
+/** The bytes of one item, or `null` when it was longer than maxItemBytes (its bytes are dropped). */
+type Piece = Uint8Array | null;
+
+function itemAt(index: number, piece: Piece, options: JsonItemsOptions): JsonItem {
+  if (piece === null) return { index, problem: `El elemento supera el máximo de ${options.maxItemBytes} bytes` };
+  if (jsonDepthExceeds(piece, options.maxDepth)) {
+    return { index, problem: `El elemento tiene demasiados niveles de anidamiento (como máximo ${options.maxDepth})` };
+  }
+  try {
+    return { index, value: JSON.parse(new TextDecoder().decode(piece)) };
+  } catch {
+    return { index, problem: "El elemento no es un JSON válido" };
+  }
+}
+
+/** Collects one item's bytes across chunks, dropping them once they pass the limit. */
+class ItemBuffer {
+  private parts: Uint8Array[] = [];
+  private size = 0;
+  private tooLong = false;
+
+  constructor(private readonly maxBytes: number) {}
+
+  get empty(): boolean {
+    return this.size === 0 && !this.tooLong;
+  }
+
+  add(bytes: Uint8Array): void {
+    if (bytes.length === 0 || this.tooLong) return;
+    this.size += bytes.length;
+    if (this.size > this.maxBytes) {
+      this.tooLong = true;
+      this.parts = [];
+      return;
+    }
+    this.parts.push(bytes);
+  }
+
+  take(): Piece {
+    const piece = this.tooLong ? null : concat(this.parts, this.size);
+    this.parts = [];
+    this.size = 0;
+    this.tooLong = false;
+    return piece;
+  }
+}
+
+function concat(parts: Uint8Array[], size: number): Uint8Array {
+  if (parts.length === 1) return parts[0] as Uint8Array;
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const part of parts) {
+    bytes.set(part, offset);
+    offset += part.length;
+  }
+  return bytes;
+}
+
+function isBlank(bytes: Uint8Array): boolean {
+  return bytes.every(isSpace);
+}
+
+/** JSON Lines: one item per line; blank lines are skipped. */
+class LineSplitter {
+  private readonly current: ItemBuffer;
+
+  constructor(options: JsonItemsOptions) {
+    this.current = new ItemBuffer(options.maxItemBytes);
+  }
+
+  *push(chunk: Uint8Array): Generator<Piece> {
+    let start = 0;
+    for (let newline = chunk.indexOf(NEWLINE); newline !== -1; newline = chunk.indexOf(NEWLINE, start)) {
+      this.current.add(chunk.subarray(start, newline));
+      start = newline + 1;
+      const piece = this.current.take();
+      if (piece === null || !isBlank(piece)) yield piece;
+    }
+    this.current.add(chunk.subarray(start));
+  }
+
+  end(): Piece[] {
+    if (this.current.empty) return [];
+    const piece = this.current.take();
+    return piece === null || !isBlank(piece) ? [piece] : [];
+  }
+}
+
+/** A top-level JSON array: its elements, found by tracking strings and nesting, byte by byte. */
+class ArraySplitter {
+  private readonly current: ItemBuffer;
+  /** before: nothing but spaces yet; inside: within the array; after: past its closing bracket. */
+  private state: "before" | "inside" | "after" = "before";
+  private depth = 0;
+  private inString = false;
+  private escaped = false;
+  /** An element has started since the last separator. */
+  private started = false;
+  /** A comma was the last separator (so `]` right after it is an error). */
+  private afterComma = false;
+
+  constructor(options: JsonItemsOptions) {
+    this.current = new ItemBuffer(options.maxItemBytes);
+  }
+
+  *push(chunk: Uint8Array): Generator<Piece> {
+    let start = 0;
+    for (let i = 0; i < chunk.length; i++) {
+      const byte = chunk[i] as number;
+      if (this.state === "before") {
+        if (isSpace(byte)) continue;
+        if (byte !== OPEN_BRACKET) throw new MalformedItems("El cuerpo debe ser un array JSON de productos");
+        this.state = "inside";
+        start = i + 1;
+        continue;
+      }
+      if (this.state === "after") {
+        if (!isSpace(byte)) throw new MalformedItems("Hay texto después del final del array JSON");
+        continue;
+      }
+      if (this.inString) {
+        if (this.escaped) this.escaped = false;
+        else if (byte === BACKSLASH) this.escaped = true;
+        else if (byte === QUOTE) this.inString = false;
+        continue;
+      }
+      if (byte === QUOTE) {
+        this.inString = true;
+        this.started = true;
+      } else if (byte === OPEN_BRACKET || byte === OPEN_BRACE) {
+        this.depth++;
+        this.started = true;
+      } else if ((byte === CLOSE_BRACKET || byte === CLOSE_BRACE) && this.depth > 0) {
+        this.depth--;
+      } else if (this.depth === 0 && (byte === COMMA || byte === CLOSE_BRACKET)) {
+        this.current.add(chunk.subarray(start, i));
+        start = i + 1;
+        const closing = byte === CLOSE_BRACKET;
+        if (this.started) {
+          this.started = false;
+          yield this.current.take();
+        } else {
+          const blank = this.current.take();
+          // `[]` is an empty array; `[,` or `[1,,2]` or `[1,]` are not JSON.
+          if (!(closing && blank !== null && isBlank(blank) && !this.afterComma)) {
+            throw new MalformedItems("El array JSON tiene un elemento vacío");
+          }
+        }
+        this.afterComma = !closing;
+        if (closing) this.state = "after";
+      } else if (!isSpace(byte)) {
+        this.started = true;
+      }
+    }
+    if (this.state === "inside") this.current.add(chunk.subarray(start));
+  }
+
+  end(): Piece[] {
+    if (this.state !== "after") throw new MalformedItems("El array JSON no está completo");
+    return [];
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * Rows in PostgreSQL's binary COPY format (`COPY ... FROM STDIN (FORMAT binary)`), for bulk writes:
+ * a 3072-d vector as text costs the server ~0.8 ms to parse (PGlite ~6 ms), as binary nothing.
+ * Each field is null or one of the column types the product writes use. The column types of the
+ * target table must match exactly (binary COPY does no conversion).
+ */
+export type CopyField =
+  | null
+  | { int4: number }
+  | { int8: number }
+  | { text: string }
+  /** pgvector's `vector`: float4 components. */
+  | { vector: ArrayLike<number> };
+
+const SIGNATURE = Uint8Array.from([0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00]); // "PGCOPY\n\xff\r\n\0"
+
+/** The whole COPY payload: header, one tuple per row, trailer. */
+export function encodeCopyRows(rows: readonly (readonly CopyField[])[]): Uint8Array {
+  const encoder = new TextEncoder();
+  const texts = rows.map((row) => row.map((field) => (field && "text" in field ? encoder.encode(field.text) : null)));
+  let size = SIGNATURE.length + 8 + 2;
+  for (const [r, row] of rows.entries()) {
+    size += 2;
+    for (const [f, field] of row.entries()) size += 4 + fieldSize(field, texts[r]?.[f] ?? null);
+  }
+  const bytes = new Uint8Array(size);
+  const view = new DataView(bytes.buffer);
+  bytes.set(SIGNATURE, 0);
+  let offset = SIGNATURE.length + 8; // flags and header extension length: both 0
+  for (const [r, row] of rows.entries()) {
+    view.setInt16(offset, row.length);
+    offset += 2;
+    for (const [f, field] of row.entries()) {
+      const text = texts[r]?.[f] ?? null;
+      if (field === null) {
+        view.setInt32(offset, -1);
+        offset += 4;
+        continue;
+      }
+      view.setInt32(offset, fieldSize(field, text));
+      offset += 4;
+      if ("int4" in field) {
+        view.setInt32(offset, field.int4);
+        offset += 4;
+      } else if ("int8" in field) {
+        view.setBigInt64(offset, BigInt(field.int8));
+        offset += 8;
+      } else if ("text" in field) {
+        bytes.set(text as Uint8Array, offset);
+        offset += (text as Uint8Array).length;
+      } else {
+        const { vector } = field;
+        view.setInt16(offset, vector.length);
+        view.setInt16(offset + 2, 0);
+        offset += 4;
+        for (let i = 0; i < vector.length; i++, offset += 4) view.setFloat32(offset, vector[i] as number);
+      }
+    }
+  }
+  view.setInt16(offset, -1);
+  return bytes;
+}
+
+function fieldSize(field: CopyField, text: Uint8Array | null): number {
+  if (field === null) return 0;
+  if ("int4" in field) return 4;
+  if ("int8" in field) return 8;
+  if ("text" in field) return (text as Uint8Array).length;
+  return 4 + 4 * field.vector.length;
+}

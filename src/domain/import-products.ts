@@ -1,0 +1,265 @@
+import type { Embedder } from "../ports/embedder.ts";
+import type { BulkWrite, BulkWriteOutcome, ProductRepository } from "../ports/product-repository.ts";
+import { embedMany } from "./embed.ts";
+import { DomainError } from "./errors.ts";
+import {
+  contentDigest,
+  embeddingText,
+  type NewProduct,
+  normalizeProduct,
+  type Product,
+  type ProductFields,
+  type StoredProduct,
+} from "./product.ts";
+import type { Vector } from "./vector.ts";
+
+export type ImportStatus = "created" | "updated" | "unchanged" | "failed";
+
+export interface ImportItemResult {
+  /** The item's position in the import, from 0. */
+  index: number;
+  status: ImportStatus;
+  /** The product's id, when it exists (not for a failed item). */
+  id?: number;
+  sku?: string;
+  /** Why the item failed (Spanish). */
+  detail?: string;
+}
+
+export interface ImportReport {
+  items: ImportItemResult[];
+  counts: Record<ImportStatus, number>;
+}
+
+/** One item to import as it was read: a value to check, or why it could not even be read (Spanish). */
+export type ImportInput = { value: unknown } | { problem: string };
+
+export interface ImportOptions {
+  /** Items embedded and written together (default 512): a provider outage fails only the chunks not yet stored. */
+  chunkSize?: number;
+  /** Aborts (with the reason to throw) when the caller stops waiting: chunks not yet written are not written. */
+  signal?: AbortSignal;
+  /** Called after each chunk is written, with the results so far. */
+  onChunk?: (results: readonly ImportItemResult[]) => void;
+}
+
+export interface Deps {
+  products: ProductRepository;
+  /** Embeds product texts (documents). */
+  embedder: Embedder;
+}
+
+/** The fields an import item may have; any other is refused. */
+const ITEM_FIELDS = new Set(["name", "description", "category", "sku"]);
+
+const DEFAULT_CHUNK_SIZE = 512;
+
+/** An item that passed validation, waiting for its chunk. */
+interface ValidItem {
+  index: number;
+  product: NewProduct & { sku?: string };
+}
+
+/**
+ * ImportProducts: validates every item first and reports each invalid one by position; stores the
+ * valid ones in chunks. An item with a sku is upserted by it: unchanged fields are `unchanged` (no
+ * write), changed ones `updated`, and only a changed name or description is embedded again. Texts
+ * are embedded a chunk at a time (the embedder batches them within its provider's limits) and each
+ * chunk is written in a few statements. When the embedder fails (after its own retries), the
+ * chunks already written stay and every item not yet written is reported failed, saying why. The
+ * next chunk is embedded while the current one is written.
+ */
+export class ImportProducts {
+  constructor(private readonly deps: Deps) {}
+
+  async execute(items: readonly ImportInput[], options: ImportOptions = {}): Promise<ImportReport> {
+    const results: (ImportItemResult | undefined)[] = new Array(items.length);
+    const valid: ValidItem[] = [];
+    const firstWithSku = new Map<string, number>();
+    for (const [index, item] of items.entries()) {
+      const checked = "problem" in item ? item : checkItem(item.value);
+      if ("problem" in checked) {
+        results[index] = { index, status: "failed", detail: checked.problem };
+        continue;
+      }
+      const sku = checked.product.sku;
+      const earlier = sku === undefined ? undefined : firstWithSku.get(sku);
+      if (earlier !== undefined) {
+        results[index] = failed(index, sku, `SKU repetido: ya viene en la posición ${earlier} de esta importación`);
+        continue;
+      }
+      if (sku !== undefined) firstWithSku.set(sku, index);
+      valid.push({ index, product: checked.product });
+    }
+
+    const chunkSize = Math.max(1, Math.floor(options.chunkSize ?? DEFAULT_CHUNK_SIZE));
+    const chunks: ValidItem[][] = [];
+    for (let start = 0; start < valid.length; start += chunkSize) chunks.push(valid.slice(start, start + chunkSize));
+    const record = (outcomes: ImportItemResult[]) => {
+      for (const outcome of outcomes) results[outcome.index] = outcome;
+    };
+
+    let next = chunks.length > 0 ? this.prepare(chunks[0] as ValidItem[], options.signal) : undefined;
+    for (let i = 0; i < chunks.length; i++) {
+      try {
+        const prepared = await (next as Promise<PreparedChunk>);
+        // Embed the next chunk while this one is written.
+        next = i + 1 < chunks.length ? this.prepare(chunks[i + 1] as ValidItem[], options.signal) : undefined;
+        next?.catch(() => {}); // its failure is reported when its turn comes
+        options.signal?.throwIfAborted();
+        record(await this.write(prepared));
+      } catch (error) {
+        if (options.signal?.aborted) throw options.signal.reason;
+        if (!(error instanceof DomainError)) throw error;
+        // The embedder or the database failed: nothing of this chunk or any later one was written.
+        const detail = `No se guardó: ${error.message}`;
+        for (const rest of chunks.slice(i)) record(rest.map((item) => failed(item.index, item.product.sku, detail)));
+        break;
+      }
+      options.onChunk?.(results.filter((result): result is ImportItemResult => result !== undefined));
+    }
+
+    const finalResults = results.map((result, index) => result ?? failed(index, undefined, "No se procesó"));
+    const counts: Record<ImportStatus, number> = { created: 0, updated: 0, unchanged: 0, failed: 0 };
+    for (const result of finalResults) counts[result.status]++;
+    return { items: finalResults, counts };
+  }
+
+  /** What each item of a chunk needs: nothing (unchanged), a write, and an embedding when its text changed. */
+  private async prepare(chunk: readonly ValidItem[], signal: AbortSignal | undefined): Promise<PreparedChunk> {
+    const skus = chunk.flatMap((item) => (item.product.sku === undefined ? [] : [item.product.sku]));
+    const existing = new Map<string, StoredProduct>();
+    if (skus.length > 0) {
+      for (const product of await this.deps.products.findBySkus(skus)) existing.set(product.sku as string, product);
+    }
+    const plans = await Promise.all(
+      chunk.map(async (item): Promise<Plan> => {
+        const current = item.product.sku === undefined ? undefined : existing.get(item.product.sku);
+        const digest = await contentDigest(item.product);
+        if (current && sameFields(current, item.product)) return { item, current, digest, kind: "unchanged" };
+        return { item, current, digest, kind: current ? "update" : "insert", embed: current?.contentDigest !== digest };
+      }),
+    );
+    const toEmbed = plans.filter((plan) => plan.kind !== "unchanged" && plan.embed);
+    const vectors = await embedMany(
+      this.deps.embedder,
+      toEmbed.map((plan) => embeddingText(plan.item.product)),
+      "document",
+      signal,
+    );
+    const vectorOf = new Map<Plan, Vector>(toEmbed.map((plan, i) => [plan, vectors[i] as Vector]));
+    return { plans, vectorOf };
+  }
+
+  private async write({ plans, vectorOf }: PreparedChunk): Promise<ImportItemResult[]> {
+    const writes: { plan: Plan; write: BulkWrite }[] = [];
+    const outcomes: ImportItemResult[] = [];
+    for (const plan of plans) {
+      const { item, current, digest } = plan;
+      if (plan.kind === "unchanged") {
+        outcomes.push(result(item, "unchanged", current?.id));
+        continue;
+      }
+      const vector = vectorOf.get(plan);
+      if (plan.kind === "insert") {
+        writes.push({
+          plan,
+          write: { kind: "insert", row: { product: item.product, embedding: vector as Vector, contentDigest: digest } },
+        });
+      } else {
+        const stored = current as StoredProduct;
+        writes.push({
+          plan,
+          write: {
+            kind: "update",
+            id: stored.id,
+            expectedVersion: stored.version,
+            update: { fields: item.product, ...(vector ? { embedding: { vector, contentDigest: digest } } : {}) },
+          },
+        });
+      }
+    }
+    if (writes.length === 0) return outcomes;
+    const written = await this.deps.products.writeMany(writes.map(({ write }) => write));
+    for (const [i, { plan }] of writes.entries()) {
+      outcomes.push(outcomeOf(plan, written[i] as BulkWriteOutcome));
+    }
+    return outcomes;
+  }
+}
+
+interface Plan {
+  item: ValidItem;
+  current: StoredProduct | undefined;
+  digest: string;
+  kind: "insert" | "update" | "unchanged";
+  embed?: boolean;
+}
+
+interface PreparedChunk {
+  plans: Plan[];
+  vectorOf: Map<Plan, Vector>;
+}
+
+function outcomeOf(plan: Plan, outcome: BulkWriteOutcome): ImportItemResult {
+  if ("written" in outcome)
+    return result(plan.item, plan.kind === "insert" ? "created" : "updated", outcome.written.id);
+  const detail =
+    outcome.raced === "skuTaken"
+      ? "Otra petición creó a la vez un producto con este SKU; vuelva a importarlo"
+      : outcome.raced === "missing"
+        ? "El producto de este SKU se borró durante la importación; vuelva a importarlo"
+        : "El producto de este SKU cambió durante la importación; vuelva a importarlo";
+  return failed(plan.item.index, plan.item.product.sku, detail);
+}
+
+function result(item: ValidItem, status: ImportStatus, id: number | undefined): ImportItemResult {
+  return {
+    index: item.index,
+    status,
+    ...(id === undefined ? {} : { id }),
+    ...(item.product.sku === undefined ? {} : { sku: item.product.sku }),
+  };
+}
+
+function failed(index: number, sku: string | undefined, detail: string): ImportItemResult {
+  return { index, status: "failed", ...(sku === undefined ? {} : { sku }), detail };
+}
+
+function sameFields(current: Product, product: ProductFields): boolean {
+  return (
+    current.name === product.name &&
+    current.description === product.description &&
+    current.category === product.category
+  );
+}
+
+/** The item as a valid product, or why it is not one (a Spanish sentence naming the field). */
+function checkItem(item: unknown): { product: NewProduct & { sku?: string } } | { problem: string } {
+  if (item === null || typeof item !== "object" || Array.isArray(item)) {
+    return { problem: "Cada elemento debe ser un objeto con name, description, category y, opcionalmente, sku" };
+  }
+  const fields = item as Record<string, unknown>;
+  const unknown = Object.keys(fields).find((key) => !ITEM_FIELDS.has(key));
+  if (unknown !== undefined) return { problem: `Campo '${unknown.slice(0, 60)}': no está permitido` };
+  for (const field of ["name", "description", "category"] as const) {
+    if (fields[field] === undefined) return { problem: `Campo '${field}': es obligatorio` };
+    if (typeof fields[field] !== "string") return { problem: `Campo '${field}': debe ser un texto` };
+  }
+  if (fields.sku !== undefined && fields.sku !== null && typeof fields.sku !== "string") {
+    return { problem: "Campo 'sku': debe ser un texto" };
+  }
+  try {
+    return {
+      product: normalizeProduct({
+        name: fields.name as string,
+        description: fields.description as string,
+        category: fields.category as string,
+        sku: fields.sku as string | null | undefined,
+      }),
+    };
+  } catch (error) {
+    if (error instanceof DomainError) return { problem: error.message };
+    throw error;
+  }
+}

@@ -1,0 +1,173 @@
+import type { Embedder } from "../ports/embedder.ts";
+import type { ProductRepository, ProductUpdate } from "../ports/product-repository.ts";
+import { embedOne } from "./embed.ts";
+import { ConcurrentModification, InvalidInput, ProductNotFound, SkuTaken } from "./errors.ts";
+import {
+  checkedField,
+  contentDigest,
+  embeddingText,
+  normalizeChanges,
+  type Product,
+  type ProductChanges,
+  type StoredProduct,
+} from "./product.ts";
+
+export const LIST_LIMIT = { default: 20, min: 1, max: 100 } as const;
+export const LIST_ORDERS = ["id", "newest"] as const;
+export type ListOrder = (typeof LIST_ORDERS)[number];
+/** Most categories one filter may name. */
+export const MAX_CATEGORIES = 20;
+
+/** How many times an update is tried again when the product changes under it. */
+const UPDATE_ATTEMPTS = 3;
+
+export interface Deps {
+  products: ProductRepository;
+  /** Embeds product texts (documents). */
+  embedder: Embedder;
+}
+
+export interface ListRequest {
+  limit?: number | undefined;
+  /** One category or several (any of them); absent: all. */
+  category?: string | readonly string[] | undefined;
+  order?: ListOrder | undefined;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string | undefined;
+}
+
+export interface ListResult {
+  items: Product[];
+  /** Products matching over all pages. */
+  total: number;
+  /** Pass as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+/**
+ * ManageProducts: read, list, change and delete products. A change re-embeds the product only
+ * when the text its embedding comes from (name and description) changed; if that embedding cannot
+ * be computed nothing changes. Every change writes over the version it read, so two concurrent
+ * changes never leave a product with an embedding of text it no longer has.
+ */
+export class ManageProducts {
+  constructor(private readonly deps: Deps) {}
+
+  async get(id: number): Promise<Product> {
+    const product = await this.deps.products.get(checkedId(id));
+    if (!product) throw new ProductNotFound(id);
+    return publicView(product);
+  }
+
+  async list(request: ListRequest): Promise<ListResult> {
+    const limit = request.limit ?? LIST_LIMIT.default;
+    if (!Number.isInteger(limit) || limit < LIST_LIMIT.min || limit > LIST_LIMIT.max) {
+      throw new InvalidInput(`El campo 'limit' debe ser un entero entre ${LIST_LIMIT.min} y ${LIST_LIMIT.max}`);
+    }
+    const order = request.order ?? "id";
+    const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, order);
+    const page = await this.deps.products.list({
+      limit,
+      order,
+      after,
+      categories: normalizeCategories(request.category),
+    });
+    const last = page.items.at(-1);
+    return {
+      items: page.items,
+      total: page.total,
+      nextCursor: page.more && last ? encodeCursor(order, last.id) : null,
+    };
+  }
+
+  /**
+   * Applies `changes` (PATCH: any fields; PUT: the three of the contract) and returns the product.
+   * `sku: null` removes the sku. `signal` aborts (with the reason to throw) when the caller stops
+   * waiting: nothing is written after that.
+   */
+  async update(id: number, changes: ProductChanges, signal?: AbortSignal): Promise<Product> {
+    checkedId(id);
+    const normalized = normalizeChanges(changes);
+    for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt++) {
+      const current = await this.deps.products.get(id);
+      if (!current) throw new ProductNotFound(id);
+      const update = await this.nextState(current, normalized, signal);
+      signal?.throwIfAborted();
+      const result = await this.deps.products.update(id, current.version, update);
+      if ("updated" in result) return publicView(result.updated);
+      if ("missing" in result) throw new ProductNotFound(id);
+      if ("skuTaken" in result) throw new SkuTaken(result.skuTaken);
+    }
+    throw new ConcurrentModification();
+  }
+
+  async remove(id: number): Promise<void> {
+    if (!(await this.deps.products.remove(checkedId(id)))) throw new ProductNotFound(id);
+  }
+
+  /** The product's new fields, with a new embedding only when its embedded text changed. */
+  private async nextState(
+    current: StoredProduct,
+    changes: ProductChanges,
+    signal: AbortSignal | undefined,
+  ): Promise<ProductUpdate> {
+    const sku = changes.sku === undefined ? current.sku : (changes.sku ?? undefined);
+    const fields = {
+      name: changes.name ?? current.name,
+      description: changes.description ?? current.description,
+      category: changes.category ?? current.category,
+      ...(sku === undefined ? {} : { sku }),
+    };
+    const digest = await contentDigest(fields);
+    if (digest === current.contentDigest) return { fields };
+    const vector = await embedOne(this.deps.embedder, embeddingText(fields), "document", signal);
+    return { fields, embedding: { vector, contentDigest: digest } };
+  }
+}
+
+/** The categories of a filter, trimmed and checked, without repeats; undefined for no filter. */
+export function normalizeCategories(category: string | readonly string[] | undefined): string[] | undefined {
+  if (category === undefined) return undefined;
+  const list = typeof category === "string" ? [category] : [...category];
+  if (list.length === 0 || list.length > MAX_CATEGORIES) {
+    throw new InvalidInput(`El campo 'category' debe nombrar entre 1 y ${MAX_CATEGORIES} categorías`);
+  }
+  return [...new Set(list.map((value) => checkedField("category", value)))];
+}
+
+/** The product as clients see it: no digest, no version. */
+export function publicView(product: Product): Product {
+  const view: Product = {
+    id: product.id,
+    name: product.name,
+    description: product.description,
+    category: product.category,
+  };
+  if (product.sku !== undefined) view.sku = product.sku;
+  return view;
+}
+
+function checkedId(id: number): number {
+  if (!Number.isSafeInteger(id) || id < 1) throw new ProductNotFound(id);
+  return id;
+}
+
+/** An opaque cursor: the order and the last id of the page, base64url. */
+function encodeCursor(order: ListOrder, lastId: number): string {
+  return btoa(`${order}:${lastId}`).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+function decodeCursor(cursor: string, order: ListOrder): number {
+  let decoded = "";
+  try {
+    decoded = atob(cursor.replaceAll("-", "+").replaceAll("_", "/"));
+  } catch {
+    // Not base64: refused below like any other bad cursor.
+  }
+  const match = /^(id|newest):([1-9][0-9]{0,15})$/.exec(decoded);
+  if (!match) throw new InvalidInput("El campo 'cursor' no es válido: use el next_cursor de la página anterior");
+  if (match[1] !== order) {
+    throw new InvalidInput(`El campo 'cursor' pertenece a otro orden ('${match[1]}'): use el mismo 'order'`);
+  }
+  return Number(match[2]);
+}

@@ -1,0 +1,217 @@
+/**
+ * The product catalogue's repository contract (read, list, update, remove, bulk writes, versions,
+ * filtered search), run on the in-memory fake and on every SQL database.
+ */
+import { describe, expect, test } from "bun:test";
+import { cosineSimilarity, MemoryProductRepository } from "../../src/adapters/memory/product-repository.ts";
+import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
+import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
+import type { NewProduct, Product } from "../../src/domain/product.ts";
+import type { Vector } from "../../src/domain/vector.ts";
+import type { BulkWrite, EmbeddedProduct, ProductRepository } from "../../src/ports/product-repository.ts";
+import { forEachDatabase } from "../support/test-databases.ts";
+
+type Open = (dimension: number) => Promise<ProductRepository>;
+
+function row(product: NewProduct & { sku?: string }, embedding: Vector, digest = "d"): EmbeddedProduct {
+  return { product, embedding, contentDigest: digest };
+}
+
+async function add(products: ProductRepository, product: NewProduct & { sku?: string }, embedding: Vector) {
+  const result = await products.add(row(product, embedding));
+  if (!("created" in result)) throw new Error(`not created: ${JSON.stringify(result)}`);
+  return result.created;
+}
+
+const shoe = { name: "Zapatilla", description: "Ligera", category: "calzado" };
+const boot = { name: "Bota", description: "De montaña", category: "calzado" };
+const lamp = { name: "Lámpara", description: "LED", category: "hogar" };
+const mug = { name: "Taza", description: "Térmica", category: "cocina" };
+
+/** A deterministic PRNG (mulberry32). */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function catalogueContract(open: Open): void {
+  test("get returns the stored product with its digest and version 1; a missing id is null", async () => {
+    const products = await open(4);
+    const added = await add(products, { ...shoe, sku: "SKU-1" }, [1, 0, 0, 0]);
+    expect(added).toEqual({ id: expect.any(Number), ...shoe, sku: "SKU-1" });
+    expect(await products.get(added.id)).toEqual({ ...added, contentDigest: "d", version: 1 });
+    expect(await products.get(added.id + 1000)).toBeNull();
+    const noSku = await add(products, lamp, [0, 1, 0, 0]);
+    expect(noSku).not.toHaveProperty("sku");
+  });
+
+  test("a sku is unique: a second product with it is skuTaken and nothing is stored", async () => {
+    const products = await open(4);
+    await add(products, { ...shoe, sku: "A" }, [1, 0, 0, 0]);
+    expect(await products.add(row({ ...lamp, sku: "A" }, [0, 1, 0, 0]))).toEqual({ skuTaken: "A" });
+    expect((await products.list({ limit: 10, order: "id" })).total).toBe(1);
+  });
+
+  test("list pages by id or newest first, with the total, and filters by category", async () => {
+    const products = await open(4);
+    const added: Product[] = [];
+    for (const [i, product] of [shoe, lamp, boot, mug, shoe].entries()) {
+      added.push(await add(products, { ...product, name: `${product.name} ${i}` }, [1, i, 0, 0]));
+    }
+    const ids = added.map((product) => product.id);
+    const first = await products.list({ limit: 2, order: "id" });
+    expect(first).toEqual({ items: added.slice(0, 2), total: 5, more: true });
+    const second = await products.list({ limit: 2, order: "id", after: ids[1] });
+    expect(second.items.map((product) => product.id)).toEqual(ids.slice(2, 4));
+    const last = await products.list({ limit: 2, order: "id", after: ids[3] });
+    expect(last).toEqual({ items: added.slice(4), total: 5, more: false });
+
+    const newest = await products.list({ limit: 3, order: "newest" });
+    expect(newest.items.map((product) => product.id)).toEqual([...ids].reverse().slice(0, 3));
+    const older = await products.list({ limit: 3, order: "newest", after: ids[2] });
+    expect(older.items.map((product) => product.id)).toEqual(ids.slice(0, 2).reverse());
+
+    const shoes = await products.list({ limit: 10, order: "id", categories: ["calzado"] });
+    expect(shoes.total).toBe(3);
+    expect(shoes.items.map((product) => product.category)).toEqual(["calzado", "calzado", "calzado"]);
+    const two = await products.list({ limit: 10, order: "id", categories: ["hogar", "cocina", "nada"] });
+    expect(two.items.map((product) => product.name)).toEqual(["Lámpara 1", "Taza 3"]);
+    expect((await products.list({ limit: 10, order: "id", categories: ["nada"] })).total).toBe(0);
+  });
+
+  test("update writes over the version it read: new fields, new embedding when given, version + 1", async () => {
+    const products = await open(4);
+    const added = await add(products, { ...shoe, sku: "Z1" }, [1, 0, 0, 0]);
+    const renamed = await products.update(added.id, 1, {
+      fields: { ...shoe, name: "Zapatilla roja", sku: "Z1" },
+      embedding: { vector: [0, 0, 1, 0], contentDigest: "d2" },
+    });
+    expect(renamed).toEqual({
+      updated: { ...added, name: "Zapatilla roja", sku: "Z1", contentDigest: "d2", version: 2 },
+    });
+    const hits = await products.searchByVector([0, 0, 1, 0], { limit: 1 });
+    expect(hits[0]).toMatchObject({ id: added.id, name: "Zapatilla roja", version: 2 });
+    expect(hits[0]?.score).toBeCloseTo(1, 5);
+
+    // Without an embedding, the vector and the digest stay; dropping the sku removes it.
+    const recategorised = await products.update(added.id, 2, {
+      fields: { ...shoe, name: "Zapatilla roja", category: "deporte" },
+    });
+    expect(recategorised).toEqual({
+      updated: { id: added.id, ...shoe, name: "Zapatilla roja", category: "deporte", contentDigest: "d2", version: 3 },
+    });
+    expect((await products.searchByVector([0, 0, 1, 0], { limit: 1 }))[0]?.score).toBeCloseTo(1, 5);
+
+    expect(await products.update(added.id, 2, { fields: shoe })).toEqual({ conflict: true });
+    expect(await products.update(added.id + 99, 1, { fields: shoe })).toEqual({ missing: true });
+    const other = await add(products, { ...lamp, sku: "L1" }, [0, 1, 0, 0]);
+    expect(await products.update(added.id, 3, { fields: { ...shoe, sku: "Z1" } })).toHaveProperty("updated");
+    expect(await products.update(other.id, 1, { fields: { ...lamp, sku: "Z1" } })).toEqual({ skuTaken: "Z1" });
+  });
+
+  test("remove deletes the product from reads, lists and searches; removing again is false", async () => {
+    const products = await open(4);
+    const kept = await add(products, lamp, [0, 1, 0, 0]);
+    const gone = await add(products, shoe, [1, 0, 0, 0]);
+    expect(await products.remove(gone.id)).toBe(true);
+    expect(await products.remove(gone.id)).toBe(false);
+    expect(await products.get(gone.id)).toBeNull();
+    expect((await products.list({ limit: 10, order: "id" })).items).toEqual([kept]);
+    expect((await products.searchByVector([1, 0, 0, 0], { limit: 10 })).map((hit) => hit.id)).toEqual([kept.id]);
+  });
+
+  test("versions tells the current version of the products that still exist", async () => {
+    const products = await open(4);
+    const a = await add(products, shoe, [1, 0, 0, 0]);
+    const b = await add(products, lamp, [0, 1, 0, 0]);
+    await products.update(a.id, 1, { fields: { ...shoe, category: "otra" } });
+    await products.remove(b.id);
+    expect(await products.versions([a.id, b.id, 12345])).toEqual(new Map([[a.id, 2]]));
+    expect(await products.versions([])).toEqual(new Map());
+  });
+
+  test("findBySkus and writeMany: inserts and updates in one call, each outcome in order", async () => {
+    const products = await open(4);
+    const existing = await add(products, { ...shoe, sku: "S1" }, [1, 0, 0, 0]);
+    const other = await add(products, { ...lamp, sku: "L1" }, [0, 1, 0, 0]);
+    const found = await products.findBySkus(["S1", "L1", "nope"]);
+    expect(found.map((product) => product.sku).sort()).toEqual(["L1", "S1"]);
+    expect(found.find((product) => product.sku === "S1")).toEqual({ ...existing, contentDigest: "d", version: 1 });
+
+    const writes: BulkWrite[] = [
+      { kind: "insert", row: row({ ...mug, sku: "M1" }, [0, 0, 1, 0], "dm") },
+      {
+        kind: "update",
+        id: existing.id,
+        expectedVersion: 1,
+        update: {
+          fields: { ...shoe, description: "Nueva", sku: "S1" },
+          embedding: { vector: [0, 0, 0, 1], contentDigest: "ds" },
+        },
+      },
+      { kind: "insert", row: row({ ...boot }, [1, 1, 0, 0]) },
+      { kind: "update", id: other.id, expectedVersion: 7, update: { fields: { ...lamp, sku: "L1" } } },
+      { kind: "update", id: 987654, expectedVersion: 1, update: { fields: { ...lamp } } },
+      { kind: "insert", row: row({ ...boot, sku: "L1" }, [1, 1, 1, 0]) },
+    ];
+    const outcomes = await products.writeMany(writes);
+    expect(outcomes[0]).toEqual({ written: { id: expect.any(Number), ...mug, sku: "M1" } });
+    expect(outcomes[1]).toEqual({ written: { id: existing.id, ...shoe, description: "Nueva", sku: "S1" } });
+    expect(outcomes[2]).toEqual({ written: { id: expect.any(Number), ...boot } });
+    expect(outcomes.slice(3)).toEqual([{ raced: "changed" }, { raced: "missing" }, { raced: "skuTaken" }]);
+
+    expect(await products.get(existing.id)).toMatchObject({ description: "Nueva", contentDigest: "ds", version: 2 });
+    const mugId = (outcomes[0] as { written: Product }).written.id;
+    expect(await products.get(mugId)).toMatchObject({ ...mug, sku: "M1", contentDigest: "dm", version: 1 });
+    const [top] = await products.searchByVector([0, 0, 0, 1], { limit: 1 });
+    expect(top?.id).toBe(existing.id);
+    expect((await products.list({ limit: 10, order: "id" })).total).toBe(4);
+    expect(await products.writeMany([])).toEqual([]);
+  });
+
+  test("a filtered search returns the most similar products of those categories only, as many as exist up to the limit", async () => {
+    const dimension = 8;
+    const products = await open(dimension);
+    const random = seededRandom(11);
+    const categories = ["a", "b", "c", "d"];
+    const stored: { id: number; category: string; vector: Vector }[] = [];
+    for (let i = 0; i < 120; i++) {
+      // Categories of very different sizes: a holds most products, d only three.
+      const category = i < 3 ? "d" : (categories[i % 3] as string);
+      const vector = Array.from({ length: dimension }, () => random() - 0.5);
+      const product = await add(products, { name: `p${i}`, description: "x", category }, vector);
+      stored.push({ id: product.id, category, vector });
+    }
+    for (const filter of [["a"], ["d"], ["b", "d"], ["d", "zz"]]) {
+      for (let q = 0; q < 5; q++) {
+        const query = Array.from({ length: dimension }, () => random() - 0.5);
+        const expected = stored
+          .filter((item) => filter.includes(item.category))
+          .map((item) => ({ id: item.id, score: cosineSimilarity(query, item.vector) }))
+          .sort((x, y) => y.score - x.score || x.id - y.id)
+          .slice(0, 10);
+        const hits = await products.searchByVector(query, { limit: 10, categories: filter });
+        expect(hits.map((hit) => hit.id)).toEqual(expected.map((item) => item.id));
+        for (const [i, hit] of hits.entries()) expect(hit.score).toBeCloseTo(expected[i]?.score as number, 5);
+      }
+    }
+  });
+}
+
+describe("memory fake", () => {
+  catalogueContract(async (dimension) => new MemoryProductRepository(dimension));
+});
+
+forEachDatabase((db) => {
+  catalogueContract(async (dimension) => {
+    const client = await db.fresh();
+    await prepareDatabase(client, { model: "test-model", dimension });
+    return new PostgresProductRepository(client, dimension);
+  });
+});

@@ -1,0 +1,176 @@
+import { beforeEach, describe, expect, test } from "bun:test";
+import { MemoryProductRepository } from "../../src/adapters/memory/product-repository.ts";
+import { DeadlineExceeded } from "../../src/domain/errors.ts";
+import { type ImportInput, ImportProducts } from "../../src/domain/import-products.ts";
+import type { Vector } from "../../src/domain/vector.ts";
+import type { EmbeddingPurpose } from "../../src/ports/embedder.ts";
+import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+
+/** Counts the texts it embeds per call, and fails from call `failFrom` on when set. */
+class CountingEmbedder extends FakeEmbedder {
+  batches: number[] = [];
+  failFrom: number | undefined;
+
+  override async embed(texts: readonly string[], purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
+    this.batches.push(texts.length);
+    if (this.failFrom !== undefined && this.batches.length >= this.failFrom) throw new Error("proveedor caído");
+    return super.embed(texts, purpose, signal);
+  }
+}
+
+const items = (...values: unknown[]): ImportInput[] => values.map((value) => ({ value }));
+
+const product = (i: number, extra: object = {}) => ({
+  name: `Producto ${i}`,
+  description: `Descripción ${i}`,
+  category: i % 2 === 0 ? "par" : "impar",
+  sku: `SKU-${i}`,
+  ...extra,
+});
+
+let products: MemoryProductRepository;
+let embedder: CountingEmbedder;
+let importer: ImportProducts;
+
+beforeEach(() => {
+  products = new MemoryProductRepository(32);
+  embedder = new CountingEmbedder(32);
+  importer = new ImportProducts({ products, embedder });
+});
+
+describe("ImportProducts", () => {
+  test("stores the valid items and reports each invalid one by position and reason", async () => {
+    const report = await importer.execute([
+      ...items(product(0), { name: "Sin categoría", description: "" }, product(2), "no soy un objeto"),
+      { problem: "El elemento no es un JSON válido" },
+      ...items(
+        { ...product(5), id: 3 },
+        { ...product(6), name: " " },
+        { ...product(7), sku: 7 },
+        product(8, { sku: null }),
+      ),
+    ]);
+    expect(report.counts).toEqual({ created: 3, updated: 0, unchanged: 0, failed: 6 });
+    expect(report.items.map((item) => item.status)).toEqual([
+      "created",
+      "failed",
+      "created",
+      "failed",
+      "failed",
+      "failed",
+      "failed",
+      "failed",
+      "created",
+    ]);
+    expect(report.items[0]).toEqual({ index: 0, status: "created", id: expect.any(Number), sku: "SKU-0" });
+    expect(report.items[1]?.detail).toBe("Campo 'category': es obligatorio");
+    expect(report.items[3]?.detail).toContain("objeto");
+    expect(report.items[4]?.detail).toBe("El elemento no es un JSON válido");
+    expect(report.items[5]?.detail).toBe("Campo 'id': no está permitido");
+    expect(report.items[6]?.detail).toBe("El campo 'name' no puede estar vacío");
+    expect(report.items[7]?.detail).toBe("Campo 'sku': debe ser un texto");
+    expect(report.items[8]).toEqual({ index: 8, status: "created", id: expect.any(Number) });
+    expect(products.products.map((stored) => stored.name)).toEqual(["Producto 0", "Producto 2", "Producto 8"]);
+  });
+
+  test("importing the same items again embeds nothing and changes nothing: every item is unchanged", async () => {
+    const catalogue = items(...Array.from({ length: 10 }, (_, i) => product(i)));
+    const first = await importer.execute(catalogue, { chunkSize: 4 });
+    expect(first.counts).toEqual({ created: 10, updated: 0, unchanged: 0, failed: 0 });
+    const before = await products.list({ limit: 100, order: "id" });
+    const versions = await products.versions(before.items.map((item) => item.id));
+    embedder.batches = [];
+
+    const again = await importer.execute(catalogue, { chunkSize: 4 });
+    expect(again.counts).toEqual({ created: 0, updated: 0, unchanged: 10, failed: 0 });
+    expect(again.items.map((item) => item.id)).toEqual(first.items.map((item) => item.id));
+    expect(embedder.batches.reduce((sum, size) => sum + size, 0)).toBe(0);
+    expect(await products.versions(before.items.map((item) => item.id))).toEqual(versions);
+  });
+
+  test("upserts by sku: a changed category is written without an embedding, a changed name re-embedded", async () => {
+    await importer.execute(items(product(1), product(2), product(3)));
+    embedder.calls.length = 0;
+    const report = await importer.execute(
+      items(product(1, { category: "otra" }), product(2, { name: "Nombre nuevo" }), product(3), product(4)),
+    );
+    expect(report.items.map((item) => item.status)).toEqual(["updated", "updated", "unchanged", "created"]);
+    expect(embedder.calls.map((call) => call.text)).toEqual([
+      "Nombre nuevo\nDescripción 2",
+      "Producto 4\nDescripción 4",
+    ]);
+    expect(products.products.find((stored) => stored.sku === "SKU-1")?.category).toBe("otra");
+    expect(products.products).toHaveLength(4);
+  });
+
+  test("a sku repeated in one import: the first is stored, later ones fail naming its position", async () => {
+    const report = await importer.execute(items(product(1), product(2), product(1, { name: "Repetido" })));
+    expect(report.items[2]).toEqual({
+      index: 2,
+      status: "failed",
+      sku: "SKU-1",
+      detail: "SKU repetido: ya viene en la posición 0 de esta importación",
+    });
+    expect(products.products.map((stored) => stored.name)).toEqual(["Producto 1", "Producto 2"]);
+  });
+
+  test("texts are embedded a chunk at a time, in a few calls, never one per product", async () => {
+    const report = await importer.execute(items(...Array.from({ length: 25 }, (_, i) => product(i))), {
+      chunkSize: 10,
+    });
+    expect(report.counts.created).toBe(25);
+    expect(embedder.batches).toEqual([10, 10, 5]);
+  });
+
+  test("a provider outage mid-import keeps what was stored and fails only the rest, saying why", async () => {
+    embedder.failFrom = 3;
+    const report = await importer.execute(items(...Array.from({ length: 25 }, (_, i) => product(i))), {
+      chunkSize: 10,
+    });
+    expect(report.counts).toEqual({ created: 20, updated: 0, unchanged: 0, failed: 5 });
+    expect(report.items.slice(20).every((item) => item.status === "failed")).toBe(true);
+    expect(report.items[24]?.detail).toBe(
+      "No se guardó: El servicio de embeddings no está disponible. Inténtelo de nuevo más tarde",
+    );
+    expect(products.products).toHaveLength(20);
+
+    // Run again once the provider is back: the stored ones are unchanged, the rest are created.
+    embedder.failFrom = undefined;
+    const resumed = await importer.execute(items(...Array.from({ length: 25 }, (_, i) => product(i))), {
+      chunkSize: 10,
+    });
+    expect(resumed.counts).toEqual({ created: 5, updated: 0, unchanged: 20, failed: 0 });
+  });
+
+  test("a database outage fails the chunks not written, the import itself answers", async () => {
+    const writeMany = products.writeMany.bind(products);
+    let calls = 0;
+    products.writeMany = async (writes) => {
+      if (++calls === 2) products.down = true;
+      return writeMany(writes);
+    };
+    const report = await importer.execute(items(...Array.from({ length: 6 }, (_, i) => product(i))), { chunkSize: 3 });
+    expect(report.items.map((item) => item.status)).toEqual([
+      "created",
+      "created",
+      "created",
+      "failed",
+      "failed",
+      "failed",
+    ]);
+    expect(report.items[3]?.detail).toBe("No se guardó: La base de datos no está disponible");
+  });
+
+  test("an aborted signal stops before the next write and throws its reason", async () => {
+    const controller = new AbortController();
+    const report = importer.execute(items(...Array.from({ length: 6 }, (_, i) => product(i))), {
+      chunkSize: 2,
+      signal: controller.signal,
+      onChunk: (results) => {
+        if (results.length >= 2) controller.abort(new DeadlineExceeded());
+      },
+    });
+    await expect(report).rejects.toBeInstanceOf(DeadlineExceeded);
+    expect(products.products.length).toBeLessThan(6);
+  });
+});

@@ -1,0 +1,88 @@
+/**
+ * The SQL databases the repository tests run on, as describe blocks: PGlite in memory (always) and a
+ * PostgreSQL server (TEST_DATABASE_URL; reported as skipped, not silently absent, without one).
+ * Each test gets an empty database: PGlite's tables are dropped, a server test gets a schema of its own.
+ */
+import { afterAll, afterEach, beforeAll, describe } from "bun:test";
+import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
+import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
+
+/** Hands out clients on a fresh database and cleans up after each test. */
+export interface TestDatabase {
+  /** A client on a database holding none of our tables. */
+  fresh(): Promise<SqlClient>;
+  /** Another client on the same database as the last `fresh()` (a separate connection if possible). */
+  another(): Promise<SqlClient>;
+  cleanup(): Promise<void>;
+}
+
+export const POSTGRES_URL = Bun.env.TEST_DATABASE_URL ?? "";
+
+/** Registers `tests` once per database, inside a describe block named after it. */
+export function forEachDatabase(tests: (db: TestDatabase, engine: "pglite" | "postgres") => void): void {
+  describe("PGlite in memory", () => {
+    // Opening PGlite takes seconds: one instance, emptied before each test.
+    let shared: SqlClient;
+    beforeAll(async () => {
+      shared = await openPglite(undefined);
+    }, 30_000);
+    afterAll(() => shared.close());
+    tests(
+      {
+        async fresh() {
+          await shared.query(`
+            DO $$ DECLARE t record; BEGIN
+              FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'public' LOOP
+                EXECUTE 'DROP TABLE public.' || quote_ident(t.tablename) || ' CASCADE';
+              END LOOP;
+            END $$`);
+          return shared;
+        },
+        async another() {
+          return shared;
+        },
+        async cleanup() {},
+      },
+      "pglite",
+    );
+  });
+
+  describe.skipIf(!POSTGRES_URL)("PostgreSQL server (TEST_DATABASE_URL)", () => {
+    // Each test gets its own schema (first in search_path; pgvector stays in public).
+    let admin: SqlClient;
+    let schema = "";
+    let clients: SqlClient[] = [];
+    let counter = 0;
+    const connect = () => {
+      const url = new URL(POSTGRES_URL);
+      url.searchParams.set("search_path", `${schema},public`);
+      const client = connectPostgres(url.toString(), { maxConnections: 2 });
+      clients.push(client);
+      return client;
+    };
+    const db: TestDatabase = {
+      async fresh() {
+        schema = `contract_${process.pid}_${++counter}`;
+        await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        await admin.query(`CREATE SCHEMA ${schema}`);
+        return connect();
+      },
+      async another() {
+        return connect();
+      },
+      async cleanup() {
+        await Promise.all(clients.map((client) => client.close()));
+        clients = [];
+        if (schema) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        schema = "";
+      },
+    };
+    beforeAll(async () => {
+      admin = connectPostgres(POSTGRES_URL, { maxConnections: 1 });
+      await admin.query("CREATE EXTENSION IF NOT EXISTS vector");
+    });
+    afterEach(() => db.cleanup());
+    afterAll(() => admin.close());
+    tests(db, "postgres");
+  });
+}
