@@ -8,18 +8,28 @@
 import { rmSync } from "node:fs";
 import { parseArgs } from "node:util";
 import packageJson from "../../package.json" with { type: "json" };
+import { FILE_FORMATS, type FileFormat } from "../adapters/import/file-items.ts";
 import { DataDirInUse } from "../adapters/pglite/data-dir-lock.ts";
 import { EmbeddingSpaceMismatch, reembedProducts } from "../adapters/postgres/schema.ts";
 import { DomainError } from "../domain/errors.ts";
+import { ImportProducts } from "../domain/import-products.ts";
 import { type Config, ConfigError, loadConfig, secretsOf } from "./config.ts";
 import { createContainer, createEmbedder, openDatabase, openStore, setUpTranslation } from "./container.ts";
+import { runImport } from "./import-command.ts";
 import { createLogger } from "./logger.ts";
 import { initialAdminPasswordFile } from "./secrets.ts";
 
 type Env = Record<string, string | undefined>;
 
+/** Products the import command reads and stores together. */
+const IMPORT_BATCH_SIZE = 1000;
+
 /** Exit statuses: 0 done, 1 the command failed, 2 the command line itself is wrong. */
 const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+/** A command's own options, as parseArgs takes them, each with a line for its help. */
+type CommandOptions = Record<string, { type: "string" | "boolean"; short?: string; help: string }>;
+type OptionValues = Record<string, string | boolean | undefined>;
 
 interface Command {
   /** The words that name it, e.g. "users add". */
@@ -29,8 +39,14 @@ interface Command {
   summary: string;
   /** How many positional arguments it takes (exactly). */
   positionals: number;
-  run(config: Config, positionals: string[]): Promise<number>;
+  options?: CommandOptions;
+  run(config: Config, positionals: string[], options: OptionValues): Promise<number>;
 }
+
+const GLOBAL_OPTIONS = {
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean", short: "V" },
+} as const;
 
 const COMMANDS: readonly Command[] = [
   { name: "serve", args: "", summary: "start the HTTP service (the default command)", positionals: 0, run: serve },
@@ -54,6 +70,19 @@ const COMMANDS: readonly Command[] = [
     summary: "delete a user; their tokens stop working",
     positionals: 1,
     run: (config, [username]) => users(config, "remove", username as string),
+  },
+  {
+    name: "import",
+    args: "<file>",
+    summary:
+      "import products from JSON Lines, a JSON array or CSV (header: name,description,category[,sku]), gzip accepted",
+    positionals: 1,
+    options: {
+      format: { type: "string", help: "jsonl, json or csv (default: from the file's name, else its first bytes)" },
+      "batch-size": { type: "string", help: `products read and stored together (default ${IMPORT_BATCH_SIZE})` },
+      report: { type: "string", help: "write every item's outcome to this file, as JSON Lines" },
+    },
+    run: (config, [file], options) => importFile(config, file as string, options),
   },
   {
     name: "reembed",
@@ -92,7 +121,15 @@ function usage(version: string): string {
 }
 
 function commandUsage(command: Command): string {
-  return [`Usage: sku-search ${command.name}${command.args ? ` ${command.args}` : ""}`, "", command.summary].join("\n");
+  const options = Object.entries(command.options ?? {}).map(
+    ([name, option]) => `  --${name}${option.type === "string" ? " <value>" : ""}  ${option.help}`,
+  );
+  return [
+    `Usage: sku-search ${command.name}${command.args ? ` ${command.args}` : ""}${options.length ? " [options]" : ""}`,
+    "",
+    command.summary,
+    ...(options.length ? ["", "Options:", ...options] : []),
+  ].join("\n");
 }
 
 /** Raised for a wrong command line: printed with the usage, exit 2. */
@@ -117,8 +154,12 @@ export async function runCli(args: string[], env: Env, version: string = package
     return EXIT.ok;
   }
   try {
-    return await parsed.command.run(loadConfig(env), parsed.positionals);
+    return await parsed.command.run(loadConfig(env), parsed.positionals, parsed.options);
   } catch (error) {
+    if (error instanceof UsageError) {
+      console.error(`sku-search: ${error.message}\nRun 'sku-search help ${parsed.command.name}' for its usage.`);
+      return EXIT.usage;
+    }
     console.error(describeFailure(error));
     return EXIT.failed;
   }
@@ -127,12 +168,18 @@ export async function runCli(args: string[], env: Env, version: string = package
 type ParsedCommandLine =
   | { kind: "version" }
   | { kind: "help"; command?: Command | undefined }
-  | { kind: "run"; command: Command; positionals: string[] };
+  | { kind: "run"; command: Command; positionals: string[]; options: OptionValues };
 
+/**
+ * Two passes: a lenient one finds the command among the first words, then a strict one with that
+ * command's own options, so an option no command takes (or another command's) is an error naming it.
+ */
 function parseCommandLine(args: string[]): ParsedCommandLine {
+  const words = parseArgs({ args, options: GLOBAL_OPTIONS, allowPositionals: true, strict: false }).positionals;
+  const named = words.length === 0 || words[0] === "help" ? undefined : findCommand(words).command;
   const { values, positionals } = parseArgs({
     args,
-    options: { help: { type: "boolean", short: "h" }, version: { type: "boolean", short: "V" } },
+    options: { ...GLOBAL_OPTIONS, ...optionsOf(named) },
     allowPositionals: true,
     strict: true,
   });
@@ -145,8 +192,9 @@ function parseCommandLine(args: string[]): ParsedCommandLine {
     if (wanted.length === 0) return { kind: "help" };
     return { kind: "help", command: findCommand(wanted).command };
   }
-  if (positionals.length === 0)
-    return values.help ? { kind: "help" } : { kind: "run", command: SERVE, positionals: [] };
+  if (positionals.length === 0) {
+    return values.help ? { kind: "help" } : { kind: "run", command: SERVE, positionals: [], options: {} };
+  }
   const { command, rest } = findCommand(positionals);
   if (values.help) return { kind: "help", command };
   if (rest.length !== command.positionals) {
@@ -157,7 +205,18 @@ function parseCommandLine(args: string[]): ParsedCommandLine {
     }
     throw new UsageError(`${command.name}: missing argument (usage: ${command.name} ${command.args})`);
   }
-  return { kind: "run", command, positionals: rest };
+  const { help: _help, version: _version, ...options } = values;
+  return { kind: "run", command, positionals: rest, options };
+}
+
+/** A command's options in parseArgs' form (without their help lines). */
+function optionsOf(command: Command | undefined) {
+  return Object.fromEntries(
+    Object.entries(command?.options ?? {}).map(([name, { type, short }]) => [
+      name,
+      short === undefined ? { type } : { type, short },
+    ]),
+  );
 }
 
 const SERVE = COMMANDS[0] as Command;
@@ -266,6 +325,38 @@ async function reembed(config: Config): Promise<number> {
   } finally {
     await translation.close();
     await client.close();
+  }
+}
+
+async function importFile(config: Config, file: string, options: OptionValues): Promise<number> {
+  const format = options.format;
+  if (format !== undefined && !(FILE_FORMATS as readonly unknown[]).includes(format)) {
+    throw new UsageError(`import: --format must be one of ${FILE_FORMATS.join(", ")}, got '${String(format)}'`);
+  }
+  const batchSize = options["batch-size"] === undefined ? IMPORT_BATCH_SIZE : Number(options["batch-size"]);
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
+    throw new UsageError("import: --batch-size must be a whole number from 1 to 100000");
+  }
+  const log = createLogger(config.logLevel, secretsOf(config));
+  const embedder = await createEmbedder(config, log);
+  const translation = await setUpTranslation(config, embedder, log);
+  let store: Awaited<ReturnType<typeof openStore>>;
+  try {
+    store = await openStore(config, embedder);
+  } catch (error) {
+    await translation.close();
+    throw error;
+  }
+  try {
+    const importer = new ImportProducts({ products: store.products, embedder: translation.wrap(embedder) });
+    return await runImport(file, importer, {
+      format: format as FileFormat | undefined,
+      batchSize,
+      reportPath: typeof options.report === "string" ? options.report : undefined,
+    });
+  } finally {
+    await translation.close();
+    await store.client.close();
   }
 }
 

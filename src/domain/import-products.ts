@@ -49,8 +49,11 @@ export interface Deps {
   embedder: Embedder;
 }
 
-/** The fields an import item may have; any other is refused. */
-const ITEM_FIELDS = new Set(["name", "description", "category", "sku"]);
+/**
+ * Fields an import item must not have. Any other field besides name, description, category and
+ * sku (a catalogue export's own id, path, brand...) is ignored: it is not stored.
+ */
+const REFUSED_FIELDS = ["embedding"];
 
 const DEFAULT_CHUNK_SIZE = 512;
 
@@ -61,7 +64,8 @@ interface ValidItem {
 }
 
 /**
- * ImportProducts: validates every item first and reports each invalid one by position; stores the
+ * ImportProducts: validates every item first and reports each invalid one by position (fields other
+ * than the product's are ignored, but an embedding is refused: the service computes it); stores the
  * valid ones in chunks. An item with a sku is upserted by it: unchanged fields are `unchanged` (no
  * write), changed ones `updated`, and only a changed name or description is embedded again. Texts
  * are embedded a chunk at a time (the embedder batches them within its provider's limits) and each
@@ -240,8 +244,8 @@ function checkItem(item: unknown): { product: NewProduct & { sku?: string } } | 
     return { problem: "Cada elemento debe ser un objeto con name, description, category y, opcionalmente, sku" };
   }
   const fields = item as Record<string, unknown>;
-  const unknown = Object.keys(fields).find((key) => !ITEM_FIELDS.has(key));
-  if (unknown !== undefined) return { problem: `Campo '${unknown.slice(0, 60)}': no está permitido` };
+  const refused = REFUSED_FIELDS.find((key) => Object.hasOwn(fields, key));
+  if (refused !== undefined) return { problem: `Campo '${refused}': no está permitido` };
   for (const field of ["name", "description", "category"] as const) {
     if (fields[field] === undefined) return { problem: `Campo '${field}': es obligatorio` };
     if (typeof fields[field] !== "string") return { problem: `Campo '${field}': debe ser un texto` };

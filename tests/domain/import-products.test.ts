@@ -44,10 +44,10 @@ describe("ImportProducts", () => {
       ...items(product(0), { name: "Sin categoría", description: "" }, product(2), "no soy un objeto"),
       { problem: "El elemento no es un JSON válido" },
       ...items(
-        { ...product(5), id: 3 },
+        { ...product(5), embedding: [1, 2] },
         { ...product(6), name: " " },
         { ...product(7), sku: 7 },
-        product(8, { sku: null }),
+        product(8, { sku: null, id: 3, brand: "Marca" }),
       ),
     ]);
     expect(report.counts).toEqual({ created: 3, updated: 0, unchanged: 0, failed: 6 });
@@ -66,7 +66,7 @@ describe("ImportProducts", () => {
     expect(report.items[1]?.detail).toBe("Campo 'category': es obligatorio");
     expect(report.items[3]?.detail).toContain("objeto");
     expect(report.items[4]?.detail).toBe("El elemento no es un JSON válido");
-    expect(report.items[5]?.detail).toBe("Campo 'id': no está permitido");
+    expect(report.items[5]?.detail).toBe("Campo 'embedding': no está permitido");
     expect(report.items[6]?.detail).toBe("El campo 'name' no puede estar vacío");
     expect(report.items[7]?.detail).toBe("Campo 'sku': debe ser un texto");
     expect(report.items[8]).toEqual({ index: 8, status: "created", id: expect.any(Number) });
