@@ -23,14 +23,14 @@ RUN set -eu; \
     rm /tmp/bun.tgz; \
     bun --version
 WORKDIR /src
-# Each layer is redone only when what it copies changes: the packages with the lockfile, the model
-# (a package from the registry) with its installer, the executable with the sources.
-COPY package.json bun.lock bunfig.toml .npmrc ./
-COPY patches/ patches/
-RUN bun install --frozen-lockfile --ignore-scripts
+# Each layer is redone only when what it copies changes: the model (a package from the registry)
+# with its installer, the packages with the lockfile, the executable with the sources.
 COPY scripts/install-model.ts scripts/
 COPY src/adapters/providers/local-model-files.ts src/adapters/providers/
 RUN bun scripts/install-model.ts
+COPY package.json bun.lock bunfig.toml .npmrc ./
+COPY patches/ patches/
+RUN bun install --frozen-lockfile --ignore-scripts
 COPY tsconfig.json ./
 COPY scripts/build.ts scripts/
 COPY src/ src/

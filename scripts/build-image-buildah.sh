@@ -7,7 +7,8 @@
 #   build  builds the Dockerfile into sku-search:local and prints the build time and the image size;
 #   check  starts the image's entrypoint twice in a new container (buildah run, as the image's user,
 #          its /data volume empty at first): prints the time from `buildah run` to the first 200 on
-#          GET /, the process's peak RSS, what it wrote outside the /data volume, and what is in it.
+#          GET / (and the CPU time the service used by then), the process's peak RSS (and its children's: Apertium), what it wrote outside the
+#          /data volume, and what is in it.
 # With no argument it does all three. buildah uses the vfs storage driver and chroot isolation
 # (which work inside an unprivileged container); both can be overridden with BUILDAH_ARGS.
 set -euo pipefail
@@ -82,6 +83,17 @@ descends_from() {
   return 1
 }
 
+# children_memory PID: the memory in MB of PID's descendants (Apertium's pipeline, when it runs),
+# as their proportional set sizes (shared libraries counted once overall, not once per process).
+children_memory() {
+  local total=0 child
+  for child in $(pgrep -P "$1"); do
+    total=$((total + $(awk '/^Pss:/ {print int($2 / 1024)}' "/proc/$child/smaps_rollup" 2>/dev/null || echo 0)))
+    total=$((total + $(children_memory "$child")))
+  done
+  echo "$total"
+}
+
 check() {
   local work container root port
   work=$(mktemp -d /tmp/sku-search-check.XXXXXX)
@@ -118,8 +130,12 @@ check() {
       descends_from "$candidate" "$runner" && pid=$candidate
     done
     [ -n "$pid" ] || { echo "check: cannot find the service's process" >&2; return 1; }
+    # CPU time it took (user + system), which unlike the wall time barely depends on other load.
+    local cpu
+    cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$pid/stat")
     sleep 3
-    echo "== $run: GET / answered 200 after $ms ms; peak RSS $(awk '/VmHWM/ {print int($2 / 1024)}' "/proc/$pid/status") MB (3 s later)"
+    echo "== $run: GET / answered 200 after $ms ms ($cpu s of CPU); peak RSS $(awk '/VmHWM/ {print int($2 / 1024)}' "/proc/$pid/status") MB" \
+      "(3 s later), its child processes $(children_memory "$pid") MB"
     kill -TERM "$pid"
     wait "$runner" || true
     pid=""
