@@ -1,32 +1,57 @@
 /**
  * `bun run build`: compiles src/app/main.ts into one self-contained executable, dist/sku-search,
- * for the current platform (Linux, x64 or arm64). It embeds PGlite's files, pgvector, the offline
- * model and onnxruntime's native addon; src/app/runtime-assets.ts hands them over (or writes them
- * out) at startup. Needs `bun install` first (it installs the model).
+ * for the current platform (Linux, x64 or arm64). It embeds PGlite's files, a new empty database
+ * (made here, so that a first start need not run initdb), pgvector, the offline model and
+ * onnxruntime's native addon; src/app/runtime-assets.ts hands them over (or writes them out) at
+ * startup.
+ *
+ * `bun run build --assets-beside` (the container image): the files native code opens by path
+ * (pgvector's bundle, the model, onnxruntime) are not embedded but laid out in
+ * dist/sku-search-assets/<digest>/, where the executable uses them without writing anything.
+ * Needs `bun install` first (it installs the model).
  */
-import { existsSync, readdirSync, statSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join, relative, resolve } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
 import type { BunPlugin } from "bun";
-import { INSTALLED_MODEL_DIR } from "../src/adapters/providers/local-embedder.ts";
-import { ASSETS_DIGEST_CONSTANT, EMBEDDED, ONNXRUNTIME_BINDING_GLOBAL } from "../src/app/runtime-assets.ts";
+import { INSTALLED_MODEL_DIR } from "../src/adapters/providers/local-model-files.ts";
+import {
+  BESIDE_FOLDER,
+  BUILD_CONSTANTS,
+  EMBEDDED,
+  ON_DISK,
+  ONNXRUNTIME_BINDING_GLOBAL,
+} from "../src/app/runtime-assets.ts";
+
+const options = process.argv.slice(2);
+const unknown = options.filter((option) => option !== "--assets-beside");
+if (unknown.length > 0) {
+  console.error(`unknown option ${unknown.join(" ")}; usage: bun run build [--assets-beside]`);
+  process.exit(1);
+}
+const assetsBeside = options.includes("--assets-beside");
 
 const root = resolve(import.meta.dir, "..");
-const outfile = join(root, "dist/sku-search");
+const dist = join(root, "dist");
+const outfile = join(dist, "sku-search");
 const packageDir = (name: string) => dirname(Bun.resolveSync(`${name}/package.json`, root));
 
 const pgliteDist = join(packageDir("@electric-sql/pglite"), "dist");
 const onnxruntimeBin = join(packageDir("onnxruntime-node"), "bin/napi-v6/linux", process.arch);
-// Embedded under their base names (a folder keeps its inner layout), as EMBEDDED names them.
-const assets = [
+// Under their base names (a folder keeps its inner layout), as EMBEDDED and ON_DISK name them.
+const embedded = [
   join(pgliteDist, EMBEDDED.pgliteWasm),
   join(pgliteDist, EMBEDDED.initdbWasm),
   join(pgliteDist, EMBEDDED.pgliteData),
-  join(packageDir("@electric-sql/pglite-pgvector"), "dist", EMBEDDED.vectorBundle),
-  join(onnxruntimeBin, EMBEDDED.onnxruntimeBinding),
-  join(onnxruntimeBin, EMBEDDED.onnxruntimeLibrary),
+];
+const onDisk = [
+  join(packageDir("@electric-sql/pglite-pgvector"), "dist", ON_DISK.vectorBundle),
+  join(onnxruntimeBin, ON_DISK.onnxruntimeBinding),
+  join(onnxruntimeBin, ON_DISK.onnxruntimeLibrary),
   INSTALLED_MODEL_DIR,
 ];
-const missing = assets.filter((path) => !existsSync(path));
+const missing = [...embedded, ...onDisk].filter((path) => !existsSync(path));
 if (missing.length > 0) {
   console.error(`missing ${missing.join(", ")}: run \`bun install\` first (it also installs the model)`);
   process.exit(1);
@@ -41,11 +66,21 @@ function filesAt(path: string): string[] {
     .filter((file) => statSync(file).isFile());
 }
 
-/** Names the folder the executable writes files out to: a rebuild with the same files reuses it. */
+/** Names the folder the ON_DISK files are used from: a rebuild with the same files reuses it. */
 async function digestOf(paths: string[]): Promise<string> {
   const hasher = new Bun.CryptoHasher("sha256");
   for (const file of paths.flatMap(filesAt)) hasher.update(relative(root, file)).update(await Bun.file(file).bytes());
   return hasher.digest("hex").slice(0, 16);
+}
+
+/** PGlite's own initdb, run now in memory, packed as the tarball a first start unpacks. */
+async function writeDatabaseTemplate(dir: string): Promise<string> {
+  const db = await PGlite.create();
+  const tarball = await db.dumpDataDir("gzip");
+  await db.close();
+  const path = join(dir, EMBEDDED.pgdataTemplate);
+  await Bun.write(path, tarball);
+  return path;
 }
 
 /** Rewrites one exact piece of a dependency's file; fails the build if that piece is gone (upgraded). */
@@ -74,7 +109,7 @@ const executablePlugin: BunPlugin = {
       'requireFromHere("onnxruntime-node")',
       'require("onnxruntime-node")',
     );
-    // onnxruntime-node requires its addon by a computed path; runtime-assets writes it out and says where.
+    // onnxruntime-node requires its addon by a computed path; runtime-assets says where it is.
     patch(
       build,
       /onnxruntime-node[\\/]dist[\\/]binding\.js$/,
@@ -84,21 +119,37 @@ const executablePlugin: BunPlugin = {
   },
 };
 
-const result = await Bun.build({
-  entrypoints: [join(root, "src/app/main.ts")],
-  plugins: [executablePlugin],
-  minify: { syntax: true, whitespace: true }, // identifiers kept: readable stack traces
-  define: { [ASSETS_DIGEST_CONSTANT]: JSON.stringify(await digestOf(assets)) },
-  // No target: the running Bun is the one embedded, so nothing is downloaded. The executable reads
-  // a .env file in its working directory (the settings), never a bunfig.toml.
-  compile: { outfile, assets, autoloadBunfig: false },
-});
-if (!result.success) {
-  for (const log of result.logs) console.error(log);
-  process.exit(1);
+const digest = await digestOf(onDisk);
+const besideDir = join(dist, BESIDE_FOLDER);
+rmSync(besideDir, { recursive: true, force: true }); // a previous build's, either way
+const work = mkdtempSync(join(tmpdir(), "sku-search-build-"));
+try {
+  embedded.push(await writeDatabaseTemplate(work));
+  const result = await Bun.build({
+    entrypoints: [join(root, "src/app/main.ts")],
+    plugins: [executablePlugin],
+    minify: { syntax: true, whitespace: true }, // identifiers kept: readable stack traces
+    define: {
+      [BUILD_CONSTANTS.digest]: JSON.stringify(digest),
+      [BUILD_CONSTANTS.beside]: JSON.stringify(assetsBeside),
+    },
+    // No target: the running Bun is the one embedded, so nothing is downloaded. The executable reads
+    // a .env file in its working directory (the settings), never a bunfig.toml.
+    compile: { outfile, assets: assetsBeside ? embedded : [...embedded, ...onDisk], autoloadBunfig: false },
+  });
+  if (!result.success) {
+    for (const log of result.logs) console.error(log);
+    process.exit(1);
+  }
+  if (assetsBeside) {
+    for (const path of onDisk) cpSync(path, join(besideDir, digest, basename(path)), { recursive: true });
+  }
+  const megabytes = (path: string) =>
+    `${(filesAt(path).reduce((sum, file) => sum + statSync(file).size, 0) / 1e6).toFixed(1)} MB`;
+  const where = assetsBeside ? `lays out in ${relative(root, besideDir)}/${digest}/` : "embeds";
+  for (const path of embedded) console.log(`  embeds ${basename(path)}  ${megabytes(path)}`);
+  for (const path of onDisk) console.log(`  ${where} ${basename(path)}  ${megabytes(path)}`);
+  console.log(`${relative(root, outfile)}  ${megabytes(outfile)}`);
+} finally {
+  rmSync(work, { recursive: true, force: true });
 }
-
-const megabytes = (path: string) =>
-  `${(filesAt(path).reduce((sum, file) => sum + statSync(file).size, 0) / 1e6).toFixed(1)} MB`;
-for (const asset of assets) console.log(`  embeds ${relative(root, asset)}  ${megabytes(asset)}`);
-console.log(`${relative(root, outfile)}  ${megabytes(outfile)}`);

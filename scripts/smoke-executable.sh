@@ -2,7 +2,9 @@
 # Proves dist/sku-search is self-contained: copies dist/ to a fresh folder outside the project and
 # runs it from yet another folder with an empty environment (no Bun on PATH, no node_modules above),
 # then logs in, creates two products, checks a semantic search and that the data survives a restart.
-# Run after `bun run build` (CI does). Exits non-zero with a message on the first failure.
+# Also checks where it writes: into TMPDIR only what `bun run build` embedded for writing out, and
+# nothing at all (nor into HOME) when `bun run build --assets-beside` laid those files out beside it.
+# Run after either build (CI runs both). Exits non-zero with a message on the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x dist/sku-search ] || { echo "smoke: dist/sku-search is missing: run 'bun run build' first" >&2; exit 1; }
@@ -90,6 +92,15 @@ create_product '{"name":"Trail running shoes","description":"Lightweight sneaker
 [ "$(search_top)" = "$coffee" ] || fail "the espresso machine is not ranked first: $(cat "$WORK/body")"
 echo "smoke: login, two products, semantic search ranked the espresso machine first"
 
+[ -z "$(ls -A "$WORK/home")" ] || fail "the executable wrote into HOME: $(cd "$WORK/home" && find . -type f)"
+if [ -d "$WORK/app/sku-search-assets" ]; then
+  [ -z "$(ls -A "$WORK/tmp")" ] || fail "built --assets-beside, it still wrote into TMPDIR: $(cd "$WORK/tmp" && find . -type f)"
+  echo "smoke: files used from beside the executable; nothing written to TMPDIR or HOME"
+else
+  [ -d "$WORK/tmp/sku-search-$(id -u)" ] || fail "the embedded files were not written out under TMPDIR"
+  echo "smoke: embedded files written out once under TMPDIR ($(du -sh "$WORK/tmp" | cut -f1)); nothing in HOME"
+fi
+
 # What `docker stop` does: SIGTERM, then a clean exit within 10 s.
 kill -TERM "$PID"
 for _ in $(seq 1 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
@@ -101,4 +112,20 @@ PID=""
 start
 [ "$(search_top)" = "$coffee" ] || fail "after a restart the search differs: $(cat "$WORK/body")"
 echo "smoke: after a restart both products are still there"
+
+if [ -d "$WORK/app/sku-search-assets" ]; then
+  # Without the folder its build laid out, it must stop at once and say why.
+  kill -TERM "$PID"
+  wait "$PID" || true
+  PID=""
+  mv "$WORK/app/sku-search-assets" "$WORK/assets-aside"
+  status=0
+  (cd "$WORK/cwd" && exec timeout 60 env -i PATH="$WORK/empty-bin" HOME="$WORK/home" TMPDIR="$WORK/tmp" \
+    PORT="$PORT" DATA_DIR="$WORK/data" JWT_SECRET="smoke-test-secret-that-is-long-enough-0123456789" \
+    "$WORK/app/sku-search" >"$WORK/missing.log" 2>&1) || status=$?
+  [ "$status" != 0 ] || fail "it started without its sku-search-assets folder"
+  grep -q -- "--assets-beside" "$WORK/missing.log" ||
+    fail "without its folder it did not say why: $(cat "$WORK/missing.log")"
+  echo "smoke: without its sku-search-assets folder it stops and says so"
+fi
 echo "smoke: OK"

@@ -20,8 +20,9 @@ import { PostgresUserRepository } from "../adapters/postgres/user-repository.ts"
 import { AnthropicGenerator } from "../adapters/providers/anthropic.ts";
 import { GeneratorChain } from "../adapters/providers/generator-chain.ts";
 import { GoogleEmbedder, GoogleGenerator } from "../adapters/providers/google.ts";
-import { INSTALLED_MODEL_DIR, LocalEmbedder } from "../adapters/providers/local-embedder.ts";
+import { LocalEmbedder } from "../adapters/providers/local-embedder.ts";
 import { LocalGenerator } from "../adapters/providers/local-generator.ts";
+import { INSTALLED_MODEL_DIR } from "../adapters/providers/local-model-files.ts";
 import { OpenAIEmbedder, OpenAIGenerator } from "../adapters/providers/openai.ts";
 import type { ProviderClientOptions } from "../adapters/providers/provider-client.ts";
 import { BunPasswordHasher } from "../adapters/security/bun-password-hasher.ts";

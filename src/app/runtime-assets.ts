@@ -3,16 +3,19 @@
  * found next to node_modules. Run from source (or under `bun test`) there is nothing to do: every
  * field is undefined and each library finds its own files.
  *
- * scripts/build.ts embeds these files in the executable (`compile.assets`, readable by path under
- * the executable's virtual root):
- *  - PGlite's pglite.wasm, initdb.wasm, pglite.data: handed to PGlite as a module and a Blob;
- *  - pgvector's vector.tar.gz: PGlite reads it with a stream Bun cannot open on an embedded file,
- *    so it is written out;
- *  - the offline model folder and onnxruntime-node's addon with its libonnxruntime.so.1: native
- *    code opens them by path, so they are written out too.
- * Written-out files (about 100 MB) go once into a private folder under the temp directory (TMPDIR;
- * it must allow loading libraries, i.e. not be mounted noexec), named after a digest of the embedded
- * files, and are reused by every later start (and rebuild) with the same files.
+ * Read from memory, always embedded in the executable (`compile.assets`, readable by path under
+ * its virtual root): PGlite's pglite.wasm, initdb.wasm and pglite.data, handed to PGlite as modules
+ * and a Blob, and a new empty database made by the build (pgdata.tar.gz), which a first start
+ * unpacks instead of running initdb (about 2 s and 450 MB of memory less).
+ *
+ * Opened by path (ON_DISK): pgvector's vector.tar.gz (PGlite reads it with a stream Bun cannot open
+ * on an embedded file), the offline model folder, and onnxruntime-node's addon with its
+ * libonnxruntime.so.1 (native code). Where they are is decided at build time:
+ *  - `bun run build`: embedded too, and written out (about 100 MB) once into a private folder under
+ *    the temp directory (TMPDIR; it must allow loading libraries, i.e. not be mounted noexec), named
+ *    after a digest of these files and reused by every later start (and rebuild) with the same files;
+ *  - `bun run build --assets-beside` (the container image): not embedded, but laid out by the build
+ *    in dist/sku-search-assets/<digest>/ beside the executable and used from there; nothing is written.
  */
 import { existsSync, lstatSync, mkdirSync, renameSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,11 +27,17 @@ export interface RuntimeAssets {
   modelDir?: string;
 }
 
-/** The embedded files, by their name inside the executable; scripts/build.ts embeds exactly these. */
+/** Files always embedded, by their name inside the executable; scripts/build.ts embeds exactly these. */
 export const EMBEDDED = {
   pgliteWasm: "pglite.wasm",
   initdbWasm: "initdb.wasm",
   pgliteData: "pglite.data",
+  /** PGlite's dumpDataDir of a database just made by initdb (scripts/build.ts makes it). */
+  pgdataTemplate: "pgdata.tar.gz",
+} as const;
+
+/** Files opened by path, by their name inside the executable or the folder beside it. */
+export const ON_DISK = {
   vectorBundle: "vector.tar.gz",
   onnxruntimeBinding: "onnxruntime_binding.node",
   onnxruntimeLibrary: "libonnxruntime.so.1",
@@ -36,15 +45,22 @@ export const EMBEDDED = {
   model: "all-MiniLM-L6-v2",
 } as const;
 
+/** With `--assets-beside`, the folder beside the executable that holds ON_DISK, under the digest. */
+export const BESIDE_FOLDER = "sku-search-assets";
+
 /**
  * scripts/build.ts makes onnxruntime-node require its addon from the path held in this global,
  * since its own path (computed, next to node_modules) does not exist in the executable.
  */
 export const ONNXRUNTIME_BINDING_GLOBAL = "__skuSearchOnnxruntimeBinding";
 
-/** scripts/build.ts defines this constant as a digest of the embedded files. */
-export const ASSETS_DIGEST_CONSTANT = "SKU_SEARCH_ASSETS_DIGEST";
+/** Constants scripts/build.ts defines: a digest of the ON_DISK files, and whether they are beside. */
+export const BUILD_CONSTANTS = {
+  digest: "SKU_SEARCH_ASSETS_DIGEST",
+  beside: "SKU_SEARCH_ASSETS_BESIDE",
+} as const;
 declare const SKU_SEARCH_ASSETS_DIGEST: string | undefined;
+declare const SKU_SEARCH_ASSETS_BESIDE: boolean | undefined;
 
 /** Which parts the process will use: each costs startup time (compiling WASM, writing files). */
 export interface RuntimeAssetNeeds {
@@ -79,8 +95,7 @@ function once<T>(prepare: () => Promise<T>): () => Promise<T> {
 }
 
 const preparePglite = once(async (): Promise<Required<PgliteAssets>> => {
-  const cache = privateCacheDir();
-  await writeOut(cache, [EMBEDDED.vectorBundle]);
+  const folder = await onDisk([ON_DISK.vectorBundle]);
   const [pgliteWasmModule, initdbWasmModule] = await Promise.all([
     WebAssembly.compile(await embedded(EMBEDDED.pgliteWasm).arrayBuffer()),
     WebAssembly.compile(await embedded(EMBEDDED.initdbWasm).arrayBuffer()),
@@ -89,28 +104,23 @@ const preparePglite = once(async (): Promise<Required<PgliteAssets>> => {
     pgliteWasmModule,
     initdbWasmModule,
     fsBundle: embedded(EMBEDDED.pgliteData),
-    vectorBundlePath: join(cache, EMBEDDED.vectorBundle),
+    initialDataDir: embedded(EMBEDDED.pgdataTemplate),
+    vectorBundlePath: join(folder.path, ON_DISK.vectorBundle),
   };
 });
 
 const prepareLocalModel = once(async (): Promise<string> => {
-  const cache = privateCacheDir();
-  const modelFiles = Bun.embeddedFiles
-    .map((file) => (file as File).name)
-    .filter((name) => name.startsWith(`${EMBEDDED.model}/`));
-  await writeOut(cache, [EMBEDDED.onnxruntimeBinding, EMBEDDED.onnxruntimeLibrary, ...modelFiles]);
+  const folder = await onDisk([ON_DISK.onnxruntimeBinding, ON_DISK.onnxruntimeLibrary, ON_DISK.model]);
   // The addon finds libonnxruntime.so.1 beside itself (its RUNPATH is $ORIGIN).
-  const binding = join(cache, EMBEDDED.onnxruntimeBinding);
+  const binding = join(folder.path, ON_DISK.onnxruntimeBinding);
   try {
     require(binding); // loaded now, so that a failure stops the start with its cause
   } catch (error) {
-    throw new Error(
-      `cannot load onnxruntime from ${cache}: ${(error as Error).message} ` +
-        "(if the temp folder is mounted noexec, set TMPDIR to one that is not)",
-    );
+    const hint = folder.written ? " (if the temp folder is mounted noexec, set TMPDIR to one that is not)" : "";
+    throw new Error(`cannot load onnxruntime from ${folder.path}: ${(error as Error).message}${hint}`);
   }
   (globalThis as Record<string, unknown>)[ONNXRUNTIME_BINDING_GLOBAL] = binding;
-  return join(cache, EMBEDDED.model);
+  return join(folder.path, ON_DISK.model);
 });
 
 /** An embedded file, by its name inside the executable. */
@@ -118,11 +128,32 @@ function embedded(name: string): Blob {
   return Bun.file(join(import.meta.dir, name));
 }
 
-/** A folder only this user can write (native code is loaded from it), one per set of embedded files. */
-function privateCacheDir(): string {
+/**
+ * The folder where these ON_DISK files (or folders) can be opened by path: the one the build laid
+ * out beside the executable, or else the private folder under TMPDIR they are written out to.
+ */
+async function onDisk(names: readonly string[]): Promise<{ path: string; written: boolean }> {
   if (typeof SKU_SEARCH_ASSETS_DIGEST !== "string") {
     throw new Error("this executable was not built by `bun run build` (scripts/build.ts): its files are missing");
   }
+  if (typeof SKU_SEARCH_ASSETS_BESIDE === "boolean" && SKU_SEARCH_ASSETS_BESIDE) {
+    const path = join(dirname(process.execPath), BESIDE_FOLDER, SKU_SEARCH_ASSETS_DIGEST);
+    const missing = names.filter((name) => !existsSync(join(path, name)));
+    if (missing.length > 0) {
+      throw new Error(
+        `${path} lacks ${missing.join(", ")}: this executable was built with --assets-beside and uses ` +
+          "the files its build laid out there (copy dist/ whole)",
+      );
+    }
+    return { path, written: false };
+  }
+  const path = privateCacheDir(SKU_SEARCH_ASSETS_DIGEST);
+  await writeOut(path, names);
+  return { path, written: true };
+}
+
+/** A folder only this user can write (native code is loaded from it), one per set of ON_DISK files. */
+function privateCacheDir(digest: string): string {
   const uid = process.getuid?.() ?? 0;
   const root = join(tmpdir(), `sku-search-${uid}`);
   mkdirSync(root, { recursive: true, mode: 0o700 });
@@ -130,12 +161,21 @@ function privateCacheDir(): string {
   if (!stat.isDirectory() || stat.uid !== uid || (stat.mode & 0o077) !== 0) {
     throw new Error(`${root} must be a folder owned by user ${uid} that no one else can write (mode 700)`);
   }
-  return join(root, SKU_SEARCH_ASSETS_DIGEST);
+  return join(root, digest);
 }
 
-/** Copies embedded files into `dir` under the same relative names, skipping those already there. */
+/**
+ * Copies embedded files (a folder's name stands for every file in it) into `dir` under the same
+ * relative names, skipping those already there.
+ */
 async function writeOut(dir: string, names: readonly string[]): Promise<void> {
-  for (const name of names) {
+  const isIn = (file: string, name: string) => file === name || file.startsWith(`${name}/`);
+  const files = Bun.embeddedFiles
+    .map((file) => (file as File).name)
+    .filter((file) => names.some((name) => isIn(file, name)));
+  const absent = names.filter((name) => !files.some((file) => isIn(file, name)));
+  if (absent.length > 0) throw new Error(`${absent.join(", ")} not embedded in this executable: rebuild it`);
+  for (const name of files) {
     const source = embedded(name);
     const target = join(dir, name);
     if (existsSync(target) && statSync(target).size === source.size) continue;

@@ -3,21 +3,10 @@ import { basename, dirname, join, resolve } from "node:path";
 import type { FeatureExtractionPipeline, Tensor } from "@huggingface/transformers";
 import type { Vector } from "../../domain/vector.ts";
 import type { Embedder, EmbeddingPurpose } from "../../ports/embedder.ts";
+import { LOCAL_EMBEDDING_MODEL, LOCAL_MODEL_FILES } from "./local-model-files.ts";
+import { disableOnnxruntimeTelemetry } from "./onnxruntime-telemetry.ts";
 
-export const LOCAL_EMBEDDING_MODEL = "all-MiniLM-L6-v2";
 export const LOCAL_EMBEDDING_DIMENSION = 384;
-
-/** Where `bun install` (scripts/install-model.ts) puts the model, in the project's own folder. */
-export const INSTALLED_MODEL_DIR = resolve(import.meta.dir, "../../../models", LOCAL_EMBEDDING_MODEL);
-
-/** What scripts/install-model.ts puts in the model folder and the q4 pipeline reads. */
-export const LOCAL_MODEL_FILES = [
-  "config.json",
-  "tokenizer.json",
-  "tokenizer_config.json",
-  "onnx/model_q4.onnx",
-  "onnx/model_q4.onnx_data",
-];
 
 /**
  * Tokens kept per text (the tokenizer alone would allow 512). The model was trained on 128-token
@@ -119,6 +108,7 @@ export class LocalEmbedder implements Embedder {
           "Run `bun install` in the project folder: its postinstall step installs the model (scripts/install-model.ts).",
       );
     }
+    disableOnnxruntimeTelemetry(); // before the first ONNX session, which would start it
     // Imported here, not at the top: the ONNX runtime (and sharp, which transformers imports eagerly)
     // is only loaded by processes that actually embed locally.
     const { env, mean_pooling, pipeline } = await import("@huggingface/transformers");

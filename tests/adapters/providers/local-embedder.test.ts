@@ -1,8 +1,11 @@
 import { afterAll, describe, expect, test } from "bun:test";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { cosineSimilarity } from "../../../src/adapters/memory/product-repository.ts";
-import { INSTALLED_MODEL_DIR, LocalEmbedder } from "../../../src/adapters/providers/local-embedder.ts";
+import { LocalEmbedder } from "../../../src/adapters/providers/local-embedder.ts";
+import { INSTALLED_MODEL_DIR } from "../../../src/adapters/providers/local-model-files.ts";
 import { vectorProblem } from "../../../src/domain/vector.ts";
+import { useTempDirs } from "../../support/temp-dirs.ts";
 
 const MODEL_DIR = INSTALLED_MODEL_DIR;
 const cosine = cosineSimilarity;
@@ -70,6 +73,31 @@ describe("LocalEmbedder (real model)", () => {
     const toWallet = cosine(query as number[], wallet as number[]);
     expect(toEspresso).toBeGreaterThan(toWallet + 0.1);
   });
+});
+
+describe("LocalEmbedder and the files around it", () => {
+  const tempDir = useTempDirs("embedder-files");
+  const EMBEDDER_MODULE = join(import.meta.dir, "../../../src/adapters/providers/local-embedder.ts");
+
+  test("writes nothing to HOME or TMPDIR (onnxruntime's telemetry stays off)", async () => {
+    const home = tempDir();
+    const tmp = tempDir();
+    const child = Bun.spawn(
+      [
+        process.execPath,
+        "-e",
+        `import { LocalEmbedder } from ${JSON.stringify(EMBEDDER_MODULE)};
+         const embedder = new LocalEmbedder(${JSON.stringify(MODEL_DIR)});
+         await embedder.embed(["Espresso machine"], "document");
+         await embedder.dispose();`,
+      ],
+      // Only what a service has: no CI variable (which would also silence onnxruntime), no transpiler cache.
+      { env: { PATH: process.env.PATH, HOME: home, TMPDIR: tmp, BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0" } },
+    );
+    expect(await child.exited).toBe(0);
+    expect(readdirSync(home, { recursive: true })).toEqual([]);
+    expect(readdirSync(tmp, { recursive: true })).toEqual([]);
+  }, 60_000);
 });
 
 describe("LocalEmbedder without its model", () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { cosineSimilarity } from "../../../src/adapters/memory/product-repository.ts";
-import { INSTALLED_MODEL_DIR, LocalEmbedder } from "../../../src/adapters/providers/local-embedder.ts";
+import { LocalEmbedder } from "../../../src/adapters/providers/local-embedder.ts";
+import { INSTALLED_MODEL_DIR } from "../../../src/adapters/providers/local-model-files.ts";
 import { ApertiumTranslator, findApertium } from "../../../src/adapters/translation/apertium.ts";
 import { TranslatingEmbedder } from "../../../src/adapters/translation/translating-embedder.ts";
 import { embeddingText } from "../../../src/domain/product.ts";
