@@ -39,6 +39,9 @@ const config = loadConfig({
   DATA_DIR: `/tmp/sku-search-bench-restart-${process.pid}`,
   JWT_SECRET: "s".repeat(40),
   ADMIN_PASSWORD: "una-contraseña-larga",
+  // One user drives the whole load: budgets it cannot spend, yet counted in the database through the restarts.
+  SEARCH_RATE_LIMIT: "1000000",
+  WRITE_RATE_LIMIT: "1000000",
 });
 const pool = connectPostgres(cluster.url, { maxConnections: POOL, queryTimeoutMs: config.databaseTimeoutMs });
 const container = await createContainer(config, silent, { embedder: new FakeEmbedder(32), database: pool });

@@ -248,8 +248,8 @@ async function serve(config: Config): Promise<number> {
   const log = createLogger(config.logLevel, secretsOf(config));
   const container = await createContainer(config, log);
   let server: ReturnType<typeof container.app.listen>;
+  let metricsServer: ReturnType<NonNullable<typeof container.metricsApp>["listen"]> | undefined;
   try {
-    await container.warmUp();
     // Bun's own body limit stays at its default (far above MAX_BODY_BYTES): the app answers 413 as
     // {"detail"} itself, from Content-Length and while reading the body.
     server = container.app.listen({
@@ -262,23 +262,52 @@ async function serve(config: Config): Promise<number> {
     await container.close();
     throw error;
   }
+  try {
+    metricsServer = container.metricsApp?.listen({
+      hostname: config.host,
+      port: config.metrics.port,
+      reusePort: false,
+    });
+  } catch (error) {
+    await container.app.stop();
+    await container.close();
+    throw error;
+  }
+
+  const stopped = Promise.withResolvers<number>();
+  let stopping = false;
+  const shutdown = async (reason: string, code: number = EXIT.ok) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ event: "stopping", reason });
+    await container.app.stop();
+    await metricsServer?.stop();
+    await container.close();
+    stopped.resolve(code);
+  };
+  process.once("SIGINT", () => void shutdown("SIGINT"));
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+
+  // Listening already: /health/live answers, /health/ready says 503 until the model is loaded.
+  try {
+    await container.warmUp();
+  } catch (error) {
+    log.error({ event: "warm_up_failed", error });
+    await shutdown("the embedder could not be loaded", EXIT.failed);
+    return stopped.promise;
+  }
   log.info({
     event: "started",
     url: `http://${config.host}:${server.server?.port ?? config.port}`,
+    metrics: metricsServer
+      ? `http://${config.host}:${metricsServer.server?.port}/metrics`
+      : config.metrics.token
+        ? "/metrics (bearer token)"
+        : "off",
     database: config.databaseUrl === undefined ? "pglite" : "postgresql",
     embedder: container.embedder.model,
     version: config.version,
   });
-
-  const stopped = Promise.withResolvers<number>();
-  const shutdown = async (signal: string) => {
-    log.info({ event: "stopping", signal });
-    await container.app.stop();
-    await container.close();
-    stopped.resolve(EXIT.ok);
-  };
-  process.once("SIGINT", () => void shutdown("SIGINT"));
-  process.once("SIGTERM", () => void shutdown("SIGTERM"));
   return stopped.promise;
 }
 

@@ -48,6 +48,9 @@ export const DEFAULT_EMBEDDING_DIMENSIONS = 3072;
 /** A given JWT secret must carry at least this many bytes (256 bits, as HS256's key size). */
 export const JWT_SECRET_MIN_BYTES = 32;
 
+/** A metrics token must be at least this long (visible ASCII, no spaces: it travels in a header). */
+export const METRICS_TOKEN_MIN_LENGTH = 16;
+
 export interface Config {
   projectName: string;
   version: string;
@@ -69,6 +72,15 @@ export interface Config {
   maxBodyBytes: number;
   /** Behind a reverse proxy: take the client address from the last X-Forwarded-For entry. */
   trustProxy: boolean;
+  /** Exact origins whose browser scripts may call the API (CORS); empty: none. */
+  corsOrigins: string[];
+  /**
+   * GET /metrics: served when either is set. `port`: on a listener of its own (at HOST); `token`: the
+   * bearer token a scraper must send (on the main port, or on `port` too when both are set).
+   */
+  metrics: { token: string | undefined; port: number | undefined };
+  /** Requests per client and window (0: not limited): searches, and writes under /products. */
+  rateLimits: { search: number; write: number; windowSeconds: number };
   embeddingProvider: EmbeddingProvider;
   /** Length of the remote embedders' vectors (the offline model's is fixed at 384). */
   embeddingDimensions: number;
@@ -202,6 +214,21 @@ export function loadConfig(env: Env): Config {
     maxDelayMs: 8_000,
   };
 
+  const port = read.integer("PORT", 8000, 0, 65535);
+  const metricsToken = read.optional("METRICS_TOKEN");
+  if (
+    metricsToken !== undefined &&
+    (metricsToken.length < METRICS_TOKEN_MIN_LENGTH || !/^[\x21-\x7e]+$/.test(metricsToken))
+  ) {
+    problems.push(
+      `METRICS_TOKEN: must be at least ${METRICS_TOKEN_MIN_LENGTH} visible ASCII characters without spaces (or unset)`,
+    );
+  }
+  const metricsPort = read.optionalInteger("METRICS_PORT", 1, 65535);
+  if (metricsPort !== undefined && metricsPort === port) {
+    problems.push("METRICS_PORT: must differ from PORT (unset it to serve /metrics on PORT behind METRICS_TOKEN)");
+  }
+
   const requestTimeoutMs = read.integer("REQUEST_TIMEOUT_MS", 30_000, 1_000, 600_000);
   const databaseTimeoutMs = read.integer("DATABASE_TIMEOUT_MS", 10_000, 100, 600_000);
   if (databaseTimeoutMs >= requestTimeoutMs) {
@@ -216,13 +243,20 @@ export function loadConfig(env: Env): Config {
     algorithm: read.oneOf("ALGORITHM", JWT_ALGORITHMS, "HS256"),
     accessTokenExpireMinutes: read.integer("ACCESS_TOKEN_EXPIRE_MINUTES", 30, 1, 60 * 24 * 365),
     host: read.optional("HOST") ?? "0.0.0.0",
-    port: read.integer("PORT", 8000, 0, 65535),
+    port,
     dataDir: read.optional("DATA_DIR") ?? "./data",
     adminUsername,
     adminPassword,
     searchRequiresAuth: read.boolean("SEARCH_REQUIRES_AUTH", true),
     maxBodyBytes: read.integer("MAX_BODY_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
     trustProxy: read.boolean("TRUST_PROXY", false),
+    corsOrigins: read.origins("CORS_ORIGINS"),
+    metrics: { token: metricsToken, port: metricsPort },
+    rateLimits: {
+      search: read.integer("SEARCH_RATE_LIMIT", 60, 0, 1_000_000),
+      write: read.integer("WRITE_RATE_LIMIT", 120, 0, 1_000_000),
+      windowSeconds: read.integer("RATE_LIMIT_WINDOW_SECONDS", 60, 1, 86_400),
+    },
     embeddingProvider,
     embeddingDimensions: read.integer("EMBEDDING_DIMENSIONS", DEFAULT_EMBEDDING_DIMENSIONS, 1, 16_000),
     localModelDir: read.optional("LOCAL_MODEL_DIR"),
@@ -252,7 +286,9 @@ export function loadConfig(env: Env): Config {
 /** Every secret in the configuration, for the logger to mask should one ever reach a log line. */
 export function secretsOf(config: Config): string[] {
   const keys = Object.values(config.providers).map((provider) => provider.apiKey);
-  return [config.jwtSecret, config.adminPassword, ...keys].filter((secret): secret is string => secret !== undefined);
+  return [config.jwtSecret, config.adminPassword, config.metrics.token, ...keys].filter(
+    (secret): secret is string => secret !== undefined,
+  );
 }
 
 class SettingReader {
@@ -287,6 +323,44 @@ class SettingReader {
       return fallback;
     }
     return value;
+  }
+
+  /** A whole number from min to max, or undefined when unset. */
+  optionalInteger(name: string, min: number, max: number): number | undefined {
+    return this.optional(name) === undefined ? undefined : this.integer(name, min, min, max);
+  }
+
+  /**
+   * Comma-separated exact origins (`scheme://host[:port]`), each as browsers send it in `Origin`;
+   * `*`, paths and anything but http(s) are refused. Unset: none.
+   */
+  origins(name: string): string[] {
+    const raw = this.optional(name);
+    if (raw === undefined) return [];
+    const origins: string[] = [];
+    for (const item of raw
+      .split(",")
+      .map((entry) => entry.trim())
+      .filter(Boolean)) {
+      const url = URL.canParse(item) ? new URL(item) : undefined;
+      const exact =
+        url !== undefined &&
+        /^https?:$/.test(url.protocol) &&
+        url.username === "" &&
+        url.password === "" &&
+        url.search === "" &&
+        url.hash === "" &&
+        url.pathname === "/" &&
+        !item.endsWith("/");
+      if (!exact) {
+        this.problems.push(
+          `${name}: '${item}' is not an exact origin like https://shop.example or http://localhost:3000 (no '*', no path)`,
+        );
+        continue;
+      }
+      origins.push(url.origin);
+    }
+    return [...new Set(origins)];
   }
 
   boolean(name: string, fallback: boolean): boolean {

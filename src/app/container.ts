@@ -7,14 +7,20 @@ import { resolve } from "node:path";
 import { CachingEmbedder } from "../adapters/cache/caching-embedder.ts";
 import { createHttpApp } from "../adapters/http/app.ts";
 import { JwtTokenService } from "../adapters/http/jwt-token-service.ts";
+import { metricsApp } from "../adapters/http/metrics-routes.ts";
+import { requestLogFields } from "../adapters/http/request-context.ts";
+import { MemoryRateLimitCounters } from "../adapters/memory/rate-limit-counters.ts";
+import { PrometheusMetrics } from "../adapters/metrics/prometheus-metrics.ts";
 import { openPglite } from "../adapters/pglite/pglite-client.ts";
+import { countProducts } from "../adapters/postgres/catalog-stats.ts";
 import { PostgresDatabaseHealth } from "../adapters/postgres/database-health.ts";
 import { PostgresProductRepository } from "../adapters/postgres/product-repository.ts";
 import {
   PostgresQueryEmbeddingCache,
   type PostgresQueryEmbeddingCacheOptions,
 } from "../adapters/postgres/query-embedding-cache.ts";
-import { prepareDatabase } from "../adapters/postgres/schema.ts";
+import { PostgresRateLimitCounters } from "../adapters/postgres/rate-limit-counters.ts";
+import { missingMigrations, prepareDatabase } from "../adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../adapters/postgres/sql-client.ts";
 import { PostgresUserRepository } from "../adapters/postgres/user-repository.ts";
 import { AnthropicGenerator } from "../adapters/providers/anthropic.ts";
@@ -34,12 +40,13 @@ import { ImportProducts } from "../domain/import-products.ts";
 import { LoginThrottle } from "../domain/login-throttle.ts";
 import { ManageProducts } from "../domain/manage-products.ts";
 import { ManageUsers } from "../domain/manage-users.ts";
+import { RateLimiter, type RateLimitPolicy } from "../domain/rate-limit.ts";
 import { SearchAndRecommend } from "../domain/search-and-recommend.ts";
 import { type Clock, systemClock } from "../ports/clock.ts";
 import type { Embedder } from "../ports/embedder.ts";
 import type { Generator } from "../ports/generator.ts";
 import type { Config, GenerationProvider, RemoteProvider } from "./config.ts";
-import type { Logger } from "./logger.ts";
+import { type Logger, tapLogger } from "./logger.ts";
 import { resolveRuntimeAssets } from "./runtime-assets.ts";
 import { jwtSecretFor, writeInitialAdminPassword } from "./secrets.ts";
 
@@ -68,19 +75,19 @@ export async function openDatabase(config: Config, serving = false): Promise<Sql
   return openPglite(resolve(config.dataDir), assets.pglite);
 }
 
-/** The embedder EMBEDDING_PROVIDER names; `log` receives its retries. */
+/** The embedder EMBEDDING_PROVIDER names; `log` receives its calls and retries. */
 export async function createEmbedder(config: Config, log?: Logger): Promise<Embedder> {
   const { embeddingProvider: provider, embeddingDimensions: dimension } = config;
   switch (provider) {
     case "openai":
       return new OpenAIEmbedder({
-        ...clientOptions(config, provider, log),
+        ...clientOptions(config, provider, "embedding", log),
         model: embeddingModel(config, provider),
         dimension,
       });
     case "google":
       return new GoogleEmbedder({
-        ...clientOptions(config, provider, log),
+        ...clientOptions(config, provider, "embedding", log),
         model: embeddingModel(config, provider),
         dimension,
       });
@@ -96,15 +103,21 @@ function embeddingModel(config: Config, provider: "openai" | "google"): string {
 
 /**
  * How an adapter reaches its provider. A compatible server (a base URL) may need no key: the SDKs
- * insist on one, so it gets a placeholder the server ignores.
+ * insist on one, so it gets a placeholder the server ignores. Its events name the `kind` of call
+ * (for the metrics); each call's outcome is a debug line, retries and giving up are warnings.
  */
-function clientOptions(config: Config, provider: RemoteProvider, log: Logger | undefined): ProviderClientOptions {
+function clientOptions(
+  config: Config,
+  provider: RemoteProvider,
+  kind: "embedding" | "generation",
+  log: Logger | undefined,
+): ProviderClientOptions {
   const settings = config.providers[provider];
   return {
     apiKey: settings.apiKey ?? "no-key",
     baseUrl: settings.baseUrl,
     retry: config.providerRetry,
-    log: log && ((event) => log.warn(event)),
+    log: log && ((event) => (event.event === "provider_call" ? log.debug : log.warn)({ ...event, kind })),
   };
 }
 
@@ -195,7 +208,24 @@ export async function openStore(
   };
 }
 
-export async function createContainer(config: Config, log: Logger, overrides: Overrides = {}) {
+/**
+ * The service's metrics when GET /metrics is served (METRICS_TOKEN or METRICS_PORT), else none.
+ * `countProducts` is called at scrapes, once the database is open.
+ */
+function createMetrics(config: Config, countProducts: () => Promise<number>): PrometheusMetrics | undefined {
+  const { token, port } = config.metrics;
+  if (token === undefined && port === undefined) return undefined;
+  return new PrometheusMetrics({ version: config.version, countProducts });
+}
+
+/**
+ * `log` receives every event of the service; the container adds the id of the request being
+ * served to each, and derives the metrics from them (tapLogger).
+ */
+export async function createContainer(config: Config, baseLog: Logger, overrides: Overrides = {}) {
+  let database: SqlClient | undefined;
+  const metrics = createMetrics(config, async () => (database ? countProducts(database) : Number.NaN));
+  const log = tapLogger(baseLog, { fields: requestLogFields, observe: metrics?.observe });
   const embedder = overrides.embedder ?? (await createEmbedder(config, log));
   const translation = await setUpTranslation(config, embedder, log);
   let store: Awaited<ReturnType<typeof openStore>>;
@@ -205,8 +235,9 @@ export async function createContainer(config: Config, log: Logger, overrides: Ov
     await translation.close();
     throw error;
   }
+  database = store.client;
   try {
-    return await wire(config, log, overrides, embedder, store, translation);
+    return await wire(config, log, overrides, embedder, store, translation, metrics);
   } catch (error) {
     await translation.close();
     await store.client.close().catch(() => {});
@@ -218,9 +249,12 @@ export async function createContainer(config: Config, log: Logger, overrides: Ov
 function createGenerator(config: Config, log: Logger): Generator {
   const model = (provider: RemoteProvider) => config.providers[provider].generationModel;
   const generators: Record<GenerationProvider, () => Generator> = {
-    openai: () => new OpenAIGenerator({ ...clientOptions(config, "openai", log), model: model("openai") }),
-    anthropic: () => new AnthropicGenerator({ ...clientOptions(config, "anthropic", log), model: model("anthropic") }),
-    google: () => new GoogleGenerator({ ...clientOptions(config, "google", log), model: model("google") }),
+    openai: () =>
+      new OpenAIGenerator({ ...clientOptions(config, "openai", "generation", log), model: model("openai") }),
+    anthropic: () =>
+      new AnthropicGenerator({ ...clientOptions(config, "anthropic", "generation", log), model: model("anthropic") }),
+    google: () =>
+      new GoogleGenerator({ ...clientOptions(config, "google", "generation", log), model: model("google") }),
     local: () => new LocalGenerator(),
   };
   return new GeneratorChain(
@@ -232,6 +266,16 @@ function createGenerator(config: Config, log: Logger): Generator {
   );
 }
 
+/** The budgets RATE_LIMIT_* set; a limit of 0 leaves its bucket unlimited. */
+function rateLimitPolicies(config: Config): Partial<Record<"search" | "write", RateLimitPolicy>> {
+  const { search, write, windowSeconds } = config.rateLimits;
+  const windowMs = windowSeconds * 1000;
+  return {
+    ...(search > 0 ? { search: { limit: search, windowMs } } : {}),
+    ...(write > 0 ? { write: { limit: write, windowMs } } : {}),
+  };
+}
+
 async function wire(
   config: Config,
   log: Logger,
@@ -239,6 +283,7 @@ async function wire(
   embedder: Embedder,
   store: Awaited<ReturnType<typeof openStore>>,
   translation: TranslationSetup,
+  metrics: PrometheusMetrics | undefined,
 ) {
   const clock = overrides.clock ?? systemClock;
   const tokens = new JwtTokenService({
@@ -279,7 +324,7 @@ async function wire(
               log: (event) => log.warn(event),
             })
           : undefined,
-      log: (event) => log.warn(event),
+      log: (event) => (event.event === "query_cache" ? log.debug : log.warn)(event),
     }),
   );
   /** Every product text (create, update, import) is embedded through this one. */
@@ -297,6 +342,22 @@ async function wire(
       log: (event) => log.info(event),
     }),
     health: store.health,
+    startup: {
+      migrationsApplied: async () => (await missingMigrations(store.client)).length === 0,
+      embedderLoaded: () => !(embedder instanceof LocalEmbedder) || embedder.loaded,
+    },
+    rateLimiter: new RateLimiter({
+      policies: rateLimitPolicies(config),
+      // PGlite admits one process per data directory, so counting in it is exact and spares its
+      // single backend a statement per request; replicas on a PostgreSQL server count together there.
+      counters:
+        config.databaseUrl === undefined
+          ? new MemoryRateLimitCounters(clock)
+          : new PostgresRateLimitCounters(store.client, { log: (event) => log.warn(event) }),
+      log: (event) => log.warn(event),
+    }),
+    // On the main port only behind its token; with METRICS_PORT, `metricsApp` serves it instead.
+    metrics: metrics && config.metrics.port === undefined ? { metrics, token: config.metrics.token } : undefined,
     settings: {
       projectName: config.projectName,
       version: config.version,
@@ -305,6 +366,7 @@ async function wire(
       trustProxy: config.trustProxy,
       requestTimeoutMs: config.requestTimeoutMs,
       bulk: { maxBytes: config.bulkMaxBytes, maxItems: config.bulkMaxItems },
+      corsOrigins: config.corsOrigins,
     },
     log: (event) => (event.level === "error" ? log.error(event) : log.info(event)),
   });
@@ -313,7 +375,10 @@ async function wire(
     app,
     embedder,
     manageUsers: store.manageUsers,
-    /** Loads the offline model now rather than on the first request. */
+    /** GET /metrics alone, for METRICS_PORT; undefined when metrics are off or served by `app`. */
+    metricsApp:
+      metrics && config.metrics.port !== undefined ? metricsApp({ metrics, token: config.metrics.token }) : undefined,
+    /** Loads the offline model now rather than on the first request (until then, not ready). */
     warmUp: async () => {
       if (embedder instanceof LocalEmbedder) await embedder.load();
     },

@@ -31,6 +31,28 @@ export function createLogger(minimum: LogLevel, secrets: readonly string[] = [])
   return { debug: write("debug"), info: write("info"), warn: write("warn"), error: write("error") };
 }
 
+export interface TapOptions {
+  /** Fields every line gets first, e.g. the id of the request being served (request-context.ts). */
+  fields?: () => Record<string, unknown>;
+  /** Sees every event, whatever the minimum level, before it is written: metrics are derived here. */
+  observe?: (event: Record<string, unknown>) => void;
+}
+
+/**
+ * The one place where events become both log lines and metrics: `logger` with `fields` added to
+ * each event and each event shown to `observe` (the service's metrics), whatever its level.
+ */
+export function tapLogger(logger: Logger, { fields, observe }: TapOptions): Logger {
+  const tap =
+    (write: Log): Log =>
+    (event) => {
+      const full = fields ? { ...fields(), ...event } : event;
+      observe?.(full);
+      write(full);
+    };
+  return { debug: tap(logger.debug), info: tap(logger.info), warn: tap(logger.warn), error: tap(logger.error) };
+}
+
 /** Errors as name + message (and cause), never a stack: it would leak internals into log shippers. */
 function errorsAsText(_key: string, value: unknown): unknown {
   if (value instanceof Error) {

@@ -1,3 +1,5 @@
+import type { RateLimitState } from "./rate-limit.ts";
+
 /**
  * Typed domain errors. Only the HTTP adapter maps them to status codes and `{"detail": ...}`;
  * `message` is the Spanish text a client may see, so it never carries secrets or internals.
@@ -114,5 +116,16 @@ export class ConcurrentModification extends DomainError {
   readonly kind = "ConcurrentModification";
   constructor() {
     super("El producto se ha modificado a la vez por otra petición. Inténtelo de nuevo");
+  }
+}
+
+/** A client spent its request budget for the window (see rate-limit.ts). */
+export class RateLimitExceeded extends DomainError {
+  readonly kind = "RateLimitExceeded";
+  constructor(
+    /** Where the client stands: the HTTP adapter turns it into RateLimit-* and Retry-After headers. */
+    readonly state: RateLimitState,
+  ) {
+    super(`Demasiadas peticiones. Inténtelo de nuevo en ${state.resetSeconds} segundos`);
   }
 }

@@ -1,7 +1,13 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ConfigError, JWT_SECRET_MIN_BYTES, loadConfig } from "../../src/app/config.ts";
+import {
+  ConfigError,
+  JWT_SECRET_MIN_BYTES,
+  loadConfig,
+  METRICS_TOKEN_MIN_LENGTH,
+  secretsOf,
+} from "../../src/app/config.ts";
 import { jwtSecretFor } from "../../src/app/secrets.ts";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from "../../src/domain/user.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
@@ -33,6 +39,9 @@ describe("loadConfig", () => {
       searchRequiresAuth: true,
       maxBodyBytes: 64 * 1024,
       trustProxy: false,
+      corsOrigins: [],
+      metrics: { token: undefined, port: undefined },
+      rateLimits: { search: 60, write: 120, windowSeconds: 60 },
       embeddingProvider: "local",
       embeddingDimensions: 3072,
       localModelDir: undefined,
@@ -234,6 +243,19 @@ describe("loadConfig", () => {
     ["ADMIN_PASSWORD", "corta"],
     ["ADMIN_PASSWORD", "p".repeat(PASSWORD_MAX_LENGTH + 1)],
     ["ADMIN_USERNAME", "u".repeat(USERNAME_MAX_LENGTH + 1)],
+    ["CORS_ORIGINS", "*"],
+    ["CORS_ORIGINS", "https://shop.example/app"],
+    ["CORS_ORIGINS", "https://shop.example/"],
+    ["CORS_ORIGINS", "shop.example"],
+    ["CORS_ORIGINS", "ftp://shop.example"],
+    ["CORS_ORIGINS", "https://user:pw@shop.example"],
+    ["METRICS_TOKEN", "corto"],
+    ["METRICS_TOKEN", "un token con espacios dentro"],
+    ["METRICS_PORT", "8000"],
+    ["METRICS_PORT", "0"],
+    ["SEARCH_RATE_LIMIT", "-1"],
+    ["WRITE_RATE_LIMIT", "muchos"],
+    ["RATE_LIMIT_WINDOW_SECONDS", "0"],
   ] as const) {
     test(`${name}=${value.length > 40 ? `(${value.length} characters)` : value} is refused, by name`, () => {
       const { problems } = configError({ [name]: value });
@@ -356,6 +378,21 @@ describe("loadConfig: model providers", () => {
     expect(config.providerRetry).toMatchObject({ attemptTimeoutMs: 5000, budgetMs: 12_000, maxRetries: 2 });
     expect(config.queryCacheSize).toBe(10);
     expect(config.queryCacheDays).toBe(0);
+  });
+
+  test("operations settings are read: CORS origins as browsers send them, metrics, rate limits", () => {
+    const config = loadConfig({
+      CORS_ORIGINS: " https://shop.example, HTTP://LocalHost:3000 ,https://shop.example,https://admin.example:443",
+      METRICS_TOKEN: "t".repeat(METRICS_TOKEN_MIN_LENGTH),
+      METRICS_PORT: "9464",
+      SEARCH_RATE_LIMIT: "0",
+      WRITE_RATE_LIMIT: "500",
+      RATE_LIMIT_WINDOW_SECONDS: "3600",
+    });
+    expect(config.corsOrigins).toEqual(["https://shop.example", "http://localhost:3000", "https://admin.example"]);
+    expect(config.metrics).toEqual({ token: "t".repeat(METRICS_TOKEN_MIN_LENGTH), port: 9464 });
+    expect(config.rateLimits).toEqual({ search: 0, write: 500, windowSeconds: 3600 });
+    expect(secretsOf(config)).toContain("t".repeat(METRICS_TOKEN_MIN_LENGTH));
   });
 
   test("translation settings are read", () => {

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, expect, spyOn, test } from "bun:test";
-import { createLogger } from "../../src/app/logger.ts";
+import { createLogger, tapLogger } from "../../src/app/logger.ts";
 
 const written: string[] = [];
 const spies = [process.stdout, process.stderr].map((stream) =>
@@ -35,6 +35,25 @@ test("lines below the minimum level are not written; short values are not treate
   log.warn({ event: "slow", note: "abc" });
   expect(written).toHaveLength(1);
   expect(JSON.parse(written[0] as string).note).toBe("abc");
+});
+
+test("tapLogger adds the context's fields to each line and shows every event to the observer, whatever its level", () => {
+  const observed: Record<string, unknown>[] = [];
+  let context: Record<string, unknown> = { requestId: "r-1" };
+  const log = tapLogger(createLogger("warn"), { fields: () => context, observe: (event) => observed.push(event) });
+  log.debug({ event: "provider_call", outcome: "ok" });
+  log.warn({ event: "provider_retry" });
+  context = {};
+  log.error({ event: "late" });
+  expect(observed).toEqual([
+    { requestId: "r-1", event: "provider_call", outcome: "ok" },
+    { requestId: "r-1", event: "provider_retry" },
+    { event: "late" },
+  ]);
+  expect(written.map((line) => JSON.parse(line))).toEqual([
+    { time: expect.any(String), level: "warn", requestId: "r-1", event: "provider_retry" },
+    { time: expect.any(String), level: "error", event: "late" },
+  ]);
 });
 
 afterAll(() => {

@@ -150,7 +150,8 @@ describe("with provider keys, the service uses the real providers", () => {
   });
 
   test("when OpenAI fails at generation, Anthropic answers; then Google; then the local generator", async () => {
-    const { create, search, events } = await start({});
+    const metricsToken = "token-de-metricas-0123456789";
+    const { create, search, events, call } = await start({ METRICS_TOKEN: metricsToken });
     await create(COFFEE);
 
     openai.answer("/chat/completions", serverError);
@@ -187,6 +188,48 @@ describe("with provider keys, the service uses the real providers", () => {
     );
     const logged = JSON.stringify(events);
     for (const key of Object.values(KEYS)) expect(logged).not.toContain(key);
+
+    // Every line written while serving a search carries that request's id, the provider's too.
+    await Bun.sleep(0); // the request line is written just after the answer
+    const id = fourth.headers.get("x-request-id");
+    // Sorted: Google's cancelled call may end after the search has answered.
+    expect(
+      events
+        .filter((event) => event.requestId === id)
+        .map((event) => event.event)
+        .sort(),
+    ).toEqual([
+      "generation_answered",
+      "generation_failed",
+      "generation_failed",
+      "generation_failed",
+      "provider_call",
+      "provider_call",
+      "provider_call",
+      "provider_gave_up",
+      "provider_retry",
+      "query_cache",
+      "request",
+      "search",
+    ]);
+    const anthropicCalls = events.filter((event) => event.event === "provider_call" && event.provider === "anthropic");
+    expect(anthropicCalls.map(({ level, kind, outcome }) => [level, kind, outcome])).toEqual([
+      ["debug", "generation", "ok"],
+      ["debug", "generation", "failed"],
+      ["debug", "generation", "failed"],
+    ]);
+
+    const { text } = await call("GET", "/metrics", { headers: { authorization: `Bearer ${metricsToken}` } });
+    const calls = (labels: string) =>
+      Number(new RegExp(`^sku_provider_calls_total\\{${labels}\\} (\\d+)$`, "m").exec(text)?.[1]);
+    expect(calls('provider="openai",kind="generation",outcome="failed"')).toBe(3);
+    expect(calls('provider="openai",kind="generation",outcome="fallback"')).toBe(3);
+    expect(calls('provider="anthropic",kind="generation",outcome="ok"')).toBe(1);
+    expect(calls('provider="anthropic",kind="generation",outcome="fallback"')).toBe(2);
+    expect(calls('provider="google",kind="generation",outcome="cancelled"')).toBe(1);
+    expect(calls('provider="openai",kind="embedding",outcome="ok"')).toBeGreaterThanOrEqual(2);
+    expect(text).toContain('sku_search_recommendations_total{provider="local"} 1');
+    expect(text).toContain("sku_products 1");
   });
 
   test("with GENERATION_REQUIRED=true, a search fails with 503 when every provider fails", async () => {

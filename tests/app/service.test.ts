@@ -82,12 +82,18 @@ describe("the service on the embedded database", () => {
     expect(search.text).not.toContain("embedding");
   });
 
-  test("an empty catalogue answers no results and says nothing matched", async () => {
-    const { call, login } = await start({ DATA_DIR: tempDir() });
-    const search = await call("POST", "/products/search", { json: { query: "anything" }, token: await login() });
+  test("an empty catalogue answers no results and says nothing matched; ready, and limited by SEARCH_RATE_LIMIT", async () => {
+    const { call, login } = await start({ DATA_DIR: tempDir(), SEARCH_RATE_LIMIT: "1" });
+    expect((await call("GET", "/health/ready")).status).toBe(200);
+    const token = await login();
+    const search = await call("POST", "/products/search", { json: { query: "anything" }, token });
     expect(search.status).toBe(200);
     expect(search.json.results).toEqual([]);
     expect(search.json.recommendation).toContain("No hemos encontrado");
+    expect(search.headers.get("ratelimit-remaining")).toBe("0");
+    const again = await call("POST", "/products/search", { json: { query: "anything" }, token });
+    expect(again.status).toBe(429);
+    expect(Number(again.headers.get("retry-after"))).toBeGreaterThan(0);
   });
 
   test("refuses wrong credentials and every kind of bad token with 401 and WWW-Authenticate", async () => {
@@ -213,6 +219,10 @@ describe("the service on the embedded database", () => {
     const health = await call("GET", "/");
     expect(health.status).toBe(503);
     expect(health.json).toEqual({ detail: "La base de datos no está disponible" });
+    const ready = await call("GET", "/health/ready");
+    expect(ready.status).toBe(503);
+    expect(ready.json).toEqual({ detail: "El servicio no está listo: la base de datos no responde" });
+    expect((await call("GET", "/health/live")).status).toBe(200);
   });
 
   test("a restart keeps products, users, the generated secret and so the tokens", async () => {

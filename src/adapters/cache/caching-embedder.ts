@@ -8,7 +8,11 @@ export interface CachingEmbedderOptions {
   memoryEntries: number;
   /** The cache shared by replicas and restarts (the database), or none. */
   shared?: QueryEmbeddingCache | undefined;
-  /** Receives a warning when the shared cache fails (the query is embedded anyway). */
+  /**
+   * Receives one `query_cache` event per query looked up ({result: "hit", layer: "memory" |
+   * "database"} or {result: "miss"}), and `query_cache_failed` when the shared cache fails (the
+   * query is embedded anyway). Never the query itself.
+   */
   log?: (event: Record<string, unknown>) => void;
 }
 
@@ -61,15 +65,25 @@ export class CachingEmbedder implements Embedder {
   }
 
   private async lookUp(key: QueryKey): Promise<Vector | null> {
+    const found = await this.find(key);
+    this.options.log?.(
+      found === null
+        ? { event: "query_cache", result: "miss" }
+        : { event: "query_cache", result: "hit", layer: found.layer },
+    );
+    return found?.vector ?? null;
+  }
+
+  private async find(key: QueryKey): Promise<{ vector: Vector; layer: "memory" | "database" } | null> {
     const id = memoryKey(key);
     const remembered = this.memory.get(id);
-    if (remembered !== undefined) return remembered;
+    if (remembered !== undefined) return { vector: remembered, layer: "memory" };
     if (!this.options.shared) return null;
     try {
       const stored = await this.options.shared.get(key);
       if (stored === null || vectorProblem(stored, this.dimension) !== null) return null;
       this.memory.set(id, stored);
-      return stored;
+      return { vector: stored, layer: "database" };
     } catch (error) {
       this.options.log?.({ event: "query_cache_failed", operation: "get", error });
       return null;

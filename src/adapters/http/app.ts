@@ -4,15 +4,19 @@ import type { Authenticate } from "../../domain/authenticate.ts";
 import type { CreateProduct } from "../../domain/create-product.ts";
 import type { ImportProducts } from "../../domain/import-products.ts";
 import type { ManageProducts } from "../../domain/manage-products.ts";
+import type { RateLimiter } from "../../domain/rate-limit.ts";
 import type { SearchAndRecommend } from "../../domain/search-and-recommend.ts";
 import type { DatabaseHealth } from "../../ports/database-health.ts";
 import { authRoutes } from "./auth-routes.ts";
 import type { BulkLimits } from "./bulk-body.ts";
+import { corsRoutes, corsVerdict } from "./cors.ts";
 import { DOCS_ASSETS, docsAssetRoutes } from "./docs-assets.ts";
 import { notFound, payloadTooLarge, toProblem } from "./errors.ts";
-import { healthRoutes } from "./health-routes.ts";
+import { healthRoutes, type StartupState } from "./health-routes.ts";
+import { type MetricsRoutesDeps, metricsRoutes } from "./metrics-routes.ts";
 import { productRoutes } from "./product-routes.ts";
-import { beginRequest, endRequest } from "./request-context.ts";
+import { rateLimitHook } from "./rate-limit.ts";
+import { beginRequest, contextOf, endRequest, inRequestScope } from "./request-context.ts";
 
 export interface HttpSettings {
   projectName: string;
@@ -27,6 +31,8 @@ export interface HttpSettings {
   requestTimeoutMs: number;
   /** Largest bulk import request, in bytes and items. */
   bulk: BulkLimits;
+  /** Exact origins (`https://shop.example`) whose browser scripts may call the API; none: CORS is off. */
+  corsOrigins: readonly string[];
 }
 
 export type LogEvent = Record<string, unknown>;
@@ -38,9 +44,16 @@ export interface HttpDeps {
   importProducts: ImportProducts;
   search: SearchAndRecommend;
   health: DatabaseHealth;
+  /** What GET /health/ready checks besides the database. */
+  startup: StartupState;
+  /** Per-client budgets of searches and writes (see rate-limit.ts for which routes spend which). */
+  rateLimiter: RateLimiter;
+  /** GET /metrics on this app, behind its bearer token; unset: not served here (off, or on a port of its own). */
+  metrics?: MetricsRoutesDeps | undefined;
   settings: HttpSettings;
   /**
-   * Structured events: `{level: "info", event: "request", method, path, status, ms}` per request, and
+   * Structured events: `{level: "info", event: "request", method, path, route, status, ms, requestId}`
+   * per request (`route` is the matched pattern, e.g. "/products/:id"; absent when none matched), and
    * `{level: "error", event: "request_failed", ..., error}` with the real Error behind every 5xx.
    */
   log: (event: LogEvent) => void;
@@ -57,17 +70,33 @@ const SECURITY_HEADERS = {
 };
 
 /**
- * The Elysia app (not listening): GET /, POST /auth/login, POST /products/, POST /products/search, and
- * /openapi (Swagger UI with its script and stylesheet served from here, docs-assets.ts).
+ * The Elysia app (not listening): GET /, /health/live, /health/ready, POST /auth/login, POST /products/,
+ * POST /products/search, /openapi (Swagger UI with its script and stylesheet served from here,
+ * docs-assets.ts), and GET /metrics when `metrics` is given.
+ *
+ * Around every route: a request id (the client's X-Request-Id when usable, else a new one) returned
+ * as X-Request-Id and carried by every log line written while serving it; the security headers;
+ * CORS for the listed origins; and the per-client rate limits of searches and writes.
  */
 export function createHttpApp(deps: HttpDeps) {
-  const { authenticate, createProduct, manageProducts, importProducts, search, health, settings } = deps;
+  const {
+    authenticate,
+    createProduct,
+    manageProducts,
+    importProducts,
+    search,
+    health,
+    startup,
+    rateLimiter,
+    settings,
+  } = deps;
   const { log } = deps;
   const { maxBodyBytes } = settings;
   /** The bulk import takes larger bodies than any other route. */
   const bodyLimit = (path: string) => (routeKey(path) === BULK_PATH ? settings.bulk.maxBytes : maxBodyBytes);
+  const corsOrigins = new Set(settings.corsOrigins);
 
-  const healthGroup = healthRoutes({ health });
+  const healthGroup = healthRoutes({ health, startup });
   const authGroup = authRoutes({ authenticate, maxBodyBytes, trustProxy: settings.trustProxy });
   const productGroup = productRoutes({
     authenticate,
@@ -99,36 +128,54 @@ export function createHttpApp(deps: HttpDeps) {
       components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } },
     },
   });
-  const methodsByPath = routeTable([healthGroup, authGroup, productGroup, docs, docsAssets]);
+  const metricsGroup = deps.metrics ? metricsRoutes(deps.metrics) : new Elysia();
+  const corsGroup = corsRoutes(corsOrigins);
+  const methodsByPath = routeTable([healthGroup, authGroup, productGroup, docs, docsAssets, metricsGroup]);
 
   return (
     // normalize: false makes `additionalProperties: false` reject unknown fields (422) instead of dropping them.
     new Elysia({ normalize: false })
+      // Everything below, hooks included, runs inside the request's scope (its id for the logs).
+      .wrap((handle) => (request: Request) => inRequestScope(request, () => handle(request)))
       .onRequest(({ request, set }) => {
-        beginRequest(request, settings.requestTimeoutMs);
-        Object.assign(set.headers, SECURITY_HEADERS);
+        const { requestId } = beginRequest(request, settings.requestTimeoutMs);
+        Object.assign(set.headers, SECURITY_HEADERS, { "X-Request-Id": requestId });
+        // Preflights are answered by corsRoutes; this adds the CORS headers to everything else.
+        const cors = corsVerdict(corsOrigins, request);
+        if (cors.kind === "allowed") Object.assign(set.headers, cors.headers);
         // Refuse a declared oversized body before anything reads it; readBody bounds the rest.
         const limit = bodyLimit(new URL(request.url).pathname);
         if (Number(request.headers.get("content-length")) > limit) throw payloadTooLarge(limit);
       })
-      .onError(({ code, error, path, request, set }) => {
+      .onBeforeHandle(rateLimitHook({ limiter: rateLimiter, trustProxy: settings.trustProxy, context: contextOf }))
+      .onError(({ code, error, path, request, route, set }) => {
         const problem = code === "NOT_FOUND" ? notFound(methodsByPath.get(routeKey(path))) : toProblem(error);
         if (problem.status >= 500) {
-          log({ level: "error", event: "request_failed", method: request.method, path, status: problem.status, error });
+          log({
+            level: "error",
+            event: "request_failed",
+            method: request.method,
+            path,
+            route: route || undefined,
+            status: problem.status,
+            error,
+          });
         }
         set.status = problem.status;
         Object.assign(set.headers, problem.headers);
         return { detail: problem.detail };
       })
-      .onAfterResponse(({ request, path, set }) => {
+      .onAfterResponse(({ request, path, route, set }) => {
         const context = endRequest(request);
         log({
           level: "info",
           event: "request",
           method: request.method,
           path,
+          route: route || undefined,
           status: typeof set.status === "number" ? set.status : 200,
           ms: context ? Math.round((performance.now() - context.startedAt) * 10) / 10 : null,
+          requestId: context?.requestId,
         });
       })
       .use(docs)
@@ -136,6 +183,8 @@ export function createHttpApp(deps: HttpDeps) {
       .use(healthGroup)
       .use(authGroup)
       .use(productGroup)
+      .use(metricsGroup)
+      .use(corsGroup)
   );
 }
 

@@ -2,6 +2,7 @@ import { Elysia, t } from "elysia";
 import type { Authenticate } from "../../domain/authenticate.ts";
 import { PASSWORD_MAX_LENGTH, USERNAME_MAX_LENGTH } from "../../domain/user.ts";
 import { readBody } from "./body.ts";
+import { clientAddress } from "./client-address.ts";
 import { ProblemBody } from "./errors.ts";
 
 const LoginForm = t.Object(
@@ -24,18 +25,13 @@ export interface AuthRoutesDeps {
 
 /** POST /auth/login: a form (or JSON) with username and password → a bearer token. */
 export function authRoutes({ authenticate, maxBodyBytes, trustProxy }: AuthRoutesDeps) {
-  const clientAddress = (request: Request, peer: string | undefined): string | undefined => {
-    if (!trustProxy) return peer;
-    const forwarded = request.headers.get("x-forwarded-for")?.split(",").at(-1)?.trim();
-    return forwarded || peer;
-  };
   return new Elysia({ prefix: "/auth" }).post(
     "/login",
     async ({ body: { username, password }, request, server }) => ({
       access_token: await authenticate.login({
         username,
         password,
-        clientAddress: clientAddress(request, server?.requestIP(request)?.address),
+        clientAddress: clientAddress(request, server, trustProxy),
       }),
       token_type: "bearer" as const,
     }),

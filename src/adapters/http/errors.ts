@@ -11,9 +11,11 @@ import {
   InvalidInput,
   NotAuthenticated,
   ProductNotFound,
+  RateLimitExceeded,
   SkuTaken,
   TooManyAttempts,
 } from "../../domain/errors.ts";
+import { rateLimitHeaders } from "./rate-limit.ts";
 
 /**
  * The one place where errors become HTTP answers: a status, a Spanish `detail` for the body
@@ -28,13 +30,15 @@ export interface Problem {
 /** The body of every error answer, for the OpenAPI document. */
 export const ProblemBody = t.Object({ detail: t.String({ description: "Explicación en español" }) });
 
-/** An HTTP-level refusal raised by the adapter itself (body too large, wrong media type, bad JSON). */
+/** An HTTP-level refusal raised by the adapter itself (body too large, wrong media type, bad JSON, not ready). */
 export class HttpProblem extends Error {
   constructor(
     readonly status: number,
     detail: string,
+    readonly headers?: Record<string, string>,
+    options?: ErrorOptions,
   ) {
-    super(detail);
+    super(detail, options);
   }
 }
 
@@ -56,7 +60,7 @@ export function toProblem(error: unknown): Problem {
   if (isAbort(error)) {
     return { status: CLIENT_CLOSED_REQUEST, detail: "El cliente cerró la conexión" };
   }
-  if (error instanceof HttpProblem) return { status: error.status, detail: error.message };
+  if (error instanceof HttpProblem) return { status: error.status, detail: error.message, headers: error.headers };
   if (error instanceof ValidationError) {
     // A response that breaks its own schema is our bug, not the client's.
     return error.type === "response" ? INTERNAL_ERROR : { status: 422, detail: validationDetail(error) };
@@ -84,6 +88,13 @@ function fromDomainError(error: DomainError): Problem {
   }
   if (error instanceof TooManyAttempts) {
     return { status: 429, detail, headers: { "Retry-After": String(error.retryAfterSeconds) } };
+  }
+  if (error instanceof RateLimitExceeded) {
+    return {
+      status: 429,
+      detail,
+      headers: { ...rateLimitHeaders(error.state), "Retry-After": String(error.state.resetSeconds) },
+    };
   }
   if (error instanceof InvalidInput || error instanceof IdempotencyKeyReused) return { status: 422, detail };
   if (error instanceof ProductNotFound) return { status: 404, detail };

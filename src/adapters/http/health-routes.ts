@@ -1,25 +1,87 @@
 import { Elysia, t } from "elysia";
 import { DatabaseUnavailable } from "../../domain/errors.ts";
 import type { DatabaseHealth } from "../../ports/database-health.ts";
-import { ProblemBody } from "./errors.ts";
+import { HttpProblem, ProblemBody, RETRY_AFTER_SECONDS } from "./errors.ts";
 
 export const READY_MESSAGE = "La API de búsqueda semántica de SKU está lista y la base de datos está conectada";
+export const LIVE_MESSAGE = "El proceso está en marcha";
+export const READY_PROBE_MESSAGE =
+  "Lista: base de datos conectada, migraciones aplicadas y modelo de embeddings cargado";
 
-/** GET /: answers only after a real round trip to the database (503 otherwise). */
-export function healthRoutes({ health }: { health: DatabaseHealth }) {
-  return new Elysia().get(
-    "/",
-    async () => {
-      try {
-        await health.ping();
-      } catch (error) {
-        throw error instanceof DatabaseUnavailable ? error : new DatabaseUnavailable(undefined, { cause: error });
-      }
-      return { message: READY_MESSAGE };
-    },
-    {
-      response: { 200: t.Object({ message: t.String() }), 503: ProblemBody },
-      detail: { tags: ["health"], summary: "Estado de la API y de la base de datos" },
-    },
-  );
+/** What readiness needs beyond a database round trip; both are settled at startup. */
+export interface StartupState {
+  /** Every migration this program knows is recorded in the database (a round trip too). */
+  migrationsApplied(): Promise<boolean>;
+  /** The embedder can answer now (the offline model is loaded; a remote one always can). */
+  embedderLoaded(): boolean;
+}
+
+/** Not ready: 503 naming the part that is not, with Retry-After. */
+export class NotReady extends HttpProblem {
+  constructor(part: string, options?: ErrorOptions) {
+    super(503, `El servicio no está listo: ${part}`, { "Retry-After": String(RETRY_AFTER_SECONDS.database) }, options);
+  }
+}
+
+const Message = t.Object({ message: t.String() });
+
+/**
+ * GET / (the contract's: answers only after a real round trip to the database, 503 otherwise);
+ * GET /health/live (the process answers: for a liveness probe, touches nothing);
+ * GET /health/ready (database round trip, migrations applied, embedder loaded: for a readiness probe).
+ */
+export function healthRoutes({ health, startup }: { health: DatabaseHealth; startup: StartupState }) {
+  const pingDatabase = async () => {
+    try {
+      await health.ping();
+    } catch (error) {
+      throw error instanceof DatabaseUnavailable ? error : new DatabaseUnavailable(undefined, { cause: error });
+    }
+  };
+  return new Elysia()
+    .get(
+      "/",
+      async () => {
+        await pingDatabase();
+        return { message: READY_MESSAGE };
+      },
+      {
+        response: { 200: Message, 503: ProblemBody },
+        detail: { tags: ["health"], summary: "Estado de la API y de la base de datos" },
+      },
+    )
+    .get("/health/live", () => ({ message: LIVE_MESSAGE }), {
+      response: { 200: Message },
+      detail: {
+        tags: ["health"],
+        summary: "Vivacidad: el proceso responde",
+        description: "No consulta la base de datos ni ningún proveedor: para la sonda de vivacidad de un orquestador.",
+      },
+    })
+    .get(
+      "/health/ready",
+      async () => {
+        try {
+          await pingDatabase();
+        } catch (error) {
+          throw new NotReady("la base de datos no responde", { cause: error });
+        }
+        const applied = await startup.migrationsApplied().catch((error: unknown) => {
+          throw new NotReady("no se pudieron comprobar las migraciones de la base de datos", { cause: error });
+        });
+        if (!applied) throw new NotReady("faltan migraciones de la base de datos");
+        if (!startup.embedderLoaded()) throw new NotReady("el modelo de embeddings aún se está cargando");
+        return { message: READY_PROBE_MESSAGE };
+      },
+      {
+        response: { 200: Message, 503: ProblemBody },
+        detail: {
+          tags: ["health"],
+          summary: "Preparación: base de datos, migraciones y modelo de embeddings",
+          description:
+            "200 cuando la base de datos responde, sus migraciones están aplicadas y el modelo de embeddings está " +
+            "cargado; si no, 503 con Retry-After y un detail que nombra la parte que falla.",
+        },
+      },
+    );
 }

@@ -140,6 +140,20 @@ const MIGRATIONS: readonly Migration[] = [
       await tx.query("CREATE INDEX products_category_id ON products (category, id)");
     },
   },
+  {
+    version: 6,
+    name: "rate limit counters",
+    async apply(tx) {
+      // One row per client key and budget (rate-limit-counters.ts). UNLOGGED: counts lost in a
+      // crash only give clients a fresh window; no index but the key, so updates stay HOT.
+      await tx.query(`
+        CREATE UNLOGGED TABLE rate_limit_counters (
+          key text PRIMARY KEY,
+          window_end timestamptz NOT NULL,
+          hits integer NOT NULL
+        )`);
+    },
+  },
 ];
 
 /** contentDigest (domain/product.ts) in SQL: SHA-256 hex of name, a newline and description, as UTF-8. */
@@ -147,6 +161,13 @@ const CONTENT_DIGEST_SQL = "encode(sha256(convert_to(name || E'\\n' || descripti
 
 /** The version of every migration, in order (what `schema_migrations` holds once all are applied). */
 export const MIGRATION_VERSIONS: readonly number[] = MIGRATIONS.map((migration) => migration.version);
+
+/** The migrations this program knows that the database has not recorded (none once it is ready to serve). */
+export async function missingMigrations(client: SqlClient): Promise<number[]> {
+  const rows = await client.query<{ version: number }>("SELECT version FROM schema_migrations");
+  const applied = new Set(rows.map((row) => Number(row.version)));
+  return MIGRATION_VERSIONS.filter((version) => !applied.has(version));
+}
 
 /**
  * From this many dimensions the products table also keeps `embedding_half`, a half-precision copy

@@ -16,7 +16,7 @@ export interface GeneratorChainOptions {
    * whole answer, for `stream` each wait for the link's next event (see GeneratorChain.stream).
    */
   timeoutMs?: number;
-  /** Receives one event per failed attempt and one for the answering link. */
+  /** Receives one event per failed attempt (`generation_failed`, with `fallback` when a next link takes over) and one for the answering link. */
   log?: GenerationLog;
 }
 
@@ -167,7 +167,7 @@ export class GeneratorChain implements Generator {
     throw unavailable(failures);
   }
 
-  /** Logs a link's failure and returns it as an Error. */
+  /** Logs a link's failure (`fallback`: a next link takes over) and returns it as an Error. */
   private failed(generator: Generator, position: number, error: unknown, details: Record<string, unknown>): Error {
     const failure = error instanceof Error ? error : new Error(String(error));
     this.log({
@@ -176,6 +176,7 @@ export class GeneratorChain implements Generator {
       position,
       reason: failure instanceof GenerationTimeout ? "timeout" : failure instanceof EmptyGeneration ? "empty" : "error",
       error: describeError(failure),
+      fallback: position < this.links.length - 1,
       ...details,
     });
     return failure;

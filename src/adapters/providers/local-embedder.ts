@@ -40,10 +40,16 @@ export class LocalEmbedder implements Embedder {
   private readonly modelDir: string;
   private readonly batchSize: number;
   private loading: Promise<LoadedModel> | null = null;
+  private ready = false;
 
   constructor(modelDir: string, options: LocalEmbedderOptions = {}) {
     this.modelDir = resolve(modelDir);
     this.batchSize = Math.max(1, Math.floor(options.batchSize ?? 16));
+  }
+
+  /** True once the model is loaded (by `load` or a first `embed`), until `dispose`. */
+  get loaded(): boolean {
+    return this.ready;
   }
 
   /** Loads the model now (e.g. at startup, to fail fast); rejects with a clear message when it is missing. */
@@ -85,6 +91,7 @@ export class LocalEmbedder implements Embedder {
   async dispose(): Promise<void> {
     const loading = this.loading;
     this.loading = null;
+    this.ready = false;
     if (loading) await (await loading).extractor.dispose();
   }
 
@@ -92,9 +99,14 @@ export class LocalEmbedder implements Embedder {
     if (!this.loading) {
       const loading = this.open();
       // A failed load is not kept: the next call tries again (e.g. after the model is installed).
-      loading.catch(() => {
-        if (this.loading === loading) this.loading = null;
-      });
+      loading.then(
+        () => {
+          if (this.loading === loading) this.ready = true;
+        },
+        () => {
+          if (this.loading === loading) this.loading = null;
+        },
+      );
       this.loading = loading;
     }
     return this.loading;

@@ -24,7 +24,7 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
 export type ProviderLog = (event: Record<string, unknown>) => void;
 
 export interface ResilientFetchOptions {
-  /** For the logs, e.g. "openai". */
+  /** For the logs and metrics, e.g. "openai". */
   provider: string;
   policy: RetryPolicy;
   log?: ProviderLog;
@@ -50,6 +50,10 @@ export class ProviderTimeout extends Error {
  * - any other status (a 4xx: bad key, bad request) is answered at once, for the SDK to report;
  * - no retry is started when its wait would end after the budget, nor once the caller aborts;
  * - after the last attempt, the last response (or error) is what the SDK sees.
+ * Every call ends with one `provider_call` event {provider, outcome, attempts, ms}: outcome `ok`
+ * (answered at the first attempt), `retried` (answered after retries), `failed` (an error status or
+ * no answer, retries spent), `cancelled` (the caller stopped waiting). Each retry and the giving up
+ * are also logged (`provider_retry`, `provider_gave_up`).
  */
 export function resilientFetch(options: ResilientFetchOptions): typeof fetch {
   const { provider, policy } = options;
@@ -58,10 +62,32 @@ export function resilientFetch(options: ResilientFetchOptions): typeof fetch {
   const random = options.random ?? Math.random;
 
   const call = async (input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> => {
+    const started = performance.now();
+    let attempts = 0;
+    const ended = (outcome: "ok" | "retried" | "failed" | "cancelled") =>
+      log({ event: "provider_call", provider, outcome, attempts, ms: Math.round(performance.now() - started) });
+    try {
+      const response = await withRetries(input, init, (count) => {
+        attempts = count;
+      });
+      ended(response.status >= 400 ? "failed" : attempts > 1 ? "retried" : "ok");
+      return response;
+    } catch (error) {
+      ended(init?.signal?.aborted ? "cancelled" : "failed");
+      throw error;
+    }
+  };
+
+  const withRetries = async (
+    input: Parameters<typeof fetch>[0],
+    init: RequestInit | undefined,
+    counted: (attempts: number) => void,
+  ): Promise<Response> => {
     const deadline = performance.now() + policy.budgetMs;
     const callerSignal = init?.signal ?? undefined;
     const replayable = isReplayable(init?.body);
     for (let attempt = 1; ; attempt++) {
+      counted(attempt);
       const remaining = deadline - performance.now();
       const attemptTimeoutMs = Math.max(1, Math.min(policy.attemptTimeoutMs, remaining));
       const timeout = AbortSignal.timeout(attemptTimeoutMs);

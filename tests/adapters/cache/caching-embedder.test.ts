@@ -69,13 +69,32 @@ describe("CachingEmbedder", () => {
     const { embedder, shared, events, caching } = setup();
     shared.down = true;
     expect(await caching.embed(["lámpara"], "query")).toHaveLength(1);
-    expect(events.map((event) => [event.event, event.operation])).toEqual([
+    expect(events.map((event) => [event.event, event.operation ?? event.result])).toEqual([
       ["query_cache_failed", "get"],
+      ["query_cache", "miss"],
       ["query_cache_failed", "put"],
     ]);
     // It is remembered in memory all the same.
     await caching.embed(["lámpara"], "query");
     expect(embedder.calls).toHaveLength(1);
+  });
+
+  test("each query looked up is logged as a hit (memory or database) or a miss, never with its text", async () => {
+    const { shared, events, caching } = setup();
+    await caching.embed(["Silla de oficina", "mesa"], "query");
+    await caching.embed(["silla de oficina"], "query");
+    await new CachingEmbedder(new FakeEmbedder(8), {
+      memoryEntries: 10,
+      shared,
+      log: (event) => events.push(event),
+    }).embed(["mesa"], "query");
+    await caching.embed(["Silla"], "document");
+    expect(events).toEqual([
+      { event: "query_cache", result: "miss" },
+      { event: "query_cache", result: "miss" },
+      { event: "query_cache", result: "hit", layer: "memory" },
+      { event: "query_cache", result: "hit", layer: "database" },
+    ]);
   });
 
   test("with no memory entries, every repeat goes to the shared cache", async () => {

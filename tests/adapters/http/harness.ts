@@ -1,16 +1,22 @@
 import { createHttpApp, type HttpSettings, type LogEvent } from "../../../src/adapters/http/app.ts";
 import { type JwtAlgorithm, JwtTokenService } from "../../../src/adapters/http/jwt-token-service.ts";
+import { requestLogFields } from "../../../src/adapters/http/request-context.ts";
 import { MemoryDatabaseHealth } from "../../../src/adapters/memory/database-health.ts";
 import { MemoryProductRepository } from "../../../src/adapters/memory/product-repository.ts";
+import { MemoryRateLimitCounters } from "../../../src/adapters/memory/rate-limit-counters.ts";
 import { MemoryUserRepository } from "../../../src/adapters/memory/user-repository.ts";
+import { PrometheusMetrics } from "../../../src/adapters/metrics/prometheus-metrics.ts";
 import { BunPasswordHasher } from "../../../src/adapters/security/bun-password-hasher.ts";
+import { type Logger, tapLogger } from "../../../src/app/logger.ts";
 import { Authenticate } from "../../../src/domain/authenticate.ts";
 import { CreateProduct } from "../../../src/domain/create-product.ts";
 import { ImportProducts } from "../../../src/domain/import-products.ts";
 import { LoginThrottle } from "../../../src/domain/login-throttle.ts";
 import { ManageProducts } from "../../../src/domain/manage-products.ts";
 import { ManageUsers } from "../../../src/domain/manage-users.ts";
+import { type RateLimitBucket, RateLimiter, type RateLimitPolicy } from "../../../src/domain/rate-limit.ts";
 import { SearchAndRecommend } from "../../../src/domain/search-and-recommend.ts";
+import type { Generator } from "../../../src/ports/generator.ts";
 import { FakeClock } from "../../fakes/fake-clock.ts";
 import { FakeEmbedder } from "../../fakes/fake-embedder.ts";
 import { FakeGenerator } from "../../fakes/fake-generator.ts";
@@ -26,9 +32,18 @@ export interface HarnessOptions {
   settings?: Partial<HttpSettings>;
   algorithm?: JwtAlgorithm;
   addressPolicy?: typeof ADDRESS_POLICY;
+  /** Per-client budgets (none: nothing is rate limited). */
+  rateLimits?: Partial<Record<RateLimitBucket, RateLimitPolicy>>;
+  /** GET /metrics on the app, behind this token (unset: not served). */
+  metricsToken?: string;
+  /** The generator the search uses, instead of the FakeGenerator (e.g. a chain of fakes logging to `log`). */
+  generator?: (log: Logger) => Generator;
 }
 
-/** The real app and use cases over in-memory repositories, a fake embedder, generator and clock. */
+/**
+ * The real app and use cases over in-memory repositories, a fake embedder, generator and clock.
+ * Events go through the service's own tap (request ids, metrics) into `logs`.
+ */
 export async function createHarness(options: HarnessOptions = {}) {
   const users = new MemoryUserRepository();
   const products = new MemoryProductRepository();
@@ -36,6 +51,15 @@ export async function createHarness(options: HarnessOptions = {}) {
   const embedder = new FakeEmbedder();
   const generator = new FakeGenerator();
   const clock = new FakeClock();
+  /** What readiness sees besides the database; `migrated` as an Error makes the migration check fail with it. */
+  const startup: { migrated: boolean | Error; embedderLoaded: boolean } = { migrated: true, embedderLoaded: true };
+  const counters = new MemoryRateLimitCounters(clock);
+  const metrics = new PrometheusMetrics({
+    version: "1.0.0",
+    processMetrics: false,
+    countProducts: async () => products.products.length,
+    productCountMaxAgeMs: 0,
+  });
   const hasher = new BunPasswordHasher();
   const tokens = new JwtTokenService({ secret: SECRET, algorithm: options.algorithm ?? "HS256", expireMinutes: 30 });
   const authenticate = new Authenticate({
@@ -47,13 +71,32 @@ export async function createHarness(options: HarnessOptions = {}) {
   });
   const user = await new ManageUsers({ users, hasher }).add(USERNAME, PASSWORD);
   const logs: LogEvent[] = [];
+  const push = (event: LogEvent) => void logs.push(event);
+  const log: Logger = tapLogger(
+    { debug: push, info: push, warn: push, error: push },
+    { fields: requestLogFields, observe: metrics.observe },
+  );
   const app = createHttpApp({
     authenticate,
     createProduct: new CreateProduct({ products, embedder }),
     manageProducts: new ManageProducts({ products, embedder }),
     importProducts: new ImportProducts({ products, embedder }),
-    search: new SearchAndRecommend({ products, embedder, generator }),
+    search: new SearchAndRecommend({
+      products,
+      embedder,
+      generator: options.generator?.(log) ?? generator,
+      log: (event) => log.info(event),
+    }),
     health,
+    startup: {
+      migrationsApplied: async () => {
+        if (startup.migrated instanceof Error) throw startup.migrated;
+        return startup.migrated;
+      },
+      embedderLoaded: () => startup.embedderLoaded,
+    },
+    rateLimiter: new RateLimiter({ policies: options.rateLimits ?? {}, counters, log: (event) => log.warn(event) }),
+    metrics: options.metricsToken === undefined ? undefined : { metrics, token: options.metricsToken },
     settings: {
       projectName: "sku-search",
       version: "1.0.0",
@@ -62,9 +105,10 @@ export async function createHarness(options: HarnessOptions = {}) {
       trustProxy: false,
       requestTimeoutMs: 30_000,
       bulk: { maxBytes: 1024 * 1024, maxItems: 1000 },
+      corsOrigins: [],
       ...options.settings,
     },
-    log: (event) => logs.push(event),
+    log: (event) => (event.level === "error" ? log.error : log.info)(event),
   });
   const token = await tokens.issue({ userId: user.id, username: user.username, tokenVersion: user.tokenVersion });
 
@@ -75,7 +119,24 @@ export async function createHarness(options: HarnessOptions = {}) {
     return result;
   }
 
-  return { app, users, products, health, embedder, generator, clock, tokens, user, token, logs, call };
+  return {
+    app,
+    users,
+    products,
+    health,
+    startup,
+    counters,
+    metrics,
+    log,
+    embedder,
+    generator,
+    clock,
+    tokens,
+    user,
+    token,
+    logs,
+    call,
+  };
 }
 
 export type Harness = Awaited<ReturnType<typeof createHarness>>;

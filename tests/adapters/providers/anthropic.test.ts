@@ -164,6 +164,7 @@ describe("AnthropicGenerator", () => {
     expect(server.requests[1]?.body).toEqual(server.requests[0]?.body);
     expect(events).toEqual([
       { event: "provider_retry", provider: "anthropic", attempt: 1, reason: "HTTP 429", delayMs: 50 },
+      { event: "provider_call", provider: "anthropic", outcome: "retried", attempts: 2, ms: expect.any(Number) },
     ]);
   });
 
@@ -184,7 +185,9 @@ describe("AnthropicGenerator", () => {
     expect(events.map((event) => event.event)).toEqual([
       ...Array.from({ length: fast.maxRetries }, () => "provider_retry"),
       "provider_gave_up",
+      "provider_call",
     ]);
+    expect(events.at(-1)).toMatchObject({ outcome: "failed", attempts: fast.maxRetries + 1 });
     expectNoKeyIn(error, events);
   });
 
@@ -194,7 +197,9 @@ describe("AnthropicGenerator", () => {
     const error = await rejection(anthropic.generate(request));
     expect(error).toMatchObject({ status: 400 });
     expect(server.requests).toHaveLength(1);
-    expect(events).toEqual([]);
+    expect(events).toEqual([
+      { event: "provider_call", provider: "anthropic", outcome: "failed", attempts: 1, ms: expect.any(Number) },
+    ]);
   });
 
   test("a wrong key (401) rejects after exactly one request, and the key is not repeated anywhere", async () => {
@@ -217,7 +222,7 @@ describe("AnthropicGenerator", () => {
     expect(performance.now() - started).toBeLessThan(policy.budgetMs + 900);
     expect(server.requests.length).toBeGreaterThanOrEqual(2);
     expect(server.requests.length).toBeLessThanOrEqual(policy.maxRetries + 1);
-    expect(events.at(-1)?.event).toBe("provider_gave_up");
+    expect(events.map((event) => event.event).slice(-2)).toEqual(["provider_gave_up", "provider_call"]);
     expectNoKeyIn(error, events);
   });
 

@@ -119,6 +119,15 @@ describe("GeneratorChain", () => {
     expect(causes[2]).toBeInstanceOf(EmptyGeneration);
   });
 
+  test("a failure says whether a next link takes over (fallback); the last link's does not", async () => {
+    const { events, log } = recorder();
+    await new GeneratorChain([fails("a", "quota"), fails("b", "down")], { log }).generate(request).catch(() => {});
+    expect(events.map(({ generator, fallback }) => [generator, fallback])).toEqual([
+      ["a", true],
+      ["b", false],
+    ]);
+  });
+
   test("logs each failure with its reason and the answering link with its latency", async () => {
     const { events, log } = recorder();
     const chain = new GeneratorChain(
@@ -129,7 +138,13 @@ describe("GeneratorChain", () => {
     );
     await chain.generate(request);
     expect(events).toHaveLength(3);
-    expect(events[0]).toMatchObject({ event: "generation_failed", generator: "openai", position: 0, reason: "error" });
+    expect(events[0]).toMatchObject({
+      event: "generation_failed",
+      generator: "openai",
+      position: 0,
+      reason: "error",
+      fallback: true,
+    });
     expect(events[0]?.error).toBe("Error: 503");
     expect(events[1]).toMatchObject({ event: "generation_failed", generator: "anthropic", reason: "timeout" });
     expect(events[2]).toMatchObject({

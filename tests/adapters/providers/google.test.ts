@@ -153,6 +153,7 @@ describe("GoogleEmbedder", () => {
     expect(batchTexts(server.requests[1])).toEqual(texts);
     expect(events).toEqual([
       { event: "provider_retry", provider: "google", attempt: 1, reason: "HTTP 429", delayMs: 50 },
+      { event: "provider_call", provider: "google", outcome: "retried", attempts: 2, ms: expect.any(Number) },
     ]);
   });
 
@@ -169,7 +170,12 @@ describe("GoogleEmbedder", () => {
     const error = await rejection(google.embed(texts, "document"));
     expect(error.message).toContain("INTERNAL");
     expect(server.requests).toHaveLength(3);
-    expect(events.map((event) => event.event)).toEqual(["provider_retry", "provider_retry", "provider_gave_up"]);
+    expect(events.map((event) => event.event)).toEqual([
+      "provider_retry",
+      "provider_retry",
+      "provider_gave_up",
+      "provider_call",
+    ]);
     expectNoKey(error, events);
   });
 
@@ -184,7 +190,9 @@ describe("GoogleEmbedder", () => {
       const { embedder: google, events } = embedder();
       const error = await rejection(google.embed(texts, "document"));
       expect(server.requests).toHaveLength(1);
-      expect(events).toEqual([]);
+      expect(events).toEqual([
+        { event: "provider_call", provider: "google", outcome: "failed", attempts: 1, ms: expect.any(Number) },
+      ]);
       expectNoKey(error, events);
     }
   });
@@ -199,7 +207,7 @@ describe("GoogleEmbedder", () => {
     expect(error).toBeInstanceOf(ProviderTimeout);
     expect(performance.now() - started).toBeLessThan(budgetMs + 500);
     expect(server.requests.length).toBeGreaterThanOrEqual(2);
-    expect(events.at(-1)?.event).toBe("provider_gave_up");
+    expect(events.map((event) => event.event).slice(-2)).toEqual(["provider_gave_up", "provider_call"]);
     expectNoKey(error, events);
   });
 
@@ -327,7 +335,7 @@ describe("GoogleGenerator", () => {
     const { generator: google, events } = generator();
     expect((await google.generate(request)).text).toBe(FAKE_GOOGLE_TEXT);
     expect(server.requestsTo(":generateContent")).toHaveLength(2);
-    expect(events.map((event) => event.event)).toEqual(["provider_retry"]);
+    expect(events.map((event) => event.event)).toEqual(["provider_retry", "provider_call"]);
   });
 
   test("a 500 every time rejects after maxRetries + 1 requests, with no key in the error or the logs", async () => {
@@ -351,7 +359,9 @@ describe("GoogleGenerator", () => {
     expect(error).not.toBeInstanceOf(ProviderTimeout);
     expect(error.name).toBe("AbortError");
     expect(server.requests).toHaveLength(1);
-    expect(events).toEqual([]);
+    expect(events).toEqual([
+      { event: "provider_call", provider: "google", outcome: "cancelled", attempts: 1, ms: expect.any(Number) },
+    ]);
   });
 });
 

@@ -23,7 +23,8 @@ describe("LocalEmbedder (real model)", () => {
     expect(embedder.dimension).toBe(384);
   });
 
-  test("concurrent first calls both get 384-d unit vectors", async () => {
+  test("concurrent first calls both get 384-d unit vectors (and it says it is loaded from then on)", async () => {
+    expect(embedder.loaded).toBe(false);
     const [a, b] = await Promise.all([
       embedder.embed(["Espresso machine with milk frother"], "document"),
       embedder.embed(["Leather wallet for men"], "query"),
@@ -33,6 +34,7 @@ describe("LocalEmbedder (real model)", () => {
       expect(vectorProblem(vector as number[], 384)).toBeNull();
       expect(norm(vector as number[])).toBeCloseTo(1, 4);
     }
+    expect(embedder.loaded).toBe(true);
   });
 
   test("is deterministic", async () => {
@@ -107,5 +109,6 @@ describe("LocalEmbedder without its model", () => {
     const failure = embedder.embed(["anything"], "query");
     await expect(failure).rejects.toThrow(missingDir);
     await expect(embedder.load()).rejects.toThrow("bun install");
+    expect(embedder.loaded).toBe(false);
   });
 });

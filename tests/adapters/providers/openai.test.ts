@@ -188,6 +188,7 @@ describe("OpenAIEmbedder", () => {
     expect(server.requests).toHaveLength(2);
     expect(events).toEqual([
       { event: "provider_retry", provider: "openai", attempt: 1, reason: "HTTP 429", delayMs: 50 },
+      { event: "provider_call", provider: "openai", outcome: "retried", attempts: 2, ms: expect.any(Number) },
     ]);
   });
 
@@ -205,7 +206,12 @@ describe("OpenAIEmbedder", () => {
     expect(error).toBeInstanceOf(OpenAIRequestFailed);
     expect((error as OpenAIRequestFailed).status).toBe(500);
     expect(server.requests).toHaveLength(fast.maxRetries + 1);
-    expect(events.map((event) => event.event)).toEqual(["provider_retry", "provider_retry", "provider_gave_up"]);
+    expect(events.map((event) => event.event)).toEqual([
+      "provider_retry",
+      "provider_retry",
+      "provider_gave_up",
+      "provider_call",
+    ]);
     expect(JSON.stringify(events)).not.toContain(API_KEY);
     expect(everythingAbout(error)).not.toContain(API_KEY);
   });
@@ -231,7 +237,7 @@ describe("OpenAIEmbedder", () => {
     const error = await rejection(embedder({ log }).embed(["cafetera"], "document"));
     expect(error).toBeInstanceOf(OpenAIRequestFailed);
     expect(error.message).toContain("ProviderTimeout");
-    expect(events.at(-1)?.event).toBe("provider_gave_up");
+    expect(events.map((event) => event.event).slice(-2)).toEqual(["provider_gave_up", "provider_call"]);
   });
 
   test("a 200 whose body is not JSON rejects", async () => {

@@ -35,6 +35,7 @@ describe("resilientFetch", () => {
     expect(server.requests[1]?.body).toEqual({ q: 1 });
     expect(events).toEqual([
       { event: "provider_retry", provider: "test", attempt: 1, reason: "HTTP 429", delayMs: 200 },
+      { event: "provider_call", provider: "test", outcome: "retried", attempts: 2, ms: expect.any(Number) },
     ]);
   });
 
@@ -49,7 +50,9 @@ describe("resilientFetch", () => {
       "provider_retry",
       "provider_retry",
       "provider_gave_up",
+      "provider_call",
     ]);
+    expect(events.at(-1)).toMatchObject({ outcome: "failed", attempts: 4 });
   });
 
   test("does not retry a 4xx other than 429", async () => {
@@ -106,7 +109,29 @@ describe("resilientFetch", () => {
     const send = resilientFetch({ provider: "test", policy: { ...fast, maxRetries: 2 }, log: (e) => events.push(e) });
     await expect(send(`${url}/x`)).rejects.toThrow();
     await Bun.sleep(200);
-    expect(events.map((event) => event.event)).toEqual(["provider_retry", "provider_retry", "provider_gave_up"]);
+    expect(events.map((event) => event.event)).toEqual([
+      "provider_retry",
+      "provider_retry",
+      "provider_gave_up",
+      "provider_call",
+    ]);
+    expect(events.at(-1)).toMatchObject({ outcome: "failed", attempts: 3 });
+  });
+
+  test("each call ends with one provider_call event saying how it ended", async () => {
+    const outcomes = async (replies: Parameters<typeof server.enqueue>, signal?: AbortSignal) => {
+      server.reset();
+      server.enqueue(...replies);
+      const { events, post } = client();
+      await post(signal).catch(() => {});
+      return events
+        .filter((event) => event.event === "provider_call")
+        .map(({ outcome, attempts }) => [outcome, attempts]);
+    };
+    expect(await outcomes([])).toEqual([["ok", 1]]);
+    expect(await outcomes([{ json: {}, status: 503 }])).toEqual([["retried", 2]]);
+    expect(await outcomes([{ json: { error: "bad key" }, status: 401 }])).toEqual([["failed", 1]]);
+    expect(await outcomes([{ hang: true }], AbortSignal.timeout(50))).toEqual([["cancelled", 1]]);
   });
 });
 

@@ -1,0 +1,188 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+
+export type MetricsEvent = Record<string, unknown>;
+
+export interface PrometheusMetricsOptions {
+  /** The service's version label, for sku_build_info. */
+  version: string;
+  /** Counts the products stored (the sku_products gauge); unset: the gauge is not exported. */
+  countProducts?: () => Promise<number>;
+  /** A count younger than this is reused at the next scrape, in ms (default 60 s): counting scans the table. */
+  productCountMaxAgeMs?: number;
+  /** Process and runtime metrics (CPU, memory, file descriptors, event loop lag, GC); default true. */
+  processMetrics?: boolean;
+}
+
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const STAGE_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20];
+const METHODS = new Set(["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]);
+/** A label value taken from an event: short lower-case words only, anything else is "other". */
+const WORD = /^[a-z0-9][a-z0-9_.-]{0,31}$/;
+
+/**
+ * The service's Prometheus metrics, derived from the structured events the app already logs (the
+ * logger hands every event to `observe`, whatever the log level). Labels only ever hold bounded
+ * values: route patterns, methods, statuses, provider names and fixed outcomes; never a query,
+ * a product's text, a username or a secret.
+ *
+ * Events read (fields beyond these are ignored):
+ * - `request` {method, route, status, ms}: sku_http_request_duration_seconds
+ * - `search` {embedMs, searchMs, generateMs, recommendedBy}: sku_search_stage_duration_seconds,
+ *   sku_search_recommendations_total
+ * - `provider_call` {provider, kind, outcome}: sku_provider_calls_total
+ * - `generation_failed` {generator, fallback: true}: sku_provider_calls_total{outcome="fallback"}
+ * - `query_cache` {result: "hit" | "miss", layer}: sku_query_cache_hits_total, sku_query_cache_misses_total
+ * - `import_items` {outcome, count}: sku_import_items_total
+ */
+export class PrometheusMetrics {
+  readonly registry = new Registry();
+  private readonly http: Histogram<"method" | "route" | "status">;
+  private readonly stages: Histogram<"stage">;
+  private readonly recommendations: Counter<"provider">;
+  private readonly providerCalls: Counter<"provider" | "kind" | "outcome">;
+  private readonly cacheHits: Counter<"layer">;
+  private readonly cacheMisses: Counter;
+  private readonly importItems: Counter<"outcome">;
+
+  constructor(options: PrometheusMetricsOptions) {
+    const registers = [this.registry];
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    new Gauge({
+      name: "sku_build_info",
+      help: "Always 1; the version label names the running service's VERSION.",
+      labelNames: ["version"],
+      registers,
+    }).set({ version: options.version }, 1);
+    this.http = new Histogram({
+      name: "sku_http_request_duration_seconds",
+      help: "Time to answer HTTP requests, by method, route pattern and status (its _count is the number of requests).",
+      labelNames: ["method", "route", "status"],
+      buckets: HTTP_BUCKETS,
+      registers,
+    });
+    this.stages = new Histogram({
+      name: "sku_search_stage_duration_seconds",
+      help: "Time of each stage of an answered search: embedding the query, retrieval, generation.",
+      labelNames: ["stage"],
+      buckets: STAGE_BUCKETS,
+      registers,
+    });
+    this.recommendations = new Counter({
+      name: "sku_search_recommendations_total",
+      help: 'Answered searches by the provider that wrote the recommendation ("none": nothing matched).',
+      labelNames: ["provider"],
+      registers,
+    });
+    this.providerCalls = new Counter({
+      name: "sku_provider_calls_total",
+      help:
+        "Calls to model providers by provider, kind (embedding, generation) and outcome: ok, retried (answered " +
+        "after retries), failed, cancelled (the request stopped waiting), fallback (a generator failed and the " +
+        "next one in the chain took over).",
+      labelNames: ["provider", "kind", "outcome"],
+      registers,
+    });
+    this.cacheHits = new Counter({
+      name: "sku_query_cache_hits_total",
+      help: "Query embeddings found in the cache, by layer (memory, database).",
+      labelNames: ["layer"],
+      registers,
+    });
+    this.cacheMisses = new Counter({
+      name: "sku_query_cache_misses_total",
+      help: "Query embeddings not found in the cache (the embedder was asked).",
+      registers,
+    });
+    this.importItems = new Counter({
+      name: "sku_import_items_total",
+      help: "Items of product imports, by outcome.",
+      labelNames: ["outcome"],
+      registers,
+    });
+    const { countProducts } = options;
+    if (countProducts) {
+      const maxAgeMs = options.productCountMaxAgeMs ?? 60_000;
+      let counted: { value: number; at: number } | null = null;
+      new Gauge({
+        name: "sku_products",
+        help: `Products stored (counted at a scrape, at most once every ${Math.round(maxAgeMs / 1000)} s; NaN when the count failed).`,
+        registers,
+        async collect() {
+          const now = performance.now();
+          if (counted === null || now - counted.at >= maxAgeMs) {
+            counted = { value: await countProducts().catch(() => Number.NaN), at: now };
+          }
+          this.set(counted.value);
+        },
+      });
+    }
+  }
+
+  /** Updates the metrics an event stands for; any other event is ignored. */
+  readonly observe = (event: MetricsEvent): void => {
+    switch (event.event) {
+      case "request":
+        this.observeRequest(event);
+        break;
+      case "search":
+        this.observeSearch(event);
+        break;
+      case "provider_call":
+        this.providerCalls.inc({
+          provider: word(event.provider),
+          kind: word(event.kind),
+          outcome: word(event.outcome),
+        });
+        break;
+      case "generation_failed":
+        if (event.fallback === true) {
+          this.providerCalls.inc({ provider: providerOf(event.generator), kind: "generation", outcome: "fallback" });
+        }
+        break;
+      case "query_cache":
+        if (event.result === "hit") this.cacheHits.inc({ layer: word(event.layer) });
+        else if (event.result === "miss") this.cacheMisses.inc();
+        break;
+      case "import_items": {
+        const count = typeof event.count === "number" && event.count > 0 ? event.count : 0;
+        if (count > 0) this.importItems.inc({ outcome: word(event.outcome) }, count);
+        break;
+      }
+    }
+  };
+
+  /** The exposition text and its content type, for GET /metrics. */
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+
+  private observeRequest(event: MetricsEvent): void {
+    if (typeof event.ms !== "number") return;
+    const method = typeof event.method === "string" && METHODS.has(event.method) ? event.method : "other";
+    const route = typeof event.route === "string" && event.route !== "" ? event.route : "unmatched";
+    const status = typeof event.status === "number" ? String(event.status) : "other";
+    this.http.observe({ method, route, status }, event.ms / 1000);
+  }
+
+  private observeSearch(event: MetricsEvent): void {
+    const seconds = (value: unknown) => (typeof value === "number" ? value / 1000 : undefined);
+    const stages = { embedding: event.embedMs, retrieval: event.searchMs } as Record<string, unknown>;
+    if (event.recommendedBy) stages.generation = event.generateMs;
+    for (const [stage, ms] of Object.entries(stages)) {
+      const value = seconds(ms);
+      if (value !== undefined) this.stages.observe({ stage }, value);
+    }
+    const provider =
+      typeof event.recommendedBy === "string" ? word(event.recommendedBy.split(" - ")[0]?.toLowerCase()) : "none";
+    this.recommendations.inc({ provider });
+  }
+}
+
+function word(value: unknown): string {
+  return typeof value === "string" && WORD.test(value) ? value : "other";
+}
+
+/** "openai/gpt-4.1-mini" → "openai": a generator's name starts with its provider. */
+function providerOf(generator: unknown): string {
+  return typeof generator === "string" ? word(generator.split("/")[0]?.toLowerCase()) : "other";
+}

@@ -1,0 +1,148 @@
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { MemoryRateLimitCounters } from "../../src/adapters/memory/rate-limit-counters.ts";
+import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
+import { PostgresRateLimitCounters } from "../../src/adapters/postgres/rate-limit-counters.ts";
+import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
+import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
+import { systemClock } from "../../src/ports/clock.ts";
+import type { RateLimitCounters } from "../../src/ports/rate-limit-counters.ts";
+import { FakeClock } from "../fakes/fake-clock.ts";
+
+// Opening PGlite takes a few seconds on 2 busy cores.
+setDefaultTimeout(60_000);
+
+const SPACE = { model: "test-model", dimension: 4 };
+let keys = 0;
+/** A key no other test has used (the database ones share a table). */
+const freshKey = () => `test:${process.pid}:${++keys}`;
+
+/** What every store must do; windows are short, so the reset is real time passing. */
+function countersContract(counters: () => RateLimitCounters) {
+  test("counts hits per key within a window, with the time left", async () => {
+    const key = freshKey();
+    const first = await counters().hit(key, 60_000);
+    const second = await counters().hit(key, 60_000);
+    expect([first.hits, second.hits]).toEqual([1, 2]);
+    expect(first.resetMs).toBeGreaterThan(59_000);
+    expect(first.resetMs).toBeLessThanOrEqual(60_000);
+    expect(second.resetMs).toBeLessThanOrEqual(first.resetMs);
+    expect((await counters().hit(freshKey(), 60_000)).hits).toBe(1);
+  });
+
+  test("a new window starts from one once the last has ended", async () => {
+    const key = freshKey();
+    await counters().hit(key, 100);
+    await counters().hit(key, 100);
+    await Bun.sleep(130);
+    const next = await counters().hit(key, 100);
+    expect(next.hits).toBe(1);
+    expect(next.resetMs).toBeGreaterThan(50);
+  });
+
+  test("hits sent at once are each counted once", async () => {
+    const key = freshKey();
+    const counts = await Promise.all(Array.from({ length: 20 }, () => counters().hit(key, 60_000)));
+    expect(counts.map((count) => count.hits).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
+  });
+}
+
+describe("memory counters", () => {
+  const counters = new MemoryRateLimitCounters(systemClock);
+  countersContract(() => counters);
+
+  test("keep at most maxKeys keys, dropping ended windows first, then the oldest", async () => {
+    const clock = new FakeClock();
+    const bounded = new MemoryRateLimitCounters(clock, 3);
+    await bounded.hit("short", 1_000);
+    await bounded.hit("a", 60_000);
+    await bounded.hit("b", 60_000);
+    clock.advance(2_000);
+    await bounded.hit("c", 60_000);
+    expect(bounded.size).toBe(3);
+    expect((await bounded.hit("a", 60_000)).hits).toBe(2);
+    await bounded.hit("d", 60_000);
+    expect(bounded.size).toBe(3);
+    expect((await bounded.hit("b", 60_000)).hits).toBe(2);
+    expect((await bounded.hit("a", 60_000)).hits).toBe(1);
+  });
+});
+
+/** The same table and SQL on PGlite (in memory) and, when TEST_DATABASE_URL is set, on a server. */
+function sqlCounters(
+  label: string,
+  open: () => Promise<{ client: SqlClient; replica: SqlClient; close: () => Promise<void> }>,
+) {
+  describe(label, () => {
+    let opened: Awaited<ReturnType<typeof open>>;
+    let counters: PostgresRateLimitCounters;
+    beforeAll(async () => {
+      opened = await open();
+      await prepareDatabase(opened.client, SPACE);
+      counters = new PostgresRateLimitCounters(opened.client, { pruneEvery: 5 });
+    });
+    afterAll(() => opened.close());
+
+    countersContract(() => counters);
+
+    test("replicas on the same database count together", async () => {
+      const key = freshKey();
+      const replica = new PostgresRateLimitCounters(opened.replica);
+      const counts = [];
+      for (const each of [counters, replica, counters, replica]) counts.push((await each.hit(key, 60_000)).hits);
+      expect(counts).toEqual([1, 2, 3, 4]);
+    });
+
+    test("windows that ended are pruned in the background, the others kept", async () => {
+      const ended = freshKey();
+      const live = freshKey();
+      await counters.hit(ended, 50);
+      await counters.hit(live, 60_000);
+      await Bun.sleep(80);
+      for (let i = 0; i < 5; i++) await counters.hit(live, 60_000);
+      await counters.settled();
+      const rows = await opened.client.query<{ key: string }>(
+        "SELECT key FROM rate_limit_counters WHERE key = ANY($1::text[])",
+        [[ended, live]],
+      );
+      expect(rows.map((row) => row.key)).toEqual([live]);
+    });
+  });
+}
+
+const postgresUrl = Bun.env.TEST_DATABASE_URL ?? "";
+
+// The service counts in process on PGlite; the table's SQL runs on PGlite here only as a stand-in
+// for a server, when no TEST_DATABASE_URL is given (one database boot, not two).
+describe.skipIf(!!postgresUrl)("without a server", () => {
+  sqlCounters("PostgreSQL counters on PGlite", async () => {
+    const client = await openPglite(undefined);
+    return { client, replica: client, close: () => client.close() };
+  });
+});
+
+describe.skipIf(!postgresUrl)("on a PostgreSQL server (TEST_DATABASE_URL)", () => {
+  sqlCounters("PostgreSQL counters on a server", async () => {
+    const schema = `rate_${process.pid}`;
+    const admin = connectPostgres(postgresUrl, { maxConnections: 1 });
+    await admin.query("CREATE EXTENSION IF NOT EXISTS vector");
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    const url = new URL(postgresUrl);
+    url.searchParams.set("search_path", `${schema},public`);
+    // Two pools, as two replicas would have.
+    const client = connectPostgres(url.toString(), { maxConnections: 4 });
+    const replica = connectPostgres(url.toString(), { maxConnections: 2 });
+    return {
+      client,
+      replica,
+      close: async () => {
+        await client.close();
+        await replica.close();
+        await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+        await admin.close();
+      },
+    };
+  });
+});

@@ -1,0 +1,77 @@
+import { describe, expect, test } from "bun:test";
+import { MemoryRateLimitCounters } from "../../src/adapters/memory/rate-limit-counters.ts";
+import { RateLimitExceeded } from "../../src/domain/errors.ts";
+import { RateLimiter, rateLimitState } from "../../src/domain/rate-limit.ts";
+import { FakeClock } from "../fakes/fake-clock.ts";
+
+const MINUTE = 60_000;
+
+describe("rateLimitState", () => {
+  const policy = { limit: 3, windowMs: MINUTE };
+
+  test("counts down what is left, and refuses past the limit", () => {
+    expect([1, 2, 3, 4].map((hits) => rateLimitState(policy, hits, 30_000))).toEqual([
+      { allowed: true, limit: 3, remaining: 2, resetSeconds: 30, windowSeconds: 60 },
+      { allowed: true, limit: 3, remaining: 1, resetSeconds: 30, windowSeconds: 60 },
+      { allowed: true, limit: 3, remaining: 0, resetSeconds: 30, windowSeconds: 60 },
+      { allowed: false, limit: 3, remaining: 0, resetSeconds: 30, windowSeconds: 60 },
+    ]);
+  });
+
+  test("the reset is in whole seconds, rounded up, and never 0", () => {
+    expect(rateLimitState(policy, 1, 1_001).resetSeconds).toBe(2);
+    expect(rateLimitState(policy, 1, 0).resetSeconds).toBe(1);
+  });
+});
+
+describe("RateLimiter", () => {
+  function limiter() {
+    const clock = new FakeClock();
+    const counters = new MemoryRateLimitCounters(clock);
+    const events: Record<string, unknown>[] = [];
+    const rateLimiter = new RateLimiter({
+      policies: { search: { limit: 2, windowMs: MINUTE } },
+      counters,
+      log: (event) => events.push(event),
+    });
+    return { clock, counters, events, rateLimiter };
+  }
+
+  test("refuses a client past its limit with the state, until its window ends", async () => {
+    const { clock, rateLimiter } = limiter();
+    expect(await rateLimiter.spend("search", "user:1")).toMatchObject({ allowed: true, remaining: 1 });
+    clock.advance(20_000);
+    expect(await rateLimiter.spend("search", "user:1")).toMatchObject({ remaining: 0, resetSeconds: 40 });
+    const refused = await rateLimiter.spend("search", "user:1").catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(RateLimitExceeded);
+    expect((refused as RateLimitExceeded).state).toMatchObject({ allowed: false, remaining: 0, resetSeconds: 40 });
+    expect((refused as RateLimitExceeded).message).toBe("Demasiadas peticiones. Inténtelo de nuevo en 40 segundos");
+    clock.advance(40_000);
+    expect(await rateLimiter.spend("search", "user:1")).toMatchObject({
+      allowed: true,
+      remaining: 1,
+      resetSeconds: 60,
+    });
+  });
+
+  test("each client and each budget counts apart", async () => {
+    const { rateLimiter } = limiter();
+    await rateLimiter.spend("search", "user:1");
+    await rateLimiter.spend("search", "user:1");
+    expect(await rateLimiter.spend("search", "user:2")).toMatchObject({ remaining: 1 });
+    expect(await rateLimiter.spend("search", "address:10.0.0.1")).toMatchObject({ remaining: 1 });
+  });
+
+  test("a budget without a policy is not limited", async () => {
+    const { rateLimiter } = limiter();
+    expect(rateLimiter.limits("write")).toBe(false);
+    for (let i = 0; i < 5; i++) expect(await rateLimiter.spend("write", "user:1")).toBeNull();
+  });
+
+  test("when the counters fail, the request passes and the failure is logged", async () => {
+    const { counters, events, rateLimiter } = limiter();
+    counters.down = true;
+    expect(await rateLimiter.spend("search", "user:1")).toBeNull();
+    expect(events).toEqual([{ event: "rate_limit_unavailable", bucket: "search", error: expect.any(Error) }]);
+  });
+});
