@@ -45,6 +45,7 @@ import { SearchAndRecommend } from "../domain/search-and-recommend.ts";
 import { type Clock, systemClock } from "../ports/clock.ts";
 import type { Embedder } from "../ports/embedder.ts";
 import type { Generator } from "../ports/generator.ts";
+import type { PasswordHasher } from "../ports/password-hasher.ts";
 import type { Config, GenerationProvider, RemoteProvider } from "./config.ts";
 import { type Logger, tapLogger } from "./logger.ts";
 import { resolveRuntimeAssets } from "./runtime-assets.ts";
@@ -58,6 +59,8 @@ export interface Overrides {
   embedder?: Embedder;
   generator?: Generator;
   clock?: Clock;
+  /** Tests: argon2id at a low cost, where hashing is not what they test. */
+  passwordHasher?: PasswordHasher;
 }
 
 export type Container = Awaited<ReturnType<typeof createContainer>>;
@@ -179,7 +182,7 @@ export async function setUpTranslation(config: Config, embedder: Embedder, log: 
 export async function openStore(
   config: Config,
   embedder: Embedder,
-  options: { database?: SqlClient | undefined; serving?: boolean } = {},
+  options: { database?: SqlClient | undefined; serving?: boolean; passwordHasher?: PasswordHasher | undefined } = {},
 ) {
   const client = options.database ?? (await openDatabase(config, options.serving));
   const space = { model: embedder.model, dimension: embedder.dimension };
@@ -196,7 +199,7 @@ export async function openStore(
     throw error;
   }
   const users = new PostgresUserRepository(client);
-  const hasher = new BunPasswordHasher();
+  const hasher = options.passwordHasher ?? new BunPasswordHasher();
   return {
     client,
     users,
@@ -230,7 +233,11 @@ export async function createContainer(config: Config, baseLog: Logger, overrides
   const translation = await setUpTranslation(config, embedder, log);
   let store: Awaited<ReturnType<typeof openStore>>;
   try {
-    store = await openStore(config, embedder, { database: overrides.database, serving: true });
+    store = await openStore(config, embedder, {
+      database: overrides.database,
+      serving: true,
+      passwordHasher: overrides.passwordHasher,
+    });
   } catch (error) {
     await translation.close();
     throw error;

@@ -6,7 +6,6 @@ import { MemoryProductRepository } from "../../../src/adapters/memory/product-re
 import { MemoryRateLimitCounters } from "../../../src/adapters/memory/rate-limit-counters.ts";
 import { MemoryUserRepository } from "../../../src/adapters/memory/user-repository.ts";
 import { PrometheusMetrics } from "../../../src/adapters/metrics/prometheus-metrics.ts";
-import { BunPasswordHasher } from "../../../src/adapters/security/bun-password-hasher.ts";
 import { type Logger, tapLogger } from "../../../src/app/logger.ts";
 import { Authenticate } from "../../../src/domain/authenticate.ts";
 import { CreateProduct } from "../../../src/domain/create-product.ts";
@@ -21,6 +20,7 @@ import { FakeClock } from "../../fakes/fake-clock.ts";
 import { FakeEmbedder } from "../../fakes/fake-embedder.ts";
 import { FakeGenerator } from "../../fakes/fake-generator.ts";
 import { type CallOptions, callApp } from "../../support/app-client.ts";
+import { lowCostHasher } from "../../support/password-hasher.ts";
 
 export const SECRET = "secreto-de-pruebas-que-nunca-debe-salir-en-una-respuesta";
 export const USERNAME = "ana";
@@ -60,7 +60,7 @@ export async function createHarness(options: HarnessOptions = {}) {
     countProducts: async () => products.products.length,
     productCountMaxAgeMs: 0,
   });
-  const hasher = new BunPasswordHasher();
+  const hasher = lowCostHasher();
   const tokens = new JwtTokenService({ secret: SECRET, algorithm: options.algorithm ?? "HS256", expireMinutes: 30 });
   const authenticate = new Authenticate({
     users,
