@@ -26,6 +26,7 @@ import type { Embedder, EmbeddingPurpose } from "../../src/ports/embedder.ts";
 import type { AddResult, EmbeddedProduct, ProductRepository } from "../../src/ports/product-repository.ts";
 import type { QueryEmbeddingCache } from "../../src/ports/query-embedding-cache.ts";
 import type { UserRepository } from "../../src/ports/user-repository.ts";
+import { blockHooks } from "../support/skipped-blocks.ts";
 import { forEachDatabase, POSTGRES_URL, type TestDatabase } from "../support/test-databases.ts";
 
 /** A product to add, with its embedding and a digest standing for the real one. */
@@ -522,10 +523,12 @@ describe("postgres.js client", () => {
 
 describe.skipIf(!POSTGRES_URL)("PostgreSQL server: connections", () => {
   let admin: SqlClient;
-  beforeAll(() => {
-    admin = connectPostgres(POSTGRES_URL, { maxConnections: 1 });
+  blockHooks(!POSTGRES_URL, {
+    beforeAll() {
+      admin = connectPostgres(POSTGRES_URL, { maxConnections: 1 });
+    },
+    afterAll: () => admin.close(),
   });
-  afterAll(() => admin.close());
 
   test("a backend killed mid-query is DatabaseUnavailable, and the client recovers", async () => {
     // closeTimeoutSeconds 0: postgres.js may wait for a killed connection until the timeout.

@@ -1,8 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ApertiumTranslator, findApertium, parseMode } from "../../../src/adapters/translation/apertium.ts";
 import { PipeUnavailable } from "../../../src/adapters/translation/nul-pipe.ts";
+import { blockHooks } from "../../support/skipped-blocks.ts";
 import { useTempDirs } from "../../support/temp-dirs.ts";
 
 setDefaultTimeout(20_000);
@@ -134,12 +135,14 @@ const apertium = findApertium();
 // CI installs Apertium (.ci/apertium.sh), so these run there; elsewhere they need `apt-get install apertium-eng-spa`.
 describe.skipIf(!apertium.found)("ApertiumTranslator on the real Apertium", () => {
   let translator: ApertiumTranslator;
-  beforeAll(async () => {
-    if (!apertium.found) return;
-    translator = new ApertiumTranslator(apertium.pipelines, { timeoutMs: 5000 });
-    await translator.start();
+  blockHooks(!apertium.found, {
+    async beforeAll() {
+      if (!apertium.found) return; // (narrows the type)
+      translator = new ApertiumTranslator(apertium.pipelines, { timeoutMs: 5000 });
+      await translator.start();
+    },
+    afterAll: () => translator.close(),
   });
-  afterAll(() => translator?.close());
 
   const languageOf = async (text: string) => (await translator.toEnglish([text]))[0]?.language;
 

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { cosineSimilarity } from "../../../src/adapters/memory/product-repository.ts";
 import { LocalEmbedder } from "../../../src/adapters/providers/local-embedder.ts";
 import { INSTALLED_MODEL_DIR } from "../../../src/adapters/providers/local-model-files.ts";
@@ -7,6 +7,7 @@ import { TranslatingEmbedder } from "../../../src/adapters/translation/translati
 import { embeddingText } from "../../../src/domain/product.ts";
 import type { Translation, Translator } from "../../../src/ports/translator.ts";
 import { FakeEmbedder } from "../../fakes/fake-embedder.ts";
+import { blockHooks } from "../../support/skipped-blocks.ts";
 
 setDefaultTimeout(30_000);
 
@@ -131,15 +132,17 @@ describe.skipIf(!apertium.found)("the offline model behind Apertium (real)", () 
   ];
   let productVectors: number[][];
 
-  beforeAll(async () => {
-    if (!apertium.found) return;
-    translator = new ApertiumTranslator(apertium.pipelines, { timeoutMs: 5000 });
-    translating = new TranslatingEmbedder(model, translator);
-    productVectors = await translating.embed(products.map(embeddingText), "document");
-  });
-  afterAll(async () => {
-    await translator?.close();
-    await model.dispose();
+  blockHooks(!apertium.found, {
+    async beforeAll() {
+      if (!apertium.found) return; // (narrows the type)
+      translator = new ApertiumTranslator(apertium.pipelines, { timeoutMs: 5000 });
+      translating = new TranslatingEmbedder(model, translator);
+      productVectors = await translating.embed(products.map(embeddingText), "document");
+    },
+    async afterAll() {
+      await translator.close();
+      await model.dispose();
+    },
   });
 
   const best = async (query: string) => {
