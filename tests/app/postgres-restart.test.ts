@@ -4,14 +4,16 @@
  * on Bun kept connections that had a write pending when the server cut them; each then hung every
  * query on it for the connect timeout, forever: patches/postgres@3.4.9.patch.)
  */
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { expect, setDefaultTimeout, test } from "bun:test";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { loadConfig } from "../../src/app/config.ts";
 import { type Container, createContainer } from "../../src/app/container.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { callApp } from "../support/app-client.ts";
+import { lowCostHasher } from "../support/password-hasher.ts";
 import { canRunPostgresCluster, type PostgresCluster, startPostgresCluster } from "../support/postgres-cluster.ts";
 import { loadThroughRestarts } from "../support/restart-load.ts";
+import { blockHooks } from "../support/skipped-blocks.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 
 setDefaultTimeout(120_000);
@@ -28,9 +30,12 @@ let container: Container;
 /** The service's own pool (handed to the container), to use every connection of it at the end. */
 let pool: SqlClient;
 const tempDir = useTempDirs("restart");
+/** Reported as skipped where no PostgreSQL binaries with pgvector are installed (CI installs them). */
+const skipped = !canRunPostgresCluster();
 
-beforeAll(async () => {
-  if (!canRunPostgresCluster()) return;
+blockHooks(skipped, { beforeAll: setUp, afterAll: tearDown });
+
+async function setUp() {
   cluster = await startPostgresCluster();
   const config = loadConfig({
     DATABASE_URL: cluster.url,
@@ -43,15 +48,19 @@ beforeAll(async () => {
   });
   const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
   pool = connectPostgres(cluster.url, { maxConnections: POOL_SIZE, queryTimeoutMs: config.databaseTimeoutMs });
-  container = await createContainer(config, silent, { embedder: new FakeEmbedder(32), database: pool });
-});
+  container = await createContainer(config, silent, {
+    embedder: new FakeEmbedder(32),
+    database: pool,
+    passwordHasher: lowCostHasher(),
+  });
+}
 
-afterAll(async () => {
+async function tearDown() {
   await container?.close();
   await cluster?.stop();
-});
+}
 
-test.skipIf(!canRunPostgresCluster())(
+test.skipIf(skipped)(
   `${WORKERS} clients through ${RESTARTS} fast restarts: a few seconds later every request succeeds and the pool is whole`,
   async () => {
     const login = await callApp(container.app, "POST", "/auth/login", {
