@@ -1,12 +1,13 @@
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { MemoryRateLimitCounters } from "../../src/adapters/memory/rate-limit-counters.ts";
-import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
 import { PostgresRateLimitCounters } from "../../src/adapters/postgres/rate-limit-counters.ts";
 import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { systemClock } from "../../src/ports/clock.ts";
 import type { RateLimitCounters } from "../../src/ports/rate-limit-counters.ts";
 import { FakeClock } from "../fakes/fake-clock.ts";
+import { openNewPglite } from "../support/new-database.ts";
+import { blockHooks } from "../support/skipped-blocks.ts";
 
 // Opening PGlite takes a few seconds on 2 busy cores.
 setDefaultTimeout(60_000);
@@ -69,20 +70,23 @@ describe("memory counters", () => {
   });
 });
 
-/** The same table and SQL on PGlite (in memory) and, when TEST_DATABASE_URL is set, on a server. */
+/** The same table and SQL on PGlite (in memory) and, when TEST_DATABASE_URL is set, on a server; `skipped` as its block is. */
 function sqlCounters(
   label: string,
+  skipped: boolean,
   open: () => Promise<{ client: SqlClient; replica: SqlClient; close: () => Promise<void> }>,
 ) {
   describe(label, () => {
     let opened: Awaited<ReturnType<typeof open>>;
     let counters: PostgresRateLimitCounters;
-    beforeAll(async () => {
-      opened = await open();
-      await prepareDatabase(opened.client, SPACE);
-      counters = new PostgresRateLimitCounters(opened.client, { pruneEvery: 5 });
+    blockHooks(skipped, {
+      async beforeAll() {
+        opened = await open();
+        await prepareDatabase(opened.client, SPACE);
+        counters = new PostgresRateLimitCounters(opened.client, { pruneEvery: 5 });
+      },
+      afterAll: () => opened.close(),
     });
-    afterAll(() => opened.close());
 
     countersContract(() => counters);
 
@@ -113,17 +117,17 @@ function sqlCounters(
 
 const postgresUrl = Bun.env.TEST_DATABASE_URL ?? "";
 
-// The service counts in process on PGlite; the table's SQL runs on PGlite here only as a stand-in
-// for a server, when no TEST_DATABASE_URL is given (one database boot, not two).
-describe.skipIf(!!postgresUrl)("without a server", () => {
-  sqlCounters("PostgreSQL counters on PGlite", async () => {
-    const client = await openPglite(undefined);
+// The service counts in process on PGlite; the table's SQL runs on PGlite here as a stand-in for a
+// server (a copy of a new database: it costs a fraction of a second), with or without TEST_DATABASE_URL.
+describe("without a server", () => {
+  sqlCounters("PostgreSQL counters on PGlite", false, async () => {
+    const client = await openNewPglite();
     return { client, replica: client, close: () => client.close() };
   });
 });
 
 describe.skipIf(!postgresUrl)("on a PostgreSQL server (TEST_DATABASE_URL)", () => {
-  sqlCounters("PostgreSQL counters on a server", async () => {
+  sqlCounters("PostgreSQL counters on a server", !postgresUrl, async () => {
     const schema = `rate_${process.pid}`;
     const admin = connectPostgres(postgresUrl, { maxConnections: 1 });
     await admin.query("CREATE EXTENSION IF NOT EXISTS vector");

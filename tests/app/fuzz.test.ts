@@ -6,7 +6,6 @@
  * rejected request leaves the catalogue as it was.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { loadConfig } from "../../src/app/config.ts";
 import { type Container, createContainer } from "../../src/app/container.ts";
@@ -14,6 +13,8 @@ import { createLogger } from "../../src/app/logger.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { EmbeddingPurpose } from "../../src/ports/embedder.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+import { openNewPglite } from "../support/new-database.ts";
+import { lowCostHasher } from "../support/password-hasher.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 
 setDefaultTimeout(120_000);
@@ -37,14 +38,18 @@ let dataDir: string;
 
 beforeAll(async () => {
   dataDir = tempDir();
-  database = await openPglite(undefined);
+  database = await openNewPglite();
   const config = loadConfig({
     DATA_DIR: dataDir,
     ADMIN_USERNAME: ADMIN.username,
     ADMIN_PASSWORD: ADMIN.password,
     MAX_BODY_BYTES: "65536",
   });
-  container = await createContainer(config, createLogger("error"), { embedder: new NeverZeroEmbedder(32), database });
+  container = await createContainer(config, createLogger("error"), {
+    embedder: new NeverZeroEmbedder(32),
+    database,
+    passwordHasher: lowCostHasher(),
+  });
   const login = await container.app.handle(
     new Request("http://localhost/auth/login", {
       method: "POST",

@@ -7,7 +7,6 @@ import { afterAll, afterEach, beforeEach, describe, expect, setDefaultTimeout, t
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { loadConfig } from "../../src/app/config.ts";
 import { type Container, createContainer } from "../../src/app/container.ts";
@@ -22,8 +21,10 @@ import {
   type ReplyHandler,
 } from "../fakes/fake-provider-server.ts";
 import { type CallOptions, callApp } from "../support/app-client.ts";
+import { openNewPglite, withNewDatabase } from "../support/new-database.ts";
+import { lowCostHasher } from "../support/password-hasher.ts";
 
-// Each container boots PGlite (seconds on 2 cores).
+// Each container opens PGlite (on a copy of a new database: no initdb here).
 setDefaultTimeout(60_000);
 
 const KEYS = {
@@ -89,6 +90,13 @@ afterEach(async () => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
+/** A DATA_DIR holding a new embedded database, removed after the test. */
+async function dataDirWithDatabase(): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), "sku-search-providers-"));
+  dirs.push(dir);
+  return withNewDatabase(dir);
+}
+
 async function start(env: Record<string, string>, database?: SqlClient) {
   const config = loadConfig({
     ADMIN_USERNAME: ADMIN.username,
@@ -97,12 +105,10 @@ async function start(env: Record<string, string>, database?: SqlClient) {
     ...env,
   });
   const { logger, events } = capturingLogger();
-  const dataDir = mkdtempSync(join(tmpdir(), "sku-search-providers-"));
-  dirs.push(dataDir);
   const container = await createContainer(
-    { ...config, dataDir: env.DATA_DIR ?? dataDir },
+    { ...config, dataDir: env.DATA_DIR ?? (await dataDirWithDatabase()) },
     logger,
-    database ? { database } : {},
+    { passwordHasher: lowCostHasher(), ...(database ? { database } : {}) },
   );
   open.push(container);
   const call = (method: string, path: string, init: CallOptions = {}) => callApp(container.app, method, path, init);
@@ -117,7 +123,7 @@ const embeddingRequests = () => openai.server.requestsTo("/embeddings");
 
 describe("with provider keys, the service uses the real providers", () => {
   test("products get 3072-dimension OpenAI embeddings and the recommendation is labelled by OpenAI", async () => {
-    const database = await openPglite(undefined);
+    const database = await openNewPglite();
     const { create, search, events } = await start({}, database);
     expect((await create(COFFEE)).status).toBe(201);
     expect((await create(WALLET)).status).toBe(201);
@@ -245,8 +251,7 @@ describe("with provider keys, the service uses the real providers", () => {
   });
 
   test("a repeated query costs no embedding call, also after a restart on the same database", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "sku-search-providers-"));
-    dirs.push(dataDir);
+    const dataDir = await dataDirWithDatabase();
     const first = await start({ DATA_DIR: dataDir });
     await first.create(COFFEE);
     const before = embeddingRequests().length;
@@ -264,7 +269,7 @@ describe("with provider keys, the service uses the real providers", () => {
   });
 
   test("when the embedder is down, creating answers 503 and stores nothing; searching answers 503", async () => {
-    const database = await openPglite(undefined);
+    const database = await openNewPglite();
     const { create, search } = await start({}, database);
     openai.answer("/embeddings", serverError);
     const created = await create(COFFEE);
@@ -281,7 +286,7 @@ describe("with provider keys, the service uses the real providers", () => {
   });
 
   test("EMBEDDING_PROVIDER=google embeds documents and queries with their Gemini task types", async () => {
-    const database = await openPglite(undefined);
+    const database = await openNewPglite();
     const { create, search } = await start({ EMBEDDING_PROVIDER: "google" }, database);
     expect((await create(COFFEE)).status).toBe(201);
     expect((await search("espresso")).json.results[0]).toMatchObject(COFFEE);

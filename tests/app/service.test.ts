@@ -15,8 +15,10 @@ import { type Container, createContainer, type Overrides } from "../../src/app/c
 import { createLogger } from "../../src/app/logger.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { type CallOptions, callApp } from "../support/app-client.ts";
+import { withNewDatabase } from "../support/new-database.ts";
+import { lowCostHasher } from "../support/password-hasher.ts";
 
-// Each test boots PGlite (a few seconds on 2 cores) and some restart it.
+// Each test opens PGlite (a new database takes seconds on 2 cores) and some restart it.
 setDefaultTimeout(60_000);
 
 const ADMIN = { username: "admin", password: "una-contraseña-larga" };
@@ -30,9 +32,16 @@ function tempDir(): string {
   return dir;
 }
 
+/** A DATA_DIR holding a new embedded database, as the first start of the executable makes it (no initdb here). */
+const dataDirWithDatabase = () => withNewDatabase(tempDir());
+
 async function start(env: Record<string, string>, overrides: Overrides = {}) {
   const config = loadConfig({ ADMIN_USERNAME: ADMIN.username, ADMIN_PASSWORD: ADMIN.password, ...env });
-  const container = await createContainer(config, quiet, { embedder: new FakeEmbedder(64), ...overrides });
+  const container = await createContainer(config, quiet, {
+    embedder: new FakeEmbedder(64),
+    passwordHasher: lowCostHasher(),
+    ...overrides,
+  });
   open.push(container);
   const call = (method: string, path: string, init: CallOptions = {}) => callApp(container.app, method, path, init);
   const login = async (username = ADMIN.username, password = ADMIN.password) =>
@@ -55,7 +64,7 @@ const WALLET = { name: "Leather wallet", description: "Slim bifold with card slo
 
 describe("the service on the embedded database", () => {
   test("answers every endpoint of the contract", async () => {
-    const { call } = await start({ DATA_DIR: tempDir(), JWT_SECRET: "s".repeat(40) });
+    const { call } = await start({ DATA_DIR: await dataDirWithDatabase(), JWT_SECRET: "s".repeat(40) });
 
     const health = await call("GET", "/");
     expect(health.status).toBe(200);
@@ -83,7 +92,7 @@ describe("the service on the embedded database", () => {
   });
 
   test("an empty catalogue answers no results and says nothing matched; ready, and limited by SEARCH_RATE_LIMIT", async () => {
-    const { call, login } = await start({ DATA_DIR: tempDir(), SEARCH_RATE_LIMIT: "1" });
+    const { call, login } = await start({ DATA_DIR: await dataDirWithDatabase(), SEARCH_RATE_LIMIT: "1" });
     expect((await call("GET", "/health/ready")).status).toBe(200);
     const token = await login();
     const search = await call("POST", "/products/search", { json: { query: "anything" }, token });
@@ -98,7 +107,7 @@ describe("the service on the embedded database", () => {
 
   test("refuses wrong credentials and every kind of bad token with 401 and WWW-Authenticate", async () => {
     const secret = "k".repeat(48);
-    const { call } = await start({ DATA_DIR: tempDir(), JWT_SECRET: secret });
+    const { call } = await start({ DATA_DIR: await dataDirWithDatabase(), JWT_SECRET: secret });
     const wrong = await call("POST", "/auth/login", { form: { username: ADMIN.username, password: "no-es-esta" } });
     const unknown = await call("POST", "/auth/login", { form: { username: "nadie", password: "no-es-esta" } });
     expect(wrong.status).toBe(401);
@@ -144,7 +153,7 @@ describe("the service on the embedded database", () => {
   });
 
   test("throttles repeated failed logins with 429 and Retry-After", async () => {
-    const { call } = await start({ DATA_DIR: tempDir() });
+    const { call } = await start({ DATA_DIR: await dataDirWithDatabase() });
     const statuses: number[] = [];
     for (let attempt = 0; attempt < 6; attempt++) {
       statuses.push(
@@ -158,7 +167,7 @@ describe("the service on the embedded database", () => {
   });
 
   test("bad input gets a 4xx with a detail and stores nothing", async () => {
-    const { call, login } = await start({ DATA_DIR: tempDir() });
+    const { call, login } = await start({ DATA_DIR: await dataDirWithDatabase() });
     const token = await login();
     const cases: { json: unknown; status: number }[] = [
       { json: { ...COFFEE, id: 7 }, status: 422 },
@@ -201,7 +210,7 @@ describe("the service on the embedded database", () => {
 
   test("when the embedder fails, creating answers 503 and stores nothing", async () => {
     const embedder = new FakeEmbedder(64);
-    const { call, login } = await start({ DATA_DIR: tempDir() }, { embedder });
+    const { call, login } = await start({ DATA_DIR: await dataDirWithDatabase() }, { embedder });
     const token = await login();
     embedder.mode = "fail";
     expect((await call("POST", "/products/", { json: COFFEE, token })).status).toBe(503);
@@ -214,7 +223,7 @@ describe("the service on the embedded database", () => {
   });
 
   test("answers 503 when the database is gone", async () => {
-    const { container, call } = await start({ DATA_DIR: tempDir() });
+    const { container, call } = await start({ DATA_DIR: await dataDirWithDatabase() });
     await container.close();
     const health = await call("GET", "/");
     expect(health.status).toBe(503);
@@ -226,7 +235,7 @@ describe("the service on the embedded database", () => {
   });
 
   test("a restart keeps products, users, the generated secret and so the tokens", async () => {
-    const dataDir = tempDir();
+    const dataDir = await dataDirWithDatabase();
     const first = await start({ DATA_DIR: dataDir });
     const token = await first.login();
     expect((await first.call("POST", "/products/", { json: COFFEE, token })).status).toBe(201);
@@ -243,7 +252,7 @@ describe("the service on the embedded database", () => {
   });
 
   test("the first start without ADMIN_PASSWORD writes a generated password to a 0600 file the log names, never to the log", async () => {
-    const dataDir = tempDir();
+    const dataDir = await dataDirWithDatabase();
     const lines: Record<string, unknown>[] = [];
     const capture = {
       debug: () => {},
@@ -252,7 +261,8 @@ describe("the service on the embedded database", () => {
       error: () => {},
     };
     const config = loadConfig({ DATA_DIR: dataDir });
-    const container = await createContainer(config, capture, { embedder: new FakeEmbedder(64) });
+    const overrides = { embedder: new FakeEmbedder(64), passwordHasher: lowCostHasher() };
+    const container = await createContainer(config, capture, overrides);
     open.push(container);
     const created = lines.find((line) => line.event === "admin_created");
     expect(created).toMatchObject({ username: "admin", passwordFile: join(dataDir, "initial-admin-password") });
@@ -272,23 +282,25 @@ describe("the service on the embedded database", () => {
     await stop(container);
 
     lines.length = 0;
-    open.push(await createContainer(config, capture, { embedder: new FakeEmbedder(64) }));
+    open.push(await createContainer(config, capture, overrides));
     expect(lines.some((line) => line.event === "admin_created")).toBe(false);
   });
 
   test("refuses to start on vectors of another model and says how to rebuild", async () => {
-    const dataDir = tempDir();
+    const dataDir = await dataDirWithDatabase();
     const first = await start({ DATA_DIR: dataDir });
     await stop(first.container);
     const config = loadConfig({ DATA_DIR: dataDir });
-    await expect(createContainer(config, quiet, { embedder: new FakeEmbedder(32) })).rejects.toThrow(/reembed/);
+    await expect(
+      createContainer(config, quiet, { embedder: new FakeEmbedder(32), passwordHasher: lowCostHasher() }),
+    ).rejects.toThrow(/reembed/);
   });
 });
 
 describe("semantic search with the offline model", () => {
   test("a query sharing no word with the right product ranks it first", async () => {
     const embedder = new LocalEmbedder(INSTALLED_MODEL_DIR);
-    const { call, login } = await start({ DATA_DIR: tempDir() }, { embedder });
+    const { call, login } = await start({ DATA_DIR: await dataDirWithDatabase() }, { embedder });
     const token = await login();
     const catalogue = [
       {

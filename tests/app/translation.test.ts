@@ -5,7 +5,6 @@
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
 import { LocalEmbedder } from "../../src/adapters/providers/local-embedder.ts";
 import { INSTALLED_MODEL_DIR } from "../../src/adapters/providers/local-model-files.ts";
 import { findApertium } from "../../src/adapters/translation/apertium.ts";
@@ -14,9 +13,11 @@ import { type Container, createContainer, setUpTranslation } from "../../src/app
 import type { Logger } from "../../src/app/logger.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { callApp } from "../support/app-client.ts";
+import { openNewPglite } from "../support/new-database.ts";
+import { lowCostHasher } from "../support/password-hasher.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 
-// Each container boots PGlite (seconds on 2 cores).
+// Each container opens PGlite (a new database in memory, copied: no initdb here).
 setDefaultTimeout(60_000);
 
 const FAKE = join(import.meta.dir, "../fakes/fake-apertium.ts");
@@ -113,8 +114,9 @@ async function service(env: Record<string, string>) {
   const embedder = new FakeEmbedder(16);
   const config = loadConfig({ ADMIN_USERNAME: ADMIN.username, ADMIN_PASSWORD: ADMIN.password, ...env });
   const container: Container = await createContainer({ ...config, dataDir: tempDir() }, logger, {
-    database: await openPglite(undefined),
+    database: await openNewPglite(),
     embedder,
+    passwordHasher: lowCostHasher(),
   });
   closing.push(() => container.close());
   const call = (method: string, path: string, json?: unknown) => callApp(container.app, method, path, { json, token });

@@ -4,8 +4,9 @@
  * Each test gets an empty database: PGlite's tables are dropped, a server test gets a schema of its own.
  */
 import { afterAll, afterEach, beforeAll, describe } from "bun:test";
-import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
+import { openNewPglite } from "./new-database.ts";
+import { blockHooks } from "./skipped-blocks.ts";
 
 /** Hands out clients on a fresh database and cleans up after each test. */
 export interface TestDatabase {
@@ -21,10 +22,10 @@ export const POSTGRES_URL = Bun.env.TEST_DATABASE_URL ?? "";
 /** Registers `tests` once per database, inside a describe block named after it. */
 export function forEachDatabase(tests: (db: TestDatabase, engine: "pglite" | "postgres") => void): void {
   describe("PGlite in memory", () => {
-    // Opening PGlite takes seconds: one instance, emptied before each test.
+    // One instance (a new database, copied: no initdb here), emptied before each test.
     let shared: SqlClient;
     beforeAll(async () => {
-      shared = await openPglite(undefined);
+      shared = await openNewPglite();
     }, 30_000);
     afterAll(() => shared.close());
     tests(
@@ -77,12 +78,14 @@ export function forEachDatabase(tests: (db: TestDatabase, engine: "pglite" | "po
         schema = "";
       },
     };
-    beforeAll(async () => {
-      admin = connectPostgres(POSTGRES_URL, { maxConnections: 1 });
-      await admin.query("CREATE EXTENSION IF NOT EXISTS vector");
+    blockHooks(!POSTGRES_URL, {
+      async beforeAll() {
+        admin = connectPostgres(POSTGRES_URL, { maxConnections: 1 });
+        await admin.query("CREATE EXTENSION IF NOT EXISTS vector");
+      },
+      afterAll: () => admin.close(),
     });
     afterEach(() => db.cleanup());
-    afterAll(() => admin.close());
     tests(db, "postgres");
   });
 }

@@ -4,6 +4,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { DataDirInUse, lockDataDir } from "../../../src/adapters/pglite/data-dir-lock.ts";
 import { openPglite } from "../../../src/adapters/pglite/pglite-client.ts";
+import { withNewDatabase } from "../../support/new-database.ts";
 import { useTempDirs } from "../../support/temp-dirs.ts";
 
 setDefaultTimeout(60_000);
@@ -36,7 +37,7 @@ const bunHolder = (dir: string) =>
   ]);
 
 test("a second process cannot open an embedded database that is in use, and a SIGKILLed holder frees it at once", async () => {
-  const dir = dataDir();
+  const dir = await withNewDatabase(dataDir());
   const other = await bunHolder(dir);
   try {
     expect(readFileSync(lockFile(dir), "utf8")).toBe(`${other.pid}@${hostname()}\n`);
@@ -84,7 +85,7 @@ test.each(["", "garbage\0\n", `${process.pid}@${hostname()}\n`, "1@container-b\n
 );
 
 test("closing the database releases the lock, and a second open in the same process without closing is refused", async () => {
-  const dir = dataDir();
+  const dir = await withNewDatabase(dataDir());
   const db = await openPglite(dir);
   const opening = openPglite(dir);
   await expect(opening).rejects.toBeInstanceOf(DataDirInUse);

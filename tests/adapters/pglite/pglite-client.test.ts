@@ -1,15 +1,16 @@
 import { expect, setDefaultTimeout, test } from "bun:test";
 import { PGlite } from "@electric-sql/pglite";
 import { openPglite } from "../../../src/adapters/pglite/pglite-client.ts";
+import { newDatabaseTarball } from "../../support/new-database.ts";
 import { useTempDirs } from "../../support/temp-dirs.ts";
 
 setDefaultTimeout(60_000);
 
 const dataDir = useTempDirs("pglite-client");
 
-/** A database tarball as the build makes one, with a table that shows where a database came from. */
+/** A database tarball as the build makes one (gzip), with a table that shows where a database came from. */
 async function template(): Promise<Blob> {
-  const db = await PGlite.create();
+  const db = await PGlite.create({ loadDataDir: await newDatabaseTarball() });
   await db.exec("CREATE TABLE origin (name text); INSERT INTO origin VALUES ('template')");
   const tarball = await db.dumpDataDir("gzip");
   await db.close();
