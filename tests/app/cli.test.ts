@@ -1,6 +1,7 @@
 /**
  * The operator's command line, run exactly as the README writes it (`bun run cli ...`, `bun start`)
- * as a real process on the embedded database, with passwords on standard input.
+ * as a real process on the embedded database, with passwords on standard input. The tests run
+ * concurrently (each has its own DATA_DIR and port): most of their time is spent in the processes.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync } from "node:fs";
@@ -14,20 +15,41 @@ import { createContainer, openStore } from "../../src/app/container.ts";
 import { createLogger } from "../../src/app/logger.ts";
 import { CreateProduct } from "../../src/domain/create-product.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+import { withNewDatabase } from "../support/new-database.ts";
+import { lowCostHasher } from "../support/password-hasher.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 
-// Every command boots PGlite in a new process.
-setDefaultTimeout(120_000);
+// Every command is a new process (most open PGlite), queued behind the others on 2 busy cores.
+setDefaultTimeout(300_000);
 
 const PROJECT = join(import.meta.dir, "../..");
-const dataDir = useTempDirs("cli");
+/** An empty DATA_DIR, as on a first start. */
+const dataDir = useTempDirs("cli", { concurrent: true });
+/** A DATA_DIR holding a new embedded database (as the executable's first start unpacks it), so no command waits for initdb. */
+const dataDirWithDatabase = () => withNewDatabase(dataDir());
 
 /** `bun run cli <args>` in the project folder, as the README says. */
 function cli(args: string[], env: Record<string, string>, stdin = "") {
   return run(["bun", "run", "cli", ...args], env, stdin);
 }
 
+/** At most this many commands at once: each is a CPU-bound process of up to 1 GB, on 2 cores. */
+const MAX_PROCESSES = 3;
+let running = 0;
+const waiting: (() => void)[] = [];
+
 async function run(command: string[], env: Record<string, string>, stdin = "") {
+  while (running >= MAX_PROCESSES) await new Promise<void>((resolve) => waiting.push(resolve));
+  running++;
+  try {
+    return await spawn(command, env, stdin);
+  } finally {
+    running--;
+    waiting.shift()?.();
+  }
+}
+
+async function spawn(command: string[], env: Record<string, string>, stdin: string) {
   const child = Bun.spawn(command, {
     cwd: PROJECT,
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmpdir(), ADMIN_PASSWORD: "admin-password", ...env },
@@ -43,11 +65,23 @@ async function run(command: string[], env: Record<string, string>, stdin = "") {
   return { code, stdout, stderr };
 }
 
+/** Whether anything answers 200 at `url`. */
+async function answers(url: string): Promise<boolean> {
+  try {
+    return (await fetch(url, { signal: AbortSignal.timeout(2000) })).status === 200;
+  } catch {
+    return false;
+  }
+}
+
 /** Logs in through the real app on the same data directory (the CLI process has exited). */
 async function loginStatus(dir: string, username: string, password: string): Promise<number> {
-  const config = loadConfig({ DATA_DIR: dir, ADMIN_PASSWORD: "admin-password" });
+  // Logging in embeds nothing, so no Apertium pipeline is started for it.
+  const config = loadConfig({ DATA_DIR: dir, ADMIN_PASSWORD: "admin-password", QUERY_TRANSLATION: "off" });
+  // Hashes made here (the admin's) cost little; the users' were made by the CLI at the service's cost.
   const container = await createContainer(config, createLogger("error"), {
     embedder: new LocalEmbedder(INSTALLED_MODEL_DIR),
+    passwordHasher: lowCostHasher(),
   });
   try {
     const response = await container.app.handle(
@@ -63,9 +97,9 @@ async function loginStatus(dir: string, username: string, password: string): Pro
   }
 }
 
-describe("users", () => {
+describe.concurrent("users", () => {
   test("add, reset-password and remove, with the password read from stdin", async () => {
-    const env = { DATA_DIR: dataDir() };
+    const env = { DATA_DIR: await dataDirWithDatabase() };
     const added = await cli(["users", "add", "bea"], env, "primera-clave\n");
     expect(added).toMatchObject({ code: 0 });
     expect(added.stdout).toContain("'bea' created");
@@ -88,17 +122,17 @@ describe("users", () => {
   });
 
   test("refuses a short password", async () => {
-    const short = await cli(["users", "add", "bea"], { DATA_DIR: dataDir() }, "corta\n");
+    const short = await cli(["users", "add", "bea"], { DATA_DIR: await dataDirWithDatabase() }, "corta\n");
     expect(short.code).toBe(1);
     expect(short.stderr).toContain("contraseña");
   });
 });
 
-describe("the command line itself", () => {
+describe.concurrent("the command line itself", () => {
   test("help, -h and --help list every command; --version prints the version", async () => {
     const env = { DATA_DIR: dataDir() };
-    for (const args of [["help"], ["--help"], ["-h"]]) {
-      const help = await cli(args, env);
+    const helps = await Promise.all([["help"], ["--help"], ["-h"]].map((args) => cli(args, env)));
+    for (const help of helps) {
       expect(help.code).toBe(0);
       for (const command of ["serve", "users add", "users reset-password", "users remove", "reembed", "healthcheck"]) {
         expect(help.stdout).toContain(command);
@@ -110,14 +144,17 @@ describe("the command line itself", () => {
 
   test("--help after a command shows its usage and runs nothing", async () => {
     const env = { DATA_DIR: dataDir() };
-    const reembedHelp = await cli(["reembed", "--help"], env);
+    const [reembedHelp, addHelp, removeHelp] = await Promise.all([
+      cli(["reembed", "--help"], env),
+      cli(["users", "add", "--help"], env),
+      cli(["help", "users", "remove"], env),
+    ]);
     expect(reembedHelp.code).toBe(0);
     expect(reembedHelp.stdout).toContain("Usage: sku-search reembed");
     expect(reembedHelp.stderr).not.toContain("re-embedded");
-    const addHelp = await cli(["users", "add", "--help"], env);
     expect(addHelp.code).toBe(0);
     expect(addHelp.stdout).toContain("Usage: sku-search users add <username>");
-    expect((await cli(["help", "users", "remove"], env)).stdout).toContain("Usage: sku-search users remove <username>");
+    expect(removeHelp.stdout).toContain("Usage: sku-search users remove <username>");
     // Nothing ran: not even the embedded database was created.
     expect(existsSync(join(env.DATA_DIR, "pgdata"))).toBe(false);
   });
@@ -134,30 +171,30 @@ describe("the command line itself", () => {
       [["reembed", "now"], "'now'"],
       [["healthcheck", "--port=1"], "--port"],
     ];
-    for (const [args, named] of cases) {
-      const result = await cli(args, env);
-      expect({ args, code: result.code }).toEqual({ args, code: 2 });
-      expect(result.stderr).toContain(named);
+    const results = await Promise.all(cases.map(([args]) => cli(args, env)));
+    for (const [i, [args, named]] of cases.entries()) {
+      expect({ args, code: results[i]?.code }).toEqual({ args, code: 2 });
+      expect(results[i]?.stderr).toContain(named);
     }
     expect(existsSync(join(env.DATA_DIR, "pgdata"))).toBe(false);
   });
 });
 
-test("a bad setting stops the program with a message naming it", async () => {
+test.concurrent("a bad setting stops the program with a message naming it", async () => {
   const result = await cli(["serve"], { DATA_DIR: dataDir(), PORT: "eighty", ALGORITHM: "none" });
   expect(result.code).toBe(1);
   expect(result.stderr).toContain("PORT");
   expect(result.stderr).toContain("ALGORITHM");
 });
 
-test("healthcheck fails, saying so, when nothing answers", async () => {
+test.concurrent("healthcheck fails, saying so, when nothing answers", async () => {
   const result = await cli(["healthcheck"], { DATA_DIR: dataDir(), PORT: "1" });
   expect(result.code).toBe(1);
   expect(result.stderr).toContain("nothing answers at http://127.0.0.1:1/");
 });
 
-test("reembed moves a catalogue to the configured model, after which the service starts", async () => {
-  const dir = dataDir();
+test.concurrent("reembed moves a catalogue to the configured model, after which the service starts", async () => {
+  const dir = await dataDirWithDatabase();
   const config = loadConfig({ DATA_DIR: dir });
   const oldModel = new FakeEmbedder(16);
   const store = await openStore(config, oldModel);
@@ -185,7 +222,8 @@ test("reembed moves a catalogue to the configured model, after which the service
   }
 });
 
-test("serve answers, guards its data directory from a second process, and stops cleanly on SIGTERM", async () => {
+test.concurrent("serve answers, guards its data directory from a second process, and stops cleanly on SIGTERM", async () => {
+  // An empty DATA_DIR: the first start makes its database, as `bun start` does on a fresh checkout.
   const env = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: tmpdir(),
@@ -197,12 +235,10 @@ test("serve answers, guards its data directory from a second process, and stops 
   };
   const server = Bun.spawn(["bun", "start"], { cwd: PROJECT, env, stdout: "pipe", stderr: "pipe" });
   try {
-    let healthy = 1;
-    for (let attempt = 0; attempt < 60 && healthy !== 0; attempt++) {
-      await Bun.sleep(500);
-      healthy = (await cli(["healthcheck"], env)).code;
-    }
-    expect(healthy).toBe(0);
+    // Waits (up to 60 s) for the service to answer, then asks the healthcheck command.
+    const url = `http://127.0.0.1:${env.PORT}/`;
+    for (let waited = 0; waited < 60_000 && !(await answers(url)); waited += 100) await Bun.sleep(100);
+    expect((await cli(["healthcheck"], env)).code).toBe(0);
 
     const second = await cli(["users", "add", "bea"], env, "primera-clave\n");
     expect(second.code).toBe(1);
@@ -214,8 +250,8 @@ test("serve answers, guards its data directory from a second process, and stops 
   expect((await cli(["users", "add", "bea"], { DATA_DIR: env.DATA_DIR }, "primera-clave\n")).code).toBe(0);
 });
 
-test("serve on a busy port fails, and leaves the data directory free", async () => {
-  const env = { DATA_DIR: dataDir() };
+test.concurrent("serve on a busy port fails, and leaves the data directory free", async () => {
+  const env = { DATA_DIR: await dataDirWithDatabase() };
   const busy = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   try {
     const result = await cli(["serve"], { ...env, HOST: "127.0.0.1", PORT: String(busy.port) });
