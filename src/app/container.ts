@@ -33,6 +33,7 @@ import { OpenAIEmbedder, OpenAIGenerator } from "../adapters/providers/openai.ts
 import type { ProviderClientOptions } from "../adapters/providers/provider-client.ts";
 import { BunPasswordHasher } from "../adapters/security/bun-password-hasher.ts";
 import { ApertiumTranslator, findApertium } from "../adapters/translation/apertium.ts";
+import { RememberingTranslator } from "../adapters/translation/remembering-translator.ts";
 import { TranslatingEmbedder } from "../adapters/translation/translating-embedder.ts";
 import { Authenticate } from "../domain/authenticate.ts";
 import { CreateProduct } from "../domain/create-product.ts";
@@ -45,6 +46,7 @@ import { SearchAndRecommend } from "../domain/search-and-recommend.ts";
 import { type Clock, systemClock } from "../ports/clock.ts";
 import type { Embedder } from "../ports/embedder.ts";
 import type { Generator } from "../ports/generator.ts";
+import type { Translator } from "../ports/translator.ts";
 import type { Config, GenerationProvider, RemoteProvider } from "./config.ts";
 import { type Logger, tapLogger } from "./logger.ts";
 import { resolveRuntimeAssets } from "./runtime-assets.ts";
@@ -129,6 +131,8 @@ async function createLocalEmbedder(config: Config): Promise<Embedder> {
 export interface TranslationSetup {
   /** `embedder` behind Spanish → English translation; `embedder` itself when translation is off. */
   wrap(embedder: Embedder): Embedder;
+  /** The translator for the lexical side of hybrid search (remembering recent queries); none when off. */
+  translator: Translator | undefined;
   close(): Promise<void>;
 }
 
@@ -140,7 +144,7 @@ export interface TranslationSetup {
 export async function setUpTranslation(config: Config, embedder: Embedder, log: Logger): Promise<TranslationSetup> {
   const off = (reason: string, warn = false, details: Record<string, unknown> = {}): TranslationSetup => {
     (warn ? log.warn : log.info)({ event: "translation", enabled: false, reason, ...details });
-    return { wrap: (inner) => inner, close: async () => {} };
+    return { wrap: (inner) => inner, translator: undefined, close: async () => {} };
   };
   const { mode, apertiumDir, timeoutMs } = config.translation;
   if (mode === "off") return off("QUERY_TRANSLATION=off");
@@ -168,6 +172,7 @@ export async function setUpTranslation(config: Config, embedder: Embedder, log: 
         log: (event) => log.warn(event),
         queryMemory: config.queryCacheSize,
       }),
+    translator: new RememberingTranslator(translator, config.queryCacheSize),
     close: () => translator.close(),
   };
 }
@@ -339,6 +344,8 @@ async function wire(
       products: store.products,
       embedder: queryEmbedder,
       generator,
+      defaults: { mode: config.searchMode, alpha: config.hybridAlpha },
+      translator: translation.translator,
       log: (event) => log.info(event),
     }),
     health: store.health,
