@@ -339,7 +339,11 @@ async function wire(
     authenticate,
     createProduct: new CreateProduct({ products: store.products, embedder: documentEmbedder }),
     manageProducts: new ManageProducts({ products: store.products, embedder: documentEmbedder }),
-    importProducts: new ImportProducts({ products: store.products, embedder: documentEmbedder }),
+    importProducts: new ImportProducts({
+      products: store.products,
+      embedder: documentEmbedder,
+      log: (event) => log.info(event),
+    }),
     search: new SearchAndRecommend({
       products: store.products,
       embedder: queryEmbedder,

@@ -149,7 +149,7 @@ export function createHttpApp(deps: HttpDeps) {
       })
       .onBeforeHandle(rateLimitHook({ limiter: rateLimiter, trustProxy: settings.trustProxy, context: contextOf }))
       .onError(({ code, error, path, request, route, set }) => {
-        const problem = code === "NOT_FOUND" ? notFound(methodsByPath.get(routeKey(path))) : toProblem(error);
+        const problem = code === "NOT_FOUND" ? notFound(methodsByPath.allowed(path)) : toProblem(error);
         if (problem.status >= 500) {
           log({
             level: "error",
@@ -188,15 +188,28 @@ export function createHttpApp(deps: HttpDeps) {
   );
 }
 
-/** Path (without trailing slash) → the methods it answers, for 405 and its Allow header. */
+/**
+ * The methods each route answers, for 405 and its Allow header: `allowed(path)` gives those of
+ * every route whose pattern matches the path (a `:param` segment matches any one segment).
+ */
 function routeTable(instances: readonly { routes: readonly { method: string; path: string }[] }[]) {
-  const table = new Map<string, string[]>();
-  for (const { method, path } of instances.flatMap((instance) => instance.routes)) {
-    const methods = table.get(routeKey(path)) ?? [];
-    const all = method === "GET" ? ["GET", "HEAD"] : [method];
-    table.set(routeKey(path), [...new Set([...methods, ...all])]);
-  }
-  return table;
+  const routes = instances
+    .flatMap((instance) => instance.routes)
+    .map(({ method, path }) => ({
+      segments: routeKey(path).split("/"),
+      methods: method === "GET" ? ["GET", "HEAD"] : [method],
+    }));
+  return {
+    allowed(path: string): string[] {
+      const segments = routeKey(path).split("/");
+      const matching = routes.filter(
+        (route) =>
+          route.segments.length === segments.length &&
+          route.segments.every((segment, i) => segment.startsWith(":") || segment === segments[i]),
+      );
+      return [...new Set(matching.flatMap((route) => route.methods))];
+    },
+  };
 }
 
 function routeKey(path: string): string {
