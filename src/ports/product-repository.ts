@@ -109,6 +109,8 @@ export interface ProductRepository {
   update(id: number, expectedVersion: number, update: ProductUpdate): Promise<UpdateResult>;
   /** False when there was no such product. */
   remove(id: number): Promise<boolean>;
+  /** Every category with how many products it has, most products first (then by name). */
+  categories(): Promise<{ name: string; products: number }[]>;
 
   /** The stored products holding these skus (those that exist). */
   findBySkus(skus: readonly string[]): Promise<StoredProduct[]>;

@@ -126,6 +126,17 @@ function catalogueContract(open: Open): void {
     expect((await products.searchByVector([1, 0, 0, 0], { limit: 10 })).map((hit) => hit.id)).toEqual([kept.id]);
   });
 
+  test("categories counts the products of each category, most first, then by name", async () => {
+    const products = await open(4);
+    expect(await products.categories()).toEqual([]);
+    for (const [i, product] of [shoe, lamp, boot, mug].entries()) await add(products, product, [1, i, 0, 0]);
+    expect(await products.categories()).toEqual([
+      { name: "calzado", products: 2 },
+      { name: "cocina", products: 1 },
+      { name: "hogar", products: 1 },
+    ]);
+  });
+
   test("versions tells the current version of the products that still exist", async () => {
     const products = await open(4);
     const a = await add(products, shoe, [1, 0, 0, 0]);

@@ -234,6 +234,19 @@ export function productRoutes(deps: ProductRoutesDeps) {
         },
       },
     )
+    .get("/categories", async () => ({ categories: await manageProducts.categories() }), {
+      transform: authenticatedOnly,
+      response: {
+        200: t.Object({
+          categories: t.Array(
+            t.Object({ name: t.String(), products: integer({ description: "Productos de la categoría" }) }),
+          ),
+        }),
+        401: ProblemBody,
+        503: ProblemBody,
+      },
+      detail: { tags, summary: "Categorías del catálogo, con cuántos productos tiene cada una", security: bearer },
+    })
     .post(
       "/search",
       async ({ body, request }) => {

@@ -133,6 +133,15 @@ export class MemoryProductRepository implements ProductRepository {
     return this.rows.delete(id);
   }
 
+  async categories(): Promise<{ name: string; products: number }[]> {
+    this.checkUp();
+    const counts = new Map<string, number>();
+    for (const { product } of this.rows.values()) counts.set(product.category, (counts.get(product.category) ?? 0) + 1);
+    return [...counts]
+      .map(([name, products]) => ({ name, products }))
+      .sort((a, b) => b.products - a.products || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
   async findBySkus(skus: readonly string[]): Promise<StoredProduct[]> {
     this.checkUp();
     const wanted = new Set(skus);

@@ -213,6 +213,13 @@ export class PostgresProductRepository implements ProductRepository {
     return (await this.db.query("DELETE FROM products WHERE id = $1 RETURNING id", [id])).length > 0;
   }
 
+  async categories(): Promise<{ name: string; products: number }[]> {
+    const rows = await this.db.query<{ name: string; products: number | string }>(
+      "SELECT category AS name, count(*) AS products FROM products GROUP BY category ORDER BY count(*) DESC, category",
+    );
+    return rows.map((row) => ({ name: row.name, products: Number(row.products) }));
+  }
+
   async findBySkus(skus: readonly string[]): Promise<StoredProduct[]> {
     if (skus.length === 0) return [];
     const rows = await this.db.query<StoredRow>(`SELECT ${STORED_COLUMNS} FROM products WHERE sku = ANY($1::text[])`, [

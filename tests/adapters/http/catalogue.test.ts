@@ -328,3 +328,20 @@ describe("POST /products/search: hybrid mode", () => {
     }
   });
 });
+
+describe("GET /products/categories", () => {
+  test("lists every category with its number of products, most first; it takes the token", async () => {
+    const h = await createHarness();
+    for (const product of [LAPTOP, MOUSE, CHAIR, { ...MOUSE, name: "Teclado" }]) await create(h, product);
+    const response = await h.call("GET", "/products/categories", { token: h.token });
+    expect(response.status).toBe(200);
+    expect(response.json).toEqual({
+      categories: [
+        { name: "periféricos", products: 2 },
+        { name: "informática", products: 1 },
+        { name: "muebles", products: 1 },
+      ],
+    });
+    expect((await h.call("GET", "/products/categories")).status).toBe(401);
+  });
+});
