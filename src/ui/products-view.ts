@@ -156,11 +156,15 @@ export class ProductsView {
       h(
         "td",
         { className: "cell-name", attrs: { "data-label": "Nombre" } },
-        h("span", { className: "product-name", text: product.name }),
-        h("span", { className: "product-description", text: product.description }),
+        h(
+          "div",
+          {},
+          h("span", { className: "product-name", text: product.name }),
+          h("span", { className: "product-description", text: product.description }),
+        ),
       ),
       h("td", { text: product.category, attrs: { "data-label": "Categoría" } }),
-      h("td", { text: product.sku ?? "—", attrs: { "data-label": "SKU" } }),
+      h("td", { className: "cell-sku", text: product.sku ?? "—", attrs: { "data-label": "SKU" } }),
       h("td", { className: "row-actions" }, edit, remove),
     );
   }

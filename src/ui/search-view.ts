@@ -228,7 +228,8 @@ export class SearchView {
   private finish(done: DoneEvent): void {
     const { text, label } = splitLabel(done.recommendation, done);
     this.write(text, done.cited_ids);
-    this.label.textContent = label ? `Escrita por ${label}` : "";
+    // Two pieces that wrap as wholes: on a phone the writer goes under "Escrita por", not cut at a hyphen.
+    this.label.replaceChildren(...(label ? [h("span", { text: "Escrita por " }), h("span", { text: label })] : []));
     this.label.hidden = label === null;
     this.text.setAttribute("aria-busy", "false");
     say(this.state, "");

@@ -165,7 +165,7 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
    * form; checking a password costs about a second on 2 busy cores).
    */
   async function openPage({ loggedIn = false, viewport = { width: 1280, height: 800 } } = {}): Promise<Page> {
-    const context = await browser.newContext({ viewport });
+    const context = await browser.newContext({ viewport, locale: "es-ES" });
     if (loggedIn) {
       const session = JSON.stringify({ token: adminToken, username: ADMIN.username });
       await context.addInitScript({
