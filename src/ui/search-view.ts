@@ -27,6 +27,8 @@ export interface Category {
 const weight = new Intl.NumberFormat("es", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
 const formatWeight = (value: number) => weight.format(value);
 
+const EMPTY_CATALOGUE = " El catálogo está vacío: añade productos en «Productos» o carga un archivo en «Importar».";
+
 type DoneEvent = Writer & { recommendation: string; cited_ids: number[] };
 
 export class SearchView {
@@ -48,6 +50,8 @@ export class SearchView {
   /** The search under way, aborted by the next one. */
   private running: AbortController | undefined;
   private written = "";
+  /** The catalogue has no products (as of the last categories read): an empty search says where to add some. */
+  private catalogueEmpty = false;
   private readonly hits = new Map<number, { hit: Hit; item: HTMLLIElement }>();
 
   constructor(private readonly api: Api) {
@@ -80,6 +84,7 @@ export class SearchView {
 
   /** The categories to filter by, keeping those already ticked. */
   setCategories(categories: readonly Category[]): void {
+    this.catalogueEmpty = categories.length === 0;
     const ticked = new Set(this.checkedCategories());
     this.categoryList.replaceChildren(
       ...categories.map((category, i) => {
@@ -174,7 +179,7 @@ export class SearchView {
     say(
       this.status,
       hits.length === 0
-        ? `Ningún producto para «${query}».`
+        ? `Ningún producto para «${query}».${this.catalogueEmpty ? EMPTY_CATALOGUE : ""}`
         : `${formatCount(hits.length)} ${hits.length === 1 ? "producto" : "productos"} para «${query}».`,
     );
     this.label.hidden = true;

@@ -143,8 +143,6 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     base = `http://127.0.0.1:${server.server?.port}`;
     const login = await fetch(`${base}/auth/login`, { method: "POST", body: new URLSearchParams(ADMIN) });
     adminToken = ((await login.json()) as { access_token: string }).access_token;
-    const imported = await api("POST", "/products/bulk", CATALOGUE);
-    expect(imported.json.counts.created).toBe(CATALOGUE.length);
     browser = await launchChromium();
   });
 
@@ -159,12 +157,22 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     for (const url of requested) expect(url).not.toContain(adminToken.split(".")[0] as string);
   });
 
+  let seeded = false;
+  /** The sample catalogue, imported once (the first test sees the catalogue empty). */
+  async function seedCatalogue(): Promise<void> {
+    if (seeded) return;
+    seeded = true;
+    const imported = await api("POST", "/products/bulk", CATALOGUE);
+    expect(imported.json.counts.created).toBe(CATALOGUE.length);
+  }
+
   /**
    * A new tab (its own sessionStorage) on /ui, sized like a desktop unless told. `loggedIn`: with
    * the admin's session already in the tab, as after a login (the first test logs in through the
    * form; checking a password costs about a second on 2 busy cores).
    */
-  async function openPage({ loggedIn = false, viewport = { width: 1280, height: 800 } } = {}): Promise<Page> {
+  async function openPage({ loggedIn = false, viewport = { width: 1280, height: 800 }, catalogue = true } = {}) {
+    if (catalogue) await seedCatalogue();
     const context = await browser.newContext({ viewport, locale: "es-ES" });
     if (loggedIn) {
       const session = JSON.stringify({ token: adminToken, username: ADMIN.username });
@@ -200,8 +208,8 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
   const progressOf = (page: Page) =>
     Promise.all(["value", "max"].map((name) => page.locator("#import-bar").getAttribute(name)));
 
-  test("logs in, keeps the token in the tab's session storage only, and asks again when it stops working", async () => {
-    const page = await openPage();
+  test("logs in (an empty catalogue says so), keeps the token in the tab's session storage only, asks again when it stops working", async () => {
+    const page = await openPage({ catalogue: false });
     expect(await page.title()).toBe("Iniciar sesión · sku-search");
     expect(await page.getByLabel("Usuario").inputValue()).toBe("admin");
     await page.getByLabel("Contraseña").fill("no-es-esta");
@@ -211,6 +219,14 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     await logIn(page);
     expect(await activeId(page)).toBe("search-query");
     expect(await text(page, "#session-user")).toBe("admin");
+    // An empty catalogue: the search says where products come from.
+    await page.getByLabel("¿Qué buscas?").fill("café");
+    await page.getByLabel("¿Qué buscas?").press("Enter");
+    await page.locator("#search-status", { hasText: "Ningún producto para «café»." }).waitFor();
+    expect(await text(page, "#search-status")).toContain("El catálogo está vacío");
+    expect(await text(page, "#recommendation-text")).toBe(
+      "No hemos encontrado ningún producto en el catálogo que corresponda a su búsqueda.",
+    );
     const session = await storedSession(page);
     expect(session).toEqual({ token: expect.stringMatching(/^ey/), username: "admin" });
     expect(page.url()).toBe(`${base}/ui`);
