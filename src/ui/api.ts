@@ -22,7 +22,7 @@ export interface Session {
 }
 
 /** Where the session is kept in sessionStorage. */
-export const SESSION_KEY = "sku-search.session";
+const SESSION_KEY = "sku-search.session";
 
 /** What the page says when the service is unreachable. */
 const UNREACHABLE = "No se ha podido contactar con el servicio. Comprueba la conexión y vuelve a intentarlo.";
@@ -115,7 +115,7 @@ async function send(path: string, init: RequestInit): Promise<Response> {
 }
 
 /** The ApiError of an answer other than 2xx: its `detail`, or a Spanish line naming its status. */
-export async function errorOf(response: Response): Promise<ApiError> {
+async function errorOf(response: Response): Promise<ApiError> {
   let detail = `El servicio ha respondido ${response.status}.`;
   try {
     const body = (await response.json()) as { detail?: unknown };

@@ -4,7 +4,7 @@ import { byId, formatCount, h, isAbort, messageOf, say } from "./dom.ts";
 import { type BulkReport, type ImportProgress, importItems, readImportFile } from "./import-file.ts";
 
 /** Products per POST /products/bulk (halved when the service finds a batch too large). */
-export const IMPORT_BATCH_SIZE = 100;
+const IMPORT_BATCH_SIZE = 100;
 
 /** Failures listed on the page; the rest are counted. */
 const MAX_FAILURES_SHOWN = 200;

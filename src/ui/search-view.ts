@@ -9,7 +9,7 @@ import { byId, formatCount, formatScore, h, isAbort, messageOf, say } from "./do
 import { serverEvents } from "./event-stream.ts";
 import { citedIds, segmentsOf, splitLabel, type Writer } from "./recommendation.ts";
 
-export interface Hit {
+interface Hit {
   id: number;
   name: string;
   description: string;
