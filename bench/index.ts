@@ -1,0 +1,858 @@
+/**
+ * Which approximate vector index search should use, from when, with which settings: measured on
+ * PostgreSQL + pgvector and on PGlite, at several catalogue sizes and dimensions.
+ *
+ * For every engine × dimension × size (the rows are loaded with binary COPY, then VACUUM ANALYZE):
+ * 1. ground truth: the exact top 10 (`ORDER BY embedding <=> q, id` on `vector`, no ANN index yet)
+ *    of every unfiltered and filtered query;
+ * 2. today's exact search (PostgresProductRepository.searchByVector) and the exact scan of the
+ *    filtered rows (btree on category; at ≥ 512 dims through the in-row half-precision copy);
+ * 3. HNSW on the vector (`vector_cosine_ops` up to 2,000 dims, else the halfvec expression): build
+ *    time and size, then recall@10 / p50 / p95 at several hnsw.ef_search and candidate depths,
+ *    the candidates always re-ranked by the exact cosine of the full vectors;
+ * 4. filtered queries (categories of ~0.1 %, 0.5 %, 5 %, 30 % of the rows; queries near the
+ *    category and far from it): iterative index scan (relaxed_order, max_scan_tuples) against the
+ *    exact filtered scan and against the planner's own choice, with the count of short answers;
+ * 5. planner behaviour through the app's query paths (postgres.js `unsafe(..., { prepare: true })`,
+ *    PGlite `query`): whether the index is used, by scenario;
+ * 6. binary quantization (`binary_quantize(embedding)::bit(D)`, bit_hamming_ops) + exact re-rank;
+ * 7. write rates with the indexes present and absent: single-row INSERTs (the app's add path, vector
+ *    as text) and binary COPY; those rows belong to the next size.
+ *
+ * Run by hand, one engine / dimension / size list at a time if you like:
+ *   bun bench/index.ts [--engines pg,pglite] [--dims 384,3072] [--pg-sizes 1000,5000,12430,50000,100000]
+ *     [--pglite-sizes 1000,5000,12430] [--queries 100] [--filtered-queries 20]
+ *     [--database-url postgres://postgres@127.0.0.1:55432/sku_indexbench] [--skip bq,inserts,planner,filtered]
+ * The server database must exist with the vector extension available; the bench works in its own
+ * schema `bench_index`, dropped before and after. PGlite runs in memory.
+ */
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { parseArgs } from "node:util";
+import { PGlite } from "@electric-sql/pglite";
+import { vector } from "@electric-sql/pglite-pgvector";
+import postgres from "postgres";
+import { PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
+import { HALF_PRECISION_COPY_FROM_DIMENSION, prepareDatabase, vectorParam } from "../src/adapters/postgres/schema.ts";
+import { connectPostgres, insideTransaction, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
+import { DEFAULT_PRODUCTS_FILE, loadCatalogue, SyntheticSpace, seedOf } from "./vectors.ts";
+
+const { values: args } = parseArgs({
+  options: {
+    engines: { type: "string", default: "pg,pglite" },
+    dims: { type: "string", default: "384,3072" },
+    "pg-sizes": { type: "string", default: "1000,5000,12430,50000,100000" },
+    "pglite-sizes": { type: "string", default: "1000,5000,12430" },
+    queries: { type: "string", default: "100" },
+    "filtered-queries": { type: "string", default: "20" },
+    warmup: { type: "string", default: "10" },
+    "database-url": { type: "string", default: "postgres://postgres@127.0.0.1:55432/sku_indexbench" },
+    skip: { type: "string", default: "" },
+    products: { type: "string", default: DEFAULT_PRODUCTS_FILE },
+  },
+});
+
+const positiveInts = (text: string) =>
+  text
+    .split(",")
+    .filter((part) => part.trim() !== "")
+    .map((part) => {
+      const n = Number(part.trim().replaceAll("_", ""));
+      if (!Number.isInteger(n) || n < 1) throw new Error(`not a positive integer: "${part}"`);
+      return n;
+    });
+const sizesOf = (text: string) => [...new Set(positiveInts(text))].sort((a, b) => a - b);
+const ENGINES = args.engines.split(",").map((e) => e.trim());
+const DIMS = positiveInts(args.dims);
+const [QUERIES = 100] = positiveInts(args.queries);
+const [FILTERED_QUERIES = 20] = positiveInts(args["filtered-queries"]);
+const [WARMUP = 10] = positiveInts(args.warmup);
+const SKIP = new Set(args.skip.split(",").map((s) => s.trim()));
+const LIMIT = 10;
+const SCHEMA = "bench_index";
+
+/** Rows per COPY chunk handed to the engine. */
+const COPY_CHUNK = 2_000;
+/** Rows written one INSERT at a time (the app's add path) and by one COPY, per index condition. */
+const SINGLE_INSERTS = 100;
+const COPY_INSERTS = 500;
+
+/** HNSW candidate stage: [hnsw.ef_search, candidates re-ranked exactly]. */
+const HNSW_CONFIGS: readonly [number, number][] = [
+  [40, 10],
+  [40, 40],
+  [100, 40],
+  [200, 40],
+  [400, 40],
+];
+/** Binary quantization: [hnsw.ef_search, candidates re-ranked exactly]. */
+const BQ_CONFIGS: readonly [number, number][] = [
+  [100, 40],
+  [100, 100],
+  [200, 200],
+  [400, 400],
+  [1000, 1000],
+];
+/** Iterative scans for filters: [hnsw.ef_search, hnsw.max_scan_tuples]; candidates 40. */
+const ITERATIVE_CONFIGS: readonly [number, number][] = [
+  [40, 20_000],
+  [100, 20_000],
+  [200, 20_000],
+  [100, 100_000],
+];
+const FILTER_CANDIDATES = 40;
+
+/** Category filters by size: ~0.1 %, ~0.5 %, ~5 %, ~30 % of the catalogue (a list for the last). */
+const FILTERS: readonly string[][] = [
+  ["Pet Supplies"],
+  ["Cameras & Accessories"],
+  ["Kitchen & Dining"],
+  ["Clothing", "Footwear"],
+];
+
+const catalogue = loadCatalogue(args.products);
+
+// ---------------------------------------------------------------------------------------------
+// Engines: the app's query path (SqlClient) plus binary COPY for loading
+
+interface Engine {
+  name: "PostgreSQL" | "PGlite";
+  /** The app's query path: postgres.js `unsafe(text, params, { prepare: true })`, or PGlite `query`. */
+  client: SqlClient;
+  /** Binary COPY of (name, description, category, embedding) rows, header and trailer included. */
+  copy(chunks: readonly Uint8Array[]): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function openPostgres(url: string): Promise<Engine> {
+  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+  await admin.unsafe(`CREATE SCHEMA ${SCHEMA}`);
+  await admin.unsafe("CREATE EXTENSION IF NOT EXISTS vector");
+  const inSchema = new URL(url);
+  inSchema.searchParams.set("search_path", `${SCHEMA},public`);
+  // One connection: session settings and prepared statements stay on it, as on one pooled connection.
+  const client = connectPostgres(inSchema.href, { maxConnections: 1 });
+  const loader = postgres(inSchema.href, { max: 1, onnotice: () => {} });
+  return {
+    name: "PostgreSQL",
+    client,
+    async copy(chunks) {
+      const writable =
+        await loader`COPY products (name, description, category, embedding) FROM STDIN WITH (FORMAT binary)`.writable();
+      await pipeline(Readable.from(chunks), writable);
+    },
+    async close() {
+      await client.close();
+      await loader.end();
+      await admin.unsafe(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+      await admin.end();
+    },
+  };
+}
+
+/**
+ * PGlite in memory, opened as openPglite (src/adapters/pglite/pglite-client.ts) does, but kept at
+ * hand: binary COPY needs the instance (`/dev/blob`). Queries go through `db.query` as in the app.
+ */
+async function openPgliteEngine(): Promise<Engine> {
+  const db = await PGlite.create({ extensions: { vector } });
+  const executor = (run: (text: string, params: unknown[]) => Promise<{ rows: unknown[] }>) => ({
+    async query<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
+      return (await run(text, [...params])).rows as T[];
+    },
+  });
+  const client: SqlClient = {
+    ...executor((text, params) => db.query(text, params)),
+    transaction: (fn) =>
+      db.transaction((tx) =>
+        fn(
+          insideTransaction({
+            ...executor((text, params) => tx.query(text, params)),
+            transaction: () => Promise.reject(new Error("no nested transactions in this bench")),
+          }),
+        ),
+      ),
+    close: () => db.close(),
+  };
+  return {
+    name: "PGlite",
+    client,
+    async copy(chunks) {
+      await db.query(
+        "COPY products (name, description, category, embedding) FROM '/dev/blob' WITH (FORMAT binary)",
+        [],
+        {
+          blob: new Blob(chunks as Uint8Array<ArrayBuffer>[]),
+        },
+      );
+    },
+    close: () => db.close(),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Binary COPY rows
+
+const COPY_HEADER = Buffer.concat([Buffer.from("PGCOPY\n\xff\r\n\0", "latin1"), Buffer.alloc(8)]);
+const COPY_TRAILER = Buffer.from([0xff, 0xff]);
+
+/** Rows [from, to) of the synthetic catalogue in binary COPY tuple format (no header, no trailer). */
+function copyTuples(space: SyntheticSpace, from: number, to: number): Buffer {
+  const parts: Buffer[] = [];
+  for (let row = from; row < to; row++) {
+    const product = space.text(row);
+    const texts = [product.name, product.description, product.category].map((t) => Buffer.from(t, "utf8"));
+    const v = space.product(row);
+    const size = 2 + texts.reduce((sum, t) => sum + 4 + t.length, 0) + 4 + 4 + 4 * v.length;
+    const buf = Buffer.allocUnsafe(size);
+    let at = buf.writeInt16BE(4, 0);
+    for (const t of texts) {
+      at = buf.writeInt32BE(t.length, at);
+      at += t.copy(buf, at);
+    }
+    // pgvector's binary form: int16 dimensions, int16 unused, then float4 components.
+    at = buf.writeInt32BE(4 + 4 * v.length, at);
+    at = buf.writeInt16BE(v.length, at);
+    at = buf.writeInt16BE(0, at);
+    for (const x of v) at = buf.writeFloatBE(x, at);
+    parts.push(buf);
+  }
+  return Buffer.concat(parts);
+}
+
+/** Loads rows [from, to) by binary COPY; returns rows per second in the database (not making them). */
+async function copyRows(engine: Engine, space: SyntheticSpace, from: number, to: number): Promise<number> {
+  let seconds = 0;
+  for (let start = from; start < to; start += COPY_CHUNK * 5) {
+    const end = Math.min(to, start + COPY_CHUNK * 5);
+    const chunks: Uint8Array[] = [COPY_HEADER];
+    for (let s = start; s < end; s += COPY_CHUNK) chunks.push(copyTuples(space, s, Math.min(end, s + COPY_CHUNK)));
+    chunks.push(COPY_TRAILER);
+    const started = performance.now();
+    await engine.copy(chunks);
+    seconds += (performance.now() - started) / 1000;
+  }
+  return (to - from) / seconds;
+}
+
+/** The app's add path: one INSERT per product, its vector as text. Rows per second. */
+async function insertRows(engine: Engine, space: SyntheticSpace, from: number, to: number): Promise<number> {
+  const params = Array.from({ length: to - from }, (_, i) => {
+    const p = space.text(from + i);
+    return [p.name, p.description, p.category, vectorParam(space.product(from + i))];
+  });
+  const started = performance.now();
+  for (const row of params) {
+    await engine.client.query(
+      "INSERT INTO products (name, description, category, embedding) VALUES ($1, $2, $3, $4::vector) RETURNING id",
+      row,
+    );
+  }
+  return (to - from) / ((performance.now() - started) / 1000);
+}
+
+// ---------------------------------------------------------------------------------------------
+// SQL forms
+
+type IndexKind = "hnsw" | "bq";
+
+/** The ORDER BY expression of the candidate stage: exactly the indexed expression, as the planner needs. */
+function annOrder(kind: IndexKind, d: number): string {
+  if (kind === "bq") return `binary_quantize(embedding)::bit(${d}) <~> binary_quantize($1::vector)`;
+  return d <= 2000 ? "embedding <=> $1::vector" : `embedding::halfvec(${d}) <=> $1::halfvec(${d})`;
+}
+
+function annIndexDdl(kind: IndexKind, d: number): string {
+  const on =
+    kind === "bq"
+      ? `(binary_quantize(embedding)::bit(${d})) bit_hamming_ops`
+      : d <= 2000
+        ? "embedding vector_cosine_ops"
+        : `(embedding::halfvec(${d})) halfvec_cosine_ops`;
+  return `CREATE INDEX products_${kind} ON products USING hnsw (${on}) WITH (m = 16, ef_construction = 64)`;
+}
+
+/**
+ * The category filter of the candidate stage. "plain" lets the planner choose (the btree on
+ * category, or the ANN index with an iterative scan); "ann" hides the filter from the btree
+ * (`category || ''`), so the only ordered path left is the ANN index (enable_bitmapscan and
+ * enable_indexscan alone cannot say "this index, not that one").
+ */
+const FILTER_WHERE = {
+  none: "",
+  plain: "WHERE category = ANY($3::text[])",
+  ann: "WHERE category || '' = ANY($3::text[])",
+} as const;
+const COLUMNS = "id, name, description, category";
+
+/** Candidates from the index ($2 of them), re-ranked by the exact cosine of the full vectors. */
+function annQuery(kind: IndexKind, d: number, filter: keyof typeof FILTER_WHERE = "none"): string {
+  return `SELECT ${COLUMNS}, embedding <=> $1::vector AS distance
+    FROM (SELECT ${COLUMNS}, embedding FROM products ${FILTER_WHERE[filter]}
+          ORDER BY ${annOrder(kind, d)} LIMIT $2) AS candidates
+    ORDER BY distance, id LIMIT ${LIMIT}`;
+}
+
+/** Exact top 10, the ground truth (run before any ANN index exists). */
+function truthQuery(filtered: boolean): string {
+  return `SELECT id, embedding <=> $1::vector AS distance FROM products ${filtered ? "WHERE category = ANY($2::text[])" : ""}
+    ORDER BY distance, id LIMIT ${LIMIT}`;
+}
+
+/**
+ * Exact scan of the filtered rows only (the btree on category finds them). OFFSET 0 keeps the
+ * planner from ordering through an ANN index on `embedding`; at ≥ 512 dims the in-row half copy
+ * picks 40 candidates, re-ranked exactly, as today's unfiltered search does.
+ */
+function exactFilteredQuery(d: number): string {
+  if (d >= HALF_PRECISION_COPY_FROM_DIMENSION) {
+    return `SELECT ${COLUMNS}, embedding <=> $1::vector AS distance
+      FROM (SELECT ${COLUMNS}, embedding FROM products WHERE category = ANY($2::text[])
+            ORDER BY embedding_half <=> $1::vector::halfvec, id LIMIT ${FILTER_CANDIDATES}) AS candidates
+      ORDER BY distance, id LIMIT ${LIMIT}`;
+  }
+  return `SELECT ${COLUMNS}, embedding <=> $1::vector AS distance
+    FROM (SELECT ${COLUMNS}, embedding FROM products WHERE category = ANY($2::text[]) OFFSET 0) AS filtered
+    ORDER BY distance, id LIMIT ${LIMIT}`;
+}
+
+/** Today's exact unfiltered query, as PostgresProductRepository writes it (for EXPLAIN). */
+function todaysExactQuery(d: number): string {
+  return d >= HALF_PRECISION_COPY_FROM_DIMENSION
+    ? `SELECT ${COLUMNS}, embedding <=> $1::vector AS distance FROM (SELECT ${COLUMNS}, embedding FROM products
+         ORDER BY embedding_half <=> $1::vector::halfvec, id LIMIT 40) AS candidates ORDER BY distance, id LIMIT $2`
+    : `SELECT ${COLUMNS}, embedding <=> $1::vector AS distance FROM products ORDER BY distance, id LIMIT $2`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Measuring
+
+interface Hit {
+  id: number | string;
+  distance: number;
+}
+
+const percentile = (sorted: readonly number[], p: number) =>
+  sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] as number;
+const mb = (bytes: number | string) => Number(bytes) / 1024 / 1024;
+const fmt = (ms: number) => (ms < 10 ? ms.toFixed(2) : ms.toFixed(1));
+
+interface Timing {
+  p50: number;
+  p95: number;
+  recall: number;
+  /** Answers with fewer rows than the truth has (min(10, matching rows)). */
+  short: number;
+}
+
+/** Runs `search` on every query after `WARMUP` warm-up calls; recall against `truth`. */
+async function measure(
+  queries: readonly number[][],
+  truth: readonly number[][],
+  search: (q: number[], i: number) => Promise<readonly { id: number | string }[]>,
+  warmup = WARMUP,
+): Promise<Timing> {
+  for (let i = 0; i < Math.min(warmup, queries.length); i++) await search(queries[i] as number[], i);
+  const latencies: number[] = [];
+  let recall = 0;
+  let short = 0;
+  for (const [i, q] of queries.entries()) {
+    const started = performance.now();
+    const hits = await search(q, i);
+    latencies.push(performance.now() - started);
+    const expected = truth[i] as number[];
+    const got = new Set(hits.map((h) => Number(h.id)));
+    recall += expected.length === 0 ? 1 : expected.filter((id) => got.has(id)).length / expected.length;
+    if (hits.length < expected.length) short++;
+  }
+  latencies.sort((a, b) => a - b);
+  return { p50: percentile(latencies, 0.5), p95: percentile(latencies, 0.95), recall: recall / queries.length, short };
+}
+
+async function setAll(client: SqlClient, settings: Record<string, string>): Promise<void> {
+  for (const [name, value] of Object.entries(settings)) {
+    await client.query("SELECT set_config($1, $2, false)", [name, value]);
+  }
+}
+const TUNABLES = [
+  "hnsw.ef_search",
+  "hnsw.iterative_scan",
+  "hnsw.max_scan_tuples",
+  "enable_seqscan",
+  "enable_bitmapscan",
+  "plan_cache_mode",
+];
+async function resetAll(engine: Engine): Promise<void> {
+  for (const name of TUNABLES) await engine.client.query(`RESET ${name}`);
+  if (engine.name === "PostgreSQL") await engine.client.query("RESET jit");
+}
+/** What the candidate stage runs with: the index, never a sequential scan that casts every row. */
+const ANN_SETTINGS = (engine: Engine): Record<string, string> =>
+  engine.name === "PostgreSQL" ? { enable_seqscan: "off", jit: "off" } : { enable_seqscan: "off" };
+
+/** Plan nodes of EXPLAIN (FORMAT JSON), as "Node Type[index]" joined by " > ". */
+async function planOf(client: SqlClient, text: string, params: readonly unknown[]): Promise<string> {
+  const [row] = await client.query<Record<string, unknown>>(`EXPLAIN (FORMAT JSON) ${text}`, params);
+  const raw = row ? Object.values(row)[0] : undefined;
+  const parsed = (typeof raw === "string" ? JSON.parse(raw) : raw) as { Plan: PlanNode }[];
+  const nodes: string[] = [];
+  const walk = (node: PlanNode) => {
+    if (!["Limit", "Subquery Scan", "Result"].includes(node["Node Type"])) {
+      nodes.push(node["Index Name"] ? `${node["Node Type"]}(${node["Index Name"]})` : node["Node Type"]);
+    }
+    for (const child of node.Plans ?? []) walk(child);
+  };
+  if (parsed[0]) walk(parsed[0].Plan);
+  return nodes.join(" > ");
+}
+interface PlanNode {
+  "Node Type": string;
+  "Index Name"?: string;
+  Plans?: PlanNode[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results
+
+interface UnfilteredRow {
+  engine: string;
+  dims: number;
+  n: number;
+  method: string;
+  build: string;
+  timing: Timing;
+  plan: string;
+}
+interface FilteredRow {
+  engine: string;
+  dims: number;
+  n: number;
+  filter: string;
+  matches: number;
+  where: "near" | "far";
+  plan: string;
+  timing: Timing;
+  used: string;
+}
+interface WriteRow {
+  engine: string;
+  dims: number;
+  n: number;
+  indexes: string;
+  single: number;
+  copy: number;
+}
+const unfilteredRows: UnfilteredRow[] = [];
+const filteredRows: FilteredRow[] = [];
+const writeRows: WriteRow[] = [];
+const loadRows: string[] = [];
+const plannerLines: string[] = [];
+
+function logUnfiltered(row: UnfilteredRow): void {
+  unfilteredRows.push(row);
+  const t = row.timing;
+  console.log(
+    `  ${row.method.padEnd(34)} recall ${t.recall.toFixed(3)}  p50 ${fmt(t.p50)} ms  p95 ${fmt(t.p95)} ms` +
+      `${t.short ? `  short ${t.short}` : ""}  [${row.plan}]${row.build ? `  ${row.build}` : ""}`,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// One engine × dimension: every size
+
+interface FilterCase {
+  categories: string[];
+  where: "near" | "far";
+  queries: number[][];
+}
+
+function filterCases(space: SyntheticSpace): FilterCase[] {
+  const cases: FilterCase[] = [];
+  for (const categories of FILTERS) {
+    const inside = new Set(categories);
+    const rows = catalogue.map((p, row) => ({ row, inside: inside.has(p.category) }));
+    for (const where of ["near", "far"] as const) {
+      const pool = rows.filter((r) => r.inside === (where === "near")).map((r) => r.row);
+      const queries = Array.from({ length: FILTERED_QUERIES }, (_, j) => {
+        const label = `filtered:${space.dimension}:${where}:${categories.join("|")}:${j}`;
+        return space.queryNear(pool[seedOf(label) % pool.length] as number, label);
+      });
+      cases.push({ categories, where, queries });
+    }
+  }
+  return cases;
+}
+
+async function benchEngine(open: () => Promise<Engine>, dimension: number, sizes: readonly number[]): Promise<void> {
+  const engine = await open();
+  const { client } = engine;
+  const space = new SyntheticSpace(catalogue, dimension);
+  const queries = Array.from({ length: QUERIES }, (_, i) => space.query(i));
+  const cases = filterCases(space);
+  const repository = new PostgresProductRepository(client, dimension);
+  try {
+    await prepareDatabase(client, { model: "bench", dimension });
+    await client.query("CREATE INDEX products_category ON products (category)");
+    let loaded = 0;
+    for (const n of sizes) {
+      if (n < loaded) continue;
+      console.log(`\n== ${engine.name} ${dimension}d, ${n} products`);
+      const rate = await copyRows(engine, space, loaded, n);
+      loaded = n;
+      const vacuumStarted = performance.now();
+      await client.query("VACUUM ANALYZE products");
+      const [size] = await client.query<{ b: string }>("SELECT pg_total_relation_size('products') AS b");
+      const line = `| ${engine.name} | ${dimension} | ${n} | ${rate.toFixed(0)} | ${((performance.now() - vacuumStarted) / 1000).toFixed(1)} | ${mb(size?.b ?? 0).toFixed(0)} |`;
+      loadRows.push(line);
+      console.log(`  binary COPY ${rate.toFixed(0)} rows/s; table ${mb(size?.b ?? 0).toFixed(0)} MB`);
+      const base = { engine: engine.name, dims: dimension, n };
+
+      // 1. Ground truth, no ANN index present.
+      const truthStarted = performance.now();
+      const truth: number[][] = [];
+      for (const q of queries) {
+        const rows = await client.query<Hit>(truthQuery(false), [vectorParam(q)]);
+        truth.push(rows.map((r) => Number(r.id)));
+      }
+      const filteredTruth: number[][][] = [];
+      const matches: number[] = [];
+      for (const c of cases) {
+        const [count] = await client.query<{ n: string | number }>(
+          "SELECT count(*) AS n FROM products WHERE category = ANY($1::text[])",
+          [c.categories],
+        );
+        matches.push(Number(count?.n ?? 0));
+        const t: number[][] = [];
+        for (const q of c.queries) {
+          const rows = await client.query<Hit>(truthQuery(true), [vectorParam(q), c.categories]);
+          t.push(rows.map((r) => Number(r.id)));
+        }
+        filteredTruth.push(t);
+      }
+      console.log(`  ground truth: ${((performance.now() - truthStarted) / 1000).toFixed(0)} s`);
+
+      // 2. Today's exact search; the exact filtered scan.
+      logUnfiltered({
+        ...base,
+        method: "exact (today)",
+        build: "",
+        plan: await planOf(client, todaysExactQuery(dimension), [vectorParam(queries[0] as number[]), LIMIT]),
+        timing: await measure(queries, truth, (q) => repository.searchByVector(q, LIMIT)),
+      });
+      if (engine.name === "PostgreSQL" && n >= 50_000) {
+        await setAll(client, { jit: "off" });
+        logUnfiltered({
+          ...base,
+          method: "exact (today), jit off",
+          build: "",
+          plan: "",
+          timing: await measure(queries, truth, (q) => repository.searchByVector(q, LIMIT)),
+        });
+        await resetAll(engine);
+      }
+      if (!SKIP.has("filtered")) {
+        for (const [k, c] of cases.entries()) {
+          const text = exactFilteredQuery(dimension);
+          const timing = await measure(
+            c.queries,
+            filteredTruth[k] as number[][],
+            (q) => client.query<Hit>(text, [vectorParam(q), c.categories]),
+            3,
+          );
+          const plan = await planOf(client, text, [vectorParam(c.queries[0] as number[]), c.categories]);
+          filteredRows.push({
+            ...base,
+            filter: c.categories.join("+"),
+            matches: matches[k] as number,
+            where: c.where,
+            plan: "exact filtered (btree)",
+            timing,
+            used: plan,
+          });
+          console.log(
+            `  filter ${c.categories.join("+")} (${matches[k]} rows, ${c.where}) exact: recall ${timing.recall.toFixed(3)} p50 ${fmt(timing.p50)} p95 ${fmt(timing.p95)} ms [${plan}]`,
+          );
+        }
+        const countTiming = await measure(
+          cases.map((c) => c.queries[0] as number[]),
+          cases.map(() => []),
+          async (_q, i) => {
+            await client.query("SELECT count(*) FROM products WHERE category = ANY($1::text[])", [
+              (cases[i] as FilterCase).categories,
+            ]);
+            return [];
+          },
+          2,
+        );
+        console.log(
+          `  count(*) of the filtered rows: p50 ${fmt(countTiming.p50)} ms, max p95 ${fmt(countTiming.p95)} ms`,
+        );
+      }
+
+      // 3. HNSW on the vector (halfvec expression past 2,000 dims).
+      const hnswBuild = await buildIndex(engine, "hnsw", dimension);
+      console.log(`  HNSW ${hnswBuild}`);
+      for (const [ef, k] of HNSW_CONFIGS) {
+        await setAll(client, { ...ANN_SETTINGS(engine), "hnsw.ef_search": String(ef) });
+        const text = annQuery("hnsw", dimension);
+        logUnfiltered({
+          ...base,
+          method: `HNSW ef_search ${ef}, re-rank ${k}`,
+          build: ef === HNSW_CONFIGS[0]?.[0] && k === HNSW_CONFIGS[0]?.[1] ? hnswBuild : "",
+          plan: await planOf(client, text, [vectorParam(queries[0] as number[]), k]),
+          timing: await measure(queries, truth, (q) => client.query<Hit>(text, [vectorParam(q), k])),
+        });
+      }
+      await resetAll(engine);
+      // The same through a transaction with SET LOCAL, as a per-request setting would be sent.
+      {
+        const text = annQuery("hnsw", dimension);
+        // All settings in one statement: BEGIN, one set_config row, the query, COMMIT.
+        const locals = Object.entries({ ...ANN_SETTINGS(engine), "hnsw.ef_search": "100" });
+        const setLocal = `SELECT ${locals.map((_, i) => `set_config($${2 * i + 1}, $${2 * i + 2}, true)`).join(", ")}`;
+        logUnfiltered({
+          ...base,
+          method: "HNSW ef 100, re-rank 40, SET LOCAL in tx",
+          build: "",
+          plan: "",
+          timing: await measure(queries, truth, (q) =>
+            client.transaction(async (tx) => {
+              await tx.query(setLocal, locals.flat());
+              return tx.query<Hit>(text, [vectorParam(q), 40]);
+            }),
+          ),
+        });
+      }
+
+      if (!SKIP.has("filtered")) await benchFiltered(engine, dimension, base, cases, filteredTruth, matches);
+      if (!SKIP.has("planner")) await benchPlanner(engine, dimension, n, queries, truth);
+
+      // 6. Binary quantization + exact re-rank (the HNSW index stays: it cannot serve these queries).
+      if (!SKIP.has("bq")) {
+        const bqBuild = await buildIndex(engine, "bq", dimension);
+        console.log(`  BQ ${bqBuild}`);
+        for (const [ef, k] of BQ_CONFIGS) {
+          await setAll(client, { ...ANN_SETTINGS(engine), "hnsw.ef_search": String(ef) });
+          const text = annQuery("bq", dimension);
+          logUnfiltered({
+            ...base,
+            method: `BQ ef_search ${ef}, re-rank ${k}`,
+            build: ef === BQ_CONFIGS[0]?.[0] && k === BQ_CONFIGS[0]?.[1] ? bqBuild : "",
+            plan: await planOf(client, text, [vectorParam(queries[0] as number[]), k]),
+            timing: await measure(queries, truth, (q) => client.query<Hit>(text, [vectorParam(q), k])),
+          });
+        }
+        await resetAll(engine);
+      }
+
+      // 7. Writes with the indexes present, then absent: rows of the next size.
+      if (!SKIP.has("inserts")) {
+        const conditions = SKIP.has("bq") ? ["hnsw", "none"] : ["hnsw+bq", "hnsw", "none"];
+        for (const indexes of conditions) {
+          if (indexes === "hnsw") await client.query("DROP INDEX IF EXISTS products_bq");
+          if (indexes === "none") await client.query("DROP INDEX IF EXISTS products_hnsw");
+          const single = await insertRows(engine, space, loaded, loaded + SINGLE_INSERTS);
+          loaded += SINGLE_INSERTS;
+          const copy = await copyRows(engine, space, loaded, loaded + COPY_INSERTS);
+          loaded += COPY_INSERTS;
+          writeRows.push({ ...base, indexes, single, copy });
+          console.log(
+            `  writes with ${indexes}: single INSERT ${single.toFixed(0)} rows/s, COPY ${copy.toFixed(0)} rows/s`,
+          );
+        }
+      }
+      await client.query("DROP INDEX IF EXISTS products_bq");
+      await client.query("DROP INDEX IF EXISTS products_hnsw");
+    }
+  } finally {
+    await engine.close();
+  }
+}
+
+/** Builds one ANN index; "12.3 s, 45 MB, maintenance_work_mem X". */
+async function buildIndex(engine: Engine, kind: IndexKind, dimension: number): Promise<string> {
+  const memory = engine.name === "PostgreSQL" ? "2GB" : "512MB";
+  await engine.client.query(`SET maintenance_work_mem = '${memory}'`);
+  const started = performance.now();
+  await engine.client.query(annIndexDdl(kind, dimension));
+  const seconds = (performance.now() - started) / 1000;
+  await engine.client.query("RESET maintenance_work_mem");
+  await engine.client.query(`ANALYZE products`);
+  const [size] = await engine.client.query<{ b: string }>(`SELECT pg_relation_size('products_${kind}') AS b`);
+  return `build ${seconds.toFixed(1)} s, ${mb(size?.b ?? 0).toFixed(0)} MB`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Filtered queries, with the HNSW index present
+
+async function benchFiltered(
+  engine: Engine,
+  dimension: number,
+  base: { engine: string; dims: number; n: number },
+  cases: readonly FilterCase[],
+  truth: readonly number[][][],
+  matches: readonly number[],
+): Promise<void> {
+  const { client } = engine;
+  const plans: { label: string; text: string; settings: Record<string, string> }[] = ITERATIVE_CONFIGS.map(
+    ([ef, max]) => ({
+      label: `iterative ef ${ef}, max_scan_tuples ${max}`,
+      text: annQuery("hnsw", dimension, "ann"),
+      settings: {
+        ...ANN_SETTINGS(engine),
+        "hnsw.iterative_scan": "relaxed_order",
+        "hnsw.ef_search": String(ef),
+        "hnsw.max_scan_tuples": String(max),
+      },
+    }),
+  );
+  plans.push({
+    label: "planner's choice (iterative ef 100 on)",
+    text: annQuery("hnsw", dimension, "plain"),
+    settings: { "hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100" },
+  });
+  for (const plan of plans) {
+    await resetAll(engine);
+    await setAll(client, plan.settings);
+    for (const [k, c] of cases.entries()) {
+      const params = (q: number[]) => [vectorParam(q), FILTER_CANDIDATES, c.categories];
+      const { text } = plan;
+      const used = await planOf(client, text, params(c.queries[0] as number[]));
+      const timing = await measure(c.queries, truth[k] as number[][], (q) => client.query<Hit>(text, params(q)), 3);
+      filteredRows.push({
+        ...base,
+        filter: c.categories.join("+"),
+        matches: matches[k] as number,
+        where: c.where,
+        plan: plan.label,
+        timing,
+        used,
+      });
+      console.log(
+        `  filter ${c.categories.join("+")} (${matches[k]}, ${c.where}) ${plan.label}: recall ${timing.recall.toFixed(3)} ` +
+          `p50 ${fmt(timing.p50)} p95 ${fmt(timing.p95)} ms short ${timing.short}/${c.queries.length} [${used}]`,
+      );
+    }
+  }
+  await resetAll(engine);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Planner behaviour: does the candidate stage use the index?
+
+/**
+ * Without iterative scans an HNSW scan returns at most hnsw.ef_search rows: asking for ef + 10
+ * tells an index scan (ef rows) from a sequential scan (ef + 10), execution by execution, through
+ * the app's own query path (a prepared statement on postgres.js, reused by its text).
+ */
+async function benchPlanner(
+  engine: Engine,
+  dimension: number,
+  n: number,
+  queries: readonly number[][],
+  truth: readonly number[][],
+): Promise<void> {
+  const { client } = engine;
+  const order = annOrder("hnsw", dimension);
+  const scenarios: { label: string; settings: Record<string, string> }[] = [
+    { label: "defaults", settings: {} },
+    { label: "enable_seqscan off", settings: { enable_seqscan: "off" } },
+  ];
+  if (engine.name === "PostgreSQL") {
+    scenarios.push({ label: "plan_cache_mode force_custom_plan", settings: { plan_cache_mode: "force_custom_plan" } });
+  }
+  const head = `${engine.name} ${dimension}d ${n}`;
+  for (const ef of [40, 400]) {
+    if (n <= ef + 10) continue;
+    for (const scenario of scenarios) {
+      await resetAll(engine);
+      await setAll(engine.client, { ...scenario.settings, "hnsw.ef_search": String(ef) });
+      // A distinct text per scenario: postgres.js reuses a prepared statement by its text.
+      const text = `SELECT id FROM products ORDER BY ${order} LIMIT $2 /* ${scenario.label} ${ef} */`;
+      let pattern = "";
+      for (let i = 0; i < 10; i++) {
+        const rows = await client.query(text, [vectorParam(queries[i] as number[]), ef + 10]);
+        pattern += rows.length === ef ? "I" : rows.length === ef + 10 ? "S" : "?";
+      }
+      const line = `${head}: ef_search ${ef}, ${scenario.label}: ${pattern} (I index, S seq scan; 10 executions)`;
+      plannerLines.push(line);
+      console.log(`  planner ${line}`);
+    }
+  }
+  // hnsw.ef_search set by SET LOCAL in a transaction reaches a reused (possibly generic) plan.
+  await resetAll(engine);
+  if (n > 60) {
+    const text = `SELECT id FROM products ORDER BY ${order} LIMIT $2 /* set local */`;
+    let pattern = "";
+    for (let i = 0; i < 10; i++) {
+      const ef = i % 2 === 0 ? 20 : 40;
+      const rows = await client.transaction(async (tx) => {
+        await tx.query("SELECT set_config('enable_seqscan', 'off', true)");
+        await tx.query("SELECT set_config('hnsw.ef_search', $1, true)", [String(ef)]);
+        return tx.query(text, [vectorParam(queries[i] as number[]), 50]);
+      });
+      pattern += rows.length === ef ? "I" : rows.length === 50 ? "S" : "?";
+    }
+    const line = `${head}: SET LOCAL ef_search 20/40 alternating + SET LOCAL enable_seqscan off in a transaction: ${pattern}`;
+    plannerLines.push(line);
+    console.log(`  planner ${line}`);
+  }
+  // Today's exact query with the ANN index present: does it turn approximate?
+  const exactPlan = await planOf(client, todaysExactQuery(dimension), [vectorParam(queries[0] as number[]), LIMIT]);
+  const repository = new PostgresProductRepository(client, dimension);
+  const exact = await measure(queries, truth, (q) => repository.searchByVector(q, LIMIT));
+  const line =
+    `${head}: today's exact query with the HNSW index present: [${exactPlan}], ` +
+    `recall ${exact.recall.toFixed(3)}, p50 ${fmt(exact.p50)} ms`;
+  plannerLines.push(line);
+  console.log(`  planner ${line}`);
+  await resetAll(engine);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const started = performance.now();
+for (const engineName of ENGINES) {
+  for (const dimension of DIMS) {
+    if (engineName === "pg") {
+      await benchEngine(() => openPostgres(args["database-url"]), dimension, sizesOf(args["pg-sizes"]));
+    } else if (engineName === "pglite") {
+      await benchEngine(openPgliteEngine, dimension, sizesOf(args["pglite-sizes"]));
+    } else {
+      throw new Error(`unknown engine "${engineName}" (pg, pglite)`);
+    }
+  }
+}
+
+console.log(
+  `\n${QUERIES} unfiltered queries (${WARMUP} warm-up), ${FILTERED_QUERIES} per filtered case; limit ${LIMIT};`,
+);
+console.log("latency: client call to rows, one connection, one query at a time; recall@10 against the exact top 10.\n");
+console.log("| engine | dims | products | COPY rows/s | VACUUM ANALYZE s | table MB |\n|---|---:|---:|---:|---:|---:|");
+for (const line of loadRows) console.log(line);
+console.log(
+  "\n| engine | dims | products | method | recall@10 | p50 ms | p95 ms | plan | build |\n|---|---:|---:|---|---:|---:|---:|---|---|",
+);
+for (const r of unfilteredRows) {
+  console.log(
+    `| ${r.engine} | ${r.dims} | ${r.n} | ${r.method} | ${r.timing.recall.toFixed(3)} | ${fmt(r.timing.p50)} | ${fmt(r.timing.p95)} | ${r.plan} | ${r.build} |`,
+  );
+}
+console.log(
+  "\n| engine | dims | products | filter (rows) | query | plan | recall@10 | p50 ms | p95 ms | short | used |\n|---|---:|---:|---|---|---|---:|---:|---:|---:|---|",
+);
+for (const r of filteredRows) {
+  console.log(
+    `| ${r.engine} | ${r.dims} | ${r.n} | ${r.filter} (${r.matches}) | ${r.where} | ${r.plan} | ${r.timing.recall.toFixed(3)} | ${fmt(r.timing.p50)} | ${fmt(r.timing.p95)} | ${r.timing.short}/${FILTERED_QUERIES} | ${r.used} |`,
+  );
+}
+console.log(
+  "\n| engine | dims | products | indexes present | single INSERT rows/s | COPY rows/s |\n|---|---:|---:|---|---:|---:|",
+);
+for (const r of writeRows) {
+  console.log(`| ${r.engine} | ${r.dims} | ${r.n} | ${r.indexes} | ${r.single.toFixed(0)} | ${r.copy.toFixed(0)} |`);
+}
+console.log("\nplanner:");
+for (const line of plannerLines) console.log(`- ${line}`);
+console.log(`\ntotal ${((performance.now() - started) / 1000).toFixed(0)} s`);
