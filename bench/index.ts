@@ -23,9 +23,15 @@
  *   bun bench/index.ts [--engines pg,pglite] [--dims 384,3072] [--pg-sizes 1000,5000,12430,50000,100000]
  *     [--pglite-sizes 1000,5000,12430] [--queries 100] [--filtered-queries 20]
  *     [--database-url postgres://postgres@127.0.0.1:55432/sku_indexbench] [--skip bq,inserts,planner,filtered]
+ *     [--m 16] [--ef-construction 64] [--model-dir models/all-MiniLM-L6-v2]
+ * With --model-dir the rows are the offline model's real embeddings of the catalogue (384 dims, at
+ * most 12,430 rows) instead of the synthetic ones, to check the synthetic recall against real data.
  * The server database must exist with the vector extension available; the bench works in its own
  * schema `bench_index`, dropped before and after. PGlite runs in memory.
  */
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { parseArgs } from "node:util";
@@ -35,7 +41,9 @@ import postgres from "postgres";
 import { PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
 import { HALF_PRECISION_COPY_FROM_DIMENSION, prepareDatabase, vectorParam } from "../src/adapters/postgres/schema.ts";
 import { connectPostgres, insideTransaction, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
-import { DEFAULT_PRODUCTS_FILE, loadCatalogue, SyntheticSpace, seedOf } from "./vectors.ts";
+import { LocalEmbedder } from "../src/adapters/providers/local-embedder.ts";
+import { embeddingText } from "../src/domain/product.ts";
+import { type CatalogueProduct, DEFAULT_PRODUCTS_FILE, loadCatalogue, SyntheticSpace, seedOf } from "./vectors.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -48,6 +56,9 @@ const { values: args } = parseArgs({
     warmup: { type: "string", default: "10" },
     "database-url": { type: "string", default: "postgres://postgres@127.0.0.1:55432/sku_indexbench" },
     skip: { type: "string", default: "" },
+    m: { type: "string", default: "16" },
+    "model-dir": { type: "string" },
+    "ef-construction": { type: "string", default: "64" },
     products: { type: "string", default: DEFAULT_PRODUCTS_FILE },
   },
 });
@@ -67,6 +78,9 @@ const DIMS = positiveInts(args.dims);
 const [QUERIES = 100] = positiveInts(args.queries);
 const [FILTERED_QUERIES = 20] = positiveInts(args["filtered-queries"]);
 const [WARMUP = 10] = positiveInts(args.warmup);
+/** HNSW build parameters (pgvector's defaults). */
+const [HNSW_M = 16] = positiveInts(args.m);
+const [HNSW_EF_CONSTRUCTION = 64] = positiveInts(args["ef-construction"]);
 const SKIP = new Set(args.skip.split(",").map((s) => s.trim()));
 const LIMIT = 10;
 const SCHEMA = "bench_index";
@@ -84,6 +98,7 @@ const HNSW_CONFIGS: readonly [number, number][] = [
   [100, 40],
   [200, 40],
   [400, 40],
+  [800, 40],
 ];
 /** Binary quantization: [hnsw.ef_search, candidates re-ranked exactly]. */
 const BQ_CONFIGS: readonly [number, number][] = [
@@ -93,12 +108,16 @@ const BQ_CONFIGS: readonly [number, number][] = [
   [400, 400],
   [1000, 1000],
 ];
-/** Iterative scans for filters: [hnsw.ef_search, hnsw.max_scan_tuples]; candidates 40. */
-const ITERATIVE_CONFIGS: readonly [number, number][] = [
-  [40, 20_000],
-  [100, 20_000],
-  [200, 20_000],
-  [100, 100_000],
+/**
+ * Iterative scans for filters: hnsw.ef_search, hnsw.max_scan_tuples, candidates re-ranked exactly,
+ * hnsw.iterative_scan.
+ */
+const ITERATIVE_CONFIGS: readonly [number, number, number, "relaxed_order" | "strict_order"][] = [
+  [100, 20_000, 40, "relaxed_order"],
+  [400, 20_000, 40, "relaxed_order"],
+  [400, 20_000, 200, "relaxed_order"],
+  [1000, 50_000, 1000, "relaxed_order"],
+  [100, 20_000, 40, "strict_order"],
 ];
 const FILTER_CANDIDATES = 40;
 
@@ -111,6 +130,7 @@ const FILTERS: readonly string[][] = [
 ];
 
 const catalogue = loadCatalogue(args.products);
+const DEV_QUERIES_FILE = resolve(import.meta.dir, "../../shared/eval/queries-dev.json");
 
 // ---------------------------------------------------------------------------------------------
 // Engines: the app's query path (SqlClient) plus binary COPY for loading
@@ -198,7 +218,7 @@ const COPY_HEADER = Buffer.concat([Buffer.from("PGCOPY\n\xff\r\n\0", "latin1"), 
 const COPY_TRAILER = Buffer.from([0xff, 0xff]);
 
 /** Rows [from, to) of the synthetic catalogue in binary COPY tuple format (no header, no trailer). */
-function copyTuples(space: SyntheticSpace, from: number, to: number): Buffer {
+function copyTuples(space: VectorSource, from: number, to: number): Buffer {
   const parts: Buffer[] = [];
   for (let row = from; row < to; row++) {
     const product = space.text(row);
@@ -215,14 +235,14 @@ function copyTuples(space: SyntheticSpace, from: number, to: number): Buffer {
     at = buf.writeInt32BE(4 + 4 * v.length, at);
     at = buf.writeInt16BE(v.length, at);
     at = buf.writeInt16BE(0, at);
-    for (const x of v) at = buf.writeFloatBE(x, at);
+    for (let j = 0; j < v.length; j++) at = buf.writeFloatBE(v[j] as number, at);
     parts.push(buf);
   }
   return Buffer.concat(parts);
 }
 
 /** Loads rows [from, to) by binary COPY; returns rows per second in the database (not making them). */
-async function copyRows(engine: Engine, space: SyntheticSpace, from: number, to: number): Promise<number> {
+async function copyRows(engine: Engine, space: VectorSource, from: number, to: number): Promise<number> {
   let seconds = 0;
   for (let start = from; start < to; start += COPY_CHUNK * 5) {
     const end = Math.min(to, start + COPY_CHUNK * 5);
@@ -237,7 +257,7 @@ async function copyRows(engine: Engine, space: SyntheticSpace, from: number, to:
 }
 
 /** The app's add path: one INSERT per product, its vector as text. Rows per second. */
-async function insertRows(engine: Engine, space: SyntheticSpace, from: number, to: number): Promise<number> {
+async function insertRows(engine: Engine, space: VectorSource, from: number, to: number): Promise<number> {
   const params = Array.from({ length: to - from }, (_, i) => {
     const p = space.text(from + i);
     return [p.name, p.description, p.category, vectorParam(space.product(from + i))];
@@ -270,7 +290,7 @@ function annIndexDdl(kind: IndexKind, d: number): string {
       : d <= 2000
         ? "embedding vector_cosine_ops"
         : `(embedding::halfvec(${d})) halfvec_cosine_ops`;
-  return `CREATE INDEX products_${kind} ON products USING hnsw (${on}) WITH (m = 16, ef_construction = 64)`;
+  return `CREATE INDEX products_${kind} ON products USING hnsw (${on}) WITH (m = ${HNSW_M}, ef_construction = ${HNSW_EF_CONSTRUCTION})`;
 }
 
 /**
@@ -294,11 +314,14 @@ function annQuery(kind: IndexKind, d: number, filter: keyof typeof FILTER_WHERE 
     ORDER BY distance, id LIMIT ${LIMIT}`;
 }
 
-/** Exact top 10, the ground truth (run before any ANN index exists). */
-function truthQuery(filtered: boolean): string {
+/** Exact top `limit`, the ground truth (run before any ANN index exists). */
+function truthQuery(filtered: boolean, limit = LIMIT): string {
   return `SELECT id, embedding <=> $1::vector AS distance FROM products ${filtered ? "WHERE category = ANY($2::text[])" : ""}
-    ORDER BY distance, id LIMIT ${LIMIT}`;
+    ORDER BY distance, id LIMIT ${limit}`;
 }
+
+/** How far apart the neighbours are: the closer rank 10 is to rank 100, the harder for any ANN index. */
+const PROFILE_RANKS = [1, 10, 100] as const;
 
 /**
  * Exact scan of the filtered rows only (the btree on category finds them). OFFSET 0 keeps the
@@ -333,6 +356,8 @@ interface Hit {
   distance: number;
 }
 
+/** The machine is shared: the 1-minute load average tells how much the latencies may be inflated. */
+const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ")[0] ?? "?";
 const percentile = (sorted: readonly number[], p: number) =>
   sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] as number;
 const mb = (bytes: number | string) => Number(bytes) / 1024 / 1024;
@@ -448,6 +473,7 @@ const filteredRows: FilteredRow[] = [];
 const writeRows: WriteRow[] = [];
 const loadRows: string[] = [];
 const plannerLines: string[] = [];
+const profileLines: string[] = [];
 
 function logUnfiltered(row: UnfilteredRow): void {
   unfilteredRows.push(row);
@@ -467,37 +493,111 @@ interface FilterCase {
   queries: number[][];
 }
 
-function filterCases(space: SyntheticSpace): FilterCase[] {
+/** Per filter: queries near products inside the category, and near products outside it (far from it). */
+async function filterCases(source: VectorSource): Promise<FilterCase[]> {
   const cases: FilterCase[] = [];
   for (const categories of FILTERS) {
     const inside = new Set(categories);
     const rows = catalogue.map((p, row) => ({ row, inside: inside.has(p.category) }));
     for (const where of ["near", "far"] as const) {
       const pool = rows.filter((r) => r.inside === (where === "near")).map((r) => r.row);
-      const queries = Array.from({ length: FILTERED_QUERIES }, (_, j) => {
-        const label = `filtered:${space.dimension}:${where}:${categories.join("|")}:${j}`;
-        return space.queryNear(pool[seedOf(label) % pool.length] as number, label);
+      const picks = Array.from({ length: FILTERED_QUERIES }, (_, j) => {
+        const label = `filtered:${source.dimension}:${where}:${categories.join("|")}:${j}`;
+        return { row: pool[seedOf(label) % pool.length] as number, label };
       });
-      cases.push({ categories, where, queries });
+      cases.push({ categories, where, queries: await source.queriesNear(picks) });
     }
   }
   return cases;
 }
 
-async function benchEngine(open: () => Promise<Engine>, dimension: number, sizes: readonly number[]): Promise<void> {
+// ---------------------------------------------------------------------------------------------
+// Where the vectors come from: synthetic (any size, any dimension) or the offline model (384 dims,
+// one row per catalogue product)
+
+interface VectorSource {
+  readonly dimension: number;
+  readonly label: string;
+  /** How many distinct rows it can make. */
+  readonly rows: number;
+  text(row: number): CatalogueProduct;
+  product(row: number): Float32Array | Float64Array;
+  /** The unfiltered queries. */
+  queries(count: number): Promise<number[][]>;
+  /** A query near each picked catalogue row (the label seeds it). */
+  queriesNear(picks: readonly { row: number; label: string }[]): Promise<number[][]>;
+}
+
+function syntheticSource(dimension: number): VectorSource {
+  const space = new SyntheticSpace(catalogue, dimension);
+  return {
+    dimension,
+    label: "synthetic",
+    rows: Number.MAX_SAFE_INTEGER,
+    text: (row) => space.text(row),
+    product: (row) => space.product(row),
+    queries: async (count) => Array.from({ length: count }, (_, i) => space.query(i)),
+    queriesNear: async (picks) => picks.map(({ row, label }) => space.queryNear(row, label)),
+  };
+}
+
+/**
+ * The offline model's real vectors of the 12,430 catalogue products (embedded once, ~4 min on 2
+ * cores, then cached in /tmp), so the recall of the 384-d configurations can be checked on real
+ * embeddings. Queries: the 40 labelled dev queries, then the first three words of seeded product
+ * names (short, as shoppers type); "near" a row means the first three words of that row's name.
+ */
+async function minilmSource(modelDir: string): Promise<VectorSource> {
+  const embedder = new LocalEmbedder(modelDir);
+  const { dimension } = embedder;
+  const cacheFile = join(tmpdir(), `sku-indexbench-minilm-${catalogue.length}.f32`);
+  let data: Float32Array;
+  if (existsSync(cacheFile) && statSync(cacheFile).size === catalogue.length * dimension * 4) {
+    data = new Float32Array(readFileSync(cacheFile).buffer.slice(0));
+  } else {
+    const started = performance.now();
+    console.log(`embedding ${catalogue.length} products with ${embedder.model} (cached in ${cacheFile}) ...`);
+    const vectors = await embedder.embed(catalogue.map(embeddingText), "document");
+    data = new Float32Array(catalogue.length * dimension);
+    vectors.forEach((v, row) => {
+      data.set(v, row * dimension);
+    });
+    writeFileSync(cacheFile, Buffer.from(data.buffer));
+    console.log(`  ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  }
+  const shortName = (row: number) => (catalogue[row] as CatalogueProduct).name.split(/\s+/).slice(0, 3).join(" ");
+  const embedQueries = async (texts: string[]) => (await embedder.embed(texts, "query")).map((v) => Array.from(v));
+  return {
+    dimension,
+    label: embedder.model,
+    rows: catalogue.length,
+    text: (row) => catalogue[row] as CatalogueProduct,
+    product: (row) => data.subarray(row * dimension, (row + 1) * dimension),
+    async queries(count) {
+      const dev = (JSON.parse(readFileSync(DEV_QUERIES_FILE, "utf8")) as { query: string }[]).map((q) => q.query);
+      const names = Array.from({ length: Math.max(0, count - dev.length) }, (_, i) =>
+        shortName(seedOf(`pick:${i}`) % catalogue.length),
+      );
+      return embedQueries([...dev, ...names].slice(0, count));
+    },
+    queriesNear: (picks) => embedQueries(picks.map(({ row }) => shortName(row))),
+  };
+}
+
+async function benchEngine(open: () => Promise<Engine>, space: VectorSource, sizes: readonly number[]): Promise<void> {
+  const { dimension } = space;
+  const queries = await space.queries(QUERIES);
+  const cases = await filterCases(space);
   const engine = await open();
   const { client } = engine;
-  const space = new SyntheticSpace(catalogue, dimension);
-  const queries = Array.from({ length: QUERIES }, (_, i) => space.query(i));
-  const cases = filterCases(space);
   const repository = new PostgresProductRepository(client, dimension);
   try {
     await prepareDatabase(client, { model: "bench", dimension });
     await client.query("CREATE INDEX products_category ON products (category)");
     let loaded = 0;
     for (const n of sizes) {
-      if (n < loaded) continue;
-      console.log(`\n== ${engine.name} ${dimension}d, ${n} products`);
+      if (n < loaded || n > space.rows) continue;
+      console.log(`\n== ${engine.name} ${dimension}d ${space.label}, ${n} products (load average ${loadAverage()})`);
       const rate = await copyRows(engine, space, loaded, n);
       loaded = n;
       const vacuumStarted = performance.now();
@@ -506,15 +606,35 @@ async function benchEngine(open: () => Promise<Engine>, dimension: number, sizes
       const line = `| ${engine.name} | ${dimension} | ${n} | ${rate.toFixed(0)} | ${((performance.now() - vacuumStarted) / 1000).toFixed(1)} | ${mb(size?.b ?? 0).toFixed(0)} |`;
       loadRows.push(line);
       console.log(`  binary COPY ${rate.toFixed(0)} rows/s; table ${mb(size?.b ?? 0).toFixed(0)} MB`);
-      const base = { engine: engine.name, dims: dimension, n };
+      const base = {
+        engine: space.label === "synthetic" ? engine.name : `${engine.name} (${space.label})`,
+        dims: dimension,
+        n,
+      };
 
       // 1. Ground truth, no ANN index present.
       const truthStarted = performance.now();
       const truth: number[][] = [];
+      const cosines: number[][] = PROFILE_RANKS.map(() => []);
       for (const q of queries) {
-        const rows = await client.query<Hit>(truthQuery(false), [vectorParam(q)]);
-        truth.push(rows.map((r) => Number(r.id)));
+        const rows = await client.query<Hit>(truthQuery(false, 100), [vectorParam(q)]);
+        truth.push(rows.slice(0, LIMIT).map((r) => Number(r.id)));
+        PROFILE_RANKS.forEach((rank, i) => {
+          const row = rows[rank - 1];
+          if (row) cosines[i]?.push(1 - Number(row.distance));
+        });
       }
+      const profile = cosines
+        .map(
+          (values, i) =>
+            `${PROFILE_RANKS[i]}: ${percentile(
+              values.sort((a, b) => a - b),
+              0.5,
+            ).toFixed(3)}`,
+        )
+        .join(", ");
+      profileLines.push(`| ${engine.name} | ${dimension} | ${space.label} | ${n} | ${profile} |`);
+      console.log(`  median cosine of the exact neighbour at rank ${profile}`);
       const filteredTruth: number[][][] = [];
       const matches: number[] = [];
       for (const c of cases) {
@@ -647,7 +767,7 @@ async function benchEngine(open: () => Promise<Engine>, dimension: number, sizes
       }
 
       // 7. Writes with the indexes present, then absent: rows of the next size.
-      if (!SKIP.has("inserts")) {
+      if (!SKIP.has("inserts") && loaded + 3 * (SINGLE_INSERTS + COPY_INSERTS) <= space.rows) {
         const conditions = SKIP.has("bq") ? ["hnsw", "none"] : ["hnsw+bq", "hnsw", "none"];
         for (const indexes of conditions) {
           if (indexes === "hnsw") await client.query("DROP INDEX IF EXISTS products_bq");
@@ -695,28 +815,29 @@ async function benchFiltered(
   matches: readonly number[],
 ): Promise<void> {
   const { client } = engine;
-  const plans: { label: string; text: string; settings: Record<string, string> }[] = ITERATIVE_CONFIGS.map(
-    ([ef, max]) => ({
-      label: `iterative ef ${ef}, max_scan_tuples ${max}`,
+  const plans: { label: string; text: string; candidates: number; settings: Record<string, string> }[] =
+    ITERATIVE_CONFIGS.map(([ef, max, candidates, order]) => ({
+      label: `iterative ${order} ef ${ef}, max_scan_tuples ${max}, re-rank ${candidates}`,
       text: annQuery("hnsw", dimension, "ann"),
+      candidates,
       settings: {
         ...ANN_SETTINGS(engine),
-        "hnsw.iterative_scan": "relaxed_order",
+        "hnsw.iterative_scan": order,
         "hnsw.ef_search": String(ef),
         "hnsw.max_scan_tuples": String(max),
       },
-    }),
-  );
+    }));
   plans.push({
     label: "planner's choice (iterative ef 100 on)",
     text: annQuery("hnsw", dimension, "plain"),
+    candidates: FILTER_CANDIDATES,
     settings: { "hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100" },
   });
   for (const plan of plans) {
     await resetAll(engine);
     await setAll(client, plan.settings);
     for (const [k, c] of cases.entries()) {
-      const params = (q: number[]) => [vectorParam(q), FILTER_CANDIDATES, c.categories];
+      const params = (q: number[]) => [vectorParam(q), plan.candidates, c.categories];
       const { text } = plan;
       const used = await planOf(client, text, params(c.queries[0] as number[]));
       const timing = await measure(c.queries, truth[k] as number[][], (q) => client.query<Hit>(text, params(q)), 3);
@@ -815,10 +936,12 @@ async function benchPlanner(
 const started = performance.now();
 for (const engineName of ENGINES) {
   for (const dimension of DIMS) {
+    const source = args["model-dir"] ? await minilmSource(args["model-dir"]) : syntheticSource(dimension);
+    if (source.dimension !== dimension) throw new Error(`the offline model makes ${source.dimension}-d vectors`);
     if (engineName === "pg") {
-      await benchEngine(() => openPostgres(args["database-url"]), dimension, sizesOf(args["pg-sizes"]));
+      await benchEngine(() => openPostgres(args["database-url"]), source, sizesOf(args["pg-sizes"]));
     } else if (engineName === "pglite") {
-      await benchEngine(openPgliteEngine, dimension, sizesOf(args["pglite-sizes"]));
+      await benchEngine(openPgliteEngine, source, sizesOf(args["pglite-sizes"]));
     } else {
       throw new Error(`unknown engine "${engineName}" (pg, pglite)`);
     }
@@ -853,6 +976,8 @@ console.log(
 for (const r of writeRows) {
   console.log(`| ${r.engine} | ${r.dims} | ${r.n} | ${r.indexes} | ${r.single.toFixed(0)} | ${r.copy.toFixed(0)} |`);
 }
+console.log("\n| engine | dims | vectors | products | median cosine at rank |\n|---|---:|---|---:|---|");
+for (const line of profileLines) console.log(line);
 console.log("\nplanner:");
 for (const line of plannerLines) console.log(`- ${line}`);
 console.log(`\ntotal ${((performance.now() - started) / 1000).toFixed(0)} s`);
