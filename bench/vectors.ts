@@ -48,7 +48,7 @@ export function seedOf(label: string): number {
 }
 
 /** Standard normal numbers from mulberry32 through Box–Muller. */
-function gaussians(label: string): () => number {
+export function gaussians(label: string): () => number {
   let state = seedOf(label);
   const uniform = () => {
     state = (state + 0x6d2b79f5) >>> 0;
