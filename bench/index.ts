@@ -773,7 +773,7 @@ async function benchEngine(open: () => Promise<Engine>, space: VectorSource, siz
         method: "exact (today)",
         build: "",
         plan: await planOf(client, todaysExactQuery(dimension), [vectorParam(queries[0] as number[]), LIMIT]),
-        timing: await measure(queries, truth, (q) => repository.searchByVector(q, LIMIT)),
+        timing: await measure(queries, truth, (q) => repository.searchByVector(q, { limit: LIMIT })),
       });
       if (engine.name === "PostgreSQL" && n >= 50_000) {
         await setAll(client, { jit: "off" });
@@ -782,7 +782,7 @@ async function benchEngine(open: () => Promise<Engine>, space: VectorSource, siz
           method: "exact (today), jit off",
           build: "",
           plan: "",
-          timing: await measure(queries, truth, (q) => repository.searchByVector(q, LIMIT)),
+          timing: await measure(queries, truth, (q) => repository.searchByVector(q, { limit: LIMIT })),
         });
         await resetAll(engine);
       }
@@ -1037,7 +1037,7 @@ async function benchPlanner(
   // Today's exact query with the ANN index present: does it turn approximate?
   const exactPlan = await planOf(client, todaysExactQuery(dimension), [vectorParam(queries[0] as number[]), LIMIT]);
   const repository = new PostgresProductRepository(client, dimension);
-  const exact = await measure(queries, truth, (q) => repository.searchByVector(q, LIMIT));
+  const exact = await measure(queries, truth, (q) => repository.searchByVector(q, { limit: LIMIT }));
   const line =
     `${head}: today's exact query with the HNSW index present: [${exactPlan}], ` +
     `recall ${exact.recall.toFixed(3)}, p50 ${fmt(exact.p50)} ms`;
