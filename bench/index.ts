@@ -191,6 +191,7 @@ async function openPgliteEngine(): Promise<Engine> {
     async query<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
       return (await run(text, [...params])).rows as T[];
     },
+    copyIn: () => Promise.reject(new Error("the bench copies through engine.copy")),
   });
   const client: SqlClient = {
     ...executor((text, params) => db.query(text, params)),
