@@ -1,17 +1,23 @@
 /**
  * Search quality of the offline embedder on the labelled dev set (shared/eval/README.md), without
- * and with Spanish → English translation (Apertium, when installed): embeds every product
- * (name + "\n" + description) and every query, ranks by cosine in memory, and prints nDCG@10,
- * recall@10 and MRR@10, overall and per lang, for each search mode and translation setting; then
- * what translation costs a query.
+ * and with Spanish → English translation (Apertium, when installed), in semantic and hybrid mode:
+ * embeds every product (name + "\n" + description) and every query, loads the products into the
+ * embedded database (PGlite in memory) and ranks them through the service's own search use case
+ * and SQL, then prints nDCG@10, recall@10 and MRR@10, overall and per lang; hybrid also at other
+ * weights (alpha) than the default; then what translation costs a query.
  * Run by hand: `bun bench/eval.ts [eval folder] [model dir] [--queries]` (`--queries`: one line per
  * query). Reads the files where they are; never copy them here.
  */
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
+import { PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
+import { prepareDatabase } from "../src/adapters/postgres/schema.ts";
 import { LocalEmbedder } from "../src/adapters/providers/local-embedder.ts";
 import { ApertiumTranslator, findApertium } from "../src/adapters/translation/apertium.ts";
-import { embeddingText } from "../src/domain/product.ts";
+import type { SearchMode } from "../src/domain/hybrid-ranking.ts";
+import { contentDigest, embeddingText } from "../src/domain/product.ts";
+import { DEFAULT_HYBRID_ALPHA, SearchAndRecommend } from "../src/domain/search-and-recommend.ts";
 import type { Vector } from "../src/domain/vector.ts";
 import type { Translation } from "../src/ports/translator.ts";
 
@@ -19,6 +25,7 @@ interface EvalProduct {
   id: number;
   name: string;
   description: string;
+  category: string;
 }
 
 interface EvalQuery {
@@ -34,9 +41,10 @@ interface Scores {
   mrr: number;
 }
 
-/** One way of ranking: the search mode (only semantic so far) and whether texts are translated first. */
+/** One way of ranking: the search mode, its weight in hybrid mode, and whether texts are translated first. */
 interface Setting {
-  mode: "semantic";
+  mode: SearchMode;
+  alpha: number;
   translation: boolean;
 }
 
@@ -65,12 +73,6 @@ export function score(ranked: readonly number[], relevant: Record<string, number
     recall: gradeTwo > 0 ? top.filter((id) => grade(id) === 2).length / Math.min(K, gradeTwo) : 0,
     mrr: firstHit >= 0 ? 1 / (firstHit + 1) : 0,
   };
-}
-
-function dot(a: readonly number[], b: readonly number[]): number {
-  let sum = 0;
-  for (let i = 0; i < a.length; i++) sum += (a[i] as number) * (b[i] as number);
-  return sum;
 }
 
 function mean(rows: readonly Scores[]): Scores {
@@ -140,21 +142,72 @@ if (translator) {
 await embedder.dispose();
 await translator?.close();
 
-const settings: Setting[] = [{ mode: "semantic", translation: false }];
-if (translator) settings.push({ mode: "semantic", translation: true });
-
-function rank(setting: Setting, queryIndex: number): { id: number; cosine: number }[] {
-  const queryVector = (setting.translation ? translatedQueries : plainQueries)[queryIndex] as Vector;
-  const productVectors = setting.translation ? translatedProducts : plainProducts;
-  // Vectors are unit length, so the dot product is the cosine.
-  return products
-    .map((product, j) => ({ id: product.id, cosine: dot(queryVector, productVectors[j] as Vector) }))
-    .sort((a, b) => b.cosine - a.cosine)
-    .slice(0, K);
+/** The dev catalogue in an embedded database, with the vectors of one translation setting. */
+async function catalogue(vectors: readonly Vector[]) {
+  const client = await openPglite(undefined);
+  await prepareDatabase(client, { model: embedder.model, dimension: embedder.dimension });
+  const repository = new PostgresProductRepository(client, embedder.dimension);
+  const rows = await Promise.all(
+    products.map(async (product, i) => ({
+      kind: "insert" as const,
+      row: {
+        product: { name: product.name, description: product.description, category: product.category },
+        embedding: vectors[i] as Vector,
+        contentDigest: await contentDigest(product),
+      },
+    })),
+  );
+  const written = await repository.writeMany(rows);
+  // The database's ids, back to the eval's.
+  const evalId = new Map(
+    written.map((outcome, i) => ["written" in outcome ? outcome.written.id : -1, products[i]?.id]),
+  );
+  return { client, repository, evalId };
 }
 
-const results = settings.map((setting) => {
-  const rankings = queries.map((_, i) => rank(setting, i));
+const databases = new Map([[false, await catalogue(plainProducts)]]);
+if (translator) databases.set(true, await catalogue(translatedProducts));
+
+const ALPHAS = [0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9];
+const settings: Setting[] = [];
+for (const translation of translator ? [false, true] : [false]) {
+  settings.push({ mode: "semantic", alpha: 1, translation });
+  settings.push({ mode: "hybrid", alpha: DEFAULT_HYBRID_ALPHA, translation });
+}
+const sweep: Setting[] = (translator ? [false, true] : [false]).flatMap((translation) =>
+  ALPHAS.map((alpha) => ({ mode: "hybrid" as const, alpha, translation })),
+);
+
+/** The top 10 eval ids of one query, through the search use case (the recommendation is not written). */
+async function rank(setting: Setting, queryIndex: number): Promise<{ id: number; cosine: number }[]> {
+  const database = databases.get(setting.translation) as Awaited<ReturnType<typeof catalogue>>;
+  const vector = (setting.translation ? translatedQueries : plainQueries)[queryIndex] as Vector;
+  const query = queries[queryIndex] as EvalQuery;
+  const translation = setting.translation ? queryTranslations[queryIndex] : null;
+  const search = new SearchAndRecommend({
+    products: database.repository,
+    embedder: { model: embedder.model, dimension: embedder.dimension, embed: async () => [vector] },
+    generator: {
+      name: "none",
+      generate: async () => ({ text: "-", provider: "EVAL", model: "none" }),
+      stream: async function* () {},
+    },
+    translator: translation
+      ? { name: "recorded", toEnglish: async () => [translation], close: async () => {} }
+      : undefined,
+  });
+  const { results } = await search.execute({
+    query: query.query,
+    limit: K,
+    mode: setting.mode,
+    ...(setting.mode === "hybrid" ? { alpha: setting.alpha } : {}),
+  });
+  return results.map((hit) => ({ id: database.evalId.get(hit.id) ?? -1, cosine: hit.score }));
+}
+
+async function evaluate(setting: Setting) {
+  const rankings: { id: number; cosine: number }[][] = [];
+  for (let i = 0; i < queries.length; i++) rankings.push(await rank(setting, i));
   return {
     setting,
     perQuery: queries.map((query, i) =>
@@ -169,15 +222,23 @@ const results = settings.map((setting) => {
       grade: query.relevant[String(rankings[i]?.[0]?.id)] ?? 0,
     })),
   };
-});
+}
+
+const results = [];
+for (const setting of settings) results.push(await evaluate(setting));
+const swept = [];
+for (const setting of sweep) swept.push(await evaluate(setting));
+for (const { client } of databases.values()) await client.close();
 
 const format = (s: Scores) =>
   `${s.ndcg.toFixed(3).padStart(7)} ${s.recall.toFixed(3).padStart(9)} ${s.mrr.toFixed(3).padStart(6)}`;
 const languages = [...new Set(queries.map((q) => q.lang))].sort();
 console.log(`\n${embedder.model} (${embedder.dimension} d), exact cosine, ${queries.length} dev queries\n`);
-console.log("mode      translation  queries   nDCG@10 recall@10 MRR@10");
+console.log("mode          translation  queries   nDCG@10 recall@10 MRR@10");
+const labelOf = (setting: Setting) =>
+  `${`${setting.mode}${setting.mode === "hybrid" ? ` ${setting.alpha}` : ""}`.padEnd(14)}${(setting.translation ? "on" : "off").padEnd(13)}`;
 for (const { setting, perQuery } of results) {
-  const label = `${setting.mode.padEnd(10)}${(setting.translation ? "on" : "off").padEnd(13)}`;
+  const label = labelOf(setting);
   console.log(`${label}${`all (${queries.length})`.padEnd(10)}${format(mean(perQuery))}`);
   for (const lang of languages) {
     const rows = perQuery.filter((_, i) => queries[i]?.lang === lang);
@@ -185,7 +246,15 @@ for (const { setting, perQuery } of results) {
   }
 }
 
-for (const { setting, topHits } of results) {
+console.log("\nhybrid by alpha (the weight of the semantic score), nDCG@10 all / en / es:");
+for (const { setting, perQuery } of swept) {
+  const byLang = ["all", ...languages].map((lang) =>
+    mean(perQuery.filter((_, i) => lang === "all" || queries[i]?.lang === lang)).ndcg.toFixed(3),
+  );
+  console.log(`  ${labelOf(setting)}${byLang.join(" / ")}`);
+}
+
+for (const { setting, topHits } of results.filter((result) => result.setting.mode === "semantic")) {
   console.log(
     `\ntop-1 cosine by the top hit's grade, translation ${setting.translation ? "on" : "off"} (min / median / max):`,
   );
@@ -202,7 +271,7 @@ for (const { setting, topHits } of results) {
 }
 
 if (perQueryLines) {
-  console.log(`\nnDCG@10 per query (${settings.map((s) => (s.translation ? "on" : "off")).join(" / ")})`);
+  console.log(`\nnDCG@10 per query (${settings.map((s) => labelOf(s).replace(/\s+/g, " ").trim()).join(" / ")})`);
   for (const [i, query] of queries.entries()) {
     const values = results.map(({ perQuery }) => (perQuery[i] as Scores).ndcg.toFixed(2)).join(" / ");
     const translation = queryTranslations[i];

@@ -9,26 +9,20 @@
  * Run by hand: `bun bench/search.ts [--sizes 1000,5000,12430] [--dims 384,3072] [--queries 50]
  * [--warmup 5] [--database-url postgres://...] [--no-pglite] [--pglite-dir] [--products file.jsonl.gz]`
  *
- * The vectors are synthetic and "embedding-like": unit vectors around Gaussian cluster centres (one
- * per category, one per second level of the category path, plus a direction all of them share, as
- * real sentence embeddings have), from a seeded PRNG, so every run loads the same rows. The real
- * model is far too slow to embed 12k texts for a latency bench. The names, descriptions and
- * categories are the real ones of ../shared/eval/products-all.jsonl.gz (read where it is, never
- * copied here), so rows have realistic text sizes; sizes past the file's length reuse its texts.
+ * The vectors are synthetic and "embedding-like", with the real product texts (see vectors.ts).
  *
  * On a server the tables live in a schema of their own (`bench_search`), dropped before and after.
  */
-import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { gunzipSync } from "node:zlib";
 import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
 import { PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase, vectorParam } from "../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
 import { DatabaseUnavailable } from "../src/domain/errors.ts";
+import { DEFAULT_PRODUCTS_FILE, loadCatalogue, normalize, SyntheticSpace } from "./vectors.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -39,7 +33,7 @@ const { values: args } = parseArgs({
     "database-url": { type: "string" },
     "no-pglite": { type: "boolean", default: false },
     "pglite-dir": { type: "boolean", default: false },
-    products: { type: "string", default: resolve(import.meta.dir, "../../shared/eval/products-all.jsonl.gz") },
+    products: { type: "string", default: DEFAULT_PRODUCTS_FILE },
   },
 });
 
@@ -61,123 +55,7 @@ const CHECKED = 5;
 const ROWS_PER_INSERT = 200;
 const SCHEMA = "bench_search";
 
-interface CatalogueProduct {
-  name: string;
-  description: string;
-  category: string;
-  /** Cluster keys: the category, and the first two levels of its path. */
-  keys: [string, string];
-}
-
-const catalogue: CatalogueProduct[] = gunzipSync(readFileSync(args.products))
-  .toString("utf8")
-  .split("\n")
-  .filter((line) => line.trim() !== "")
-  .map((line) => {
-    const p = JSON.parse(line) as { name: string; description: string; category: string; path?: string };
-    const path = p.path ?? p.category;
-    return {
-      name: p.name,
-      // Most rows of the file have no description; the service requires one, so they get their path.
-      description: p.description || path,
-      category: p.category,
-      keys: [p.category, path.split(" > ").slice(0, 2).join(" > ")],
-    };
-  });
-
-// ---------------------------------------------------------------------------------------------
-// Synthetic, repeatable, embedding-like vectors
-
-/** FNV-1a: a 32-bit seed from a label, so each row's vector depends only on (dimension, row). */
-function seedOf(label: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < label.length; i++) hash = Math.imul(hash ^ label.charCodeAt(i), 0x01000193);
-  return hash >>> 0;
-}
-
-/** Standard normal numbers from mulberry32 through Box–Muller. */
-function gaussians(label: string): () => number {
-  let state = seedOf(label);
-  const uniform = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return (((t ^ (t >>> 14)) >>> 0) + 1) / 4294967297; // in (0, 1)
-  };
-  let spare: number | undefined;
-  return () => {
-    if (spare !== undefined) {
-      const value = spare;
-      spare = undefined;
-      return value;
-    }
-    const r = Math.sqrt(-2 * Math.log(uniform()));
-    const theta = 2 * Math.PI * uniform();
-    spare = r * Math.sin(theta);
-    return r * Math.cos(theta);
-  };
-}
-
-function normalize(v: Float64Array): Float64Array {
-  let sum = 0;
-  for (const x of v) sum += x * x;
-  const norm = Math.sqrt(sum);
-  for (let i = 0; i < v.length; i++) v[i] = (v[i] as number) / norm;
-  return v;
-}
-
-/**
- * Weights of the shared direction, the category centre, the sub-category centre and the noise.
- * With them, two products of one sub-category have cosine ≈ 0.53, of one category ≈ 0.26, of
- * different categories ≈ 0.08: about what a sentence-embedding model gives.
- */
-const WEIGHTS = { shared: 0.3, category: 0.45, sub: 0.55, noise: 0.72 };
-/** Queries are short texts: further from their cluster than products are. */
-const QUERY_NOISE = 1.1;
-
-class SyntheticSpace {
-  private readonly centres = new Map<string, Float64Array>();
-
-  constructor(readonly dimension: number) {}
-
-  private centre(key: string): Float64Array {
-    let centre = this.centres.get(key);
-    if (!centre) {
-      const gauss = gaussians(`centre:${this.dimension}:${key}`);
-      centre = normalize(Float64Array.from({ length: this.dimension }, gauss));
-      this.centres.set(key, centre);
-    }
-    return centre;
-  }
-
-  private around(keys: readonly [string, string], label: string, noise: number): Float64Array {
-    const [shared, category, sub] = [this.centre("*"), this.centre(keys[0]), this.centre(keys[1])];
-    const gauss = gaussians(label);
-    const scale = noise / Math.sqrt(this.dimension);
-    const v = new Float64Array(this.dimension);
-    for (let j = 0; j < v.length; j++) {
-      v[j] =
-        WEIGHTS.shared * (shared[j] as number) +
-        WEIGHTS.category * (category[j] as number) +
-        WEIGHTS.sub * (sub[j] as number) +
-        scale * gauss();
-    }
-    return normalize(v);
-  }
-
-  /** The embedding of catalogue row `row` (0-based): the same in every run. */
-  product(row: number): Float64Array {
-    const product = catalogue[row % catalogue.length] as CatalogueProduct;
-    return this.around(product.keys, `product:${this.dimension}:${row}`, WEIGHTS.noise);
-  }
-
-  /** Query `i`: near the cluster of a product picked by the seed, the same in every run and at every size. */
-  query(i: number): number[] {
-    const keys = (catalogue[seedOf(`pick:${i}`) % catalogue.length] as CatalogueProduct).keys;
-    return Array.from(this.around(keys, `query:${this.dimension}:${i}`, QUERY_NOISE));
-  }
-}
+const catalogue = loadCatalogue(args.products);
 
 // ---------------------------------------------------------------------------------------------
 // Loading
@@ -237,7 +115,7 @@ async function load(
       const params: unknown[] = [];
       const rows: string[] = [];
       for (let row = start; row < Math.min(to, start + ROWS_PER_INSERT); row++) {
-        const product = catalogue[row % catalogue.length] as CatalogueProduct;
+        const product = space.text(row);
         const { ints, unit } = quantized(space.product(row));
         for (const check of checks) check.offer(row + 1, unit);
         const p = params.length;
@@ -295,7 +173,7 @@ async function benchDimension(target: Target, dimension: number): Promise<Figure
   try {
     await prepareDatabase(client, { model: "bench", dimension });
     const repository = new PostgresProductRepository(client, dimension);
-    const space = new SyntheticSpace(dimension);
+    const space = new SyntheticSpace(catalogue, dimension);
     const queries = Array.from({ length: WARMUP + QUERIES }, (_, i) => space.query(i));
     const checks = queries.slice(WARMUP, WARMUP + CHECKED).map((q) => new BruteForceTop(Float64Array.from(q)));
     let loaded = 0;

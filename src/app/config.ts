@@ -9,6 +9,8 @@ import { ANTHROPIC_DEFAULT_GENERATION_MODEL } from "../adapters/providers/anthro
 import { GOOGLE_DEFAULT_EMBEDDING_MODEL, GOOGLE_DEFAULT_GENERATION_MODEL } from "../adapters/providers/google.ts";
 import { OPENAI_DEFAULT_EMBEDDING_MODEL, OPENAI_DEFAULT_GENERATION_MODEL } from "../adapters/providers/openai.ts";
 import type { RetryPolicy } from "../adapters/providers/resilient-fetch.ts";
+import { SEARCH_MODES, type SearchMode } from "../domain/hybrid-ranking.ts";
+import { DEFAULT_HYBRID_ALPHA } from "../domain/search-and-recommend.ts";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from "../domain/user.ts";
 
 export const EMBEDDING_PROVIDERS = ["openai", "google", "local"] as const;
@@ -103,6 +105,10 @@ export interface Config {
   queryCacheMaxRows: number;
   /** Time budget of one HTTP request, in ms (503 with Retry-After past it). */
   requestTimeoutMs: number;
+  /** How searches rank when the request does not say: `semantic` (the contract's) or `hybrid`. */
+  searchMode: SearchMode;
+  /** The weight of the semantic score in hybrid searches that give none, 0 to 1. */
+  hybridAlpha: number;
   /** Largest bulk import request (POST /products/bulk), in bytes. */
   bulkMaxBytes: number;
   /** Most products in one bulk import request. */
@@ -270,6 +276,8 @@ export function loadConfig(env: Env): Config {
     queryCacheMaxRows: read.integer("QUERY_CACHE_MAX_ROWS", 100_000, 1, 100_000_000),
     requestTimeoutMs,
     databaseTimeoutMs,
+    searchMode: read.oneOf("SEARCH_MODE", SEARCH_MODES, "semantic"),
+    hybridAlpha: read.fraction("HYBRID_ALPHA", DEFAULT_HYBRID_ALPHA),
     bulkMaxBytes: read.integer("BULK_MAX_BYTES", 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     bulkMaxItems: read.integer("BULK_MAX_ITEMS", 5_000, 1, 1_000_000),
     translation: {
@@ -312,6 +320,18 @@ class SettingReader {
       return undefined;
     }
     return raw.replace(/\/+$/, "");
+  }
+
+  /** A number from 0 to 1. */
+  fraction(name: string, fallback: number): number {
+    const raw = this.optional(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!/^\d*\.?\d+$/.test(raw) || value < 0 || value > 1) {
+      this.problems.push(`${name}: must be a number from 0 to 1, got '${raw}'`);
+      return fallback;
+    }
+    return value;
   }
 
   integer(name: string, fallback: number, min: number, max: number): number {

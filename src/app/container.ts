@@ -33,6 +33,7 @@ import { OpenAIEmbedder, OpenAIGenerator } from "../adapters/providers/openai.ts
 import type { ProviderClientOptions } from "../adapters/providers/provider-client.ts";
 import { BunPasswordHasher } from "../adapters/security/bun-password-hasher.ts";
 import { ApertiumTranslator, findApertium } from "../adapters/translation/apertium.ts";
+import { RememberingTranslator } from "../adapters/translation/remembering-translator.ts";
 import { TranslatingEmbedder } from "../adapters/translation/translating-embedder.ts";
 import { Authenticate } from "../domain/authenticate.ts";
 import { CreateProduct } from "../domain/create-product.ts";
@@ -46,6 +47,7 @@ import { type Clock, systemClock } from "../ports/clock.ts";
 import type { Embedder } from "../ports/embedder.ts";
 import type { Generator } from "../ports/generator.ts";
 import type { PasswordHasher } from "../ports/password-hasher.ts";
+import type { Translator } from "../ports/translator.ts";
 import type { Config, GenerationProvider, RemoteProvider } from "./config.ts";
 import { type Logger, tapLogger } from "./logger.ts";
 import { resolveRuntimeAssets } from "./runtime-assets.ts";
@@ -132,6 +134,8 @@ async function createLocalEmbedder(config: Config): Promise<Embedder> {
 export interface TranslationSetup {
   /** `embedder` behind Spanish → English translation; `embedder` itself when translation is off. */
   wrap(embedder: Embedder): Embedder;
+  /** The translator for the lexical side of hybrid search (remembering recent queries); none when off. */
+  translator: Translator | undefined;
   close(): Promise<void>;
 }
 
@@ -143,7 +147,7 @@ export interface TranslationSetup {
 export async function setUpTranslation(config: Config, embedder: Embedder, log: Logger): Promise<TranslationSetup> {
   const off = (reason: string, warn = false, details: Record<string, unknown> = {}): TranslationSetup => {
     (warn ? log.warn : log.info)({ event: "translation", enabled: false, reason, ...details });
-    return { wrap: (inner) => inner, close: async () => {} };
+    return { wrap: (inner) => inner, translator: undefined, close: async () => {} };
   };
   const { mode, apertiumDir, timeoutMs } = config.translation;
   if (mode === "off") return off("QUERY_TRANSLATION=off");
@@ -171,6 +175,7 @@ export async function setUpTranslation(config: Config, embedder: Embedder, log: 
         log: (event) => log.warn(event),
         queryMemory: config.queryCacheSize,
       }),
+    translator: new RememberingTranslator(translator, config.queryCacheSize),
     close: () => translator.close(),
   };
 }
@@ -341,11 +346,17 @@ async function wire(
     authenticate,
     createProduct: new CreateProduct({ products: store.products, embedder: documentEmbedder }),
     manageProducts: new ManageProducts({ products: store.products, embedder: documentEmbedder }),
-    importProducts: new ImportProducts({ products: store.products, embedder: documentEmbedder }),
+    importProducts: new ImportProducts({
+      products: store.products,
+      embedder: documentEmbedder,
+      log: (event) => log.info(event),
+    }),
     search: new SearchAndRecommend({
       products: store.products,
       embedder: queryEmbedder,
       generator,
+      defaults: { mode: config.searchMode, alpha: config.hybridAlpha },
+      translator: translation.translator,
       log: (event) => log.info(event),
     }),
     health: store.health,

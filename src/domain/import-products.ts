@@ -47,6 +47,8 @@ export interface Deps {
   products: ProductRepository;
   /** Embeds product texts (documents). */
   embedder: Embedder;
+  /** Receives one `import_items` event per outcome of each import: `{outcome, count}`. */
+  log?: (event: Record<string, unknown>) => void;
 }
 
 /**
@@ -126,6 +128,9 @@ export class ImportProducts {
     const finalResults = results.map((result, index) => result ?? failed(index, undefined, "No se procesó"));
     const counts: Record<ImportStatus, number> = { created: 0, updated: 0, unchanged: 0, failed: 0 };
     for (const result of finalResults) counts[result.status]++;
+    for (const [outcome, count] of Object.entries(counts)) {
+      if (count > 0) this.deps.log?.({ event: "import_items", outcome, count });
+    }
     return { items: finalResults, counts };
   }
 

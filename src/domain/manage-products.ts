@@ -101,6 +101,11 @@ export class ManageProducts {
     throw new ConcurrentModification();
   }
 
+  /** Every category in the catalogue with its number of products, most products first. */
+  categories(): Promise<{ name: string; products: number }[]> {
+    return this.deps.products.categories();
+  }
+
   async remove(id: number): Promise<void> {
     if (!(await this.deps.products.remove(checkedId(id)))) throw new ProductNotFound(id);
   }

@@ -27,14 +27,24 @@ export interface StoredProduct extends Product {
   version: number;
 }
 
-/** A search hit: `score` is the cosine similarity between the query and the product (1 = same direction). */
+/**
+ * A search hit: `score` is the cosine similarity between the query and the product (1 = same
+ * direction); `fusedScore`, in hybrid searches only, the blend of that and the lexical match that
+ * ranked it (hybrid-ranking.ts).
+ */
 export interface ScoredProduct extends Product {
   score: number;
+  fusedScore?: number;
 }
 
 /** A search hit with the version of the product it was found as. */
 export interface VersionedHit extends ScoredProduct {
   version: number;
+}
+
+/** A candidate of a hybrid search: its cosine (`score`) and how well its words match the query's (0: not at all). */
+export interface HybridCandidate extends VersionedHit {
+  lexical: number;
 }
 
 /** Longest accepted value of each field, in characters. */

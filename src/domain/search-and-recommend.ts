@@ -1,12 +1,15 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { Generator, Recommendation } from "../ports/generator.ts";
 import type { ProductRepository } from "../ports/product-repository.ts";
+import type { Translator } from "../ports/translator.ts";
 import { checkCitations, withCheckedCitations } from "./citations.ts";
 import { embedOne } from "./embed.ts";
 import { InvalidInput } from "./errors.ts";
+import { checkAlpha, fuse, SEARCH_MODES, type SearchMode } from "./hybrid-ranking.ts";
 import { normalizeCategories, publicView } from "./manage-products.ts";
 import type { ScoredProduct, VersionedHit } from "./product.ts";
 import { textProblem, trimText } from "./text.ts";
+import type { Vector } from "./vector.ts";
 
 export const SEARCH_LIMIT = { default: 5, min: 1, max: 50 } as const;
 export const QUERY_MAX_LENGTH = 1000;
@@ -27,6 +30,17 @@ export interface SearchRequest {
   limit?: number | undefined;
   /** Only products of this category, or of any of these; absent: all. */
   category?: string | readonly string[] | undefined;
+  /** `semantic` (the contract's ranking) or `hybrid` (blended with the lexical match); absent: the service's default. */
+  mode?: SearchMode | undefined;
+  /** In hybrid mode, the weight of the semantic score, 0 to 1; absent: the service's default. */
+  alpha?: number | undefined;
+}
+
+/** How a search ranks when the request does not say. */
+export interface SearchDefaults {
+  mode: SearchMode;
+  /** The weight of the semantic score in hybrid mode (hybrid-ranking.ts). */
+  alpha: number;
 }
 
 export interface SearchResult {
@@ -56,6 +70,13 @@ export interface Deps {
   products: ProductRepository;
   embedder: Embedder;
   generator: Generator;
+  /** Defaults: semantic ranking (the contract's); alpha as chosen on the eval set. */
+  defaults?: SearchDefaults;
+  /**
+   * Brings the query into the catalogue's language for the lexical side of hybrid searches (both
+   * the query and its translation are matched); absent: the query alone. A failure is not fatal.
+   */
+  translator?: Translator | undefined;
   /** Receives one `search` event per answered search: sizes and the time of each step, never the query. */
   log?: (event: Record<string, unknown>) => void;
 }
@@ -64,6 +85,20 @@ interface CheckedRequest {
   query: string;
   limit: number;
   categories: string[] | undefined;
+  mode: SearchMode;
+  alpha: number;
+}
+
+/**
+ * The default weight of the semantic score in hybrid mode, chosen on the eval set's dev queries
+ * (bench/eval.ts, offline model): with translation, nDCG@10 0.655 at 0.75 (0.656 at 0.7, 0.647 at
+ * 0.8, 0.608 at 0.5; semantic alone 0.610); without, 0.354 (0.358 at 0.7; semantic 0.316).
+ */
+export const DEFAULT_HYBRID_ALPHA = 0.75;
+
+/** Hybrid candidates taken from each side, as a multiple of the limit (at least 40). */
+function hybridCandidatesFor(limit: number): number {
+  return Math.max(40, 4 * limit);
 }
 
 /**
@@ -73,16 +108,21 @@ interface CheckedRequest {
  * vector: the results are checked against the catalogue just before they are answered.
  */
 export class SearchAndRecommend {
-  constructor(private readonly deps: Deps) {}
+  private readonly defaults: SearchDefaults;
+
+  constructor(private readonly deps: Deps) {
+    this.defaults = deps.defaults ?? { mode: "semantic", alpha: DEFAULT_HYBRID_ALPHA };
+  }
 
   /** `signal` aborts (with the reason to throw) when the caller stops waiting: provider requests are cancelled. */
   async execute(request: SearchRequest, signal?: AbortSignal): Promise<SearchResult> {
-    const checked = checkRequest(request);
+    const checked = checkRequest(request, this.defaults);
     const timer = stopwatch();
     const embedding = await embedOne(this.deps.embedder, checked.query, "query", signal);
+    const lexicalTexts = checked.mode === "hybrid" ? await this.lexicalTexts(checked.query, signal) : [];
     const embedMs = timer.lap();
     for (let attempt = 1; ; attempt++) {
-      const hits = await this.deps.products.searchByVector(embedding, checked);
+      const hits = await this.retrieve(embedding, lexicalTexts, checked);
       const searchMs = timer.lap();
       if (hits.length === 0) {
         this.logSearch({ results: 0, embedMs, searchMs, generateMs: 0, recommendedBy: null });
@@ -118,13 +158,14 @@ export class SearchAndRecommend {
    * like `execute`; aborting `signal` cancels the model's request.
    */
   async *stream(request: SearchRequest, signal?: AbortSignal): AsyncGenerator<SearchEvent> {
-    const checked = checkRequest(request);
+    const checked = checkRequest(request, this.defaults);
     const timer = stopwatch();
     const embedding = await embedOne(this.deps.embedder, checked.query, "query", signal);
+    const lexicalTexts = checked.mode === "hybrid" ? await this.lexicalTexts(checked.query, signal) : [];
     const embedMs = timer.lap();
     let hits: VersionedHit[] = [];
     for (let attempt = 1; attempt <= CONSISTENT_ATTEMPTS; attempt++) {
-      const found = await this.deps.products.searchByVector(embedding, checked);
+      const found = await this.retrieve(embedding, lexicalTexts, checked);
       hits = await this.stillCurrent(found);
       if (hits.length === found.length) break;
     }
@@ -167,6 +208,32 @@ export class SearchAndRecommend {
     }
   }
 
+  /** The `limit` best products: by cosine, or in hybrid mode by the blend of cosine and lexical match. */
+  private async retrieve(embedding: Vector, lexicalTexts: string[], checked: CheckedRequest): Promise<VersionedHit[]> {
+    if (checked.mode === "semantic") return this.deps.products.searchByVector(embedding, checked);
+    const candidates = await this.deps.products.hybridCandidates(embedding, lexicalTexts, {
+      candidates: hybridCandidatesFor(checked.limit),
+      categories: checked.categories,
+    });
+    return fuse(candidates, checked.alpha)
+      .slice(0, checked.limit)
+      .map(({ lexical: _lexical, ...hit }) => hit);
+  }
+
+  /** The query, and its English when the translator takes it to be Spanish: the words lexical search matches. */
+  private async lexicalTexts(query: string, signal: AbortSignal | undefined): Promise<string[]> {
+    const translator = this.deps.translator;
+    if (!translator) return [query];
+    try {
+      const [translation] = await translator.toEnglish([query], signal);
+      return translation?.translated ? [query, translation.text] : [query];
+    } catch {
+      // Without the translation the query's own words still match (the embedder logged the failure).
+      signal?.throwIfAborted();
+      return [query];
+    }
+  }
+
   /** The hits whose product still exists at the version it was found as. */
   private async stillCurrent(hits: VersionedHit[]): Promise<VersionedHit[]> {
     if (hits.length === 0) return hits;
@@ -179,8 +246,8 @@ export class SearchAndRecommend {
   }
 }
 
-/** The query trimmed and checked, the limit and the category filter checked. */
-function checkRequest(request: SearchRequest): CheckedRequest {
+/** The query trimmed and checked, the limit, the category filter and the ranking checked. */
+function checkRequest(request: SearchRequest, defaults: SearchDefaults): CheckedRequest {
   const query = trimText(request.query);
   const problem = textProblem(query, { maxLength: QUERY_MAX_LENGTH });
   if (problem) throw new InvalidInput(`El campo 'query' ${problem}`);
@@ -188,7 +255,16 @@ function checkRequest(request: SearchRequest): CheckedRequest {
   if (!Number.isInteger(limit) || limit < SEARCH_LIMIT.min || limit > SEARCH_LIMIT.max) {
     throw new InvalidInput(`El campo 'limit' debe ser un entero entre ${SEARCH_LIMIT.min} y ${SEARCH_LIMIT.max}`);
   }
-  return { query, limit, categories: normalizeCategories(request.category) };
+  const mode = request.mode ?? defaults.mode;
+  if (!(SEARCH_MODES as readonly string[]).includes(mode)) {
+    throw new InvalidInput(`El campo 'mode' debe ser uno de: ${SEARCH_MODES.join(", ")}`);
+  }
+  if (request.alpha !== undefined && mode !== "hybrid") {
+    throw new InvalidInput('El campo \'alpha\' solo se usa con "mode": "hybrid"');
+  }
+  const alpha = request.alpha ?? defaults.alpha;
+  checkAlpha(alpha);
+  return { query, limit, categories: normalizeCategories(request.category), mode, alpha };
 }
 
 function labelOf(recommendation: Pick<Recommendation, "provider" | "model">): string {
@@ -196,7 +272,9 @@ function labelOf(recommendation: Pick<Recommendation, "provider" | "model">): st
 }
 
 function scoredView(hit: VersionedHit): ScoredProduct {
-  return { ...publicView(hit), score: hit.score };
+  const view: ScoredProduct = { ...publicView(hit), score: hit.score };
+  if (hit.fusedScore !== undefined) view.fusedScore = hit.fusedScore;
+  return view;
 }
 
 /** Milliseconds since the previous lap (or the start), to one decimal. */

@@ -1,4 +1,11 @@
-import type { NewProduct, Product, ProductFields, StoredProduct, VersionedHit } from "../domain/product.ts";
+import type {
+  HybridCandidate,
+  NewProduct,
+  Product,
+  ProductFields,
+  StoredProduct,
+  VersionedHit,
+} from "../domain/product.ts";
 import type { Vector } from "../domain/vector.ts";
 
 /** A create sent with an Idempotency-Key: its first answer is recorded with the product, atomically. */
@@ -76,6 +83,13 @@ export interface SearchQuery {
   categories?: readonly string[] | undefined;
 }
 
+export interface HybridQuery {
+  /** Candidates taken from each side: the most similar by embedding, and the best lexical matches. */
+  candidates: number;
+  /** Only products of these categories; absent: all. */
+  categories?: readonly string[] | undefined;
+}
+
 export interface ProductRepository {
   /**
    * Stores the product together with its embedding, atomically, and returns it with its id. With
@@ -95,6 +109,8 @@ export interface ProductRepository {
   update(id: number, expectedVersion: number, update: ProductUpdate): Promise<UpdateResult>;
   /** False when there was no such product. */
   remove(id: number): Promise<boolean>;
+  /** Every category with how many products it has, most products first (then by name). */
+  categories(): Promise<{ name: string; products: number }[]>;
 
   /** The stored products holding these skus (those that exist). */
   findBySkus(skus: readonly string[]): Promise<StoredProduct[]>;
@@ -103,6 +119,12 @@ export interface ProductRepository {
 
   /** The `limit` products most similar to `embedding` by cosine similarity, most similar first. */
   searchByVector(embedding: Vector, query: SearchQuery): Promise<VersionedHit[]>;
+  /**
+   * The candidates of a hybrid search: the products most similar to `embedding` together with
+   * those whose words best match any of `texts` (the query, and its translation), each with both
+   * its cosine and its lexical score.
+   */
+  hybridCandidates(embedding: Vector, texts: readonly string[], query: HybridQuery): Promise<HybridCandidate[]>;
   /** The current version of each of these products that still exists. */
   versions(ids: readonly number[]): Promise<Map<number, number>>;
 }

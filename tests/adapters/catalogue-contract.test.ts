@@ -126,6 +126,17 @@ function catalogueContract(open: Open): void {
     expect((await products.searchByVector([1, 0, 0, 0], { limit: 10 })).map((hit) => hit.id)).toEqual([kept.id]);
   });
 
+  test("categories counts the products of each category, most first, then by name", async () => {
+    const products = await open(4);
+    expect(await products.categories()).toEqual([]);
+    for (const [i, product] of [shoe, lamp, boot, mug].entries()) await add(products, product, [1, i, 0, 0]);
+    expect(await products.categories()).toEqual([
+      { name: "calzado", products: 2 },
+      { name: "cocina", products: 1 },
+      { name: "hogar", products: 1 },
+    ]);
+  });
+
   test("versions tells the current version of the products that still exist", async () => {
     const products = await open(4);
     const a = await add(products, shoe, [1, 0, 0, 0]);
@@ -204,14 +215,82 @@ function catalogueContract(open: Open): void {
   });
 }
 
+/** Lexical search as PostgreSQL does it: words of either language, stemmed, matched in the name first. */
+function lexicalContract(open: Open): void {
+  test("hybrid candidates: the most similar by embedding and the best word matches, each with both scores", async () => {
+    const products = await open(4);
+    const espresso = await add(
+      products,
+      { name: "Espresso machine", description: "Makes coffee", category: "kitchen" },
+      [0, 0, 1, 0],
+    );
+    const kettle = await add(
+      products,
+      { name: "Kettle", description: "Boils water for tea", category: "kitchen" },
+      [1, 0, 0, 0],
+    );
+    const socks = await add(
+      products,
+      { name: "Running socks", description: "Light", category: "sport" },
+      [0.9, 0.1, 0, 0],
+    );
+    const candidates = await products.hybridCandidates([1, 0, 0, 0], ["machines for coffee"], { candidates: 2 });
+    const byId = new Map(candidates.map((candidate) => [candidate.id, candidate]));
+    // Two nearest by embedding (kettle, socks) and the word match (espresso), however far its vector.
+    expect([...byId.keys()].sort()).toEqual([espresso.id, kettle.id, socks.id].sort());
+    expect(byId.get(espresso.id)?.lexical).toBeGreaterThan(0);
+    expect(byId.get(kettle.id)?.lexical).toBe(0);
+    expect(byId.get(kettle.id)?.score).toBeCloseTo(1, 5);
+    expect(byId.get(espresso.id)?.score).toBeCloseTo(0, 5);
+  });
+
+  test("hybrid candidates honour the category filter on both sides", async () => {
+    const products = await open(4);
+    await add(products, { name: "Espresso machine", description: "Coffee", category: "kitchen" }, [1, 0, 0, 0]);
+    const cup = await add(
+      products,
+      { name: "Coffee cup", description: "Ceramic", category: "tableware" },
+      [0, 1, 0, 0],
+    );
+    const candidates = await products.hybridCandidates([1, 0, 0, 0], ["coffee"], {
+      candidates: 5,
+      categories: ["tableware"],
+    });
+    expect(candidates.map((candidate) => candidate.id)).toEqual([cup.id]);
+  });
+}
+
 describe("memory fake", () => {
   catalogueContract(async (dimension) => new MemoryProductRepository(dimension));
+  lexicalContract(async (dimension) => new MemoryProductRepository(dimension));
 });
 
 forEachDatabase((db) => {
-  catalogueContract(async (dimension) => {
+  const open: Open = async (dimension) => {
     const client = await db.fresh();
     await prepareDatabase(client, { model: "test-model", dimension });
     return new PostgresProductRepository(client, dimension);
+  };
+  catalogueContract(open);
+  lexicalContract(open);
+
+  test("lexical search stems English and Spanish words alike, and a query of stop words matches nothing", async () => {
+    const products = await open(4);
+    const shoes = await add(
+      products,
+      { name: "Zapatillas de correr", description: "Ligeras", category: "calzado" },
+      [0, 1, 0, 0],
+    );
+    const boots = await add(
+      products,
+      { name: "Hiking boots", description: "Waterproof", category: "footwear" },
+      [0, 0, 1, 0],
+    );
+    const lexicalOf = async (text: string) =>
+      new Map((await products.hybridCandidates([1, 0, 0, 0], [text], { candidates: 5 })).map((c) => [c.id, c.lexical]));
+    expect((await lexicalOf("zapatilla para correr")).get(shoes.id)).toBeGreaterThan(0);
+    expect((await lexicalOf("boot for hikes")).get(boots.id)).toBeGreaterThan(0);
+    const stopWords = await lexicalOf("the of and para la");
+    expect([...stopWords.values()].every((lexical) => lexical === 0)).toBe(true);
   });
 });

@@ -74,6 +74,8 @@ describe("loadConfig", () => {
       queryCacheMaxRows: 100_000,
       requestTimeoutMs: 30_000,
       databaseTimeoutMs: 10_000,
+      searchMode: "semantic",
+      hybridAlpha: 0.75,
       bulkMaxBytes: 16 * 1024 * 1024,
       bulkMaxItems: 5_000,
       translation: { mode: "auto", apertiumDir: undefined, timeoutMs: 1000 },

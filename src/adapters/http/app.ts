@@ -17,6 +17,7 @@ import { type MetricsRoutesDeps, metricsRoutes } from "./metrics-routes.ts";
 import { productRoutes } from "./product-routes.ts";
 import { rateLimitHook } from "./rate-limit.ts";
 import { beginRequest, contextOf, endRequest, inRequestScope } from "./request-context.ts";
+import { uiRoutes } from "./ui-routes.ts";
 
 export interface HttpSettings {
   projectName: string;
@@ -72,7 +73,7 @@ const SECURITY_HEADERS = {
 /**
  * The Elysia app (not listening): GET /, /health/live, /health/ready, POST /auth/login, POST /products/,
  * POST /products/search, /openapi (Swagger UI with its script and stylesheet served from here,
- * docs-assets.ts), and GET /metrics when `metrics` is given.
+ * docs-assets.ts), the search page at /ui (ui-routes.ts), and GET /metrics when `metrics` is given.
  *
  * Around every route: a request id (the client's X-Request-Id when usable, else a new one) returned
  * as X-Request-Id and carried by every log line written while serving it; the security headers;
@@ -130,7 +131,9 @@ export function createHttpApp(deps: HttpDeps) {
   });
   const metricsGroup = deps.metrics ? metricsRoutes(deps.metrics) : new Elysia();
   const corsGroup = corsRoutes(corsOrigins);
-  const methodsByPath = routeTable([healthGroup, authGroup, productGroup, docs, docsAssets, metricsGroup]);
+  // The search page (ui-routes.ts), with a Content-Security-Policy of its own.
+  const uiGroup = uiRoutes();
+  const methodsByPath = routeTable([healthGroup, authGroup, productGroup, docs, docsAssets, metricsGroup, uiGroup]);
 
   return (
     // normalize: false makes `additionalProperties: false` reject unknown fields (422) instead of dropping them.
@@ -149,7 +152,7 @@ export function createHttpApp(deps: HttpDeps) {
       })
       .onBeforeHandle(rateLimitHook({ limiter: rateLimiter, trustProxy: settings.trustProxy, context: contextOf }))
       .onError(({ code, error, path, request, route, set }) => {
-        const problem = code === "NOT_FOUND" ? notFound(methodsByPath.get(routeKey(path))) : toProblem(error);
+        const problem = code === "NOT_FOUND" ? notFound(methodsByPath.allowed(path)) : toProblem(error);
         if (problem.status >= 500) {
           log({
             level: "error",
@@ -184,19 +187,33 @@ export function createHttpApp(deps: HttpDeps) {
       .use(authGroup)
       .use(productGroup)
       .use(metricsGroup)
+      .use(uiGroup)
       .use(corsGroup)
   );
 }
 
-/** Path (without trailing slash) → the methods it answers, for 405 and its Allow header. */
+/**
+ * The methods each route answers, for 405 and its Allow header: `allowed(path)` gives those of
+ * every route whose pattern matches the path (a `:param` segment matches any one segment).
+ */
 function routeTable(instances: readonly { routes: readonly { method: string; path: string }[] }[]) {
-  const table = new Map<string, string[]>();
-  for (const { method, path } of instances.flatMap((instance) => instance.routes)) {
-    const methods = table.get(routeKey(path)) ?? [];
-    const all = method === "GET" ? ["GET", "HEAD"] : [method];
-    table.set(routeKey(path), [...new Set([...methods, ...all])]);
-  }
-  return table;
+  const routes = instances
+    .flatMap((instance) => instance.routes)
+    .map(({ method, path }) => ({
+      segments: routeKey(path).split("/"),
+      methods: method === "GET" ? ["GET", "HEAD"] : [method],
+    }));
+  return {
+    allowed(path: string): string[] {
+      const segments = routeKey(path).split("/");
+      const matching = routes.filter(
+        (route) =>
+          route.segments.length === segments.length &&
+          route.segments.every((segment, i) => segment.startsWith(":") || segment === segments[i]),
+      );
+      return [...new Set(matching.flatMap((route) => route.methods))];
+    },
+  };
 }
 
 function routeKey(path: string): string {

@@ -2,6 +2,7 @@ import { Elysia, t } from "elysia";
 import type { Authenticate } from "../../domain/authenticate.ts";
 import type { CreateProduct } from "../../domain/create-product.ts";
 import { NotAuthenticated, ProductNotFound } from "../../domain/errors.ts";
+import { SEARCH_MODES } from "../../domain/hybrid-ranking.ts";
 import type { ImportProducts } from "../../domain/import-products.ts";
 import { LIST_LIMIT, LIST_ORDERS, MAX_CATEGORIES, type ManageProducts } from "../../domain/manage-products.ts";
 import { PRODUCT_FIELD_MAX_LENGTH, type Product, type ScoredProduct } from "../../domain/product.ts";
@@ -61,6 +62,19 @@ const SearchBody = t.Object(
       }),
     ),
     category: categoryFilter,
+    mode: t.Optional(
+      t.UnionEnum([...SEARCH_MODES], {
+        description:
+          "semantic (por defecto): por similitud del embedding; hybrid: combinada con la coincidencia de palabras",
+      }),
+    ),
+    alpha: t.Optional(
+      t.Number({
+        minimum: 0,
+        maximum: 1,
+        description: "Solo con mode hybrid: peso de la similitud semántica, de 0 a 1",
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -97,6 +111,9 @@ const SearchResponse = t.Object({
       category: t.String(),
       sku: t.Optional(t.String()),
       score: t.Number({ description: "Similitud coseno con la consulta" }),
+      fused_score: t.Optional(
+        t.Number({ description: "Solo en búsquedas híbridas: la puntuación combinada que ordena los resultados" }),
+      ),
     }),
   ),
 });
@@ -217,6 +234,19 @@ export function productRoutes(deps: ProductRoutesDeps) {
         },
       },
     )
+    .get("/categories", async () => ({ categories: await manageProducts.categories() }), {
+      transform: authenticatedOnly,
+      response: {
+        200: t.Object({
+          categories: t.Array(
+            t.Object({ name: t.String(), products: integer({ description: "Productos de la categoría" }) }),
+          ),
+        }),
+        401: ProblemBody,
+        503: ProblemBody,
+      },
+      detail: { tags, summary: "Categorías del catálogo, con cuántos productos tiene cada una", security: bearer },
+    })
     .post(
       "/search",
       async ({ body, request }) => {
@@ -376,5 +406,9 @@ function productView({ id, name, description, category, sku }: Product) {
 }
 
 function scoredView(hit: ScoredProduct) {
-  return { ...productView(hit), score: hit.score };
+  return {
+    ...productView(hit),
+    score: hit.score,
+    ...(hit.fusedScore === undefined ? {} : { fused_score: hit.fusedScore }),
+  };
 }

@@ -1,12 +1,13 @@
 import { DatabaseUnavailable } from "../../domain/errors.ts";
 import { publicView } from "../../domain/manage-products.ts";
-import type { Product, StoredProduct, VersionedHit } from "../../domain/product.ts";
+import type { HybridCandidate, Product, StoredProduct, VersionedHit } from "../../domain/product.ts";
 import { type Vector, vectorProblem } from "../../domain/vector.ts";
 import type {
   AddResult,
   BulkWrite,
   BulkWriteOutcome,
   EmbeddedProduct,
+  HybridQuery,
   IdempotencyRecord,
   IdempotentAnswer,
   ListQuery,
@@ -132,6 +133,15 @@ export class MemoryProductRepository implements ProductRepository {
     return this.rows.delete(id);
   }
 
+  async categories(): Promise<{ name: string; products: number }[]> {
+    this.checkUp();
+    const counts = new Map<string, number>();
+    for (const { product } of this.rows.values()) counts.set(product.category, (counts.get(product.category) ?? 0) + 1);
+    return [...counts]
+      .map(([name, products]) => ({ name, products }))
+      .sort((a, b) => b.products - a.products || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
   async findBySkus(skus: readonly string[]): Promise<StoredProduct[]> {
     this.checkUp();
     const wanted = new Set(skus);
@@ -172,6 +182,35 @@ export class MemoryProductRepository implements ProductRepository {
       }))
       .sort((a, b) => b.score - a.score || a.id - b.id)
       .slice(0, Math.max(0, query.limit));
+  }
+
+  /**
+   * Lexical score here: how many of the texts' words (lower-cased, 4 letters or more: no stop words) the product's
+   * name (weight 1), category (0.4) and description (0.2) contain. Not PostgreSQL's ranking, but
+   * it orders matches the same way for the tests of the use cases.
+   */
+  async hybridCandidates(embedding: Vector, texts: readonly string[], query: HybridQuery): Promise<HybridCandidate[]> {
+    this.checkUp();
+    const words = new Set(texts.flatMap(wordsOf));
+    const rows = [...this.rows.values()].filter(
+      (row) => !query.categories || query.categories.includes(row.product.category),
+    );
+    const scored = rows.map((row) => {
+      const { name, category, description } = row.product;
+      const matches = (text: string) => wordsOf(text).filter((word) => words.has(word)).length;
+      return {
+        ...publicView(row.product),
+        version: row.product.version,
+        score: cosineSimilarity(embedding, row.embedding),
+        lexical: matches(name) + 0.4 * matches(category) + 0.2 * matches(description),
+      };
+    });
+    const byCosine = [...scored].sort((a, b) => b.score - a.score || a.id - b.id).slice(0, query.candidates);
+    const byWords = scored
+      .filter((candidate) => candidate.lexical > 0)
+      .sort((a, b) => b.lexical - a.lexical || a.id - b.id)
+      .slice(0, query.candidates);
+    return [...new Map([...byCosine, ...byWords].map((candidate) => [candidate.id, candidate])).values()];
   }
 
   async versions(ids: readonly number[]): Promise<Map<number, number>> {
@@ -235,6 +274,10 @@ export class MemoryProductRepository implements ProductRepository {
 }
 
 const HOUR = 3_600_000;
+
+function wordsOf(text: string): string[] {
+  return (text.toLowerCase().match(/\p{L}{4,}/gu) ?? []) as string[];
+}
 
 function keyOf(userId: number, key: string): string {
   return `${userId}\u0000${key}`;

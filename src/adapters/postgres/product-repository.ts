@@ -1,11 +1,12 @@
 import { publicView } from "../../domain/manage-products.ts";
-import type { Product, StoredProduct, VersionedHit } from "../../domain/product.ts";
+import type { HybridCandidate, Product, StoredProduct, VersionedHit } from "../../domain/product.ts";
 import type { Vector } from "../../domain/vector.ts";
 import type {
   AddResult,
   BulkWrite,
   BulkWriteOutcome,
   EmbeddedProduct,
+  HybridQuery,
   IdempotencyRecord,
   IdempotentAnswer,
   ListQuery,
@@ -16,7 +17,7 @@ import type {
   UpdateResult,
 } from "../../ports/product-repository.ts";
 import { type CopyField, encodeCopyRows } from "./binary-copy.ts";
-import { HALF_PRECISION_COPY_FROM_DIMENSION, vectorParam } from "./schema.ts";
+import { HALF_PRECISION_COPY_FROM_DIMENSION, TEXT_SEARCH_CONFIGS, vectorParam } from "./schema.ts";
 import type { SqlClient } from "./sql-client.ts";
 
 interface ProductRow {
@@ -212,6 +213,13 @@ export class PostgresProductRepository implements ProductRepository {
     return (await this.db.query("DELETE FROM products WHERE id = $1 RETURNING id", [id])).length > 0;
   }
 
+  async categories(): Promise<{ name: string; products: number }[]> {
+    const rows = await this.db.query<{ name: string; products: number | string }>(
+      "SELECT category AS name, count(*) AS products FROM products GROUP BY category ORDER BY count(*) DESC, category",
+    );
+    return rows.map((row) => ({ name: row.name, products: Number(row.products) }));
+  }
+
   async findBySkus(skus: readonly string[]): Promise<StoredProduct[]> {
     if (skus.length === 0) return [];
     const rows = await this.db.query<StoredRow>(`SELECT ${STORED_COLUMNS} FROM products WHERE sku = ANY($1::text[])`, [
@@ -345,6 +353,38 @@ export class PostgresProductRepository implements ProductRepository {
     return rows.map((row) => ({ ...toProduct(row), version: Number(row.version), score: 1 - Number(row.distance) }));
   }
 
+  async hybridCandidates(embedding: Vector, texts: readonly string[], query: HybridQuery): Promise<HybridCandidate[]> {
+    const params: unknown[] = [vectorParam(embedding), [...texts], query.candidates];
+    let filter = "";
+    if (query.categories) {
+      params.push(query.categories);
+      filter = `category = ANY($${params.length}::text[])`;
+    }
+    const order = this.scansHalfCopy
+      ? "embedding_half <=> (SELECT v FROM q)::halfvec, id"
+      : "embedding <=> (SELECT v FROM q), id";
+    const rows = await this.db.query<ProductRow & { version: number; distance: number; lexical: number }>(
+      `WITH q AS (SELECT $1::vector AS v, (${LEXICAL_QUERY_SQL}) AS t),
+       dense AS (
+         SELECT id FROM products ${filter ? `WHERE ${filter}` : ""} ORDER BY ${order} LIMIT $3
+       ),
+       lexical AS (
+         SELECT id FROM products, q WHERE search_text @@ q.t ${filter ? `AND ${filter}` : ""}
+         ORDER BY ts_rank(search_text, q.t) DESC, id LIMIT $3
+       )
+       SELECT ${PRODUCT_COLUMNS}, version, embedding <=> q.v AS distance, ts_rank(search_text, q.t) AS lexical
+       FROM products, q
+       WHERE id IN (SELECT id FROM dense UNION SELECT id FROM lexical)`,
+      params,
+    );
+    return rows.map((row) => ({
+      ...toProduct(row),
+      version: Number(row.version),
+      score: 1 - Number(row.distance),
+      lexical: Number(row.lexical),
+    }));
+  }
+
   async versions(ids: readonly number[]): Promise<Map<number, number>> {
     if (ids.length === 0) return new Map();
     const rows = await this.db.query<{ id: number | string; version: number }>(
@@ -354,6 +394,19 @@ export class PostgresProductRepository implements ProductRepository {
     return new Map(rows.map((row) => [Number(row.id), Number(row.version)]));
   }
 }
+
+/**
+ * The lexical query of `$2` (an array of texts: the query and its translation): each of their
+ * words, stemmed as search_text stems products (TEXT_SEARCH_CONFIGS), any of them matching (OR),
+ * so a natural-language query need not contain every word. A word that is a stop word in any of
+ * those languages does not count ("for" in English, "para" in Spanish): the other language would
+ * keep it and match it everywhere. Empty when no word counts.
+ */
+const LEXICAL_QUERY_SQL = `SELECT coalesce(string_agg(DISTINCT plainto_tsquery(config, word)::text, ' | '), '')::tsquery
+   FROM unnest($2::text[]) AS text,
+        unnest(tsvector_to_array(to_tsvector('simple', text))) AS word,
+        unnest(ARRAY[${TEXT_SEARCH_CONFIGS.map((c) => `'${c}'`).join(", ")}]::regconfig[]) AS config
+   WHERE ${TEXT_SEARCH_CONFIGS.map((c) => `to_tsvector('${c}', word) <> ''::tsvector`).join(" AND ")}`;
 
 /** Thrown inside the transaction to roll it back when the idempotency key already has its answer. */
 const KEY_ALREADY_ANSWERED = Symbol("idempotency key already answered");

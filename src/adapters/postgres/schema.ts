@@ -154,7 +154,31 @@ const MIGRATIONS: readonly Migration[] = [
         )`);
     },
   },
+  {
+    version: 7,
+    name: "full-text search of products (hybrid ranking)",
+    async apply(tx) {
+      await tx.query(
+        `ALTER TABLE products ADD COLUMN search_text tsvector GENERATED ALWAYS AS (${SEARCH_TEXT_SQL}) STORED`,
+      );
+      await tx.query("CREATE INDEX products_search_text ON products USING gin (search_text)");
+    },
+  },
 ];
+
+/**
+ * The words of a product for lexical search: name (weight A), category (B) and description (C),
+ * each stemmed both as English and as Spanish (each without its language's stop words), so that
+ * an English or a Spanish catalogue matches either language's queries. The query side is
+ * LEXICAL_QUERY_SQL in product-repository.ts, with the same configurations.
+ */
+export const TEXT_SEARCH_CONFIGS = ["english", "spanish"] as const;
+const SEARCH_TEXT_SQL = ["name", "category", "description"]
+  .map((field, i) => {
+    const vectors = TEXT_SEARCH_CONFIGS.map((config) => `to_tsvector('${config}', ${field})`).join(" || ");
+    return `setweight(${vectors}, '${"ABC"[i]}')`;
+  })
+  .join(" || ");
 
 /** contentDigest (domain/product.ts) in SQL: SHA-256 hex of name, a newline and description, as UTF-8. */
 const CONTENT_DIGEST_SQL = "encode(sha256(convert_to(name || E'\\n' || description, 'UTF8')), 'hex')";

@@ -35,17 +35,24 @@ export class TranslatingEmbedder implements Embedder {
     this.remembered = new LruCache(options.queryMemory ?? 0);
   }
 
-  async embed(texts: readonly string[], purpose: EmbeddingPurpose): Promise<Vector[]> {
-    return this.embedder.embed(await this.english(texts, purpose), purpose);
+  async embed(texts: readonly string[], purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
+    return this.embedder.embed(await this.english(texts, purpose, signal), purpose, signal);
   }
 
-  private async english(texts: readonly string[], purpose: EmbeddingPurpose): Promise<readonly string[]> {
+  private async english(
+    texts: readonly string[],
+    purpose: EmbeddingPurpose,
+    signal: AbortSignal | undefined,
+  ): Promise<readonly string[]> {
     const english = texts.map((text) => (purpose === "query" ? this.remembered.get(text) : undefined));
     const missing = english.flatMap((text, i) => (text === undefined ? [i] : []));
     if (missing.length === 0) return english as string[];
     const started = performance.now();
     try {
-      const translations = await this.translator.toEnglish(missing.map((i) => texts[i] as string));
+      const translations = await this.translator.toEnglish(
+        missing.map((i) => texts[i] as string),
+        signal,
+      );
       if (translations.length !== missing.length) {
         throw new Error(`${translations.length} translations for ${missing.length} texts`);
       }
@@ -55,6 +62,7 @@ export class TranslatingEmbedder implements Embedder {
         if (purpose === "query") this.remembered.set(texts[textIndex] as string, translation);
       });
     } catch (error) {
+      signal?.throwIfAborted();
       this.options.log?.({
         event: "translation_failed",
         translator: this.translator.name,

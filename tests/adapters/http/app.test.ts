@@ -45,7 +45,7 @@ describe("routing and body errors", () => {
     const h = await createHarness();
     for (const [method, path] of [
       ["GET", "/nada"],
-      ["POST", "/products/123"],
+      ["POST", "/products/123/extra"],
       ["GET", "/auth"],
     ] as const) {
       const response = await h.call(method, path);
@@ -61,6 +61,7 @@ describe("routing and body errors", () => {
       ["POST", "/", "GET, HEAD"],
       ["GET", "/auth/login", "POST"],
       ["DELETE", "/products/", "POST, GET, HEAD"],
+      ["POST", "/products/7", "GET, HEAD, PATCH, PUT, DELETE"],
       ["PUT", "/products", "POST, GET, HEAD"],
     ] as const;
     for (const [method, path, allow] of cases) {

@@ -295,3 +295,53 @@ function parseEvents(text: string): { event: string; data: Record<string, any> }
       return { event, data };
     });
 }
+
+describe("POST /products/search: hybrid mode", () => {
+  test("mode hybrid adds fused_score and lets an exact word match rank first; semantic has no fused_score", async () => {
+    const h = await createHarness();
+    for (const product of [LAPTOP, MOUSE, CHAIR]) await create(h, product);
+    const semantic = await h.call("POST", "/products/search", { token: h.token, json: { query: "bluetooth" } });
+    expect(semantic.json.results[0]).not.toHaveProperty("fused_score");
+    const hybrid = await h.call("POST", "/products/search", {
+      token: h.token,
+      json: { query: "bluetooth", mode: "hybrid", alpha: 0.2 },
+    });
+    expect(hybrid.status).toBe(200);
+    const scores: number[] = hybrid.json.results.map((result: { fused_score: number }) => result.fused_score);
+    expect(scores).toEqual([...scores].sort((a, b) => b - a));
+    expect(typeof scores[0]).toBe("number");
+    expect(hybrid.json.results[0].name).toBe(MOUSE.name);
+  });
+
+  test("a bad mode or alpha, or alpha without hybrid, is 422", async () => {
+    const h = await createHarness();
+    for (const json of [
+      { query: "x", mode: "keyword" },
+      { query: "x", mode: "hybrid", alpha: 1.5 },
+      { query: "x", mode: "hybrid", alpha: -0.1 },
+      { query: "x", mode: "hybrid", alpha: "0.5" },
+      { query: "x", alpha: 0.5 },
+    ]) {
+      const response = await h.call("POST", "/products/search", { token: h.token, json });
+      expect({ json, status: response.status }).toEqual({ json, status: 422 });
+      expect(typeof response.json.detail).toBe("string");
+    }
+  });
+});
+
+describe("GET /products/categories", () => {
+  test("lists every category with its number of products, most first; it takes the token", async () => {
+    const h = await createHarness();
+    for (const product of [LAPTOP, MOUSE, CHAIR, { ...MOUSE, name: "Teclado" }]) await create(h, product);
+    const response = await h.call("GET", "/products/categories", { token: h.token });
+    expect(response.status).toBe(200);
+    expect(response.json).toEqual({
+      categories: [
+        { name: "periféricos", products: 2 },
+        { name: "informática", products: 1 },
+        { name: "muebles", products: 1 },
+      ],
+    });
+    expect((await h.call("GET", "/products/categories")).status).toBe(401);
+  });
+});

@@ -80,7 +80,7 @@ export async function createHarness(options: HarnessOptions = {}) {
     authenticate,
     createProduct: new CreateProduct({ products, embedder }),
     manageProducts: new ManageProducts({ products, embedder }),
-    importProducts: new ImportProducts({ products, embedder }),
+    importProducts: new ImportProducts({ products, embedder, log: (event) => log.info(event) }),
     search: new SearchAndRecommend({
       products,
       embedder,

@@ -53,6 +53,11 @@ describe("GET /metrics on the app", () => {
     expect(text).toContain("sku_products 1");
     expect(text).toContain('sku_build_info{version="1.0.0"} 1');
 
+    await h.call("POST", "/products/bulk", { token: h.token, json: [PRODUCT, { name: "incompleto" }] });
+    const afterImport = (await h.call("GET", "/metrics", scrape)).text;
+    expect(afterImport).toContain('sku_import_items_total{outcome="created"} 1');
+    expect(afterImport).toContain('sku_import_items_total{outcome="failed"} 1');
+
     // Never a query, a product's text, a username, a path with an id, or a secret.
     for (const secret of ["privadísima", "consulta", "Cafetera secreta", USERNAME, "12345", TOKEN, h.token]) {
       expect(text).not.toContain(secret);

@@ -1,0 +1,160 @@
+/**
+ * `bun run cli import FILE`, run exactly as the README writes it, on the embedded database: each
+ * file format, gzip, a second run that changes nothing, and an interrupted run resumed.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { useTempDirs } from "../support/temp-dirs.ts";
+
+setDefaultTimeout(120_000);
+
+const PROJECT = join(import.meta.dir, "../..");
+const tempDir = useTempDirs("import-cli");
+
+function cli(args: string[], env: Record<string, string>) {
+  return Bun.spawn(["bun", "run", "cli", ...args], {
+    cwd: PROJECT,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmpdir(), ADMIN_PASSWORD: "admin-password", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+}
+
+async function finished(child: ReturnType<typeof cli>) {
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ]);
+  return { code, stdout, stderr };
+}
+
+/** The last JSON line the command printed (its summary, when stdout is not a terminal). */
+function summary(stdout: string): Record<string, unknown> {
+  const last = stdout.trim().split("\n").at(-1) ?? "{}";
+  return JSON.parse(last);
+}
+
+const product = (i: number) => ({
+  sku: `SKU-${i}`,
+  name: `Producto ${i}, "especial"`,
+  description: i % 3 === 0 ? "" : `Descripción del producto ${i}`,
+  category: i % 2 === 0 ? "par" : "impar",
+});
+
+function csvLine(values: string[]): string {
+  return values.map((value) => (/[",\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value)).join(",");
+}
+
+describe("import FILE", () => {
+  test("JSON Lines, a JSON array, CSV and gzip all import; a second run changes nothing", async () => {
+    const dir = tempDir();
+    const env = { DATA_DIR: join(dir, "data") };
+    const items = Array.from({ length: 12 }, (_, i) => product(i));
+    const files = {
+      "a.jsonl": items
+        .slice(0, 3)
+        .map((item) => JSON.stringify({ ...item, id: 99, brand: "ignored" }))
+        .join("\n"),
+      "b.json": JSON.stringify(items.slice(3, 6), null, 2),
+      "c.csv": [
+        csvLine(["sku", "name", "description", "category"]),
+        ...items.slice(6, 9).map((item) => csvLine([item.sku, item.name, item.description, item.category])),
+      ].join("\r\n"),
+    };
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+    writeFileSync(
+      join(dir, "d.jsonl.gz"),
+      gzipSync(
+        items
+          .slice(9)
+          .map((item) => JSON.stringify(item))
+          .join("\n"),
+      ),
+    );
+
+    for (const name of ["a.jsonl", "b.json", "c.csv", "d.jsonl.gz"]) {
+      const run = await finished(cli(["import", join(dir, name)], env));
+      expect({ name, code: run.code }).toEqual({ name, code: 0 });
+      expect(summary(run.stdout)).toMatchObject({ event: "import_done", items: 3, created: 3, failed: 0 });
+    }
+    const again = await finished(cli(["import", join(dir, "c.csv"), "--report", join(dir, "report.jsonl")], env));
+    expect(summary(again.stdout)).toMatchObject({ items: 3, created: 0, updated: 0, unchanged: 3 });
+    const report = readFileSync(join(dir, "report.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(report.map((item) => [item.index, item.status, item.sku])).toEqual([
+      [0, "unchanged", "SKU-6"],
+      [1, "unchanged", "SKU-7"],
+      [2, "unchanged", "SKU-8"],
+    ]);
+  });
+
+  test("invalid items are reported by position and the command exits 1; an unreadable file says why", async () => {
+    const dir = tempDir();
+    const env = { DATA_DIR: join(dir, "data") };
+    writeFileSync(
+      join(dir, "mixed.jsonl"),
+      [JSON.stringify(product(1)), "{roto", JSON.stringify({ name: "x" })].join("\n"),
+    );
+    const mixed = await finished(cli(["import", join(dir, "mixed.jsonl")], env));
+    expect(mixed.code).toBe(1);
+    expect(summary(mixed.stdout)).toMatchObject({ created: 1, failed: 2 });
+    expect(mixed.stderr).toContain("item 1: El elemento no es un JSON válido");
+    expect(mixed.stderr).toContain("item 2: Campo 'description': es obligatorio");
+
+    writeFileSync(join(dir, "bad.csv"), "nombre,precio\nx,1\n");
+    const badCsv = await finished(cli(["import", join(dir, "bad.csv")], env));
+    expect(badCsv.code).toBe(1);
+    expect(badCsv.stderr).toContain("unknown column 'nombre'");
+
+    const missing = await finished(cli(["import", join(dir, "nope.jsonl")], env));
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("no such file");
+
+    const badFormat = await finished(cli(["import", join(dir, "mixed.jsonl"), "--format", "xml"], env));
+    expect(badFormat.code).toBe(2);
+  });
+
+  test("Ctrl-C stops after the batch being written, keeps it, and running again resumes", async () => {
+    const dir = tempDir();
+    const env = { DATA_DIR: join(dir, "data") };
+    const total = 600;
+    const file = join(dir, "catalogue.jsonl");
+    writeFileSync(file, Array.from({ length: total }, (_, i) => JSON.stringify(product(i))).join("\n"));
+    const report = join(dir, "report.jsonl");
+    const child = cli(["import", file, "--batch-size", "20", "--report", report], env);
+    // Once some batches are stored, interrupt it as Ctrl-C would.
+    for (let waited = 0; waited < 60_000; waited += 100) {
+      await Bun.sleep(100);
+      let lines = 0;
+      try {
+        lines = readFileSync(report, "utf8").split("\n").length - 1;
+      } catch {
+        // not written yet
+      }
+      if (lines >= 60) break;
+    }
+    child.kill("SIGINT");
+    const interrupted = await finished(child);
+    expect(interrupted.code).toBe(130);
+    const stopped = summary(interrupted.stdout);
+    expect(stopped.event).toBe("import_interrupted");
+    const stored = stopped.created as number;
+    expect(stored).toBeGreaterThanOrEqual(60);
+    expect(stored).toBeLessThan(total);
+
+    const resumed = await finished(cli(["import", file], env));
+    expect(resumed.code).toBe(0);
+    expect(summary(resumed.stdout)).toMatchObject({
+      items: total,
+      created: total - stored,
+      unchanged: stored,
+      failed: 0,
+    });
+  });
+});
