@@ -1,5 +1,5 @@
 /**
- * `bun run cli import FILE`, run exactly as the README writes it, on the embedded database: each
+ * `bun run cli import FILE`, run exactly as the README writes it, on the embedded database (a copy of a new one, as a first start unpacks it): each
  * file format, gzip, a second run that changes nothing, and an interrupted run resumed.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
@@ -7,6 +7,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { withNewDatabase } from "../support/new-database.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 
 setDefaultTimeout(120_000);
@@ -52,7 +53,7 @@ function csvLine(values: string[]): string {
 describe("import FILE", () => {
   test("JSON Lines, a JSON array, CSV and gzip all import; a second run changes nothing", async () => {
     const dir = tempDir();
-    const env = { DATA_DIR: join(dir, "data") };
+    const env = { DATA_DIR: await withNewDatabase(join(dir, "data")) };
     const items = Array.from({ length: 12 }, (_, i) => product(i));
     const files = {
       "a.jsonl": items
@@ -96,7 +97,7 @@ describe("import FILE", () => {
 
   test("invalid items are reported by position and the command exits 1; an unreadable file says why", async () => {
     const dir = tempDir();
-    const env = { DATA_DIR: join(dir, "data") };
+    const env = { DATA_DIR: await withNewDatabase(join(dir, "data")) };
     writeFileSync(
       join(dir, "mixed.jsonl"),
       [JSON.stringify(product(1)), "{roto", JSON.stringify({ name: "x" })].join("\n"),
@@ -122,7 +123,7 @@ describe("import FILE", () => {
 
   test("Ctrl-C stops after the batch being written, keeps it, and running again resumes", async () => {
     const dir = tempDir();
-    const env = { DATA_DIR: join(dir, "data") };
+    const env = { DATA_DIR: await withNewDatabase(join(dir, "data")) };
     const total = 600;
     const file = join(dir, "catalogue.jsonl");
     writeFileSync(file, Array.from({ length: total }, (_, i) => JSON.stringify(product(i))).join("\n"));

@@ -6,13 +6,14 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
-import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
 import { loadConfig } from "../../src/app/config.ts";
 import { type Container, createContainer } from "../../src/app/container.ts";
 import { createLogger } from "../../src/app/logger.ts";
 import type { GenerationEvent, Generator, Recommendation, RecommendationRequest } from "../../src/ports/generator.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { CHROMIUM_PATH, hasChromium, launchChromium } from "../support/chromium.ts";
+import { openNewPglite } from "../support/new-database.ts";
+import { lowCostHasher } from "../support/password-hasher.ts";
 
 setDefaultTimeout(30_000);
 
@@ -135,9 +136,10 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
       QUERY_TRANSLATION: "off",
     });
     container = await createContainer(config, createLogger("error"), {
-      database: await openPglite(undefined),
+      database: await openNewPglite(),
       embedder: new FakeEmbedder(64),
       generator: writer,
+      passwordHasher: lowCostHasher(),
     });
     server = container.app.listen({ hostname: "127.0.0.1", port: 0, reusePort: false });
     base = `http://127.0.0.1:${server.server?.port}`;
@@ -168,8 +170,8 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
 
   /**
    * A new tab (its own sessionStorage) on /ui, sized like a desktop unless told. `loggedIn`: with
-   * the admin's session already in the tab, as after a login (the first test logs in through the
-   * form; checking a password costs about a second on 2 busy cores).
+   * the admin's session already in the tab, as after a login (the first and the phone's tests log
+   * in through the form).
    */
   async function openPage({ loggedIn = false, viewport = { width: 1280, height: 800 }, catalogue = true } = {}) {
     if (catalogue) await seedCatalogue();
