@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rm } from "node:fs/promises";
 import { MemoryDatabaseHealth } from "../../src/adapters/memory/database-health.ts";
 import { cosineSimilarity, MemoryProductRepository } from "../../src/adapters/memory/product-repository.ts";
 import { MemoryQueryEmbeddingCache } from "../../src/adapters/memory/query-embedding-cache.ts";
@@ -26,7 +24,9 @@ import type { Embedder, EmbeddingPurpose } from "../../src/ports/embedder.ts";
 import type { AddResult, EmbeddedProduct, ProductRepository } from "../../src/ports/product-repository.ts";
 import type { QueryEmbeddingCache } from "../../src/ports/query-embedding-cache.ts";
 import type { UserRepository } from "../../src/ports/user-repository.ts";
+import { withNewDatabase } from "../support/new-database.ts";
 import { blockHooks } from "../support/skipped-blocks.ts";
+import { makeTempDir } from "../support/temp-dirs.ts";
 import { forEachDatabase, POSTGRES_URL, type TestDatabase } from "../support/test-databases.ts";
 
 /** A product to add, with its embedding and a digest standing for the real one. */
@@ -482,7 +482,8 @@ forEachDatabase((db) => {
 describe("PGlite on disk", () => {
   let dir: string;
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), "sku-search-pglite-"));
+    // A new database's files already there, as a first start unpacks them (initdb is the cli tests' `serve`).
+    dir = await withNewDatabase(makeTempDir("pglite"));
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 

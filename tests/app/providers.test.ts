@@ -4,9 +4,7 @@
  * providers answer, fail over, or are all down.
  */
 import { afterAll, afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { loadConfig } from "../../src/app/config.ts";
 import { type Container, createContainer } from "../../src/app/container.ts";
@@ -23,6 +21,7 @@ import {
 import { type CallOptions, callApp } from "../support/app-client.ts";
 import { openNewPglite, withNewDatabase } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
+import { makeTempDir } from "../support/temp-dirs.ts";
 
 // Each container opens PGlite (on a copy of a new database: no initdb here).
 setDefaultTimeout(60_000);
@@ -92,7 +91,7 @@ afterEach(async () => {
 
 /** A DATA_DIR holding a new embedded database, removed after the test. */
 async function dataDirWithDatabase(): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), "sku-search-providers-"));
+  const dir = makeTempDir("providers");
   dirs.push(dir);
   return withNewDatabase(dir);
 }

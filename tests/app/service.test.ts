@@ -4,8 +4,7 @@
  * the end uses the real offline model.
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { SignJWT } from "jose";
 import { LocalEmbedder } from "../../src/adapters/providers/local-embedder.ts";
@@ -17,6 +16,7 @@ import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { type CallOptions, callApp } from "../support/app-client.ts";
 import { withNewDatabase } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
+import { makeTempDir } from "../support/temp-dirs.ts";
 
 // Each test opens PGlite (a new database takes seconds on 2 cores) and some restart it.
 setDefaultTimeout(60_000);
@@ -27,7 +27,7 @@ const open: Container[] = [];
 const dirs: string[] = [];
 
 function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "sku-search-service-"));
+  const dir = makeTempDir("service");
   dirs.push(dir);
   return dir;
 }

@@ -4,9 +4,9 @@
  * TEST_PG_BIN (default: Debian's PostgreSQL 15, as .ci/postgres.sh installs it, with pgvector); as
  * root, the server runs as the `postgres` user.
  */
-import { chownSync, existsSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chownSync, existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { makeTempDir } from "./temp-dirs.ts";
 
 export const PG_BIN = Bun.env.TEST_PG_BIN ?? "/usr/lib/postgresql/15/bin";
 
@@ -28,7 +28,7 @@ export interface PostgresCluster {
 }
 
 export async function startPostgresCluster(): Promise<PostgresCluster> {
-  const dir = mkdtempSync(join(tmpdir(), "sku-search-pg-"));
+  const dir = makeTempDir("pg");
   const asRoot = process.getuid?.() === 0;
   if (asRoot) {
     const uid = Number(Bun.spawnSync(["id", "-u", "postgres"]).stdout.toString());
