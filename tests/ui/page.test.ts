@@ -4,7 +4,7 @@
  * fake bag-of-words one; the recommendation writer stops mid-sentence until the test lets it go,
  * so the test sees the text arrive in pieces. Skipped, saying so, without /usr/bin/chromium.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { loadConfig } from "../../src/app/config.ts";
 import { type Container, createContainer } from "../../src/app/container.ts";
@@ -14,6 +14,7 @@ import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { CHROMIUM_PATH, hasChromium, launchChromium } from "../support/chromium.ts";
 import { openNewPglite } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
+import { blockHooks } from "../support/skipped-blocks.ts";
 
 setDefaultTimeout(30_000);
 
@@ -128,7 +129,9 @@ async function api(
 }
 
 describe.skipIf(!hasChromium)("the search page in Chromium", () => {
-  beforeAll(async () => {
+  blockHooks(!hasChromium, { beforeAll: setUp, afterAll: tearDown });
+
+  async function setUp() {
     const config = loadConfig({
       ADMIN_USERNAME: ADMIN.username,
       ADMIN_PASSWORD: ADMIN.password,
@@ -146,13 +149,13 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     const login = await fetch(`${base}/auth/login`, { method: "POST", body: new URLSearchParams(ADMIN) });
     adminToken = ((await login.json()) as { access_token: string }).access_token;
     browser = await launchChromium();
-  });
+  }
 
-  afterAll(async () => {
+  async function tearDown() {
     await browser?.close();
     await container?.app.stop();
     await container?.close();
-  });
+  }
 
   afterEach(() => {
     expect(problems).toEqual([]);
