@@ -13,7 +13,7 @@ import { useTempDirs } from "../support/temp-dirs.ts";
 setDefaultTimeout(120_000);
 
 const PROJECT = join(import.meta.dir, "../..");
-const tempDir = useTempDirs("import-cli");
+const tempDir = useTempDirs("import-cli", { concurrent: true });
 
 function cli(args: string[], env: Record<string, string>) {
   return Bun.spawn(["bun", "run", "cli", ...args], {
@@ -50,7 +50,8 @@ function csvLine(values: string[]): string {
   return values.map((value) => (/[",\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value)).join(",");
 }
 
-describe("import FILE", () => {
+// The tests run concurrently, each on its own DATA_DIR: most of their time is spent in the processes.
+describe.concurrent("import FILE", () => {
   test("JSON Lines, a JSON array, CSV and gzip all import; a second run changes nothing", async () => {
     const dir = tempDir();
     const env = { DATA_DIR: await withNewDatabase(join(dir, "data")) };
