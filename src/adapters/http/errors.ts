@@ -1,4 +1,4 @@
-import { NotFoundError, ParseError, t, ValidationError } from "elysia";
+import { NotFoundError, ParseError, ValidationError } from "elysia";
 import {
   ConcurrentModification,
   DatabaseUnavailable,
@@ -26,9 +26,6 @@ export interface Problem {
   detail: string;
   headers?: Record<string, string>;
 }
-
-/** The body of every error answer, for the OpenAPI document. */
-export const ProblemBody = t.Object({ detail: t.String({ description: "Explicación en español" }) });
 
 /** An HTTP-level refusal raised by the adapter itself (body too large, wrong media type, bad JSON, not ready). */
 export class HttpProblem extends Error {

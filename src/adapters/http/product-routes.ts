@@ -1,16 +1,33 @@
 import { Elysia, t } from "elysia";
-import type { Authenticate } from "../../domain/authenticate.ts";
+import { type Authenticate, TOKEN_REFUSALS } from "../../domain/authenticate.ts";
 import type { CreateProduct } from "../../domain/create-product.ts";
-import { NotAuthenticated, ProductNotFound } from "../../domain/errors.ts";
+import {
+  ConcurrentModification,
+  EmbeddingUnavailable,
+  GenerationUnavailable,
+  IdempotencyKeyReused,
+  NotAuthenticated,
+  ProductNotFound,
+  SkuTaken,
+} from "../../domain/errors.ts";
 import { SEARCH_MODES } from "../../domain/hybrid-ranking.ts";
 import type { ImportProducts } from "../../domain/import-products.ts";
-import { LIST_LIMIT, LIST_ORDERS, MAX_CATEGORIES, type ManageProducts } from "../../domain/manage-products.ts";
-import { PRODUCT_FIELD_MAX_LENGTH, type Product, type ScoredProduct } from "../../domain/product.ts";
+import {
+  INVALID_CURSOR,
+  LIST_LIMIT,
+  LIST_ORDERS,
+  MAX_CATEGORIES,
+  type ManageProducts,
+  normalizeCategories,
+} from "../../domain/manage-products.ts";
+import { checkedField, PRODUCT_FIELD_MAX_LENGTH, type Product, type ScoredProduct } from "../../domain/product.ts";
 import { QUERY_MAX_LENGTH, SEARCH_LIMIT, type SearchAndRecommend } from "../../domain/search-and-recommend.ts";
-import { readBody } from "./body.ts";
-import { type BulkLimits, readBulkItems } from "./bulk-body.ts";
-import { HttpProblem, ProblemBody } from "./errors.ts";
+import { MALFORMED_ARRAY } from "../import/json-items.ts";
+import { mediaTypesOf, readBody } from "./body.ts";
+import { BULK_MEDIA_TYPES, type BulkLimits, noItems, readBulkItems, tooManyItems } from "./bulk-body.ts";
+import { fieldDetail, HttpProblem, NOT_AN_OBJECT, payloadTooLarge } from "./errors.ts";
 import { searchEventStream, wantsEventStream } from "./event-stream.ts";
+import { answers, documented, messageOf, problem, SECURITY, UNAVAILABLE } from "./openapi.ts";
 import { contextOf } from "./request-context.ts";
 
 /** Elysia's t.Integer also takes numeric strings ("5"); a number that is a multiple of 1 does not. */
@@ -24,6 +41,14 @@ const skuField = t.String({
   description: "Clave propia del comercio; única cuando se da",
 });
 
+/** A product as a client sends it: the example of the OpenAPI document. */
+const NEW_PRODUCT_EXAMPLE = {
+  name: "Zapatillas de trail Vento",
+  description: "Zapatillas ligeras e impermeables con suela de tacos para correr por montaña",
+  category: "calzado deportivo",
+  sku: "VEN-TRAIL-42",
+};
+
 const NewProductBody = t.Object(
   {
     name: field("name"),
@@ -31,7 +56,11 @@ const NewProductBody = t.Object(
     category: field("category"),
     sku: t.Optional(t.Union([skuField, t.Null()])),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    description: "El producto: nombre, descripción y categoría (el embedding lo calcula el servicio)",
+    examples: [NEW_PRODUCT_EXAMPLE],
+  },
 );
 
 const ProductChangesBody = t.Object(
@@ -41,7 +70,7 @@ const ProductChangesBody = t.Object(
     category: t.Optional(field("category")),
     sku: t.Optional(t.Union([skuField, t.Null()], { description: "null quita el SKU" })),
   },
-  { additionalProperties: false, minProperties: 1 },
+  { additionalProperties: false, minProperties: 1, description: "Los campos que cambian (al menos uno)" },
 );
 
 const categoryFilter = t.Optional(
@@ -76,14 +105,31 @@ const SearchBody = t.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    description:
+      "La consulta en lenguaje natural y, si se quiere, cuántos resultados, de qué categorías y cómo se " +
+      "ordenan (mode, alpha)",
+    examples: [{ query: "algo para correr por el monte cuando llueve", limit: 5 }],
+  },
 );
 
 const ListQuery = t.Object(
   {
-    limit: t.Optional(t.Numeric({ minimum: LIST_LIMIT.min, maximum: LIST_LIMIT.max, multipleOf: 1 })),
-    cursor: t.Optional(t.String({ maxLength: 100 })),
-    order: t.Optional(t.UnionEnum([...LIST_ORDERS])),
+    limit: t.Optional(
+      t.Numeric({
+        minimum: LIST_LIMIT.min,
+        maximum: LIST_LIMIT.max,
+        multipleOf: 1,
+        description: `Productos por página, de ${LIST_LIMIT.min} a ${LIST_LIMIT.max} (por defecto ${LIST_LIMIT.default})`,
+      }),
+    ),
+    cursor: t.Optional(t.String({ maxLength: 100, description: "El next_cursor de la página anterior" })),
+    order: t.Optional(
+      t.UnionEnum([...LIST_ORDERS], {
+        description: "id: por id ascendente (por defecto); newest: los más recientes primero",
+      }),
+    ),
     category: categoryFilter,
   },
   { additionalProperties: false },
@@ -137,6 +183,95 @@ const ImportResponse = t.Object({
   counts: t.Object({ created: integer(), updated: integer(), unchanged: integer(), failed: integer() }),
 });
 
+/** An item of a bulk import, for the OpenAPI document (ImportProducts checks each one). */
+const BulkItem = t.Object({
+  name: field("name"),
+  description: field("description"),
+  category: field("category"),
+  sku: t.Optional(t.Union([skuField, t.Null()])),
+});
+
+/** A stored product: the example of the OpenAPI document. */
+const PRODUCT_EXAMPLE = { id: 42, ...NEW_PRODUCT_EXAMPLE };
+
+const MALFORMED_AUTHORIZATION = "El encabezado Authorization debe tener la forma 'Bearer <token>'";
+
+const malformedIdempotencyKey = () =>
+  new HttpProblem(400, "La cabecera Idempotency-Key debe tener entre 1 y 255 caracteres ASCII visibles");
+
+/** The error answers of these routes, documented with the messages they send (see openapi.ts). */
+const ANSWERS = {
+  unreadable: answers.unreadable(["json"]),
+  unreadableCreate: answers.unreadable(["json"], { "Idempotency-Key mal formada": malformedIdempotencyKey() }),
+  unauthenticated: problem({
+    description: "Falta el token, no es válido, ha caducado o su usuario ya no puede usarlo: inicie sesión de nuevo.",
+    examples: {
+      "Sin token": TOKEN_REFUSALS.missing,
+      "Token no válido o caducado": TOKEN_REFUSALS.invalid,
+      "Contraseña cambiada": TOKEN_REFUSALS.passwordChanged,
+      "Usuario borrado": TOKEN_REFUSALS.userGone,
+      "Cabecera mal formada": MALFORMED_AUTHORIZATION,
+    },
+    headers: ["WWW-Authenticate"],
+  }),
+  notFound: problem({
+    description: "No hay ningún producto con ese id (un id que no es un entero positivo no nombra ninguno).",
+    examples: { "Producto inexistente": new ProductNotFound(PRODUCT_EXAMPLE.id) },
+  }),
+  conflict: problem({
+    description: "Otro producto ya tiene ese SKU, o el producto cambió a la vez por otra petición (puede repetirse).",
+    examples: { "SKU repetido": new SkuTaken(PRODUCT_EXAMPLE.sku), "Cambio simultáneo": new ConcurrentModification() },
+  }),
+  notJson: answers.unsupportedMediaType(mediaTypesOf(["json"])),
+  invalidProduct: (more: Record<string, string | Error> = {}) =>
+    problem({
+      description:
+        "El cuerpo no cumple el esquema o las reglas del producto: `detail` nombra el primer campo que falla.",
+      examples: {
+        "Campo demasiado largo": fieldDetail.invalid("name", NewProductBody.properties.name),
+        "Campo vacío": messageOf(() => checkedField("name", " ")),
+        "Embedding enviado": fieldDetail.notAllowed("embedding"),
+        ...more,
+      },
+    }),
+  invalidSearch: problem({
+    description: "El cuerpo no cumple el esquema de la búsqueda: `detail` nombra el primer campo que falla.",
+    examples: {
+      "Falta la consulta": fieldDetail.missing("query"),
+      "limit fuera de rango": fieldDetail.invalid("limit", SearchBody.properties.limit),
+      "alpha no válido": fieldDetail.invalid("alpha", SearchBody.properties.alpha),
+    },
+  }),
+  invalidList: problem({
+    description: "Un parámetro no es válido: `detail` lo nombra.",
+    examples: {
+      "Parámetro desconocido": fieldDetail.notAllowed("page"),
+      "limit no numérico": fieldDetail.invalid("limit", ListQuery.properties.limit),
+      "Cursor no válido": INVALID_CURSOR,
+      "Categoría vacía": messageOf(() => normalizeCategories("")),
+    },
+  }),
+  databaseDown: answers.unavailable("La base de datos no responde.", UNAVAILABLE.database),
+  writeUnavailable: answers.unavailable(
+    "La base de datos o el servicio de embeddings no responden, o la petición agotó su tiempo: no se guardó nada.",
+    { ...UNAVAILABLE.database, "Embeddings no disponibles": new EmbeddingUnavailable(), ...UNAVAILABLE.deadline },
+  ),
+  searchUnavailable: answers.unavailable(
+    "No se pudo buscar: la base de datos o el servicio de embeddings no responden, ningún proveedor pudo escribir " +
+      "la recomendación (cuando se exige un proveedor remoto), o la petición agotó su tiempo.",
+    {
+      ...UNAVAILABLE.database,
+      "Embeddings no disponibles": new EmbeddingUnavailable(),
+      "Sin recomendación": new GenerationUnavailable(),
+      ...UNAVAILABLE.deadline,
+    },
+  ),
+  importUnavailable: answers.unavailable(
+    "La base de datos no respondió al comprobar el token, o la importación agotó su tiempo (lo guardado se queda).",
+    { ...UNAVAILABLE.database, ...UNAVAILABLE.deadline },
+  ),
+};
+
 export interface ProductRoutesDeps {
   authenticate: Authenticate;
   createProduct: CreateProduct;
@@ -170,8 +305,25 @@ export function productRoutes(deps: ProductRoutesDeps) {
     await requireBearer(context);
     return STREAMED_BODY;
   };
-  const bearer = [{ bearerAuth: [] }];
+  const bearer = SECURITY.token;
   const tags = ["products"];
+  // 413 (a body over the limit), 429 (rate limits) and 500 can come from any route: openapi.ts documents them.
+  const product = (description: string) => documented(ProductResponse, description, PRODUCT_EXAMPLE);
+  const searchAnswers = {
+    200: documented(SearchResponse, "Los productos más parecidos a la consulta y la recomendación", {
+      query: "algo para correr por el monte cuando llueve",
+      recommendation:
+        "[OPENAI - gpt-4o-mini] Para correr por montaña con lluvia, las Zapatillas de trail Vento [#42] " +
+        "son impermeables y agarran bien en barro.",
+      cited_ids: [PRODUCT_EXAMPLE.id],
+      results: [{ ...PRODUCT_EXAMPLE, score: 0.83 }],
+    }),
+    400: ANSWERS.unreadable,
+    415: ANSWERS.notJson,
+    422: ANSWERS.invalidSearch,
+    503: ANSWERS.searchUnavailable,
+  };
+  const id = { params: t.Object({ id: t.String({ description: "El id del producto (entero positivo)" }) }) };
 
   return new Elysia({ prefix: "/products" })
     .post(
@@ -190,12 +342,16 @@ export function productRoutes(deps: ProductRoutesDeps) {
         parse: [...authenticatedJson],
         body: NewProductBody,
         response: {
-          201: ProductResponse,
-          400: ProblemBody,
-          401: ProblemBody,
-          409: ProblemBody,
-          422: ProblemBody,
-          503: ProblemBody,
+          201: product("El producto creado, sin su embedding"),
+          400: ANSWERS.unreadableCreate,
+          401: ANSWERS.unauthenticated,
+          409: ANSWERS.conflict,
+          415: ANSWERS.notJson,
+          422: ANSWERS.invalidProduct({
+            "Falta un campo": fieldDetail.missing("category"),
+            "Idempotency-Key con otro cuerpo": new IdempotencyKeyReused(),
+          }),
+          503: ANSWERS.writeUnavailable,
         },
         detail: {
           tags,
@@ -222,7 +378,16 @@ export function productRoutes(deps: ProductRoutesDeps) {
       {
         transform: authenticatedOnly,
         query: ListQuery,
-        response: { 200: ListResponse, 401: ProblemBody, 422: ProblemBody, 503: ProblemBody },
+        response: {
+          200: documented(ListResponse, "Una página de productos", {
+            items: [PRODUCT_EXAMPLE],
+            total: 1,
+            next_cursor: null,
+          }),
+          401: ANSWERS.unauthenticated,
+          422: ANSWERS.invalidList,
+          503: ANSWERS.databaseDown,
+        },
         detail: {
           tags,
           summary: "Listar productos, por páginas",
@@ -237,15 +402,24 @@ export function productRoutes(deps: ProductRoutesDeps) {
     .get("/categories", async () => ({ categories: await manageProducts.categories() }), {
       transform: authenticatedOnly,
       response: {
-        200: t.Object({
-          categories: t.Array(
-            t.Object({ name: t.String(), products: integer({ description: "Productos de la categoría" }) }),
-          ),
-        }),
-        401: ProblemBody,
-        503: ProblemBody,
+        200: documented(
+          t.Object({
+            categories: t.Array(
+              t.Object({ name: t.String(), products: integer({ description: "Productos de la categoría" }) }),
+            ),
+          }),
+          "Cada categoría con su número de productos",
+          { categories: [{ name: PRODUCT_EXAMPLE.category, products: 12 }] },
+        ),
+        401: ANSWERS.unauthenticated,
+        503: ANSWERS.databaseDown,
       },
-      detail: { tags, summary: "Categorías del catálogo, con cuántos productos tiene cada una", security: bearer },
+      detail: {
+        tags,
+        summary: "Categorías del catálogo, con cuántos productos tiene cada una",
+        description: "Los nombres que admiten los filtros category de la búsqueda y del listado.",
+        security: bearer,
+      },
     })
     .post(
       "/search",
@@ -269,7 +443,7 @@ export function productRoutes(deps: ProductRoutesDeps) {
       {
         parse: deps.searchRequiresAuth ? [...authenticatedJson] : [jsonBody, "json"],
         body: SearchBody,
-        response: { 200: SearchResponse, 401: ProblemBody, 422: ProblemBody, 503: ProblemBody },
+        response: deps.searchRequiresAuth ? { ...searchAnswers, 401: ANSWERS.unauthenticated } : searchAnswers,
         detail: {
           tags,
           summary: "Búsqueda semántica con recomendación generada",
@@ -278,7 +452,7 @@ export function productRoutes(deps: ProductRoutesDeps) {
             "encuentran), delta (el texto de la recomendación según se escribe), reset (lo enviado se descarta " +
             "y lo sustituye el siguiente redactor), done (la recomendación entera, cited_ids y quién la escribió) " +
             "o error.",
-          security: deps.searchRequiresAuth ? bearer : [],
+          security: deps.searchRequiresAuth ? bearer : SECURITY.none,
         },
       },
     )
@@ -291,7 +465,34 @@ export function productRoutes(deps: ProductRoutesDeps) {
       },
       {
         parse: authenticatedStream,
-        response: { 200: ImportResponse, 400: ProblemBody, 401: ProblemBody, 413: ProblemBody, 415: ProblemBody },
+        response: {
+          200: documented(ImportResponse, "Lo que pasó con cada producto, por su posición, y los totales", {
+            items: [
+              { index: 0, status: "created", id: PRODUCT_EXAMPLE.id, sku: PRODUCT_EXAMPLE.sku },
+              { index: 1, status: "failed", detail: messageOf(() => checkedField("name", " ")) },
+            ],
+            counts: { created: 1, updated: 0, unchanged: 0, failed: 1 },
+          }),
+          400: problem({
+            description:
+              "El cuerpo no es un array JSON bien formado (en JSON Lines, cada línea mal formada se informa aparte).",
+            examples: { "No es un array": MALFORMED_ARRAY.notArray, "Array incompleto": MALFORMED_ARRAY.incomplete },
+          }),
+          401: ANSWERS.unauthenticated,
+          413: problem({
+            description: "La importación supera el máximo de bytes o de productos por petición.",
+            examples: {
+              "Demasiados bytes": payloadTooLarge(deps.bulk.maxBytes),
+              "Demasiados productos": tooManyItems(deps.bulk.maxItems),
+            },
+          }),
+          415: answers.unsupportedMediaType([...BULK_MEDIA_TYPES.array, ...BULK_MEDIA_TYPES.lines]),
+          422: problem({
+            description: "El cuerpo está vacío o no contiene ningún producto.",
+            examples: { "Sin productos": noItems() },
+          }),
+          503: ANSWERS.importUnavailable,
+        },
         detail: {
           tags,
           summary: "Importar productos en bloque (array JSON o JSON Lines)",
@@ -301,13 +502,34 @@ export function productRoutes(deps: ProductRoutesDeps) {
             "posición: created, updated, unchanged o failed (con el motivo). Con sku, el producto se crea o se " +
             "actualiza por él, y solo se vuelve a calcular el embedding si cambian el nombre o la descripción.",
           security: bearer,
+          requestBody: {
+            required: true,
+            description:
+              "Los productos, cada uno con name, description, category y, si se quiere, sku (otros campos se " +
+              "ignoran; embedding no se admite). JSON Lines se admite también como application/jsonl o " +
+              "application/x-jsonlines.",
+            content: {
+              // openapi-types wants a `type` on every schema; TypeBox's union (sku: string or null) has none.
+              "application/json": { schema: t.Array(BulkItem) as never, example: [NEW_PRODUCT_EXAMPLE] },
+              "application/x-ndjson": {
+                schema: { type: "string" },
+                example: `${JSON.stringify(NEW_PRODUCT_EXAMPLE)}\n`,
+              },
+            },
+          },
         },
       },
     )
     .get("/:id", async ({ params }) => productView(await manageProducts.get(productId(params.id))), {
       transform: authenticatedOnly,
-      response: { 200: ProductResponse, 401: ProblemBody, 404: ProblemBody, 503: ProblemBody },
-      detail: { tags, summary: "Ver un producto", security: bearer },
+      ...id,
+      response: {
+        200: product("El producto, sin su embedding"),
+        401: ANSWERS.unauthenticated,
+        404: ANSWERS.notFound,
+        503: ANSWERS.databaseDown,
+      },
+      detail: { tags, summary: "Ver un producto", description: "El producto con ese id.", security: bearer },
     })
     .patch(
       "/:id",
@@ -315,14 +537,17 @@ export function productRoutes(deps: ProductRoutesDeps) {
         productView(await manageProducts.update(productId(params.id), body, contextOf(request).signal)),
       {
         parse: [...authenticatedJson],
+        ...id,
         body: ProductChangesBody,
         response: {
-          200: ProductResponse,
-          401: ProblemBody,
-          404: ProblemBody,
-          409: ProblemBody,
-          422: ProblemBody,
-          503: ProblemBody,
+          200: product("El producto tras el cambio"),
+          400: ANSWERS.unreadable,
+          401: ANSWERS.unauthenticated,
+          404: ANSWERS.notFound,
+          409: ANSWERS.conflict,
+          415: ANSWERS.notJson,
+          422: ANSWERS.invalidProduct({ "Sin cambios": NOT_AN_OBJECT }),
+          503: ANSWERS.writeUnavailable,
         },
         detail: {
           tags,
@@ -340,14 +565,17 @@ export function productRoutes(deps: ProductRoutesDeps) {
         productView(await manageProducts.update(productId(params.id), body, contextOf(request).signal)),
       {
         parse: [...authenticatedJson],
+        ...id,
         body: NewProductBody,
         response: {
-          200: ProductResponse,
-          401: ProblemBody,
-          404: ProblemBody,
-          409: ProblemBody,
-          422: ProblemBody,
-          503: ProblemBody,
+          200: product("El producto tras el cambio"),
+          400: ANSWERS.unreadable,
+          401: ANSWERS.unauthenticated,
+          404: ANSWERS.notFound,
+          409: ANSWERS.conflict,
+          415: ANSWERS.notJson,
+          422: ANSWERS.invalidProduct({ "Falta un campo": fieldDetail.missing("category") }),
+          503: ANSWERS.writeUnavailable,
         },
         detail: {
           tags,
@@ -365,8 +593,19 @@ export function productRoutes(deps: ProductRoutesDeps) {
       },
       {
         transform: authenticatedOnly,
-        response: { 204: t.Void(), 401: ProblemBody, 404: ProblemBody, 503: ProblemBody },
-        detail: { tags, summary: "Borrar un producto", security: bearer },
+        ...id,
+        response: {
+          204: t.Void({ description: "Borrado; la respuesta no tiene cuerpo" }),
+          401: ANSWERS.unauthenticated,
+          404: ANSWERS.notFound,
+          503: ANSWERS.databaseDown,
+        },
+        detail: {
+          tags,
+          summary: "Borrar un producto",
+          description: "Borra el producto y su embedding; deja de aparecer en las búsquedas.",
+          security: bearer,
+        },
       },
     );
 }
@@ -388,7 +627,7 @@ function idempotencyKey(header: string | null): string | undefined {
   if (header === null) return undefined;
   const key = header.trim();
   if (!IDEMPOTENCY_KEY.test(key)) {
-    throw new HttpProblem(400, "La cabecera Idempotency-Key debe tener entre 1 y 255 caracteres ASCII visibles");
+    throw malformedIdempotencyKey();
   }
   return key;
 }
@@ -397,7 +636,7 @@ function idempotencyKey(header: string | null): string | undefined {
 function bearerToken(header: string | null): string | undefined {
   if (!header) return undefined;
   const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-  if (!match) throw new NotAuthenticated("El encabezado Authorization debe tener la forma 'Bearer <token>'");
+  if (!match) throw new NotAuthenticated(MALFORMED_AUTHORIZATION);
   return match[1];
 }
 
