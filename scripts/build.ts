@@ -3,7 +3,7 @@
  * for the current platform (Linux, x64 or arm64). It embeds PGlite's files, a new empty database
  * (made here, so that a first start need not run initdb), pgvector, the offline model and
  * onnxruntime's native addon; src/app/runtime-assets.ts hands them over (or writes them out) at
- * startup.
+ * startup. The search page (src/ui) is bundled here and carried in a constant (ui-bundle.ts).
  *
  * `bun run build --assets-beside` (the container image): the files native code opens by path
  * (pgvector's bundle, the model, onnxruntime) are not embedded but laid out in
@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import type { BunPlugin } from "bun";
+import { bundleUi, serializeUiBundle, UI_BUNDLE_CONSTANT } from "../src/adapters/http/ui-bundle.ts";
 import { INSTALLED_MODEL_DIR } from "../src/adapters/providers/local-model-files.ts";
 import {
   BESIDE_FOLDER,
@@ -125,6 +126,8 @@ rmSync(besideDir, { recursive: true, force: true }); // a previous build's, eith
 const work = mkdtempSync(join(tmpdir(), "sku-search-build-"));
 try {
   embedded.push(await writeDatabaseTemplate(work));
+  // The search page (/ui), bundled now and carried in a constant: the executable never bundles.
+  const ui = serializeUiBundle(await bundleUi());
   const result = await Bun.build({
     entrypoints: [join(root, "src/app/main.ts")],
     plugins: [executablePlugin],
@@ -132,6 +135,7 @@ try {
     define: {
       [BUILD_CONSTANTS.digest]: JSON.stringify(digest),
       [BUILD_CONSTANTS.beside]: JSON.stringify(assetsBeside),
+      [UI_BUNDLE_CONSTANT]: JSON.stringify(ui),
     },
     // No target: the running Bun is the one embedded, so nothing is downloaded. The executable reads
     // a .env file in its working directory (the settings), never a bunfig.toml.
@@ -149,6 +153,7 @@ try {
   const where = assetsBeside ? `lays out in ${relative(root, besideDir)}/${digest}/` : "embeds";
   for (const path of embedded) console.log(`  embeds ${basename(path)}  ${megabytes(path)}`);
   for (const path of onDisk) console.log(`  ${where} ${basename(path)}  ${megabytes(path)}`);
+  console.log(`  embeds the search page (/ui, src/ui)  ${(ui.length / 1e6).toFixed(2)} MB`);
   console.log(`${relative(root, outfile)}  ${megabytes(outfile)}`);
 } finally {
   rmSync(work, { recursive: true, force: true });

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Proves dist/sku-search is self-contained: copies dist/ to a fresh folder outside the project and
 # runs it from yet another folder with an empty environment (no Bun on PATH, no node_modules above),
-# then logs in, creates two products, checks a semantic search and that the data survives a restart.
+# then logs in, creates two products, checks a semantic search (also streamed), the search page at
+# /ui and its script, and that the data survives a restart.
 # Also checks where it writes: into TMPDIR only what `bun run build` embedded for writing out, and
 # nothing at all (nor into HOME) when `bun run build --assets-beside` laid those files out beside it.
 # Run after either build (CI runs both). Exits non-zero with a message on the first failure.
@@ -91,6 +92,24 @@ coffee=$(create_product '{"name":"Espresso machine","description":"Fifteen-bar p
 create_product '{"name":"Trail running shoes","description":"Lightweight sneakers with grippy soles for mountain paths","category":"Footwear"}' >/dev/null
 [ "$(search_top)" = "$coffee" ] || fail "the espresso machine is not ranked first: $(cat "$WORK/body")"
 echo "smoke: login, two products, semantic search ranked the espresso machine first"
+
+status=$(post /products/search '{"query":"coffee"}' -H "Authorization: Bearer $TOKEN" \
+  -H 'Content-Type: application/json' -H 'Accept: text/event-stream')
+[ "$status" = 200 ] || fail "the streamed search answered $status: $(cat "$WORK/body")"
+for event in results delta done; do
+  grep -qx "event: $event" "$WORK/body" || fail "the streamed search sent no '$event' event: $(cat "$WORK/body")"
+done
+echo "smoke: the search streams as server-sent events (results, delta, done)"
+
+# The search page comes from inside the executable (no src/ui here): the page under its CSP, and its script.
+status=$(curl -s -D "$WORK/headers" -o "$WORK/body" -w '%{http_code}' "$BASE/ui")
+[ "$status" = 200 ] || fail "GET /ui answered $status: $(cat "$WORK/body")"
+grep -qi "^content-security-policy: default-src 'none'" "$WORK/headers" || fail "GET /ui has no Content-Security-Policy"
+script=$(grep -o '/ui/assets/index-[a-z0-9]*\.js' "$WORK/body" | head -n 1)
+[ -n "$script" ] || fail "the page names no script: $(head -c 400 "$WORK/body")"
+status=$(curl -s -o "$WORK/script" -w '%{http_code}' "$BASE$script")
+[ "$status" = 200 ] && [ -s "$WORK/script" ] || fail "GET $script answered $status"
+echo "smoke: GET /ui serves the page with its Content-Security-Policy, and its script $script"
 
 [ -z "$(ls -A "$WORK/home")" ] || fail "the executable wrote into HOME: $(cd "$WORK/home" && find . -type f)"
 if [ -d "$WORK/app/sku-search-assets" ]; then

@@ -17,6 +17,7 @@ import { apiDocs } from "./openapi.ts";
 import { productRoutes } from "./product-routes.ts";
 import { bucketOf, rateLimitHook } from "./rate-limit.ts";
 import { beginRequest, contextOf, endRequest, inRequestScope } from "./request-context.ts";
+import { uiRoutes } from "./ui-routes.ts";
 
 export interface HttpSettings {
   projectName: string;
@@ -72,7 +73,7 @@ const SECURITY_HEADERS = {
 /**
  * The Elysia app (not listening): GET /, /health/live, /health/ready, POST /auth/login, POST /products/,
  * POST /products/search, /openapi (Swagger UI with its script and stylesheet served from here,
- * docs-assets.ts), and GET /metrics when `metrics` is given.
+ * docs-assets.ts), the search page at /ui (ui-routes.ts), and GET /metrics when `metrics` is given.
  *
  * Around every route: a request id (the client's X-Request-Id when usable, else a new one) returned
  * as X-Request-Id and carried by every log line written while serving it; the security headers;
@@ -120,7 +121,9 @@ export function createHttpApp(deps: HttpDeps) {
   });
   const metricsGroup = deps.metrics ? metricsRoutes(deps.metrics) : new Elysia();
   const corsGroup = corsRoutes(corsOrigins);
-  const methodsByPath = routeTable([healthGroup, authGroup, productGroup, docs, docsAssets, metricsGroup]);
+  // The search page (ui-routes.ts), with a Content-Security-Policy of its own.
+  const uiGroup = uiRoutes();
+  const methodsByPath = routeTable([healthGroup, authGroup, productGroup, docs, docsAssets, metricsGroup, uiGroup]);
 
   return (
     // normalize: false makes `additionalProperties: false` reject unknown fields (422) instead of dropping them.
@@ -174,6 +177,7 @@ export function createHttpApp(deps: HttpDeps) {
       .use(authGroup)
       .use(productGroup)
       .use(metricsGroup)
+      .use(uiGroup)
       .use(corsGroup)
   );
 }

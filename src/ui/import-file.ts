@@ -1,0 +1,243 @@
+/**
+ * Importing a file from the page: it is read in the browser (JSON Lines, a JSON array, or CSV with
+ * a header row naming name, description, category and optionally sku, as `sku-search import`
+ * reads them), then sent to POST /products/bulk in batches, reporting progress after each one.
+ */
+import { ApiError } from "./api.ts";
+
+/** One product of the file, with where it is (for the report); `problem` when it could not even be read. */
+export interface FileItem {
+  /** "línea 12" (JSON Lines, CSV) or "elemento 3" (JSON array). */
+  where: string;
+  value?: unknown;
+  problem?: string;
+}
+
+/** The file cannot be imported at all (a wrong CSV header, a broken JSON array). */
+export class UnreadableFile extends Error {
+  override readonly name = "UnreadableFile";
+}
+
+const CSV_COLUMNS = ["name", "description", "category", "sku"];
+const REQUIRED_CSV_COLUMNS = ["name", "description", "category"];
+
+/** The items of a file, its format told by its name (.csv, .jsonl, .ndjson, .json) or else by its first character. */
+export function readImportFile(name: string, text: string): FileItem[] {
+  const body = text.replace(/^\uFEFF/, "");
+  const lower = name.toLowerCase();
+  const first = body.trimStart()[0];
+  if (lower.endsWith(".csv")) return csvItems(body);
+  if (lower.endsWith(".jsonl") || lower.endsWith(".ndjson")) return jsonLinesItems(body);
+  if (first === "[") return jsonArrayItems(body);
+  if (first === "{") return jsonLinesItems(body);
+  return csvItems(body);
+}
+
+function jsonLinesItems(text: string): FileItem[] {
+  const items: FileItem[] = [];
+  text.split(/\r?\n/).forEach((line, i) => {
+    if (line.trim() === "") return;
+    const where = `línea ${i + 1}`;
+    try {
+      items.push({ where, value: JSON.parse(line) });
+    } catch {
+      items.push({ where, problem: "No es JSON válido" });
+    }
+  });
+  return items;
+}
+
+function jsonArrayItems(text: string): FileItem[] {
+  let values: unknown;
+  try {
+    values = JSON.parse(text);
+  } catch {
+    throw new UnreadableFile("El archivo empieza por «[» pero no es un array JSON válido.");
+  }
+  if (!Array.isArray(values)) throw new UnreadableFile("El archivo no es un array JSON.");
+  return values.map((value, i) => ({ where: `elemento ${i + 1}`, value }));
+}
+
+function csvItems(text: string): FileItem[] {
+  const [header, ...records] = csvRecords(text).filter((record) => record.cells.some((cell) => cell.trim() !== ""));
+  if (!header) throw new UnreadableFile("El archivo está vacío.");
+  const columns = header.cells.map((cell) => cell.trim().toLowerCase());
+  const unknown = columns.filter((column) => !CSV_COLUMNS.includes(column));
+  if (unknown.length > 0) {
+    throw new UnreadableFile(
+      `La cabecera CSV tiene columnas desconocidas: ${unknown.map((column) => `«${column}»`).join(", ")}. ` +
+        `Las columnas son ${CSV_COLUMNS.join(", ")}.`,
+    );
+  }
+  const missing = REQUIRED_CSV_COLUMNS.filter((column) => !columns.includes(column));
+  if (missing.length > 0) throw new UnreadableFile(`A la cabecera CSV le falta: ${missing.join(", ")}.`);
+  return records.map(({ line, cells }) => {
+    const value: Record<string, string | null> = {};
+    columns.forEach((column, i) => {
+      const cell = cells[i];
+      if (cell !== undefined) value[column] = column === "sku" && cell.trim() === "" ? null : cell;
+    });
+    return { where: `línea ${line}`, value };
+  });
+}
+
+/** RFC 4180 records: fields separated by commas, quoted with `"` (`""` inside is a quote; quotes may hold line breaks). */
+export function csvRecords(text: string): { line: number; cells: string[] }[] {
+  const records: { line: number; cells: string[] }[] = [];
+  let cells: string[] = [];
+  let cell = "";
+  let quoted = false;
+  let line = 1;
+  let start = 1;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i];
+    if (quoted) {
+      if (char === '"' && text[i + 1] === '"') {
+        cell += '"';
+        i++;
+      } else if (char === '"') {
+        quoted = false;
+      } else {
+        if (char === "\n") line++;
+        cell += char;
+      }
+    } else if (char === '"' && cell === "") {
+      quoted = true;
+    } else if (char === ",") {
+      cells.push(cell);
+      cell = "";
+    } else if (char === "\n" || char === "\r") {
+      if (char === "\r" && text[i + 1] === "\n") i++;
+      cells.push(cell);
+      records.push({ line: start, cells });
+      cells = [];
+      cell = "";
+      line++;
+      start = line;
+    } else {
+      cell += char;
+    }
+  }
+  if (cell !== "" || cells.length > 0) {
+    cells.push(cell);
+    records.push({ line: start, cells });
+  }
+  return records;
+}
+
+export interface ImportCounts {
+  created: number;
+  updated: number;
+  unchanged: number;
+  failed: number;
+}
+
+export interface ImportProgress {
+  /** Items with an outcome so far (those that could not be read included). */
+  done: number;
+  total: number;
+  counts: ImportCounts;
+  /** Every failure so far, with where it is in the file. */
+  failures: { where: string; detail: string }[];
+  /** Set while waiting out a rate limit, in seconds. */
+  waitingSeconds?: number;
+}
+
+/** What POST /products/bulk answers. */
+export interface BulkReport {
+  items: { index: number; status: keyof ImportCounts; detail?: string }[];
+  counts: ImportCounts;
+}
+
+export interface ImportOptions {
+  /** Sends one batch to POST /products/bulk. */
+  send: (values: unknown[], signal: AbortSignal) => Promise<BulkReport>;
+  /** Items per request (halved when the service answers 413). */
+  batchSize: number;
+  onProgress: (progress: ImportProgress) => void;
+  signal: AbortSignal;
+  /** Waits out a 429 (tests pass a fake). */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+/** Most times one batch is retried after a 429 before the import gives up. */
+const MAX_RATE_LIMIT_WAITS = 5;
+
+/**
+ * Sends the items in batches, in order, reporting after each. A batch the service finds too large
+ * (413) is split in halves; a rate limit (429) is waited out (Retry-After) and retried. Any other
+ * error stops the import (the batches before it are stored) and is thrown.
+ */
+export async function importItems(items: readonly FileItem[], options: ImportOptions): Promise<ImportProgress> {
+  const sleep = options.sleep ?? abortableSleep;
+  const progress: ImportProgress = {
+    done: 0,
+    total: items.length,
+    counts: { created: 0, updated: 0, unchanged: 0, failed: 0 },
+    failures: [],
+  };
+  const report = () =>
+    options.onProgress({ ...progress, counts: { ...progress.counts }, failures: [...progress.failures] });
+  report();
+  let size = Math.max(1, options.batchSize);
+  let next = 0;
+  let waits = 0;
+  while (next < items.length) {
+    options.signal.throwIfAborted();
+    const batch = items.slice(next, next + size);
+    const readable = batch.filter((item) => item.problem === undefined);
+    let answer: BulkReport;
+    try {
+      answer =
+        readable.length > 0
+          ? await options.send(
+              readable.map((item) => item.value),
+              options.signal,
+            )
+          : emptyReport;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 413 && size > 1) {
+        size = Math.ceil(size / 2);
+        continue;
+      }
+      if (error instanceof ApiError && error.status === 429 && waits < MAX_RATE_LIMIT_WAITS) {
+        waits++;
+        const seconds = error.retryAfterSeconds ?? 1;
+        options.onProgress({ ...progress, waitingSeconds: seconds });
+        await sleep(seconds * 1000, options.signal);
+        continue;
+      }
+      throw error;
+    }
+    waits = 0;
+    const outcomes = new Map(answer.items.map((outcome) => [outcome.index, outcome]));
+    let sent = 0;
+    for (const item of batch) {
+      const outcome =
+        item.problem === undefined ? outcomes.get(sent++) : { status: "failed" as const, detail: item.problem };
+      if (!outcome) continue;
+      progress.counts[outcome.status]++;
+      if (outcome.status === "failed") progress.failures.push({ where: item.where, detail: outcome.detail ?? "" });
+    }
+    next += batch.length;
+    progress.done = next;
+    report();
+  }
+  return progress;
+}
+
+const emptyReport: BulkReport = { items: [], counts: { created: 0, updated: 0, unchanged: 0, failed: 0 } };
+
+function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+}

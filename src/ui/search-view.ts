@@ -1,0 +1,248 @@
+/**
+ * The search: the form (query, number of results, mode and its weight, categories), the products
+ * as soon as the service finds them, and the recommendation as it is written, streamed as
+ * server-sent events, with its label and its citations linked to the products they name.
+ */
+import { QUERY_MAX_LENGTH, SEARCH_LIMIT } from "../domain/search-and-recommend.ts";
+import type { Api } from "./api.ts";
+import { byId, formatCount, formatScore, h, isAbort, messageOf, say } from "./dom.ts";
+import { serverEvents } from "./event-stream.ts";
+import { citedIds, segmentsOf, splitLabel, type Writer } from "./recommendation.ts";
+
+interface Hit {
+  id: number;
+  name: string;
+  description: string;
+  category: string;
+  sku?: string;
+  score: number;
+  fused_score?: number;
+}
+
+export interface Category {
+  name: string;
+  products: number;
+}
+
+const weight = new Intl.NumberFormat("es", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+const formatWeight = (value: number) => weight.format(value);
+
+const EMPTY_CATALOGUE = " El catálogo está vacío: añade productos en «Productos» o carga un archivo en «Importar».";
+
+type DoneEvent = Writer & { recommendation: string; cited_ids: number[] };
+
+export class SearchView {
+  private readonly form = byId("search-form", HTMLFormElement);
+  private readonly query = byId("search-query", HTMLInputElement);
+  private readonly limit = byId("search-limit", HTMLInputElement);
+  private readonly mode = byId("search-mode", HTMLSelectElement);
+  private readonly alpha = byId("search-alpha", HTMLInputElement);
+  private readonly alphaValue = byId("search-alpha-value", HTMLOutputElement);
+  private readonly categoryList = byId("search-categories-list", HTMLDivElement);
+  private readonly error = byId("search-error", HTMLParagraphElement);
+  private readonly status = byId("search-status", HTMLParagraphElement);
+  private readonly output = byId("search-output", HTMLDivElement);
+  private readonly label = byId("recommendation-label", HTMLSpanElement);
+  private readonly state = byId("recommendation-state", HTMLParagraphElement);
+  private readonly text = byId("recommendation-text", HTMLParagraphElement);
+  private readonly results = byId("results", HTMLOListElement);
+
+  /** The search under way, aborted by the next one. */
+  private running: AbortController | undefined;
+  private written = "";
+  /** The catalogue has no products (as of the last categories read): an empty search says where to add some. */
+  private catalogueEmpty = false;
+  private readonly hits = new Map<number, { hit: Hit; item: HTMLLIElement }>();
+
+  constructor(private readonly api: Api) {
+    this.query.maxLength = QUERY_MAX_LENGTH;
+    this.limit.min = String(SEARCH_LIMIT.min);
+    this.limit.max = String(SEARCH_LIMIT.max);
+    this.limit.value = String(SEARCH_LIMIT.default);
+    this.form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      void this.search();
+    });
+    this.mode.addEventListener("change", () => {
+      this.alpha.disabled = this.mode.value !== "hybrid";
+    });
+    this.alpha.addEventListener("input", () => {
+      this.alphaValue.value = formatWeight(Number(this.alpha.value));
+    });
+    say(this.error, "");
+    say(this.status, "");
+  }
+
+  focus(): void {
+    this.query.focus();
+  }
+
+  /** Stops the search under way (logging out). */
+  stop(): void {
+    this.running?.abort();
+  }
+
+  /** The categories to filter by, keeping those already ticked. */
+  setCategories(categories: readonly Category[]): void {
+    this.catalogueEmpty = categories.length === 0;
+    const ticked = new Set(this.checkedCategories());
+    this.categoryList.replaceChildren(
+      ...categories.map((category, i) => {
+        const input = h("input", { attrs: { type: "checkbox", id: `search-category-${i}`, value: category.name } });
+        input.checked = ticked.has(category.name);
+        return h(
+          "div",
+          { className: "check" },
+          input,
+          h(
+            "label",
+            { attrs: { for: input.id } },
+            category.name,
+            h("span", { className: "count", text: ` (${formatCount(category.products)})` }),
+          ),
+        );
+      }),
+    );
+    if (categories.length === 0)
+      this.categoryList.append(h("p", { className: "hint", text: "El catálogo está vacío." }));
+  }
+
+  private checkedCategories(): string[] {
+    return [...this.categoryList.querySelectorAll<HTMLInputElement>("input:checked")].map((input) => input.value);
+  }
+
+  private body(): Record<string, unknown> {
+    const categories = this.checkedCategories();
+    const mode = this.mode.value;
+    return {
+      query: this.query.value,
+      limit: Number(this.limit.value),
+      ...(categories.length > 0 ? { category: categories } : {}),
+      ...(mode ? { mode } : {}),
+      ...(mode === "hybrid" ? { alpha: Number(this.alpha.value) } : {}),
+    };
+  }
+
+  private async search(): Promise<void> {
+    this.running?.abort();
+    const running = new AbortController();
+    this.running = running;
+    const { signal } = running;
+    say(this.error, "");
+    say(this.status, "Buscando…");
+    let finished = false;
+    try {
+      const response = await this.api.request("/products/search", {
+        method: "POST",
+        headers: { Accept: "text/event-stream", "Content-Type": "application/json" },
+        body: JSON.stringify(this.body()),
+        signal,
+      });
+      if (!response.body || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
+        // Not streamed (something between us and the service took it whole): the JSON answer.
+        const answer = (await response.json()) as { query: string; results: Hit[] } & DoneEvent;
+        this.showResults(answer.query, answer.results);
+        this.finish({ ...answer, provider: null, model: null, position: null });
+        return;
+      }
+      for await (const { event, data } of serverEvents(response.body)) {
+        if (signal.aborted) return;
+        const payload = JSON.parse(data);
+        if (event === "results") this.showResults(payload.query, payload.results);
+        else if (event === "delta") this.write(this.written + payload.text);
+        else if (event === "reset") {
+          this.write("");
+          say(this.state, "Un redactor ha fallado; la escribe el siguiente…");
+        } else if (event === "done") {
+          finished = true;
+          this.finish(payload);
+        } else if (event === "error") {
+          finished = true;
+          this.fail(payload.detail);
+        }
+      }
+      if (!finished && !signal.aborted) this.fail("La conexión se cortó antes de terminar la recomendación.");
+    } catch (error) {
+      if (signal.aborted || isAbort(error)) return;
+      if (this.output.hidden) say(this.status, "");
+      if (this.output.hidden) say(this.error, messageOf(error));
+      else this.fail(messageOf(error));
+    } finally {
+      if (this.running === running) this.running = undefined;
+    }
+  }
+
+  private showResults(query: string, hits: readonly Hit[]): void {
+    this.hits.clear();
+    this.results.replaceChildren(...hits.map((hit) => this.resultItem(hit)));
+    this.output.hidden = false;
+    say(
+      this.status,
+      hits.length === 0
+        ? `Ningún producto para «${query}».${this.catalogueEmpty ? EMPTY_CATALOGUE : ""}`
+        : `${formatCount(hits.length)} ${hits.length === 1 ? "producto" : "productos"} para «${query}».`,
+    );
+    this.label.hidden = true;
+    this.state.classList.remove("error");
+    this.text.setAttribute("aria-busy", "true");
+    say(this.state, hits.length === 0 ? "" : "Escribiendo la recomendación…");
+    this.write("");
+  }
+
+  private resultItem(hit: Hit): HTMLLIElement {
+    const hybrid = hit.fused_score !== undefined;
+    const score = h(
+      "p",
+      { className: "score" },
+      h("span", { className: "score-label", text: hybrid ? "Puntuación" : "Similitud" }),
+      " ",
+      h("span", { className: "score-value", text: formatScore(hit.fused_score ?? hit.score) }),
+    );
+    if (hybrid) score.append(h("span", { className: "score-detail", text: ` · similitud ${formatScore(hit.score)}` }));
+    const meta = [hit.category, hit.sku === undefined ? "" : `SKU ${hit.sku}`].filter(Boolean).join(" · ");
+    const item = h(
+      "li",
+      { className: "card result", attrs: { id: `result-${hit.id}`, tabindex: "-1", "data-id": String(hit.id) } },
+      h("div", { className: "result-head" }, h("h3", { className: "result-name", text: hit.name }), score),
+      h("p", { className: "result-meta", text: meta }),
+      h("p", { className: "result-description", text: hit.description }),
+      h("p", { className: "cited-badge", text: "Citado en la recomendación" }),
+    );
+    this.hits.set(hit.id, { hit, item });
+    return item;
+  }
+
+  /** Shows the recommendation written so far, citations as links, and highlights the products it cites. */
+  private write(text: string, cited: readonly number[] = citedIds(text)): void {
+    this.written = text;
+    this.text.replaceChildren(
+      ...segmentsOf(text).map((segment) => {
+        if (segment.kind === "text") return segment.text;
+        const name = this.hits.get(segment.id)?.hit.name ?? `producto ${segment.id}`;
+        return h("a", {
+          className: "cite",
+          text: `#${segment.id}`,
+          attrs: { href: `#result-${segment.id}`, title: name, "aria-label": `${name} (producto ${segment.id})` },
+        });
+      }),
+    );
+    const citedSet = new Set(cited);
+    for (const [id, { item }] of this.hits) item.classList.toggle("cited", citedSet.has(id));
+  }
+
+  private finish(done: DoneEvent): void {
+    const { text, label } = splitLabel(done.recommendation, done);
+    this.write(text, done.cited_ids);
+    // Two pieces that wrap as wholes: on a phone the writer goes under "Escrita por", not cut at a hyphen.
+    this.label.replaceChildren(...(label ? [h("span", { text: "Escrita por " }), h("span", { text: label })] : []));
+    this.label.hidden = label === null;
+    this.text.setAttribute("aria-busy", "false");
+    say(this.state, "");
+  }
+
+  private fail(detail: string): void {
+    this.text.setAttribute("aria-busy", "false");
+    say(this.state, `No se ha podido terminar la recomendación: ${detail}`);
+    this.state.classList.add("error");
+  }
+}

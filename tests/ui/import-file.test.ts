@@ -1,0 +1,156 @@
+/** Reading an import file in the page, and sending it in batches (the browser part is in page.test.ts). */
+import { describe, expect, test } from "bun:test";
+import { ApiError } from "../../src/ui/api.ts";
+import {
+  type BulkReport,
+  csvRecords,
+  type FileItem,
+  type ImportProgress,
+  importItems,
+  readImportFile,
+  UnreadableFile,
+} from "../../src/ui/import-file.ts";
+
+const CAFETERA = { name: "Cafetera", description: "Italiana", category: "Cocina", sku: "CAF-6" };
+
+describe("readImportFile", () => {
+  test("JSON Lines: one product per line, blank lines skipped, a broken line reported by its number", () => {
+    const text = `${JSON.stringify(CAFETERA)}\r\n\n{ roto\n${JSON.stringify({ name: "Tetera" })}\n`;
+    expect(readImportFile("catalogo.jsonl", text)).toEqual([
+      { where: "línea 1", value: CAFETERA },
+      { where: "línea 3", problem: "No es JSON válido" },
+      { where: "línea 4", value: { name: "Tetera" } },
+    ]);
+  });
+
+  test("a JSON array, told by its first character; a broken one cannot be imported", () => {
+    expect(readImportFile("catalogo.json", `\uFEFF [${JSON.stringify(CAFETERA)}, 7]`)).toEqual([
+      { where: "elemento 1", value: CAFETERA },
+      { where: "elemento 2", value: 7 },
+    ]);
+    expect(readImportFile("sin-extension", JSON.stringify(CAFETERA))).toEqual([{ where: "línea 1", value: CAFETERA }]);
+    expect(() => readImportFile("catalogo.json", "[{")).toThrow(UnreadableFile);
+  });
+
+  test("CSV: a header in any order and case, quoted fields, an empty sku as none, lines counted", () => {
+    const csv =
+      'Category,NAME,description,sku\nCocina,Cafetera,"Italiana, de ""6"" tazas",CAF-6\n\nCocina,Tetera,"Dos\nlíneas", \n';
+    expect(readImportFile("catalogo.csv", csv)).toEqual([
+      {
+        where: "línea 2",
+        value: { category: "Cocina", name: "Cafetera", description: 'Italiana, de "6" tazas', sku: "CAF-6" },
+      },
+      { where: "línea 4", value: { category: "Cocina", name: "Tetera", description: "Dos\nlíneas", sku: null } },
+    ]);
+  });
+
+  test("CSV: an unknown or missing column, or an empty file, cannot be imported", () => {
+    expect(() => readImportFile("a.csv", "name,description,category,price\n")).toThrow(
+      "La cabecera CSV tiene columnas desconocidas: «price». Las columnas son name, description, category, sku.",
+    );
+    expect(() => readImportFile("a.csv", "name,description\nx,y\n")).toThrow("A la cabecera CSV le falta: category.");
+    expect(() => readImportFile("a.csv", "\n\n")).toThrow("El archivo está vacío.");
+  });
+
+  test("csvRecords: CRLF, a last line without its line break, an empty last field", () => {
+    expect(csvRecords('a,b\r\n"x\r\ny",\r\nz,w')).toEqual([
+      { line: 1, cells: ["a", "b"] },
+      { line: 2, cells: ["x\r\ny", ""] },
+      { line: 4, cells: ["z", "w"] },
+    ]);
+  });
+});
+
+describe("importItems", () => {
+  const items = (count: number): FileItem[] =>
+    Array.from({ length: count }, (_, i) => ({ where: `línea ${i + 2}`, value: { name: `P${i}` } }));
+  /** A service that creates every product, except those named in `fail`. */
+  const service = (fail: readonly string[] = []) => {
+    const batches: number[] = [];
+    const send = async (values: unknown[]): Promise<BulkReport> => {
+      batches.push(values.length);
+      const outcomes = values.map((value, index) => {
+        const failed = fail.includes((value as { name: string }).name);
+        return failed
+          ? { index, status: "failed" as const, detail: "El campo 'category' es obligatorio" }
+          : { index, status: "created" as const };
+      });
+      const created = outcomes.filter((outcome) => outcome.status === "created").length;
+      return { items: outcomes, counts: { created, updated: 0, unchanged: 0, failed: values.length - created } };
+    };
+    return { batches, send };
+  };
+
+  test("sends the items in batches, in order, and reports after each: counts and failures with their place", async () => {
+    const { batches, send } = service(["P3"]);
+    const list = items(5);
+    list.splice(1, 0, { where: "línea 99", problem: "No es JSON válido" });
+    const reports: ImportProgress[] = [];
+    const last = await importItems(list, {
+      send,
+      batchSize: 2,
+      signal: new AbortController().signal,
+      onProgress: (progress) => reports.push(progress),
+    });
+    expect(batches).toEqual([1, 2, 2]);
+    expect(reports.map((report) => report.done)).toEqual([0, 2, 4, 6]);
+    expect(last.counts).toEqual({ created: 4, updated: 0, unchanged: 0, failed: 2 });
+    expect(last.failures).toEqual([
+      { where: "línea 99", detail: "No es JSON válido" },
+      { where: "línea 5", detail: "El campo 'category' es obligatorio" },
+    ]);
+  });
+
+  test("a batch the service finds too large (413) is split; a rate limit (429) is waited out", async () => {
+    const { batches, send } = service();
+    let refusals = [413, 413, 429];
+    const waits: number[] = [];
+    const reports: ImportProgress[] = [];
+    const last = await importItems(items(10), {
+      send: async (values) => {
+        const [status, ...rest] = refusals;
+        refusals = rest;
+        if (status === 413) throw new ApiError(413, "El cuerpo de la petición supera el máximo");
+        if (status === 429) throw new ApiError(429, "Demasiadas peticiones", 3);
+        return send(values);
+      },
+      batchSize: 8,
+      signal: new AbortController().signal,
+      onProgress: (progress) => reports.push(progress),
+      sleep: async (ms) => void waits.push(ms),
+    });
+    expect(batches).toEqual([2, 2, 2, 2, 2]);
+    expect(waits).toEqual([3000]);
+    expect(reports.some((report) => report.waitingSeconds === 3)).toBe(true);
+    expect(last.counts.created).toBe(10);
+  });
+
+  test("any other error stops the import there; an abort stops it between batches", async () => {
+    const { send } = service();
+    const reports: ImportProgress[] = [];
+    let calls = 0;
+    const failing = importItems(items(6), {
+      send: async (values) => {
+        if (++calls === 2) throw new ApiError(503, "El servicio no está disponible");
+        return send(values);
+      },
+      batchSize: 2,
+      signal: new AbortController().signal,
+      onProgress: (progress) => reports.push(progress),
+    });
+    await expect(failing).rejects.toThrow("El servicio no está disponible");
+    expect(reports.at(-1)?.done).toBe(2);
+
+    const abort = new AbortController();
+    const stopped = importItems(items(6), {
+      send: async (values) => {
+        abort.abort(new DOMException("detenida", "AbortError"));
+        return send(values);
+      },
+      batchSize: 2,
+      signal: abort.signal,
+      onProgress: () => {},
+    });
+    await expect(stopped).rejects.toThrow("detenida");
+  });
+});

@@ -1,0 +1,523 @@
+/**
+ * The search page at /ui in headless Chromium, against the whole service as `bun start` builds it
+ * (config → container → HTTP app) on PGlite in memory, listening on 127.0.0.1. The embedder is the
+ * fake bag-of-words one; the recommendation writer stops mid-sentence until the test lets it go,
+ * so the test sees the text arrive in pieces. Skipped, saying so, without /usr/bin/chromium.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import type { Browser, Page } from "playwright-core";
+import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
+import { loadConfig } from "../../src/app/config.ts";
+import { type Container, createContainer } from "../../src/app/container.ts";
+import { createLogger } from "../../src/app/logger.ts";
+import type { GenerationEvent, Generator, Recommendation, RecommendationRequest } from "../../src/ports/generator.ts";
+import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+import { CHROMIUM_PATH, hasChromium, launchChromium } from "../support/chromium.ts";
+
+setDefaultTimeout(30_000);
+
+if (!hasChromium) {
+  console.warn(`tests/ui/page.test.ts: SKIPPED, ${CHROMIUM_PATH} is missing (install it with .ci/chromium.sh)`);
+}
+
+const ADMIN = { username: "admin", password: "contraseña-del-administrador" };
+
+const CATALOGUE = [
+  {
+    name: "Cafetera espresso",
+    description: "Cafetera de 15 bares con espumador de leche",
+    category: "Cocina",
+    sku: "CAF-15",
+  },
+  { name: "Molinillo de café", description: "Molinillo eléctrico de muelas cónicas", category: "Cocina", sku: "MOL-1" },
+  { name: "Hervidor eléctrico", description: "Hervidor de agua de 1,7 litros", category: "Cocina" },
+  {
+    name: "Zapatillas de trail",
+    description: "Zapatillas ligeras con suela de agarre",
+    category: "Deporte",
+    sku: "ZAP-42",
+  },
+  { name: "Esterilla de yoga", description: "Esterilla antideslizante de 6 mm", category: "Deporte" },
+  { name: "Silla de oficina", description: "Silla ergonómica con soporte lumbar", category: "Oficina", sku: "SIL-1" },
+];
+
+/**
+ * Writes "Para «query» le recomiendo", waits for `release()`, then names and cites the best
+ * product. With `draft`, first writes a draft and withdraws it (`reset`, as a chain does when a
+ * provider fails).
+ */
+class PausingWriter implements Generator {
+  readonly name = "pausing";
+  /** false: writes straight through. */
+  pause = true;
+  draft = false;
+  /** Recommendations whose request was cancelled while waiting. */
+  cancelled = 0;
+  private gate = Promise.withResolvers<void>();
+
+  /** Lets every recommendation waiting now go on. */
+  release(): void {
+    this.gate.resolve();
+    this.gate = Promise.withResolvers<void>();
+  }
+
+  async generate(request: RecommendationRequest): Promise<Recommendation> {
+    return { text: this.parts(request).join(""), provider: "PRUEBA", model: "lento-1" };
+  }
+
+  async *stream(request: RecommendationRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
+    if (this.draft) {
+      yield { type: "delta", text: "Borrador que se retira." };
+      yield { type: "reset" };
+    }
+    const [opening, rest] = this.parts(request);
+    yield { type: "delta", text: opening };
+    if (this.pause) {
+      const aborted = new Promise<never>((_, reject) =>
+        signal?.addEventListener(
+          "abort",
+          () => {
+            this.cancelled++;
+            reject(signal.reason);
+          },
+          { once: true },
+        ),
+      );
+      await Promise.race([this.gate.promise, aborted]);
+    }
+    for (let i = 0; i < rest.length; i += 4) yield { type: "delta", text: rest.slice(i, i + 4) };
+    yield {
+      type: "done",
+      recommendation: { text: (opening + rest).trim(), provider: "PRUEBA", model: "lento-1" },
+      position: 0,
+    };
+  }
+
+  private parts({ query, products }: RecommendationRequest): [string, string] {
+    const best = products[0];
+    if (!best) throw new Error("PausingWriter: no products");
+    return [`Para «${query}» le recomiendo `, `«${best.name}» [#${best.id}]: es lo más parecido a lo que busca.`];
+  }
+}
+
+const writer = new PausingWriter();
+let container: Container;
+let server: ReturnType<Container["app"]["listen"]>;
+let base = "";
+let browser: Browser;
+let adminToken = "";
+/** Every problem the page met in the current test: errors in its console (CSP refusals among them) or thrown. */
+let problems: string[] = [];
+/** Every URL the page requested in the current test. */
+let requested: string[] = [];
+
+/** Calls the service as the admin (to set up and to check what the page did). */
+async function api(
+  method: string,
+  path: string,
+  body?: unknown,
+  // biome-ignore lint/suspicious/noExplicitAny: tests read whatever shape each endpoint answers with.
+): Promise<{ status: number; json: any }> {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${adminToken}`, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, json: response.status === 204 ? null : await response.json() };
+}
+
+describe.skipIf(!hasChromium)("the search page in Chromium", () => {
+  beforeAll(async () => {
+    const config = loadConfig({
+      ADMIN_USERNAME: ADMIN.username,
+      ADMIN_PASSWORD: ADMIN.password,
+      JWT_SECRET: "secreto-de-las-pruebas-de-la-pagina-0123456789",
+      QUERY_TRANSLATION: "off",
+    });
+    container = await createContainer(config, createLogger("error"), {
+      database: await openPglite(undefined),
+      embedder: new FakeEmbedder(64),
+      generator: writer,
+    });
+    server = container.app.listen({ hostname: "127.0.0.1", port: 0, reusePort: false });
+    base = `http://127.0.0.1:${server.server?.port}`;
+    const login = await fetch(`${base}/auth/login`, { method: "POST", body: new URLSearchParams(ADMIN) });
+    adminToken = ((await login.json()) as { access_token: string }).access_token;
+    browser = await launchChromium();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await container?.app.stop();
+    await container?.close();
+  });
+
+  afterEach(() => {
+    expect(problems).toEqual([]);
+    for (const url of requested) expect(url).not.toContain(adminToken.split(".")[0] as string);
+  });
+
+  let seeded = false;
+  /** The sample catalogue, imported once (the first test sees the catalogue empty). */
+  async function seedCatalogue(): Promise<void> {
+    if (seeded) return;
+    seeded = true;
+    const imported = await api("POST", "/products/bulk", CATALOGUE);
+    expect(imported.json.counts.created).toBe(CATALOGUE.length);
+  }
+
+  /**
+   * A new tab (its own sessionStorage) on /ui, sized like a desktop unless told. `loggedIn`: with
+   * the admin's session already in the tab, as after a login (the first test logs in through the
+   * form; checking a password costs about a second on 2 busy cores).
+   */
+  async function openPage({ loggedIn = false, viewport = { width: 1280, height: 800 }, catalogue = true } = {}) {
+    if (catalogue) await seedCatalogue();
+    const context = await browser.newContext({ viewport, locale: "es-ES" });
+    if (loggedIn) {
+      const session = JSON.stringify({ token: adminToken, username: ADMIN.username });
+      await context.addInitScript({
+        content: `sessionStorage.setItem("sku-search.session", ${JSON.stringify(session)})`,
+      });
+    }
+    const page = await context.newPage();
+    problems = [];
+    requested = [];
+    page.on("console", (message) => {
+      // A refused login or an expired token shows as a failed resource: the tests expect those.
+      if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) {
+        problems.push(message.text());
+      }
+    });
+    page.on("pageerror", (error) => problems.push(error.message));
+    page.on("request", (request) => requested.push(request.url()));
+    await page.goto(`${base}/ui`);
+    return page;
+  }
+
+  async function logIn(page: Page): Promise<void> {
+    await page.getByLabel("Contraseña").fill(ADMIN.password);
+    await page.getByLabel("Contraseña").press("Enter");
+    await page.getByLabel("¿Qué buscas?").waitFor();
+  }
+
+  const activeId = (page: Page) => page.evaluate("document.activeElement && document.activeElement.id");
+  const storedSession = async (page: Page) =>
+    JSON.parse((await page.evaluate("sessionStorage.getItem('sku-search.session')")) ?? "null");
+  const text = async (page: Page, selector: string) => (await page.locator(selector).textContent()) ?? "";
+  const progressOf = (page: Page) =>
+    Promise.all(["value", "max"].map((name) => page.locator("#import-bar").getAttribute(name)));
+
+  test("logs in (an empty catalogue says so), keeps the token in the tab's session storage only, asks again when it stops working", async () => {
+    const page = await openPage({ catalogue: false });
+    expect(await page.title()).toBe("Iniciar sesión · sku-search");
+    expect(await page.getByLabel("Usuario").inputValue()).toBe("admin");
+    await page.getByLabel("Contraseña").fill("no-es-esta");
+    await page.getByRole("button", { name: "Entrar" }).click();
+    await page.locator("#login-error", { hasText: "Usuario o contraseña incorrectos" }).waitFor();
+
+    await logIn(page);
+    expect(await activeId(page)).toBe("search-query");
+    expect(await text(page, "#session-user")).toBe("admin");
+    // An empty catalogue: the search says where products come from.
+    await page.getByLabel("¿Qué buscas?").fill("café");
+    await page.getByLabel("¿Qué buscas?").press("Enter");
+    await page.locator("#search-status", { hasText: "Ningún producto para «café»." }).waitFor();
+    expect(await text(page, "#search-status")).toContain("El catálogo está vacío");
+    expect(await text(page, "#recommendation-text")).toBe(
+      "No hemos encontrado ningún producto en el catálogo que corresponda a su búsqueda.",
+    );
+    const session = await storedSession(page);
+    expect(session).toEqual({ token: expect.stringMatching(/^ey/), username: "admin" });
+    expect(page.url()).toBe(`${base}/ui`);
+    for (const url of requested) expect(url).not.toContain(session.token);
+
+    // A reload keeps the session; a token the service refuses sends the page back to the login.
+    await page.reload();
+    await page.getByLabel("¿Qué buscas?").waitFor();
+    await page.evaluate(
+      "sessionStorage.setItem('sku-search.session', JSON.stringify({ token: 'caducado', username: 'admin' }))",
+    );
+    await page.reload();
+    await page.locator("#login-notice", { hasText: "Tu sesión ha terminado" }).waitFor();
+    expect(await page.getByLabel("¿Qué buscas?").isVisible()).toBe(false);
+    expect(await storedSession(page)).toBeNull();
+
+    await logIn(page);
+    await page.getByRole("button", { name: "Cerrar sesión" }).click();
+    await page.locator("#login-notice", { hasText: "Has cerrado la sesión." }).waitFor();
+    expect(await storedSession(page)).toBeNull();
+  });
+
+  test("a search shows the products at once, then the recommendation as it is written, its label and what it cites", async () => {
+    const page = await openPage({ loggedIn: true });
+    await page.getByLabel("¿Qué buscas?").waitFor();
+    writer.pause = true;
+    writer.draft = true;
+    await page.getByLabel("¿Qué buscas?").fill("cafetera espresso");
+    await page.getByLabel("¿Qué buscas?").press("Enter");
+
+    // The writer has stopped mid-sentence: the products are there, the recommendation is being written.
+    await page.locator("#recommendation-text", { hasText: "le recomiendo" }).waitFor();
+    const results = page.locator("#results > li");
+    expect(await results.count()).toBe(5);
+    expect(await results.first().locator("h3").textContent()).toBe("Cafetera espresso");
+    expect(await results.first().locator(".score").textContent()).toMatch(/^Similitud \d,\d{3}$/);
+    expect(await text(page, "#search-status")).toBe("5 productos para «cafetera espresso».");
+    // (The space after it is held back until the next word: the service checks citations on the way.)
+    expect(await text(page, "#recommendation-text")).toBe("Para «cafetera espresso» le recomiendo");
+    expect(await page.locator("#recommendation-text").getAttribute("aria-busy")).toBe("true");
+    expect(await page.locator("#recommendation-text").getAttribute("aria-live")).toBe("polite");
+    // The writer withdrew its draft (a chain does when a provider fails): the page dropped it and says so.
+    expect(await text(page, "#recommendation-state")).toBe("Un redactor ha fallado; la escribe el siguiente…");
+    expect(await page.locator("#recommendation-label").isVisible()).toBe(false);
+    expect(await page.locator("#results > li.cited").count()).toBe(0);
+
+    writer.release();
+    writer.draft = false;
+    await page.locator("#recommendation-label", { hasText: "Escrita por PRUEBA · lento-1" }).waitFor();
+    const coffee = (await api("GET", "/products?limit=1")).json.items[0];
+    expect(await text(page, "#recommendation-text")).toBe(
+      `Para «cafetera espresso» le recomiendo «Cafetera espresso» #${coffee.id}: es lo más parecido a lo que busca.`,
+    );
+    expect(await page.locator("#recommendation-text").getAttribute("aria-busy")).toBe("false");
+    expect(await text(page, "#recommendation-state")).toBe("");
+    const citation = page.locator("#recommendation-text a.cite");
+    expect(await citation.getAttribute("href")).toBe(`#result-${coffee.id}`);
+    expect(await citation.getAttribute("aria-label")).toBe(`Cafetera espresso (producto ${coffee.id})`);
+    // The cited product is highlighted, and only it.
+    expect(await page.locator("#results > li.cited").count()).toBe(1);
+    const cited = page.locator(`#result-${coffee.id}`);
+    expect(await cited.getAttribute("class")).toContain("cited");
+    expect(await cited.locator(".cited-badge").isVisible()).toBe(true);
+    expect(await results.nth(1).locator(".cited-badge").isVisible()).toBe(false);
+    // Following the citation takes the reader (and the keyboard focus) to the product.
+    await citation.click();
+    expect(await activeId(page)).toBe(`result-${coffee.id}`);
+  });
+
+  test("a new search stops the one still being written", async () => {
+    const page = await openPage({ loggedIn: true });
+    await page.getByLabel("¿Qué buscas?").waitFor();
+    writer.pause = true;
+    const query = page.getByLabel("¿Qué buscas?");
+    await query.fill("zapatillas trail");
+    await query.press("Enter");
+    await page.locator("#recommendation-text", { hasText: "«zapatillas trail» le recomiendo" }).waitFor();
+    const cancelled = writer.cancelled;
+    await query.fill("silla oficina");
+    await query.press("Enter");
+    await page.locator("#recommendation-text", { hasText: "«silla oficina» le recomiendo" }).waitFor();
+    expect(await text(page, "#recommendation-state")).toBe("Escribiendo la recomendación…");
+    // The page closed the first stream, and the service cancelled that recommendation's request.
+    for (let i = 0; i < 100 && writer.cancelled === cancelled; i++) await Bun.sleep(50);
+    expect(writer.cancelled).toBe(cancelled + 1);
+    writer.release();
+    await page.locator("#recommendation-label").waitFor();
+    expect(await text(page, "#recommendation-text")).toStartWith(
+      "Para «silla oficina» le recomiendo «Silla de oficina» #",
+    );
+    expect(await page.locator("#results > li").first().locator("h3").textContent()).toBe("Silla de oficina");
+  });
+
+  test("the search options: number of results, categories and hybrid ranking with its weight", async () => {
+    const page = await openPage({ loggedIn: true });
+    await page.getByLabel("¿Qué buscas?").waitFor();
+    writer.pause = false;
+    await page.getByText("Opciones de búsqueda").click();
+    await page.getByLabel("Número de resultados").fill("2");
+    expect(await page.getByLabel("Peso del significado (híbrida)").isDisabled()).toBe(true);
+    await page.getByLabel("Modo").selectOption("hybrid");
+    await page.getByLabel("Peso del significado (híbrida)").fill("0.5");
+    expect(await text(page, "#search-alpha-value")).toBe("0,50");
+    await page.getByLabel("Cocina (3)").check();
+    const sent = page.waitForRequest((request) => request.url().endsWith("/products/search"));
+    await page.getByLabel("¿Qué buscas?").fill("café");
+    await page.getByLabel("¿Qué buscas?").press("Enter");
+    expect(JSON.parse((await sent).postData() ?? "")).toEqual({
+      query: "café",
+      limit: 2,
+      category: ["Cocina"],
+      mode: "hybrid",
+      alpha: 0.5,
+    });
+    await page.locator("#recommendation-label").waitFor();
+    const results = page.locator("#results > li");
+    expect(await results.count()).toBe(2);
+    for (const meta of await results.locator(".result-meta").allTextContents()) expect(meta).toStartWith("Cocina");
+    expect(await results.first().locator(".score-label").textContent()).toBe("Puntuación");
+    expect(await results.first().locator(".score-detail").textContent()).toMatch(/^ · similitud \d,\d{3}$/);
+  });
+
+  test("products: add one, edit it, delete it", async () => {
+    const page = await openPage({ loggedIn: true });
+    await page.getByLabel("¿Qué buscas?").waitFor();
+    await page.getByRole("button", { name: "Productos" }).click();
+    expect(await activeId(page)).toBe("products-title");
+    await page.locator("#products-total", { hasText: "6 productos." }).waitFor();
+    expect(await page.locator("#products-body tr").count()).toBe(6);
+
+    await page.getByRole("button", { name: "Nuevo producto" }).click();
+    const dialog = page.getByRole("dialog", { name: "Nuevo producto" });
+    expect(await activeId(page)).toBe("product-name");
+    await dialog.getByLabel("Nombre").fill("Tetera de hierro");
+    await dialog.getByLabel("Descripción").fill("Tetera japonesa de hierro fundido");
+    await dialog.getByLabel("Categoría").fill("Cocina");
+    await dialog.getByLabel("SKU").fill("TET-1");
+    await dialog.getByRole("button", { name: "Guardar" }).click();
+    await page.locator("#products-notice", { hasText: "Producto «Tetera de hierro» creado con el id" }).waitFor();
+    const created = (await api("GET", "/products?order=newest&limit=1")).json.items[0];
+    expect(created).toEqual({
+      id: created.id,
+      name: "Tetera de hierro",
+      description: "Tetera japonesa de hierro fundido",
+      category: "Cocina",
+      sku: "TET-1",
+    });
+
+    // Edit: a new name, the SKU cleared; the row shows it and the focus stays on its Edit button.
+    await page.getByRole("button", { name: "Editar «Tetera de hierro»" }).click();
+    const editor = page.getByRole("dialog", { name: `Editar producto ${created.id}` });
+    expect(await editor.getByLabel("Nombre").inputValue()).toBe("Tetera de hierro");
+    await editor.getByLabel("Nombre").fill("Tetera de hierro fundido");
+    await editor.getByLabel("SKU").fill("");
+    await editor.getByRole("button", { name: "Guardar" }).click();
+    await page.locator("#products-notice", { hasText: "Producto «Tetera de hierro fundido» guardado." }).waitFor();
+    expect(await editor.isVisible()).toBe(false);
+    const row = page.locator(`#products-body tr[data-id="${created.id}"]`);
+    expect(await row.locator("td").allTextContents()).toEqual([
+      String(created.id),
+      "Tetera de hierro fundidoTetera japonesa de hierro fundido",
+      "Cocina",
+      "—",
+      "EditarBorrar",
+    ]);
+    expect(await page.evaluate("document.activeElement.getAttribute('aria-label')")).toBe(
+      "Editar «Tetera de hierro fundido»",
+    );
+    expect((await api("GET", `/products/${created.id}`)).json).toEqual({
+      id: created.id,
+      name: "Tetera de hierro fundido",
+      description: "Tetera japonesa de hierro fundido",
+      category: "Cocina",
+    });
+
+    // A refusal from the service is shown in the dialog, which stays open.
+    await page.getByRole("button", { name: "Editar «Tetera de hierro fundido»" }).click();
+    await editor.getByLabel("SKU").fill("CAF-15");
+    await editor.getByRole("button", { name: "Guardar" }).click();
+    await editor.locator(".error", { hasText: "Ya existe otro producto con el SKU 'CAF-15'" }).waitFor();
+    await editor.getByRole("button", { name: "Cancelar" }).click();
+
+    await page.getByRole("button", { name: "Borrar «Tetera de hierro fundido»" }).click();
+    const confirm = page.getByRole("dialog", { name: "Borrar producto" });
+    expect(await confirm.textContent()).toContain(`¿Borrar «Tetera de hierro fundido» (id ${created.id})?`);
+    await confirm.getByRole("button", { name: "Borrar" }).click();
+    await page.locator("#products-notice", { hasText: "Producto «Tetera de hierro fundido» borrado." }).waitFor();
+    expect(await row.count()).toBe(0);
+    expect(await text(page, "#products-total")).toBe("6 productos.");
+    expect((await api("GET", `/products/${created.id}`)).status).toBe(404);
+  });
+
+  test("import: a CSV file goes in by batches, with its progress, counts and failures", async () => {
+    const page = await openPage({ loggedIn: true });
+    await page.getByLabel("¿Qué buscas?").waitFor();
+    await page.getByRole("button", { name: "Importar" }).click();
+    expect(await activeId(page)).toBe("import-title");
+
+    const rows = Array.from(
+      { length: 250 },
+      (_, i) => `Producto ${i + 1},"Descripción, con coma ${i + 1}",Lote,LOTE-${i + 1}`,
+    );
+    rows.splice(3, 0, ",Sin nombre,Lote,"); // line 5 of the file
+    rows.push('Sin categoría,"Una descripción\nen dos líneas",,'); // line 253
+    const csv = `name,description,category,sku\n${rows.join("\n")}\n`;
+
+    // The second batch waits until the test has seen the progress after the first.
+    const bulk: string[] = [];
+    const second = Promise.withResolvers<void>();
+    await page.route("**/products/bulk", async (route) => {
+      bulk.push(route.request().postData() ?? "");
+      if (bulk.length === 2) await second.promise;
+      await route.continue();
+    });
+    await page.getByLabel("Archivo JSON Lines o CSV").setInputFiles({
+      name: "lote.csv",
+      mimeType: "text/csv",
+      buffer: Buffer.from(csv),
+    });
+    await page.getByRole("button", { name: "Importar" }).last().click();
+    await page.locator("#import-status", { hasText: "100 de 252 productos procesados…" }).waitFor();
+    expect(await progressOf(page)).toEqual(["100", "252"]);
+    expect(await text(page, "#import-created")).toBe("99");
+    expect(await text(page, "#import-failed")).toBe("1");
+    expect(await page.getByRole("button", { name: "Detener" }).isVisible()).toBe(true);
+    second.resolve();
+
+    await page.locator("#import-status", { hasText: "Importación terminada: 252 productos procesados." }).waitFor();
+    expect(bulk.map((body) => JSON.parse(body).length)).toEqual([100, 100, 52]);
+    expect(await progressOf(page)).toEqual(["252", "252"]);
+    expect(await text(page, "#import-created")).toBe("250");
+    expect(await text(page, "#import-updated")).toBe("0");
+    expect(await text(page, "#import-failed")).toBe("2");
+    const failures = await page.locator("#import-failure-list li").allTextContents();
+    expect(failures).toHaveLength(2);
+    expect(failures[0]).toStartWith("línea 5: ");
+    expect(failures[1]).toStartWith("línea 253: ");
+    expect((await api("GET", "/products?category=Lote&limit=1")).json.total).toBe(250);
+    const imported = (await api("GET", "/products?order=newest&limit=1")).json.items[0];
+    expect(imported).toMatchObject({ name: "Producto 250", description: "Descripción, con coma 250", sku: "LOTE-250" });
+
+    // JSON Lines: by SKU, a changed product is updated and an identical one left alone; a broken line is reported.
+    const lines = [
+      JSON.stringify({ name: "Producto 1", description: "Descripción nueva", category: "Lote", sku: "LOTE-1" }),
+      JSON.stringify({ name: "Producto 2", description: "Descripción, con coma 2", category: "Lote", sku: "LOTE-2" }),
+      "{ esto no es JSON",
+    ];
+    await page.unroute("**/products/bulk");
+    await page.getByLabel("Archivo JSON Lines o CSV").setInputFiles({
+      name: "cambios.jsonl",
+      mimeType: "application/x-ndjson",
+      buffer: Buffer.from(lines.join("\n")),
+    });
+    await page.getByRole("button", { name: "Importar" }).last().click();
+    await page.locator("#import-status", { hasText: "Importación terminada: 3 productos procesados." }).waitFor();
+    expect(await page.locator(".counts dd").allTextContents()).toEqual(["0", "1", "1", "1"]);
+    expect(await page.locator("#import-failure-list li").allTextContents()).toEqual(["línea 3: No es JSON válido"]);
+  });
+
+  test("on a phone, by keyboard alone: log in, search, open a product and close it", async () => {
+    const page = await openPage({ viewport: { width: 390, height: 844 } });
+    writer.pause = false;
+    // The login puts the focus where the user types: the password (the username is filled in).
+    expect(await activeId(page)).toBe("login-password");
+    await page.keyboard.type(ADMIN.password);
+    await page.keyboard.press("Enter");
+    await page.getByLabel("¿Qué buscas?").waitFor();
+    expect(await activeId(page)).toBe("search-query");
+    await page.keyboard.type("esterilla yoga");
+    await page.keyboard.press("Enter");
+    await page.locator("#recommendation-label").waitFor();
+    expect(await page.locator("#results > li").first().locator("h3").textContent()).toBe("Esterilla de yoga");
+    // Nothing wider than the phone's screen.
+    expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+
+    // Back through the page to the sections, with a visible focus on the way.
+    for (let i = 0; i < 10 && (await page.evaluate("document.activeElement.dataset.view")) !== "products"; i++) {
+      await page.keyboard.press("Shift+Tab");
+    }
+    expect(await page.evaluate("getComputedStyle(document.activeElement).outlineStyle")).toBe("solid");
+    await page.keyboard.press("Enter");
+    expect(await activeId(page)).toBe("products-title");
+    await page.locator("#products-body tr").first().waitFor();
+    expect(await page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+    for (let i = 0; i < 10 && (await page.evaluate("document.activeElement.textContent")) !== "Editar"; i++) {
+      await page.keyboard.press("Tab");
+    }
+    await page.keyboard.press("Enter");
+    expect(await activeId(page)).toBe("product-name");
+    await page.keyboard.press("Escape");
+    expect(await page.getByRole("dialog").count()).toBe(0);
+    expect(await page.evaluate("document.activeElement.textContent")).toBe("Editar");
+  });
+});
