@@ -4,7 +4,8 @@
  *
  * It starts the service as `bun start` does (src/app/main.ts) on a temporary DATA_DIR and a free
  * loopback port, fetches GET /openapi/json into dist/openapi.json and lints that file; then again
- * with SEARCH_REQUIRES_AUTH=false, whose document differs (a public search). The one problem
+ * with SEARCH_REQUIRES_AUTH=false and METRICS_TOKEN set, whose document differs (a public search,
+ * GET /metrics). The one problem
  * accepted is listed in .redocly.lint-ignore.yaml: `no-path-trailing-slash` on the contract's own
  * `POST /products/`. Redocly runs with its usage reports and update check off.
  */
@@ -17,9 +18,13 @@ const documentPath = join(root, "dist", "openapi.json");
 const redocly = join(root, "node_modules", "@redocly", "cli", "bin", "cli.js");
 const STARTUP_TIMEOUT_MS = 120_000;
 
+// The settings that change the document: a public search (no 401), and GET /metrics on the service's port.
 const variants: { name: string; env: Record<string, string> }[] = [
   { name: "default settings", env: {} },
-  { name: "SEARCH_REQUIRES_AUTH=false", env: { SEARCH_REQUIRES_AUTH: "false" } },
+  {
+    name: "SEARCH_REQUIRES_AUTH=false, METRICS_TOKEN set",
+    env: { SEARCH_REQUIRES_AUTH: "false", METRICS_TOKEN: "token-de-metricas-solo-para-el-lint" },
+  },
 ];
 
 let failed = false;

@@ -118,6 +118,7 @@ export function createHttpApp(deps: HttpDeps) {
       const bucket = bucketOf(method, route);
       return bucket === null ? undefined : rateLimiter.policy(bucket);
     },
+    metrics: deps.metrics?.token !== undefined,
   });
   const metricsGroup = deps.metrics ? metricsRoutes(deps.metrics) : new Elysia();
   const corsGroup = corsRoutes(corsOrigins);

@@ -136,6 +136,7 @@ export interface FieldSchema {
   minimum?: number;
   maximum?: number;
   multipleOf?: number;
+  enum?: readonly unknown[];
 }
 
 /** The body is not an object with the expected fields (null, an array, a string...). */
@@ -168,6 +169,7 @@ function shortName(field: string): string {
 }
 
 function expectation(schema: FieldSchema): string {
+  if (schema.enum) return `debe ser uno de: ${schema.enum.join(", ")}`;
   if (schema.type === "string") {
     const { minLength, maxLength } = schema;
     if (minLength && maxLength) return `debe ser un texto de entre ${minLength} y ${maxLength} caracteres`;
@@ -179,7 +181,11 @@ function expectation(schema: FieldSchema): string {
     if (minimum !== undefined && maximum !== undefined) return `debe ser un entero entre ${minimum} y ${maximum}`;
     return "debe ser un número entero";
   }
-  if (schema.type === "number") return "debe ser un número";
+  if (schema.type === "number") {
+    const { minimum, maximum } = schema;
+    if (minimum !== undefined && maximum !== undefined) return `debe ser un número entre ${minimum} y ${maximum}`;
+    return "debe ser un número";
+  }
   return "tiene un valor no válido";
 }
 

@@ -6,8 +6,9 @@
  * description, headers and example bodies. @elysiajs/openapi turns the routes into a document;
  * `completeDocument` then writes what the plugin cannot express: those error answers as responses
  * with examples (the body as one shared `Problem` schema), the answers app.ts gives on any route
- * (413, 429 where a rate limit applies, 500), the headers every answer carries, and a 204 without a
- * body.
+ * (413, 429 where a rate limit applies, 500), the headers every answer carries, a 204 without a
+ * body, and the other media types of a success answer (`documented`'s alternatives: the search's
+ * text/event-stream).
  */
 import { openapi } from "@elysiajs/openapi";
 import { Elysia, type Static, type TSchema, t } from "elysia";
@@ -29,9 +30,11 @@ const DOCS_PATH = "/openapi";
 const SPEC_PATH = `${DOCS_PATH}/json`;
 
 /** An operation's `security` (its `detail`): alternatives, any one of which is enough. */
-export const SECURITY: Record<"token" | "none", Record<string, string[]>[]> = {
+export const SECURITY: Record<"token" | "metrics" | "none", Record<string, string[]>[]> = {
   /** The token of POST /auth/login, pasted as is (bearerAuth) or obtained by Swagger UI's Authorize (oauth2). */
   token: [{ bearerAuth: [] }, { oauth2: [] }],
+  /** GET /metrics on the service's own port: the operator's METRICS_TOKEN, not a user's. */
+  metrics: [{ metricsToken: [] }],
   /** Anyone may call it. */
   none: [],
 };
@@ -89,9 +92,27 @@ export function problem({ description, examples, headers = [] }: ProblemDoc) {
   return t.Object(ProblemBody.properties, { description, [PROBLEM_DOC]: resolved });
 }
 
-/** A success body's schema with the response's description and an example of it. */
-export function documented<T extends TSchema>(schema: T, description: string, example: Static<T>): T {
-  return { ...schema, description, examples: [example] };
+/** Another media type the same answer may come in (content negotiation by Accept), with an example. */
+export interface AlternativeContent {
+  /** What the body is in this form. */
+  description: string;
+  example: string;
+}
+
+/** Where a success schema keeps its other media types until completeDocument adds them to the response. */
+const ALTERNATIVES = "x-alternatives";
+
+/**
+ * A success body's schema with the response's description and an example of it; `alternatives`:
+ * the other media types the route answers in (e.g. text/event-stream), each a text with its example.
+ */
+export function documented<T extends TSchema>(
+  schema: T,
+  description: string,
+  example: Static<T>,
+  alternatives?: Record<string, AlternativeContent>,
+): T {
+  return { ...schema, description, examples: [example], ...(alternatives ? { [ALTERNATIVES]: alternatives } : {}) };
 }
 
 /** The message of the error `refuse` throws: an example taken from the code that writes it. */
@@ -143,6 +164,8 @@ export interface ApiDocsSettings {
   bodyLimit: (path: string) => number;
   /** The rate-limit policy an operation spends from (`route` as Elysia writes it: /products/:id); none: not limited. */
   rateLimitPolicy: (method: string, route: string) => RateLimitPolicy | undefined;
+  /** GET /metrics is served on this port (behind METRICS_TOKEN): its scheme and tag are documented. */
+  metrics: boolean;
 }
 
 /** GET /openapi (Swagger UI, its files served by docs-assets.ts) and GET /openapi/json (the document). */
@@ -171,9 +194,11 @@ export function apiDocs(settings: ApiDocsSettings) {
         { name: "health", description: "Si la API responde y si puede atender peticiones." },
         { name: "auth", description: "Inicio de sesión: usuario y contraseña a cambio de un token de acceso." },
         { name: "products", description: "El catálogo: alta, consulta, cambios, importación y búsqueda semántica." },
+        ...(settings.metrics ? [METRICS_TAG] : []),
       ],
       components: {
         securitySchemes: {
+          ...(settings.metrics ? { metricsToken: METRICS_SCHEME } : {}),
           bearerAuth: {
             type: "http",
             scheme: "bearer",
@@ -206,6 +231,16 @@ export function apiDocs(settings: ApiDocsSettings) {
       .use(plugin)
   );
 }
+
+const METRICS_TAG = { name: "metrics", description: "Métricas del servicio para Prometheus (para quien lo opera)." };
+
+const METRICS_SCHEME = {
+  type: "http" as const,
+  scheme: "bearer",
+  description:
+    "El token de métricas del servicio (METRICS_TOKEN), en `Authorization: Bearer <token>`; no sirve el de un " +
+    "usuario.",
+};
 
 const DESCRIPTION = `Catálogo de productos con búsqueda semántica: una consulta en lenguaje natural encuentra los productos \
 más parecidos por significado (no por palabras clave), y un modelo de lenguaje escribe una recomendación a partir de \
@@ -294,8 +329,10 @@ function completeDocument(generated: OpenApiDocument, settings: ApiDocsSettings)
       const policy = settings.rateLimitPolicy(method.toUpperCase(), path.replace(/\{([^}]+)\}/g, ":$1"));
       const responses = operation.responses ?? {};
       for (const [status, response] of Object.entries(responses)) {
-        const doc = response.content?.["application/json"]?.schema?.[PROBLEM_DOC] as ResolvedProblemDoc | undefined;
+        const schema = response.content?.["application/json"]?.schema;
+        const doc = schema?.[PROBLEM_DOC] as ResolvedProblemDoc | undefined;
         if (doc) responses[status] = toResponse(doc);
+        else if (schema?.[ALTERNATIVES]) addAlternatives(response, schema);
         // The plugin writes `content: {type: "void"}` for t.Void(), which means no body at all.
         else if (isVoid(response)) delete response.content;
       }
@@ -378,6 +415,15 @@ function problemResponse({ description, examples, headers }: ResolvedProblemDoc)
       },
     },
   };
+}
+
+/** The other media types of a success answer (see `documented`), as content beside its JSON. */
+function addAlternatives(response: ResponseObject, schema: Record<string, unknown>) {
+  const alternatives = schema[ALTERNATIVES] as Record<string, AlternativeContent>;
+  delete schema[ALTERNATIVES];
+  for (const [mediaType, { description, example }] of Object.entries(alternatives)) {
+    response.content = { ...response.content, [mediaType]: { schema: { type: "string", description }, example } };
+  }
 }
 
 function problemSchema() {

@@ -21,12 +21,19 @@ import {
   normalizeCategories,
 } from "../../domain/manage-products.ts";
 import { checkedField, PRODUCT_FIELD_MAX_LENGTH, type Product, type ScoredProduct } from "../../domain/product.ts";
-import { QUERY_MAX_LENGTH, SEARCH_LIMIT, type SearchAndRecommend } from "../../domain/search-and-recommend.ts";
+import {
+  checkSearchRequest,
+  QUERY_MAX_LENGTH,
+  SEARCH_LIMIT,
+  type SearchAndRecommend,
+  type SearchDefaults,
+  type SearchEvent,
+} from "../../domain/search-and-recommend.ts";
 import { MALFORMED_ARRAY } from "../import/json-items.ts";
 import { mediaTypesOf, readBody } from "./body.ts";
 import { BULK_MEDIA_TYPES, type BulkLimits, noItems, readBulkItems, tooManyItems } from "./bulk-body.ts";
-import { fieldDetail, HttpProblem, NOT_AN_OBJECT, payloadTooLarge } from "./errors.ts";
-import { searchEventStream, wantsEventStream } from "./event-stream.ts";
+import { type FieldSchema, fieldDetail, HttpProblem, NOT_AN_OBJECT, payloadTooLarge } from "./errors.ts";
+import { HEARTBEAT_MS, searchEventStream, searchFrame, wantsEventStream } from "./event-stream.ts";
 import { answers, documented, messageOf, problem, SECURITY, UNAVAILABLE } from "./openapi.ts";
 import { contextOf } from "./request-context.ts";
 
@@ -35,11 +42,21 @@ function integer(options: Parameters<typeof t.Number>[0] = {}) {
   return t.Number({ multipleOf: 1, ...options });
 }
 
-const field = (name: keyof typeof PRODUCT_FIELD_MAX_LENGTH) => t.String({ maxLength: PRODUCT_FIELD_MAX_LENGTH[name] });
+/** What each field of a product is, in the OpenAPI document. */
+const FIELD_DESCRIPTIONS = {
+  name: "Nombre del producto",
+  description: "Descripción detallada; con el nombre, es el texto del que se calcula el embedding",
+  category: "Categoría, texto libre (GET /products/categories da las que hay)",
+} as const;
+
+const field = (name: keyof typeof FIELD_DESCRIPTIONS, description: string = FIELD_DESCRIPTIONS[name]) =>
+  t.String({ maxLength: PRODUCT_FIELD_MAX_LENGTH[name], description });
 const skuField = t.String({
   maxLength: PRODUCT_FIELD_MAX_LENGTH.sku,
   description: "Clave propia del comercio; única cuando se da",
 });
+const productIdField = (description = "Identificador del producto, asignado por el servicio") =>
+  integer({ description });
 
 /** A product as a client sends it: the example of the OpenAPI document. */
 const NEW_PRODUCT_EXAMPLE = {
@@ -74,45 +91,70 @@ const ProductChangesBody = t.Object(
 );
 
 const categoryFilter = t.Optional(
-  t.Union([field("category"), t.Array(field("category"), { minItems: 1, maxItems: MAX_CATEGORIES })], {
-    description: `Una categoría, o una lista de hasta ${MAX_CATEGORIES}: solo productos de esas categorías`,
-  }),
+  t.Union(
+    [
+      field("category", "Una categoría"),
+      t.Array(field("category", "Una de las categorías"), { minItems: 1, maxItems: MAX_CATEGORIES }),
+    ],
+    { description: `Una categoría, o una lista de hasta ${MAX_CATEGORIES}: solo productos de esas categorías` },
+  ),
 );
 
-const SearchBody = t.Object(
-  {
-    query: t.String({ maxLength: QUERY_MAX_LENGTH }),
-    limit: t.Optional(
-      integer({
-        minimum: SEARCH_LIMIT.min,
-        maximum: SEARCH_LIMIT.max,
-        default: SEARCH_LIMIT.default,
-        description: `Entero entre ${SEARCH_LIMIT.min} y ${SEARCH_LIMIT.max}`,
-      }),
-    ),
-    category: categoryFilter,
-    mode: t.Optional(
-      t.UnionEnum([...SEARCH_MODES], {
+const searchLimitField = integer({
+  minimum: SEARCH_LIMIT.min,
+  maximum: SEARCH_LIMIT.max,
+  default: SEARCH_LIMIT.default,
+  description: `Cuántos productos devolver como máximo: un entero entre ${SEARCH_LIMIT.min} y ${SEARCH_LIMIT.max}`,
+});
+
+const SEARCH_QUERY_EXAMPLE = "algo para correr por el monte cuando llueve";
+
+/**
+ * The search's body. `defaults`: how this service ranks when the request does not say; Elysia
+ * fills a missing `mode` with the schema's default, so that default must be the service's own.
+ */
+function searchBody(defaults: SearchDefaults) {
+  return t.Object(
+    {
+      query: t.String({
+        maxLength: QUERY_MAX_LENGTH,
         description:
-          "semantic (por defecto): por similitud del embedding; hybrid: combinada con la coincidencia de palabras",
+          "Lo que se busca, en lenguaje natural; no hace falta que contenga palabras del nombre o la descripción " +
+          "del producto",
       }),
-    ),
-    alpha: t.Optional(
-      t.Number({
-        minimum: 0,
-        maximum: 1,
-        description: "Solo con mode hybrid: peso de la similitud semántica, de 0 a 1",
-      }),
-    ),
-  },
-  {
-    additionalProperties: false,
-    description:
-      "La consulta en lenguaje natural y, si se quiere, cuántos resultados, de qué categorías y cómo se " +
-      "ordenan (mode, alpha)",
-    examples: [{ query: "algo para correr por el monte cuando llueve", limit: 5 }],
-  },
-);
+      limit: t.Optional(searchLimitField),
+      category: categoryFilter,
+      mode: t.Optional(
+        t.UnionEnum([...SEARCH_MODES], {
+          default: defaults.mode,
+          description:
+            "Cómo se ordenan los productos. semantic: por la similitud coseno del embedding; hybrid: por una " +
+            "combinación de esa similitud y la coincidencia de palabras en nombre, categoría y descripción. " +
+            `En este servicio, por defecto ${defaults.mode}.`,
+        }),
+      ),
+      alpha: t.Optional(
+        t.Number({
+          minimum: 0,
+          maximum: 1,
+          description:
+            "Solo con mode hybrid: peso de la similitud semántica frente a la coincidencia de palabras, de 0 " +
+            `(solo palabras) a 1 (solo semántica). En este servicio, por defecto ${defaults.alpha}.`,
+        }),
+      ),
+    },
+    {
+      additionalProperties: false,
+      description:
+        "La consulta en lenguaje natural y, si se quiere, cuántos resultados, de qué categorías y cómo se " +
+        "ordenan (mode, alpha)",
+      examples: [
+        { query: SEARCH_QUERY_EXAMPLE, limit: 5 },
+        { query: SEARCH_QUERY_EXAMPLE, limit: 10, category: ["calzado deportivo"], mode: "hybrid", alpha: 0.75 },
+      ],
+    },
+  );
+}
 
 const ListQuery = t.Object(
   {
@@ -135,37 +177,41 @@ const ListQuery = t.Object(
   { additionalProperties: false },
 );
 
-const ProductResponse = t.Object({
-  id: integer(),
-  name: t.String(),
-  description: t.String(),
-  category: t.String(),
-  sku: t.Optional(t.String()),
-});
+/** A product as the service answers it (never its embedding). */
+const productFields = {
+  id: productIdField(),
+  name: t.String({ description: FIELD_DESCRIPTIONS.name }),
+  description: t.String({ description: FIELD_DESCRIPTIONS.description }),
+  category: t.String({ description: FIELD_DESCRIPTIONS.category }),
+  sku: t.Optional(t.String({ description: "Clave propia del comercio; solo si el producto tiene una" })),
+};
+
+const ProductResponse = t.Object(productFields);
 
 const SearchResponse = t.Object({
-  query: t.String(),
-  recommendation: t.String(),
-  cited_ids: t.Array(integer(), {
+  query: t.String({ description: "La consulta, tal como se envió" }),
+  recommendation: t.String({
+    description:
+      "La recomendación, escrita solo a partir de los productos de results. Empieza con la etiqueta " +
+      "[PROVEEDOR - modelo] de quien la escribió y cita los productos como [#id].",
+  }),
+  cited_ids: t.Array(productIdField("Id de un producto de results"), {
     description: "Ids de los productos de results que cita la recomendación (como [#id]), en orden de aparición",
   }),
   results: t.Array(
     t.Object({
-      id: integer(),
-      name: t.String(),
-      description: t.String(),
-      category: t.String(),
-      sku: t.Optional(t.String()),
+      ...productFields,
       score: t.Number({ description: "Similitud coseno con la consulta" }),
       fused_score: t.Optional(
         t.Number({ description: "Solo en búsquedas híbridas: la puntuación combinada que ordena los resultados" }),
       ),
     }),
+    { description: "Los productos encontrados, el más parecido primero (como mucho limit)" },
   ),
 });
 
 const ListResponse = t.Object({
-  items: t.Array(ProductResponse),
+  items: t.Array(ProductResponse, { description: "Los productos de esta página, en el orden pedido" }),
   total: integer({ description: "Productos que cumplen el filtro, en todas las páginas" }),
   next_cursor: t.Union([t.String(), t.Null()], { description: "Para la página siguiente; null en la última" }),
 });
@@ -173,14 +219,29 @@ const ListResponse = t.Object({
 const ImportResponse = t.Object({
   items: t.Array(
     t.Object({
-      index: integer(),
-      status: t.UnionEnum(["created", "updated", "unchanged", "failed"]),
-      id: t.Optional(integer()),
-      sku: t.Optional(t.String()),
-      detail: t.Optional(t.String()),
+      index: integer({ description: "Posición del producto en el cuerpo, desde 0" }),
+      status: t.UnionEnum(["created", "updated", "unchanged", "failed"], {
+        // UnionEnum's own default (the first value) means nothing in an answer.
+        default: undefined,
+        description:
+          "created: producto nuevo; updated: el del mismo sku, cambiado; unchanged: el del mismo sku, ya igual; " +
+          "failed: no se guardó (detail dice por qué)",
+      }),
+      id: t.Optional(productIdField("El id del producto guardado (salvo failed)")),
+      sku: t.Optional(t.String({ description: "El sku del producto, si lo tiene" })),
+      detail: t.Optional(t.String({ description: "Solo en failed: por qué no se guardó" })),
     }),
+    { description: "Un resultado por producto enviado, en el mismo orden" },
   ),
-  counts: t.Object({ created: integer(), updated: integer(), unchanged: integer(), failed: integer() }),
+  counts: t.Object(
+    {
+      created: integer({ description: "Productos creados" }),
+      updated: integer({ description: "Productos actualizados" }),
+      unchanged: integer({ description: "Productos que ya estaban igual" }),
+      failed: integer({ description: "Productos que no se guardaron" }),
+    },
+    { description: "Cuántos productos acabaron en cada estado" },
+  ),
 });
 
 /** An item of a bulk import, for the OpenAPI document (ImportProducts checks each one). */
@@ -234,14 +295,25 @@ const ANSWERS = {
         ...more,
       },
     }),
-  invalidSearch: problem({
-    description: "El cuerpo no cumple el esquema de la búsqueda: `detail` nombra el primer campo que falla.",
-    examples: {
-      "Falta la consulta": fieldDetail.missing("query"),
-      "limit fuera de rango": fieldDetail.invalid("limit", SearchBody.properties.limit),
-      "alpha no válido": fieldDetail.invalid("alpha", SearchBody.properties.alpha),
-    },
-  }),
+  invalidSearch: (defaults: SearchDefaults) => {
+    const { properties } = searchBody(defaults);
+    const refusal = (request: Parameters<typeof checkSearchRequest>[0]) =>
+      messageOf(() => checkSearchRequest(request, defaults));
+    return problem({
+      description:
+        "El cuerpo no cumple el esquema o las reglas de la búsqueda: `detail` nombra el primer campo que falla.",
+      examples: {
+        "Falta la consulta": fieldDetail.missing("query"),
+        "Consulta vacía": refusal({ query: " " }),
+        "limit fuera de rango": fieldDetail.invalid("limit", searchLimitField),
+        "Categoría vacía": refusal({ query: SEARCH_QUERY_EXAMPLE, category: "" }),
+        "Demasiadas categorías": fieldDetail.invalid("category", properties.category as FieldSchema),
+        "mode no válido": fieldDetail.invalid("mode", properties.mode),
+        "alpha fuera de rango": fieldDetail.invalid("alpha", properties.alpha),
+        "alpha sin mode hybrid": refusal({ query: SEARCH_QUERY_EXAMPLE, mode: "semantic", alpha: 0.5 }),
+      },
+    });
+  },
   invalidList: problem({
     description: "Un parámetro no es válido: `detail` lo nombra.",
     examples: {
@@ -310,17 +382,20 @@ export function productRoutes(deps: ProductRoutesDeps) {
   // 413 (a body over the limit), 429 (rate limits) and 500 can come from any route: openapi.ts documents them.
   const product = (description: string) => documented(ProductResponse, description, PRODUCT_EXAMPLE);
   const searchAnswers = {
-    200: documented(SearchResponse, "Los productos más parecidos a la consulta y la recomendación", {
-      query: "algo para correr por el monte cuando llueve",
-      recommendation:
-        "[OPENAI - gpt-4o-mini] Para correr por montaña con lluvia, las Zapatillas de trail Vento [#42] " +
-        "son impermeables y agarran bien en barro.",
-      cited_ids: [PRODUCT_EXAMPLE.id],
-      results: [{ ...PRODUCT_EXAMPLE, score: 0.83 }],
-    }),
+    200: documented(
+      SearchResponse,
+      "Los productos más parecidos a la consulta y la recomendación (con Accept: text/event-stream, como eventos)",
+      {
+        query: SEARCH_QUERY_EXAMPLE,
+        recommendation: `[OPENAI - gpt-4o-mini] ${RECOMMENDATION_EXAMPLE.join("")}`,
+        cited_ids: [PRODUCT_EXAMPLE.id],
+        results: [{ ...PRODUCT_EXAMPLE, score: 0.83 }],
+      },
+      { "text/event-stream": { description: SEARCH_EVENTS, example: SEARCH_EVENTS_EXAMPLE } },
+    ),
     400: ANSWERS.unreadable,
     415: ANSWERS.notJson,
-    422: ANSWERS.invalidSearch,
+    422: ANSWERS.invalidSearch(search.defaults),
     503: ANSWERS.searchUnavailable,
   };
   const id = { params: t.Object({ id: t.String({ description: "El id del producto (entero positivo)" }) }) };
@@ -431,7 +506,7 @@ export function productRoutes(deps: ProductRoutesDeps) {
           const stream = await searchEventStream(
             search.stream(body, signal),
             () => abort.abort(new DOMException("the client closed the stream", "AbortError")),
-            ({ query, results }) => ({ query, results: results.map(scoredView) }),
+            resultsView,
             {},
           );
           // Elysia sends a Response as it is; the route's schema describes the JSON answer only.
@@ -442,16 +517,19 @@ export function productRoutes(deps: ProductRoutesDeps) {
       },
       {
         parse: deps.searchRequiresAuth ? [...authenticatedJson] : [jsonBody, "json"],
-        body: SearchBody,
+        body: searchBody(search.defaults),
         response: deps.searchRequiresAuth ? { ...searchAnswers, 401: ANSWERS.unauthenticated } : searchAnswers,
         detail: {
           tags,
           summary: "Búsqueda semántica con recomendación generada",
           description:
-            "Con Accept: text/event-stream la respuesta son eventos: results (los productos, en cuanto se " +
-            "encuentran), delta (el texto de la recomendación según se escribe), reset (lo enviado se descarta " +
-            "y lo sustituye el siguiente redactor), done (la recomendación entera, cited_ids y quién la escribió) " +
-            "o error.",
+            "Convierte la consulta en un embedding, ordena los productos por similitud coseno con él (o, con " +
+            "mode hybrid, combinada con la coincidencia de palabras), se queda con los limit primeros (de las " +
+            "categorías pedidas, si se piden) y un modelo de lenguaje escribe una recomendación basada solo en " +
+            "ellos; si el primer proveedor falla, la escribe el siguiente.\n\n" +
+            "Con `Accept: text/event-stream` la respuesta llega como eventos, según se escribe: results, delta, " +
+            "reset, done y, si algo falla a mitad, error (ver la respuesta 200). Un error antes de los resultados " +
+            'responde igual que sin eventos: su estado y `{"detail"}` en JSON.',
           security: deps.searchRequiresAuth ? bearer : SECURITY.none,
         },
       },
@@ -609,6 +687,50 @@ export function productRoutes(deps: ProductRoutesDeps) {
       },
     );
 }
+
+/** A search's `results` event as clients receive it (the same fields as the JSON answer). */
+function resultsView({ query, results }: SearchEvent & { type: "results" }) {
+  return { query, results: results.map(scoredView) };
+}
+
+/** The example recommendation, in the pieces a model might write it in (without the label). */
+const RECOMMENDATION_EXAMPLE = [
+  "Para correr por montaña con lluvia, ",
+  `las Zapatillas de trail Vento [#${PRODUCT_EXAMPLE.id}] `,
+  "son impermeables y agarran bien en barro.",
+];
+
+/** The event-stream answer of a search, for the OpenAPI document. */
+const SEARCH_EVENTS =
+  "Eventos enviados por el servidor, cada uno `event: <nombre>` y `data: <JSON>`, en este orden:\n\n" +
+  "- `results`, una vez, en cuanto se encuentran los productos: `{query, results}`, como en la respuesta JSON.\n" +
+  "- `delta`, varias veces: `{text}`, el siguiente trozo de la recomendación según la escribe el modelo (sin la " +
+  "etiqueta del proveedor).\n" +
+  "- `reset`: `{}`; el proveedor que escribía falló: se descarta el texto recibido y el siguiente proveedor lo " +
+  "escribe desde el principio con nuevos delta.\n" +
+  "- `done`, al final: `{recommendation, cited_ids, provider, model, position}`: la recomendación entera, con su " +
+  "etiqueta, igual que en la respuesta JSON; los productos que cita; quién la escribió y su lugar en la cadena de " +
+  "proveedores (0: el primero). provider, model y position son null si no se encontró ningún producto.\n\n" +
+  "Si algo falla después de results, el flujo termina con `error`: `{detail, status}`, el mensaje y el estado " +
+  "HTTP que habría tenido la respuesta (p. ej. 503). " +
+  `Cada ${HEARTBEAT_MS / 1000} s sin eventos llega un comentario \`: heartbeat\`.`;
+
+const SEARCH_EVENTS_EXAMPLE = [
+  searchFrame(
+    { type: "results", query: SEARCH_QUERY_EXAMPLE, results: [{ ...PRODUCT_EXAMPLE, score: 0.83 }] },
+    resultsView,
+  ),
+  ...RECOMMENDATION_EXAMPLE.map((text) => searchFrame({ type: "delta", text }, resultsView)),
+  searchFrame(
+    {
+      type: "done",
+      recommendation: `[OPENAI - gpt-4o-mini] ${RECOMMENDATION_EXAMPLE.join("")}`,
+      citedIds: [PRODUCT_EXAMPLE.id],
+      writer: { provider: "OPENAI", model: "gpt-4o-mini", position: 0 },
+    },
+    resultsView,
+  ),
+].join("");
 
 /** What the bulk route's parse stage leaves as its body: the handler reads the request's stream. */
 const STREAMED_BODY = Object.freeze({ streamed: true });

@@ -18,13 +18,22 @@ interface Example {
 interface ResponseDoc {
   description: string;
   headers?: Record<string, { $ref: string }>;
-  content?: Record<string, { schema: unknown; examples?: Record<string, Example> }>;
+  content?: Record<
+    string,
+    { schema: { description?: string; $ref?: string }; example?: string; examples?: Record<string, Example> }
+  >;
+}
+
+interface PropertyDoc {
+  default?: unknown;
+  description?: string;
 }
 
 interface OperationDoc {
   summary: string;
   description?: string;
   security: Record<string, string[]>[];
+  requestBody?: { content: Record<string, { schema: { properties: Record<string, PropertyDoc> } }> };
   responses: Record<string, ResponseDoc>;
 }
 
@@ -59,6 +68,7 @@ describe("every answer the service gives is documented for its operation, with a
   /** Each case: the operation (as the document names it) and how to provoke an answer. */
   type Case = [method: string, path: string, send: (h: Harness) => ReturnType<Harness["call"]>];
   const json = { "content-type": "application/json" };
+  const events = { accept: "text/event-stream" };
   const cases: Case[] = [
     ["GET", "/", (h) => h.call("GET", "/")],
     ["GET", "/health/live", (h) => h.call("GET", "/health/live")],
@@ -115,6 +125,20 @@ describe("every answer the service gives is documented for its operation, with a
       "POST",
       "/products/search",
       (h) => h.call("POST", "/products/search", { token: h.token, json: { query: "x", mode: "hybrid", alpha: 2 } }),
+    ],
+    ...[
+      { query: " " },
+      { query: "x", alpha: 0.5 },
+      { query: "x", mode: "lexical" },
+      { query: "x", category: "" },
+      { query: "x", category: Array.from({ length: 21 }, (_, i) => `c${i}`) },
+    ].map(
+      (json): Case => ["POST", "/products/search", (h) => h.call("POST", "/products/search", { token: h.token, json })],
+    ),
+    [
+      "POST",
+      "/products/search",
+      (h) => h.call("POST", "/products/search", { token: h.token, json: { query: "x" }, headers: events }),
     ],
     ["POST", "/products/bulk", (h) => h.call("POST", "/products/bulk", { token: h.token, json: [SHOES] })],
     ["POST", "/products/bulk", (h) => h.call("POST", "/products/bulk", { token: h.token, json: { a: 1 } })],
@@ -182,6 +206,15 @@ describe("every answer the service gives is documented for its operation, with a
     for (const [method, path, response] of sent) expectDocumented(document, method, path, response);
   }, 30_000);
 
+  test("GET /metrics on the service's port, with and without its token", async () => {
+    const metricsToken = "token-de-metricas-0123456789";
+    const { document, h } = await documentOf({ metricsToken });
+    const scrape = { headers: { authorization: `Bearer ${metricsToken}` } };
+    const sent = [await h.call("GET", "/metrics", scrape), await h.call("GET", "/metrics", { token: h.token })];
+    expect(sent.map((response) => response.status)).toEqual([200, 401]);
+    for (const response of sent) expectDocumented(document, "GET", "/metrics", response);
+  });
+
   test("a body announced over the limit is 413 on any route, GET / included", async () => {
     const { document, h } = await documentOf();
     const response = await h.call("GET", "/", { headers: { "content-length": String(64 * 1024 + 1) } });
@@ -222,6 +255,49 @@ describe("the document", () => {
     });
     expect(document.servers).toEqual([expect.objectContaining({ url: "/" })]);
     expect(document.info.license?.name).toBe("MIT");
+  });
+
+  test("GET /metrics is there only when served on this port, behind the metrics token and not a user's", async () => {
+    expect((await documentOf()).document.paths["/metrics"]).toBeUndefined();
+    const { document } = await documentOf({ metricsToken: "token-de-metricas-0123456789" });
+    expect(document.paths["/metrics"]?.get?.security).toEqual([{ metricsToken: [] }]);
+    expect(document.components.securitySchemes.metricsToken).toMatchObject({ type: "http", scheme: "bearer" });
+    expect(Object.keys(document.paths["/metrics"]?.get?.responses["200"]?.content ?? {})).toEqual(["text/plain"]);
+  });
+
+  test("the search's defaults are this service's: documented, and what a body without mode gets", async () => {
+    const searchDefaults = { mode: "hybrid" as const, alpha: 0.6 };
+    const { document, h } = await documentOf({ searchDefaults });
+    const body = document.paths["/products/search"]?.post?.requestBody?.content["application/json"]?.schema;
+    expect(body?.properties.mode?.default).toBe("hybrid");
+    expect(body?.properties.alpha?.description).toContain("0.6");
+    await h.call("POST", "/products/", { token: h.token, json: SHOES });
+    const search = await h.call("POST", "/products/search", {
+      token: h.token,
+      json: { query: "zapatillas", alpha: 0.5 },
+    });
+    expect(search.status).toBe(200);
+    expect(search.json.results[0].fused_score).toBeNumber();
+  });
+
+  test("the search's event stream is documented with an example of the events it sends, in their order", async () => {
+    const { document, h } = await documentOf();
+    await h.call("POST", "/products/", { token: h.token, json: SHOES });
+    const headers = { accept: "text/event-stream" };
+    const sent = await h.call("POST", "/products/search", { token: h.token, json: { query: "zapatillas" }, headers });
+    expect(sent.headers.get("content-type")).toStartWith("text/event-stream");
+    const documented = document.paths["/products/search"]?.post?.responses["200"]?.content?.["text/event-stream"];
+    for (const event of ["results", "delta", "reset", "done", "error"]) {
+      expect(documented?.schema.description).toContain(`\`${event}\``);
+    }
+    const names = (text: string) => [...new Set(text.match(/^event: .+$/gm))];
+    expect(names(documented?.example ?? "")).toEqual(names(sent.text));
+    const data = (text: string) =>
+      text
+        .split("\n")
+        .filter((line) => line.startsWith("data: "))
+        .map((line) => Object.keys(JSON.parse(line.slice(6))).sort());
+    expect(new Set(data(documented?.example ?? "").map(String))).toEqual(new Set(data(sent.text).map(String)));
   });
 
   test("with SEARCH_REQUIRES_AUTH=false the search is public and never answers 401", async () => {
