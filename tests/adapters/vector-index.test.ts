@@ -192,9 +192,7 @@ forEachDatabase((database, engine) => {
             categories: ["apart"],
           });
           expect(hybrid.every((hit) => loaded.categories.get(hit.id) === "apart")).toBe(true);
-          expect(hybrid.map((hit) => hit.id)).toEqual(
-            expect.arrayContaining(bruteForce(loaded, query, 10, ["apart"])),
-          );
+          expect(hybrid.map((hit) => hit.id)).toEqual(expect.arrayContaining(bruteForce(loaded, query, 10, ["apart"])));
         }
         expect(foundMain / (queries.length * 10)).toBeGreaterThanOrEqual(0.95);
         expect(await planOf(loaded.db, queries[0] as Vector, ["main"])).toContain(INDEX_NAME);
