@@ -158,3 +158,30 @@ describe("import FILE", () => {
     });
   });
 });
+
+describe("the vector index after an import", () => {
+  test("import builds it once the catalogue reaches VECTOR_INDEX_MIN_ROWS; index status, drop and build", async () => {
+    const dir = tempDir();
+    const env = { DATA_DIR: join(dir, "data"), VECTOR_INDEX_MIN_ROWS: "5" };
+    const file = join(dir, "few.jsonl");
+    writeFileSync(file, `${[0, 1, 2].map((i) => JSON.stringify(product(i))).join("\n")}\n`);
+    const few = await finished(cli(["import", file], env));
+    expect(few.code).toBe(0);
+    expect(few.stderr).not.toContain("vector index built");
+
+    writeFileSync(file, `${Array.from({ length: 6 }, (_, i) => JSON.stringify(product(i))).join("\n")}\n`);
+    const enough = await finished(cli(["import", file], env));
+    expect(enough.code).toBe(0);
+    expect(enough.stderr).toContain("vector index built");
+
+    const dropped = await finished(cli(["index", "drop"], env));
+    expect(dropped).toMatchObject({ code: 0 });
+    expect(dropped.stderr).toContain("vector index dropped");
+    expect(JSON.parse(dropped.stdout)).toMatchObject({ column: "embedding", present: false, minRows: 5 });
+
+    const built = await finished(cli(["index", "build"], env));
+    expect(built).toMatchObject({ code: 0 });
+    expect(JSON.parse(built.stdout)).toMatchObject({ column: "embedding", present: true, valid: true });
+    expect(JSON.parse(built.stdout).bytes).toBeGreaterThan(0);
+  });
+});
