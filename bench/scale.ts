@@ -19,10 +19,11 @@
  * 3. the index is dropped before the next load (a large load is faster without it); after the last
  *    size, `--indexed-load` more products go in with the index present, to show that rate too.
  *
- * Run by hand (figures in README "Scale"):
+ * Run by hand (figures in README "Vector index"):
  *   bun bench/scale.ts --engine pg [--database-url postgres://postgres@127.0.0.1:55432/postgres]
  *     [--sizes 10000,50000,100000] [--dataset synthetic|catalogue] [--dimension 3072]
- *     [--latency-ms 200] [--batch 1000] [--clients 4] [--queries 100] [--ef 40,100,200]
+ *     [--latency-ms 200] [--batch 1000] [--clients 4] [--queries 100] [--ef 40,100,200,400]
+ *     [--filter-exact-max-rows 30000]
  *   bun bench/scale.ts --engine pglite --dataset catalogue --embedder local
  * `--database-url` names a server where the bench may create and drop the database `sku_scale_bench`.
  * The catalogue dataset is the 12,430 products of ../shared/eval/products-all.jsonl.gz, read in place.
@@ -32,7 +33,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
-import { DEFAULT_FILTER_PLAN, PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
+import { DEFAULT_SEARCH_PLAN, PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
 import { connectPostgres, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
 import { VectorIndex, vectorSessionSettings } from "../src/adapters/postgres/vector-index.ts";
 import { LocalEmbedder } from "../src/adapters/providers/local-embedder.ts";
@@ -54,7 +55,8 @@ const { values: args } = parseArgs({
     single: { type: "string", default: "20" },
     queries: { type: "string", default: "100" },
     "filtered-queries": { type: "string", default: "10" },
-    ef: { type: "string", default: "40,100,200" },
+    ef: { type: "string", default: "40,100,200,400" },
+    "filter-exact-max-rows": { type: "string", default: String(DEFAULT_SEARCH_PLAN.filterExactMaxRows) },
     "indexed-load": { type: "string", default: "2000" },
   },
 });
@@ -68,7 +70,7 @@ const CLIENTS = Number(args.clients);
 const QUERIES = Number(args.queries);
 const FILTERED_QUERIES = Number(args["filtered-queries"]);
 const EFS = (args.ef as string).split(",").map(Number);
-const DEFAULT_EF = 100;
+const PLAN = { ...DEFAULT_SEARCH_PLAN, filterExactMaxRows: Number(args["filter-exact-max-rows"]) };
 const K = 10;
 const PROJECT = resolve(import.meta.dir, "..");
 const DATABASE = "sku_scale_bench";
@@ -162,7 +164,7 @@ async function createTarget(providerUrl: string | undefined): Promise<Target> {
         }
       : {}),
   };
-  const settings = vectorSessionSettings({ efSearch: DEFAULT_EF });
+  const settings = vectorSessionSettings({ efSearch: DEFAULT_SEARCH_PLAN.efSearch });
   if (ENGINE === "pglite") {
     const dataDir = mkdtempSync(join(tmpdir(), "sku-scale-"));
     return {
@@ -378,7 +380,7 @@ console.log(
   `engine ${ENGINE}, dataset ${synthetic ? "synthetic (clustered, embedding-like)" : "catalogue (12,430 real products)"}, ` +
     `${DIMENSION} dims, embedder ${LOCAL ? "offline model" : `fake provider, ${LATENCY_MS} ms per call`}, ` +
     `bulk ${BATCH} items per request × ${CLIENTS} clients; HNSW m 16, ef_construction 64; ` +
-    `filtered exact up to ${DEFAULT_FILTER_PLAN.filterExactMaxRows} rows; ${QUERIES} unfiltered queries, ` +
+    `filtered exact up to ${PLAN.filterExactMaxRows} rows; ${QUERIES} unfiltered queries, ` +
     `${FILTERED_QUERIES} per filtered case; latency of searchByVector, one query at a time; load average ${load()}`,
 );
 try {
@@ -397,7 +399,7 @@ try {
     const db = await target.open();
     try {
       await db.query("VACUUM ANALYZE products");
-      const repository = new PostgresProductRepository(db, DIMENSION, DEFAULT_FILTER_PLAN);
+      const repository = new PostgresProductRepository(db, DIMENSION, PLAN);
       const index = new VectorIndex(db, DIMENSION, {
         settings: { mode: "auto", minRows: 1 },
         server: ENGINE === "pg",
@@ -424,12 +426,12 @@ try {
       out(`index build ${((performance.now() - started) / 1000).toFixed(1)} s, ${(bytes / 2 ** 20).toFixed(0)} MB`);
       for (const ef of EFS) {
         await db.query("SELECT set_config('hnsw.ef_search', $1, false)", [String(ef)]);
-        const indexed = await run(repository, unfiltered);
+        const indexed = await run(new PostgresProductRepository(db, DIMENSION, { ...PLAN, efSearch: ef }), unfiltered);
         out(
           `index, ef_search ${ef}: p50 ${fmt(indexed.p50)} ms, p95 ${fmt(indexed.p95)} ms, recall@10 ${recall(exact.ids, indexed.ids).toFixed(3)}`,
         );
       }
-      await db.query("SELECT set_config('hnsw.ef_search', $1, false)", [String(DEFAULT_EF)]);
+      await db.query("SELECT set_config('hnsw.ef_search', $1, false)", [String(DEFAULT_SEARCH_PLAN.efSearch)]);
       let found = 0;
       let total = 0;
       for (const [label, truth] of exactFiltered) {

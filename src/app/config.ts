@@ -5,7 +5,7 @@
  */
 
 import { JWT_ALGORITHMS, type JwtAlgorithm } from "../adapters/http/jwt-token-service.ts";
-import { DEFAULT_FILTER_PLAN } from "../adapters/postgres/product-repository.ts";
+import { DEFAULT_SEARCH_PLAN } from "../adapters/postgres/product-repository.ts";
 import { VECTOR_INDEX_MODES, type VectorSearchSettings } from "../adapters/postgres/vector-index.ts";
 import { ANTHROPIC_DEFAULT_GENERATION_MODEL } from "../adapters/providers/anthropic.ts";
 import { GOOGLE_DEFAULT_EMBEDDING_MODEL, GOOGLE_DEFAULT_GENERATION_MODEL } from "../adapters/providers/google.ts";
@@ -289,10 +289,10 @@ export function loadConfig(env: Env): Config {
     vectorSearch: {
       mode: read.oneOf("VECTOR_INDEX", VECTOR_INDEX_MODES, "auto"),
       minRows: read.integer("VECTOR_INDEX_MIN_ROWS", 5_000, 1, 1_000_000_000),
-      efSearch: read.integer("VECTOR_EF_SEARCH", 100, 10, 1_000),
+      efSearch: read.integer("VECTOR_EF_SEARCH", DEFAULT_SEARCH_PLAN.efSearch, 10, 1_000),
       filterExactMaxRows: read.integer(
         "VECTOR_FILTER_EXACT_MAX_ROWS",
-        DEFAULT_FILTER_PLAN.filterExactMaxRows,
+        DEFAULT_SEARCH_PLAN.filterExactMaxRows,
         0,
         1_000_000_000,
       ),

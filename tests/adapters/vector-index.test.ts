@@ -67,6 +67,7 @@ async function load(
   }
   const products = new PostgresProductRepository(db, DIMENSION, {
     filterExactMaxRows: options.filterExactMaxRows ?? 100,
+    efSearch: 100,
   });
   const space = clusteredSpace(DIMENSION, CLUSTERS, 7);
   const writes: BulkWrite[] = [];

@@ -78,7 +78,7 @@ describe("loadConfig", () => {
       hybridAlpha: 0.75,
       bulkMaxBytes: 16 * 1024 * 1024,
       bulkMaxItems: 5_000,
-      vectorSearch: { mode: "auto", minRows: 5_000, efSearch: 100, filterExactMaxRows: 10_000 },
+      vectorSearch: { mode: "auto", minRows: 5_000, efSearch: 100, filterExactMaxRows: 30_000 },
       vectorIndexBuildMemory: "1GB",
       translation: { mode: "auto", apertiumDir: undefined, timeoutMs: 1000 },
       logLevel: "info",

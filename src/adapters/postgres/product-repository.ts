@@ -37,8 +37,11 @@ interface StoredRow extends ProductRow {
 const PRODUCT_COLUMNS = "id, name, description, category, sku";
 const STORED_COLUMNS = `${PRODUCT_COLUMNS}, content_digest, version`;
 const UNIQUE_VIOLATION = "23505";
-/** Filters matching up to this many products are scanned exactly (config VECTOR_FILTER_EXACT_MAX_ROWS). */
-export const DEFAULT_FILTER_PLAN = { filterExactMaxRows: 10_000 };
+/**
+ * Filters matching up to this many products are scanned exactly (VECTOR_FILTER_EXACT_MAX_ROWS), and
+ * the index scan's candidate list (VECTOR_EF_SEARCH): bench/scale.ts measured both.
+ */
+export const DEFAULT_SEARCH_PLAN = { filterExactMaxRows: 30_000, efSearch: 100 };
 
 /**
  * Products over PostgreSQL or PGlite.
@@ -62,12 +65,12 @@ export class PostgresProductRepository implements ProductRepository {
 
   /**
    * `dimension`: that of the stored embeddings (it decides how search scans); `search`: how filtered
-   * searches choose their plan (vector-index.ts).
+   * searches choose their plan, and the session's hnsw.ef_search (vector-index.ts).
    */
   constructor(
     private readonly db: SqlClient,
     private readonly dimension: number,
-    private readonly search: Pick<VectorSearchSettings, "filterExactMaxRows"> = DEFAULT_FILTER_PLAN,
+    private readonly search: Pick<VectorSearchSettings, "filterExactMaxRows" | "efSearch"> = DEFAULT_SEARCH_PLAN,
   ) {
     this.scansHalfCopy = dimension >= HALF_PRECISION_COPY_FROM_DIMENSION;
   }
@@ -328,7 +331,11 @@ export class PostgresProductRepository implements ProductRepository {
 
   async searchByVector(embedding: Vector, query: SearchQuery): Promise<VersionedHit[]> {
     const params: unknown[] = [vectorParam(embedding), query.limit];
-    const dense = await this.denseCandidates(params, query.categories, candidatesFor(query.limit));
+    const dense = await this.denseCandidates(
+      params,
+      query.categories,
+      Math.max(candidatesFor(query.limit), this.search.efSearch),
+    );
     const rows = await this.db.query<ProductRow & { version: number; distance: number }>(
       `WITH dense AS (${dense})
        SELECT ${PRODUCT_COLUMNS}, version, embedding <=> $1::vector AS distance
@@ -431,7 +438,10 @@ const LEXICAL_QUERY_SQL = `SELECT coalesce(string_agg(DISTINCT plainto_tsquery(c
 /** Thrown inside the transaction to roll it back when the idempotency key already has its answer. */
 const KEY_ALREADY_ANSWERED = Symbol("idempotency key already answered");
 
-/** Candidates taken from the index (or the half-precision scan) to re-rank exactly: 4× the limit, at least 40. */
+/**
+ * Candidates taken from the half-precision scan (or the index, then at least its ef_search: every
+ * candidate its scan found) to re-rank exactly: 4× the limit, at least 40.
+ */
 function candidatesFor(limit: number): number {
   return Math.max(40, 4 * limit);
 }
