@@ -105,7 +105,7 @@ const DECIMALS = Array.from({ length: 200_001 }, (_, i) => String((i - 100_000) 
 function vectorJson(text: string): string {
   const row = rowOfText.get(text);
   const vector =
-    row === undefined ? space.queryNear(seedOf(text) % catalogue.length, text) : space.productFromBank(row);
+    row === undefined ? space.productLowRank(seedOf(text) % catalogue.length, 1.3, text) : space.productLowRank(row);
   const parts = new Array<string>(vector.length);
   for (let i = 0; i < vector.length; i++) {
     parts[i] = DECIMALS[Math.round((vector[i] as number) * 100_000) + 100_000] as string;
@@ -272,11 +272,14 @@ interface Query {
   label: string;
 }
 
+/** How much further from their sub-category than products queries are (short texts). */
+const QUERY_SPREAD = 1.3;
+
 const localEmbedder = LOCAL ? new LocalEmbedder(INSTALLED_MODEL_DIR) : undefined;
 
 /** A query near dataset row `row`: the synthetic space's, or the offline model's embedding of its name. */
 async function queryNear(row: number, label: string): Promise<number[]> {
-  if (!localEmbedder) return space.queryNear(row, label);
+  if (!localEmbedder) return Array.from(space.productLowRank(row, QUERY_SPREAD, label));
   const [vector] = await localEmbedder.embed([productOf(row).name], "query");
   return Array.from(vector as ArrayLike<number>);
 }
