@@ -212,7 +212,7 @@ async function startService(target: Target) {
     base,
     auth: { authorization: `Bearer ${token}` },
     async stop() {
-      child.kill("SIGTERM");
+      if (child.exitCode === null) child.kill("SIGTERM");
       await child.exited;
     },
   };
@@ -386,10 +386,16 @@ console.log(
     `filtered exact up to ${PLAN.filterExactMaxRows} rows; ${QUERIES} unfiltered queries, ` +
     `${FILTERED_QUERIES} per filtered case; latency of searchByVector, one query at a time; load average ${load()}`,
 );
+/** The service while it runs, stopped whatever happens (its connections would keep the database from being dropped). */
+let running: Service | undefined;
+async function serviceFor(): Promise<Service> {
+  running = await startService(target);
+  return running;
+}
 try {
   let loaded = 0;
   for (const [step, size] of sizes.entries()) {
-    const service = await startService(target);
+    const service = await serviceFor();
     if (step === 0 && Number(args.single) > 0) {
       const single = await singleLoad(service, Number(args.single));
       out(`one product per request, one client: ${single.toFixed(1)} products/s`);
@@ -456,13 +462,17 @@ try {
   }
   const extra = Number(args["indexed-load"]);
   if (synthetic && extra > 0) {
-    const service = await startService(target);
+    const service = await serviceFor();
     const rate = await bulkLoad(service, loaded, loaded + extra);
     await service.stop();
     out(`\nbulk ingest of ${extra} more with the index present: ${rate.toFixed(0)} products/s`);
   }
   if (provider) out(`fake provider calls: ${provider.calls()}`);
+} catch (error) {
+  console.error(error);
+  process.exitCode = 1;
 } finally {
+  await running?.stop();
   provider?.stop();
   await target.drop();
 }
