@@ -39,7 +39,7 @@ import { VectorIndex, vectorSessionSettings } from "../src/adapters/postgres/vec
 import { LocalEmbedder } from "../src/adapters/providers/local-embedder.ts";
 import { INSTALLED_MODEL_DIR } from "../src/adapters/providers/local-model-files.ts";
 import { embeddingText } from "../src/domain/product.ts";
-import { type CatalogueProduct, loadCatalogue, SyntheticSpace, seedOf } from "./vectors.ts";
+import { loadCatalogue, SyntheticSpace, seedOf } from "./vectors.ts";
 
 const { values: args } = parseArgs({
   options: {

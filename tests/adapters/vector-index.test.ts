@@ -11,19 +11,8 @@ import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { INDEX_NAME, VectorIndex, vectorSessionSettings } from "../../src/adapters/postgres/vector-index.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { BulkWrite } from "../../src/ports/product-repository.ts";
+import { seededRandom } from "../support/seeded-random.ts";
 import { forEachDatabase } from "../support/test-databases.ts";
-
-/** A deterministic PRNG (mulberry32). */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Clustered vectors as embeddings are: `clusters` centres, each product near one of them. */
 function clusteredSpace(dimension: number, clusters: number, seed: number) {
