@@ -404,7 +404,7 @@ async function wire(
       bulk: { maxBytes: config.bulkMaxBytes, maxItems: config.bulkMaxItems },
       corsOrigins: config.corsOrigins,
     },
-    log: (event) => (event.level === "error" ? log.error(event) : log.info(event)),
+    log: (event) => (event.level === "error" ? log.error : event.level === "warn" ? log.warn : log.info)(event),
   });
 
   return {

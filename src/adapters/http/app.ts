@@ -11,7 +11,7 @@ import type { BulkLimits } from "./bulk-body.ts";
 import { corsRoutes, corsVerdict } from "./cors.ts";
 import { docsAssetRoutes } from "./docs-assets.ts";
 import { notFound, payloadTooLarge, toProblem } from "./errors.ts";
-import { healthRoutes, type StartupState } from "./health-routes.ts";
+import { healthRoutes, NotReady, type StartupState } from "./health-routes.ts";
 import { type MetricsRoutesDeps, metricsRoutes } from "./metrics-routes.ts";
 import { apiDocs } from "./openapi.ts";
 import { productRoutes } from "./product-routes.ts";
@@ -55,7 +55,8 @@ export interface HttpDeps {
   /**
    * Structured events: `{level: "info", event: "request", method, path, route, status, ms, requestId}`
    * per request (`route` is the matched pattern, e.g. "/products/:id"; absent when none matched), and
-   * `{level: "error", event: "request_failed", ..., error}` with the real Error behind every 5xx.
+   * `{level: "error", event: "request_failed", ..., error}` with the real Error behind every 5xx
+   * (level "warn" for GET /health/ready's 503).
    */
   log: (event: LogEvent) => void;
 }
@@ -146,7 +147,8 @@ export function createHttpApp(deps: HttpDeps) {
         const problem = code === "NOT_FOUND" ? notFound(methodsByPath.allowed(path)) : toProblem(error);
         if (problem.status >= 500) {
           log({
-            level: "error",
+            // Not ready is an answer the probes expect now and then (the model loading at startup).
+            level: error instanceof NotReady ? "warn" : "error",
             event: "request_failed",
             method: request.method,
             path,
