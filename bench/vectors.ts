@@ -88,6 +88,16 @@ const WEIGHTS = { shared: 0.3, category: 0.45, sub: 0.55, noise: 0.72 };
 /** Queries are short texts: further from their cluster than products are. */
 const QUERY_NOISE = 1.1;
 
+/** Shared directions of productLowRank, and how many of them each sub-category varies along. */
+const TOPICS = 256;
+const TOPICS_PER_SUB = 16;
+
+/** Standard normal numbers for productLowRank's isotropic part (a power of two long). */
+const NOISE_BANK = (() => {
+  const gauss = gaussians("noise bank");
+  return Float64Array.from({ length: 1 << 16 }, gauss);
+})();
+
 export class SyntheticSpace {
   private readonly centres = new Map<string, Float64Array>();
 
@@ -129,6 +139,51 @@ export class SyntheticSpace {
   /** The embedding of catalogue row `row` (0-based): the same in every run. */
   product(row: number): Float64Array {
     return this.around(this.text(row).keys, `product:${this.dimension}:${row}`, WEIGHTS.noise);
+  }
+
+  /**
+   * For the fake provider of bench/scale.ts (it must be cheap: the service is measured on the same
+   * CPU): like product(row), but where product(row) adds isotropic noise in all `dimension`
+   * directions (every product of a sub-category then lies about as far from every other, a
+   * neighbour profile far flatter than a sentence model's), this one varies along TOPICS shared
+   * directions, 16 of them per sub-category, plus a little isotropic noise read from a bank: text
+   * embeddings have a low intrinsic dimension. Distinct rows get distinct vectors.
+   * `spread` > 1 makes a query near the row's sub-category instead (further from it).
+   */
+  productLowRank(row: number, spread = 1, label = `row:${row}`): Float64Array {
+    const keys = this.text(row).keys;
+    const [shared, category, sub] = [this.centre("*"), this.centre(keys[0]), this.centre(keys[1])];
+    const topics = this.topics();
+    const first = seedOf(`topics:${keys[1]}`);
+    const coefficient = gaussians(label);
+    const mix = new Float64Array(this.dimension);
+    for (let k = 0; k < TOPICS_PER_SUB; k++) {
+      const topic = topics[(first + k * 37) % TOPICS] as Float64Array;
+      const c = (coefficient() * WEIGHTS.noise) / Math.sqrt(TOPICS_PER_SUB);
+      for (let j = 0; j < mix.length; j++) mix[j] = (mix[j] as number) + c * (topic[j] as number);
+    }
+    const mask = NOISE_BANK.length - 1;
+    const offset = seedOf(`offset:${label}`) & mask;
+    const stride = (seedOf(`stride:${label}`) & mask) | 1;
+    const isotropic = (0.25 * spread) / Math.sqrt(this.dimension);
+    const v = new Float64Array(this.dimension);
+    for (let j = 0; j < v.length; j++) {
+      v[j] =
+        WEIGHTS.shared * (shared[j] as number) +
+        WEIGHTS.category * (category[j] as number) +
+        WEIGHTS.sub * (sub[j] as number) +
+        spread * (mix[j] as number) +
+        isotropic * (NOISE_BANK[(offset + j * stride) & mask] as number);
+    }
+    return normalize(v);
+  }
+
+  private topicVectors: Float64Array[] | undefined;
+  private topics(): Float64Array[] {
+    this.topicVectors ??= Array.from({ length: TOPICS }, (_, t) =>
+      normalize(Float64Array.from({ length: this.dimension }, gaussians(`topic:${this.dimension}:${t}`))),
+    );
+    return this.topicVectors;
   }
 
   /** Query `i`: near the cluster of a product picked by the seed, the same in every run and at every size. */

@@ -11,11 +11,12 @@ import packageJson from "../../package.json" with { type: "json" };
 import { FILE_FORMATS, type FileFormat } from "../adapters/import/file-items.ts";
 import { DataDirInUse } from "../adapters/pglite/data-dir-lock.ts";
 import { EmbeddingSpaceMismatch, reembedProducts } from "../adapters/postgres/schema.ts";
+import type { VectorIndex } from "../adapters/postgres/vector-index.ts";
 import { DomainError } from "../domain/errors.ts";
 import { ImportProducts } from "../domain/import-products.ts";
 import { type Config, ConfigError, loadConfig, secretsOf } from "./config.ts";
 import { createContainer, createEmbedder, openDatabase, openStore, setUpTranslation } from "./container.ts";
-import { runImport } from "./import-command.ts";
+import { INTERRUPTED, runImport } from "./import-command.ts";
 import { createLogger } from "./logger.ts";
 import { initialAdminPasswordFile } from "./secrets.ts";
 
@@ -90,6 +91,27 @@ const COMMANDS: readonly Command[] = [
     summary: "re-embed every product with the configured embedding model (stop the service first)",
     positionals: 0,
     run: reembed,
+  },
+  {
+    name: "index status",
+    args: "",
+    summary: "show the vector index: its column, whether it is built and valid, its size, the products",
+    positionals: 0,
+    run: (config) => vectorIndex(config, "status"),
+  },
+  {
+    name: "index build",
+    args: "",
+    summary: "build the vector index now, whatever the catalogue's size (VECTOR_INDEX_MIN_ROWS)",
+    positionals: 0,
+    run: (config) => vectorIndex(config, "build"),
+  },
+  {
+    name: "index drop",
+    args: "",
+    summary: "drop the vector index: search scans exactly until it is built again",
+    positionals: 0,
+    run: (config) => vectorIndex(config, "drop"),
   },
   {
     name: "healthcheck",
@@ -296,6 +318,7 @@ async function serve(config: Config): Promise<number> {
     await shutdown("the embedder could not be loaded", EXIT.failed);
     return stopped.promise;
   }
+  container.maintainVectorIndex();
   log.info({
     event: "started",
     url: `http://${config.host}:${server.server?.port ?? config.port}`,
@@ -350,10 +373,57 @@ async function reembed(config: Config): Promise<number> {
       onProgress: (done, total) => process.stderr.write(`\rre-embedded ${done}/${total}`),
     });
     console.error(`\nall ${products} products now use ${embedder.model} (${embedder.dimension} dimensions)`);
-    return EXIT.ok;
   } finally {
     await translation.close();
     await client.close();
+  }
+  // The vector index went with the old embeddings: built again for the new ones.
+  const store = await openStore(config, embedder);
+  try {
+    await buildIndexAfterLoad(store.vectorIndex);
+  } finally {
+    await store.client.close();
+  }
+  return EXIT.ok;
+}
+
+/** After a large write (an import, a re-embed): builds the vector index if it is due (VECTOR_INDEX=auto). */
+async function buildIndexAfterLoad(index: VectorIndex): Promise<void> {
+  const { present, valid } = await index.status();
+  if (present && valid) return;
+  const started = performance.now();
+  if (await index.maintain({ ignoreWrites: true })) {
+    console.error(`vector index built in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  }
+}
+
+async function vectorIndex(config: Config, action: "status" | "build" | "drop"): Promise<number> {
+  const store = await openStore(config, await createEmbedder(config));
+  try {
+    const index = store.vectorIndex;
+    if (action === "build") {
+      const started = performance.now();
+      if (!(await index.build()) && !(await index.status()).valid) {
+        console.error("no vector index was built: see `index status` (the dimension, or another build running)");
+        return EXIT.failed;
+      }
+      console.error(`vector index ready (${((performance.now() - started) / 1000).toFixed(1)} s)`);
+    } else if (action === "drop") {
+      console.error((await index.drop()) ? "vector index dropped" : "there was no vector index");
+    }
+    const status = await index.status();
+    console.log(
+      JSON.stringify({
+        ...status,
+        mode: config.vectorSearch.mode,
+        minRows: config.vectorSearch.minRows,
+        efSearch: config.vectorSearch.efSearch,
+        filterExactMaxRows: config.vectorSearch.filterExactMaxRows,
+      }),
+    );
+    return EXIT.ok;
+  } finally {
+    await store.client.close();
   }
 }
 
@@ -378,11 +448,13 @@ async function importFile(config: Config, file: string, options: OptionValues): 
   }
   try {
     const importer = new ImportProducts({ products: store.products, embedder: translation.wrap(embedder) });
-    return await runImport(file, importer, {
+    const code = await runImport(file, importer, {
       format: format as FileFormat | undefined,
       batchSize,
       reportPath: typeof options.report === "string" ? options.report : undefined,
     });
+    if (code !== INTERRUPTED) await buildIndexAfterLoad(store.vectorIndex);
+    return code;
   } finally {
     await translation.close();
     await store.client.close();

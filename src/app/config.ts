@@ -5,6 +5,8 @@
  */
 
 import { JWT_ALGORITHMS, type JwtAlgorithm } from "../adapters/http/jwt-token-service.ts";
+import { DEFAULT_SEARCH_PLAN } from "../adapters/postgres/product-repository.ts";
+import { VECTOR_INDEX_MODES, type VectorSearchSettings } from "../adapters/postgres/vector-index.ts";
 import { ANTHROPIC_DEFAULT_GENERATION_MODEL } from "../adapters/providers/anthropic.ts";
 import { GOOGLE_DEFAULT_EMBEDDING_MODEL, GOOGLE_DEFAULT_GENERATION_MODEL } from "../adapters/providers/google.ts";
 import { OPENAI_DEFAULT_EMBEDDING_MODEL, OPENAI_DEFAULT_GENERATION_MODEL } from "../adapters/providers/openai.ts";
@@ -113,6 +115,10 @@ export interface Config {
   bulkMaxBytes: number;
   /** Most products in one bulk import request. */
   bulkMaxItems: number;
+  /** The approximate vector index and the plans of filtered searches (vector-index.ts). */
+  vectorSearch: VectorSearchSettings;
+  /** maintenance_work_mem of an index build on a PostgreSQL server. */
+  vectorIndexBuildMemory: string;
   /** Longest wait for one database statement while serving, in ms (PostgreSQL only: PGlite runs in process). */
   databaseTimeoutMs: number;
   translation: {
@@ -280,6 +286,18 @@ export function loadConfig(env: Env): Config {
     hybridAlpha: read.fraction("HYBRID_ALPHA", DEFAULT_HYBRID_ALPHA),
     bulkMaxBytes: read.integer("BULK_MAX_BYTES", 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     bulkMaxItems: read.integer("BULK_MAX_ITEMS", 5_000, 1, 1_000_000),
+    vectorSearch: {
+      mode: read.oneOf("VECTOR_INDEX", VECTOR_INDEX_MODES, "auto"),
+      minRows: read.integer("VECTOR_INDEX_MIN_ROWS", 5_000, 1, 1_000_000_000),
+      efSearch: read.integer("VECTOR_EF_SEARCH", DEFAULT_SEARCH_PLAN.efSearch, 10, 1_000),
+      filterExactMaxRows: read.integer(
+        "VECTOR_FILTER_EXACT_MAX_ROWS",
+        DEFAULT_SEARCH_PLAN.filterExactMaxRows,
+        0,
+        1_000_000_000,
+      ),
+    },
+    vectorIndexBuildMemory: read.memory("VECTOR_INDEX_BUILD_MEMORY", "1GB"),
     translation: {
       mode: read.oneOf("QUERY_TRANSLATION", TRANSLATION_MODES, "auto"),
       apertiumDir: read.optional("APERTIUM_DIR"),
@@ -320,6 +338,17 @@ class SettingReader {
       return undefined;
     }
     return raw.replace(/\/+$/, "");
+  }
+
+  /** An amount of memory as PostgreSQL writes it: a whole number with kB, MB or GB. */
+  memory(name: string, fallback: string): string {
+    const raw = this.optional(name);
+    if (raw === undefined) return fallback;
+    if (!/^[1-9]\d{0,6}(kB|MB|GB)$/.test(raw)) {
+      this.problems.push(`${name}: must be a whole number followed by kB, MB or GB (e.g. 512MB), got '${raw}'`);
+      return fallback;
+    }
+    return raw;
   }
 
   /** A number from 0 to 1. */

@@ -23,6 +23,7 @@ import { PostgresRateLimitCounters } from "../adapters/postgres/rate-limit-count
 import { missingMigrations, prepareDatabase } from "../adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../adapters/postgres/sql-client.ts";
 import { PostgresUserRepository } from "../adapters/postgres/user-repository.ts";
+import { VectorIndex, vectorSessionSettings } from "../adapters/postgres/vector-index.ts";
 import { AnthropicGenerator } from "../adapters/providers/anthropic.ts";
 import { GeneratorChain } from "../adapters/providers/generator-chain.ts";
 import { GoogleEmbedder, GoogleGenerator } from "../adapters/providers/google.ts";
@@ -54,6 +55,11 @@ import { resolveRuntimeAssets } from "./runtime-assets.ts";
 import { jwtSecretFor, writeInitialAdminPassword } from "./secrets.ts";
 
 const MINUTE = 60_000;
+/**
+ * How often the service checks whether the vector index is due: it is built at a check that finds
+ * no product written since the previous one, so a bulk load finishes before its build starts.
+ */
+const VECTOR_INDEX_CHECK_MS = 30_000;
 
 export interface Overrides {
   /** An open database client (tests: PGlite in memory); the container closes it. */
@@ -73,11 +79,15 @@ export type Container = Awaited<ReturnType<typeof createContainer>>;
  * imports) run theirs without a limit.
  */
 export async function openDatabase(config: Config, serving = false): Promise<SqlClient> {
+  const sessionSettings = vectorSessionSettings(config.vectorSearch);
   if (config.databaseUrl !== undefined) {
-    return connectPostgres(config.databaseUrl, serving ? { queryTimeoutMs: config.databaseTimeoutMs } : {});
+    return connectPostgres(config.databaseUrl, {
+      sessionSettings,
+      ...(serving ? { queryTimeoutMs: config.databaseTimeoutMs } : {}),
+    });
   }
   const assets = await resolveRuntimeAssets({ pglite: true });
-  return openPglite(resolve(config.dataDir), assets.pglite);
+  return openPglite(resolve(config.dataDir), assets.pglite, sessionSettings);
 }
 
 /** The embedder EMBEDDING_PROVIDER names; `log` receives its calls and retries. */
@@ -187,7 +197,12 @@ export async function setUpTranslation(config: Config, embedder: Embedder, log: 
 export async function openStore(
   config: Config,
   embedder: Embedder,
-  options: { database?: SqlClient | undefined; serving?: boolean; passwordHasher?: PasswordHasher | undefined } = {},
+  options: {
+    database?: SqlClient | undefined;
+    serving?: boolean;
+    log?: (event: Record<string, unknown>) => void;
+    passwordHasher?: PasswordHasher | undefined;
+  } = {},
 ) {
   const client = options.database ?? (await openDatabase(config, options.serving));
   const space = { model: embedder.model, dimension: embedder.dimension };
@@ -210,7 +225,18 @@ export async function openStore(
     users,
     hasher,
     manageUsers: new ManageUsers({ users, hasher }),
-    products: new PostgresProductRepository(client, embedder.dimension),
+    products: new PostgresProductRepository(client, embedder.dimension, config.vectorSearch),
+    vectorIndex: new VectorIndex(client, embedder.dimension, {
+      settings: config.vectorSearch,
+      server: config.databaseUrl !== undefined,
+      buildMemory: config.vectorIndexBuildMemory,
+      // A build takes minutes at 100,000 products: on a connection of its own (its advisory lock is the
+      // connection's), without the service's statement limit.
+      ...(config.databaseUrl === undefined
+        ? {}
+        : { openBuilder: () => connectPostgres(config.databaseUrl as string, { maxConnections: 1 }) }),
+      log: (event) => options.log?.(event),
+    }),
     health: new PostgresDatabaseHealth(client),
     queryCache: (options: PostgresQueryEmbeddingCacheOptions) => new PostgresQueryEmbeddingCache(client, options),
   };
@@ -241,6 +267,7 @@ export async function createContainer(config: Config, baseLog: Logger, overrides
     store = await openStore(config, embedder, {
       database: overrides.database,
       serving: true,
+      log: (event) => (event.event === "vector_index_failed" ? log.warn(event) : log.info(event)),
       passwordHasher: overrides.passwordHasher,
     });
   } catch (error) {
@@ -386,7 +413,7 @@ async function wire(
       bulk: { maxBytes: config.bulkMaxBytes, maxItems: config.bulkMaxItems },
       corsOrigins: config.corsOrigins,
     },
-    log: (event) => (event.level === "error" ? log.error(event) : log.info(event)),
+    log: (event) => (event.level === "error" ? log.error : event.level === "warn" ? log.warn : log.info)(event),
   });
 
   return {
@@ -400,7 +427,10 @@ async function wire(
     warmUp: async () => {
       if (embedder instanceof LocalEmbedder) await embedder.load();
     },
+    /** Builds the vector index when the catalogue grows enough for it (VECTOR_INDEX=auto), checking now and then. */
+    maintainVectorIndex: () => store.vectorIndex.start(VECTOR_INDEX_CHECK_MS),
     close: async () => {
+      await store.vectorIndex.stop();
       await translation.close();
       await store.client.close();
     },

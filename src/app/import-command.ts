@@ -30,7 +30,10 @@ class Interrupted extends Error {
   override readonly name = "Interrupted";
 }
 
-/** Runs the import; returns the exit status (0 done, 1 failed, 130 interrupted). */
+/** The exit status of an import stopped by Ctrl-C (128 + SIGINT), as shells report it. */
+export const INTERRUPTED = 130;
+
+/** Runs the import; returns the exit status (0 done, 1 failed, INTERRUPTED). */
 export async function runImport(
   path: string,
   importer: ImportProducts,
@@ -85,7 +88,7 @@ export async function runImport(
     await flush();
   } catch (error) {
     if (error instanceof Interrupted) {
-      status = 130;
+      status = INTERRUPTED;
     } else if (error instanceof UnreadableImport || error instanceof DomainError) {
       console.error(`import: ${error.message}`);
       status = 1;
@@ -109,7 +112,7 @@ export async function runImport(
     );
   }
   const summary = {
-    event: status === 130 ? "import_interrupted" : "import_done",
+    event: status === INTERRUPTED ? "import_interrupted" : "import_done",
     file: path,
     format: source.format,
     items: done(),
@@ -118,11 +121,11 @@ export async function runImport(
     perSecond: Math.round(done() / Math.max(seconds, 0.001)),
   };
   if (process.stdout.isTTY) {
-    const verb = status === 130 ? "interrupted after" : "imported";
+    const verb = status === INTERRUPTED ? "interrupted after" : "imported";
     console.log(
       `${verb} ${summary.items} items in ${summary.seconds} s: ${counts.created} created, ${counts.updated} updated, ` +
         `${counts.unchanged} unchanged, ${counts.failed} failed` +
-        (status === 130 ? ". What is stored stays: run the same command again to resume." : ""),
+        (status === INTERRUPTED ? ". What is stored stays: run the same command again to resume." : ""),
     );
   } else {
     console.log(JSON.stringify(summary));

@@ -6,6 +6,14 @@ import type { LoginThrottle } from "./login-throttle.ts";
 import { isStorableText, trimText } from "./text.ts";
 import type { User } from "./user.ts";
 
+/** Why a bearer token is refused (NotAuthenticated's message): a client sees it in the 401. */
+export const TOKEN_REFUSALS = {
+  missing: "No autenticado: falta el token de acceso",
+  invalid: "Token inválido o caducado",
+  userGone: "El usuario del token ya no existe",
+  passwordChanged: "El token ya no es válido: la contraseña ha cambiado. Inicie sesión de nuevo",
+} as const;
+
 export interface LoginAttempt {
   username: string;
   password: string;
@@ -32,6 +40,11 @@ export class Authenticate {
   private dummyHash: Promise<string> | undefined;
 
   constructor(private readonly deps: Deps) {}
+
+  /** How long a token from login() stays valid, in seconds. */
+  get tokenLifetimeSeconds(): number {
+    return this.deps.tokens.lifetimeSeconds;
+  }
 
   async login(attempt: LoginAttempt): Promise<string> {
     const { users, hasher, tokens } = this.deps;
@@ -60,15 +73,13 @@ export class Authenticate {
 
   /** The user a bearer token stands for; NotAuthenticated when the token is bad or the user is gone. */
   async userForToken(token: string | undefined): Promise<User> {
-    if (!token) throw new NotAuthenticated("No autenticado: falta el token de acceso");
+    if (!token) throw new NotAuthenticated(TOKEN_REFUSALS.missing);
     const claims = await this.deps.tokens.verify(token);
-    if (!claims) throw new NotAuthenticated("Token inválido o caducado");
+    if (!claims) throw new NotAuthenticated(TOKEN_REFUSALS.invalid);
     const user = await this.deps.users.findById(claims.userId);
-    if (!user || user.username !== claims.username) throw new NotAuthenticated("El usuario del token ya no existe");
+    if (!user || user.username !== claims.username) throw new NotAuthenticated(TOKEN_REFUSALS.userGone);
     // A password change (or a re-created user) retires every token issued before it.
-    if (claims.tokenVersion !== user.tokenVersion) {
-      throw new NotAuthenticated("El token ya no es válido: la contraseña ha cambiado. Inicie sesión de nuevo");
-    }
+    if (claims.tokenVersion !== user.tokenVersion) throw new NotAuthenticated(TOKEN_REFUSALS.passwordChanged);
     return user;
   }
 

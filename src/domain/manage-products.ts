@@ -18,6 +18,9 @@ export type ListOrder = (typeof LIST_ORDERS)[number];
 /** Most categories one filter may name. */
 export const MAX_CATEGORIES = 20;
 
+/** A cursor that no page of this list gave. */
+export const INVALID_CURSOR = "El campo 'cursor' no es válido: use el next_cursor de la página anterior";
+
 /** How many times an update is tried again when the product changes under it. */
 const UPDATE_ATTEMPTS = 3;
 
@@ -170,7 +173,7 @@ function decodeCursor(cursor: string, order: ListOrder): number {
     // Not base64: refused below like any other bad cursor.
   }
   const match = /^(id|newest):([1-9][0-9]{0,15})$/.exec(decoded);
-  if (!match) throw new InvalidInput("El campo 'cursor' no es válido: use el next_cursor de la página anterior");
+  if (!match) throw new InvalidInput(INVALID_CURSOR);
   if (match[1] !== order) {
     throw new InvalidInput(`El campo 'cursor' pertenece a otro orden ('${match[1]}'): use el mismo 'order'`);
   }

@@ -53,6 +53,11 @@ export class RateLimiter {
     return this.deps.policies[bucket] !== undefined;
   }
 
+  /** The bucket's policy; undefined when it is not limited. */
+  policy(bucket: RateLimitBucket): RateLimitPolicy | undefined {
+    return this.deps.policies[bucket];
+  }
+
   /**
    * Counts one request of `client` against `bucket`. Returns the state for the answer's headers,
    * or null when the bucket is not limited or the counters failed; throws RateLimitExceeded (with

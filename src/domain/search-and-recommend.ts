@@ -108,7 +108,8 @@ function hybridCandidatesFor(limit: number): number {
  * vector: the results are checked against the catalogue just before they are answered.
  */
 export class SearchAndRecommend {
-  private readonly defaults: SearchDefaults;
+  /** How this service ranks when a request does not say (its SEARCH_MODE and HYBRID_ALPHA). */
+  readonly defaults: SearchDefaults;
 
   constructor(private readonly deps: Deps) {
     this.defaults = deps.defaults ?? { mode: "semantic", alpha: DEFAULT_HYBRID_ALPHA };
@@ -116,7 +117,7 @@ export class SearchAndRecommend {
 
   /** `signal` aborts (with the reason to throw) when the caller stops waiting: provider requests are cancelled. */
   async execute(request: SearchRequest, signal?: AbortSignal): Promise<SearchResult> {
-    const checked = checkRequest(request, this.defaults);
+    const checked = checkSearchRequest(request, this.defaults);
     const timer = stopwatch();
     const embedding = await embedOne(this.deps.embedder, checked.query, "query", signal);
     const lexicalTexts = checked.mode === "hybrid" ? await this.lexicalTexts(checked.query, signal) : [];
@@ -158,7 +159,7 @@ export class SearchAndRecommend {
    * like `execute`; aborting `signal` cancels the model's request.
    */
   async *stream(request: SearchRequest, signal?: AbortSignal): AsyncGenerator<SearchEvent> {
-    const checked = checkRequest(request, this.defaults);
+    const checked = checkSearchRequest(request, this.defaults);
     const timer = stopwatch();
     const embedding = await embedOne(this.deps.embedder, checked.query, "query", signal);
     const lexicalTexts = checked.mode === "hybrid" ? await this.lexicalTexts(checked.query, signal) : [];
@@ -246,8 +247,11 @@ export class SearchAndRecommend {
   }
 }
 
-/** The query trimmed and checked, the limit, the category filter and the ranking checked. */
-function checkRequest(request: SearchRequest, defaults: SearchDefaults): CheckedRequest {
+/**
+ * The query trimmed and checked, the limit, the category filter and the ranking checked; InvalidInput
+ * naming the first field that breaks its rules.
+ */
+export function checkSearchRequest(request: SearchRequest, defaults: SearchDefaults): CheckedRequest {
   const query = trimText(request.query);
   const problem = textProblem(query, { maxLength: QUERY_MAX_LENGTH });
   if (problem) throw new InvalidInput(`El campo 'query' ${problem}`);

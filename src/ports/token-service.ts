@@ -6,6 +6,8 @@ export interface TokenClaims {
 }
 
 export interface TokenService {
+  /** How long an issued token stays valid, in seconds (OAuth2's `expires_in`). */
+  readonly lifetimeSeconds: number;
   issue(claims: TokenClaims): Promise<string>;
   /**
    * The claims of a valid token; null when it is malformed, forged, of another algorithm, expired,

@@ -9,6 +9,7 @@ import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import type { NewProduct, Product } from "../../src/domain/product.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { BulkWrite, EmbeddedProduct, ProductRepository } from "../../src/ports/product-repository.ts";
+import { seededRandom } from "../support/seeded-random.ts";
 import { forEachDatabase } from "../support/test-databases.ts";
 
 type Open = (dimension: number) => Promise<ProductRepository>;
@@ -27,18 +28,6 @@ const shoe = { name: "Zapatilla", description: "Ligera", category: "calzado" };
 const boot = { name: "Bota", description: "De montaña", category: "calzado" };
 const lamp = { name: "Lámpara", description: "LED", category: "hogar" };
 const mug = { name: "Taza", description: "Térmica", category: "cocina" };
-
-/** A deterministic PRNG (mulberry32). */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function catalogueContract(open: Open): void {
   test("get returns the stored product with its digest and version 1; a missing id is null", async () => {

@@ -25,6 +25,7 @@ import type { AddResult, EmbeddedProduct, ProductRepository } from "../../src/po
 import type { QueryEmbeddingCache } from "../../src/ports/query-embedding-cache.ts";
 import type { UserRepository } from "../../src/ports/user-repository.ts";
 import { withNewDatabase } from "../support/new-database.ts";
+import { seededRandom } from "../support/seeded-random.ts";
 import { blockHooks } from "../support/skipped-blocks.ts";
 import { makeTempDir } from "../support/temp-dirs.ts";
 import { forEachDatabase, POSTGRES_URL, type TestDatabase } from "../support/test-databases.ts";
@@ -201,18 +202,6 @@ function repositoryContract(open: RepositoryFactory): void {
 
 /** Long enough for the database to keep a half-precision copy in the row (HALF_PRECISION_COPY_FROM_DIMENSION). */
 const LONG = 768;
-
-/** A deterministic PRNG (mulberry32), so a failing case can be replayed. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function sqlRepositories(db: TestDatabase): RepositoryFactory {
   return async (dimension) => {

@@ -78,6 +78,8 @@ describe("loadConfig", () => {
       hybridAlpha: 0.75,
       bulkMaxBytes: 16 * 1024 * 1024,
       bulkMaxItems: 5_000,
+      vectorSearch: { mode: "auto", minRows: 5_000, efSearch: 100, filterExactMaxRows: 30_000 },
+      vectorIndexBuildMemory: "1GB",
       translation: { mode: "auto", apertiumDir: undefined, timeoutMs: 1000 },
       logLevel: "info",
     });
@@ -212,6 +214,18 @@ describe("loadConfig", () => {
     }
   });
 
+  test("the vector index settings are read", () => {
+    const config = loadConfig({
+      VECTOR_INDEX: "off",
+      VECTOR_INDEX_MIN_ROWS: "20000",
+      VECTOR_EF_SEARCH: "400",
+      VECTOR_FILTER_EXACT_MAX_ROWS: "0",
+      VECTOR_INDEX_BUILD_MEMORY: "256MB",
+    });
+    expect(config.vectorSearch).toEqual({ mode: "off", minRows: 20_000, efSearch: 400, filterExactMaxRows: 0 });
+    expect(config.vectorIndexBuildMemory).toBe("256MB");
+  });
+
   test("the problem names the bad value where it is not a secret", () => {
     const [portProblem] = configError({ PORT: "abc" }).problems;
     expect(portProblem).toContain("'abc'");
@@ -258,6 +272,12 @@ describe("loadConfig", () => {
     ["SEARCH_RATE_LIMIT", "-1"],
     ["WRITE_RATE_LIMIT", "muchos"],
     ["RATE_LIMIT_WINDOW_SECONDS", "0"],
+    ["VECTOR_INDEX", "always"],
+    ["VECTOR_INDEX_MIN_ROWS", "0"],
+    ["VECTOR_EF_SEARCH", "5"],
+    ["VECTOR_FILTER_EXACT_MAX_ROWS", "mil"],
+    ["VECTOR_INDEX_BUILD_MEMORY", "1G"],
+    ["VECTOR_INDEX_BUILD_MEMORY", "lots"],
   ] as const) {
     test(`${name}=${value.length > 40 ? `(${value.length} characters)` : value} is refused, by name`, () => {
       const { problems } = configError({ [name]: value });

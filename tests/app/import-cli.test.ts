@@ -1,6 +1,7 @@
 /**
  * `bun run cli import FILE`, run exactly as the README writes it, on the embedded database (a copy of a new one, as a first start unpacks it): each
- * file format, gzip, a second run that changes nothing, and an interrupted run resumed.
+ * file format, gzip, a second run that changes nothing, an interrupted run resumed, the vector index.
+ * The tests run concurrently, each on its own DATA_DIR: most of their time is spent in the processes.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -50,7 +51,6 @@ function csvLine(values: string[]): string {
   return values.map((value) => (/[",\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value)).join(",");
 }
 
-// The tests run concurrently, each on its own DATA_DIR: most of their time is spent in the processes.
 describe.concurrent("import FILE", () => {
   test("JSON Lines, a JSON array, CSV and gzip all import; a second run changes nothing", async () => {
     const dir = tempDir();
@@ -158,5 +158,32 @@ describe.concurrent("import FILE", () => {
       unchanged: stored,
       failed: 0,
     });
+  });
+});
+
+describe.concurrent("the vector index after an import", () => {
+  test("import builds it once the catalogue reaches VECTOR_INDEX_MIN_ROWS; index status, drop and build", async () => {
+    const dir = tempDir();
+    const env = { DATA_DIR: await withNewDatabase(join(dir, "data")), VECTOR_INDEX_MIN_ROWS: "5" };
+    const file = join(dir, "few.jsonl");
+    writeFileSync(file, `${[0, 1, 2].map((i) => JSON.stringify(product(i))).join("\n")}\n`);
+    const few = await finished(cli(["import", file], env));
+    expect(few.code).toBe(0);
+    expect(few.stderr).not.toContain("vector index built");
+
+    writeFileSync(file, `${Array.from({ length: 6 }, (_, i) => JSON.stringify(product(i))).join("\n")}\n`);
+    const enough = await finished(cli(["import", file], env));
+    expect(enough.code).toBe(0);
+    expect(enough.stderr).toContain("vector index built");
+
+    const dropped = await finished(cli(["index", "drop"], env));
+    expect(dropped).toMatchObject({ code: 0 });
+    expect(dropped.stderr).toContain("vector index dropped");
+    expect(JSON.parse(dropped.stdout)).toMatchObject({ column: "embedding", present: false, minRows: 5 });
+
+    const built = await finished(cli(["index", "build"], env));
+    expect(built).toMatchObject({ code: 0 });
+    expect(JSON.parse(built.stdout)).toMatchObject({ column: "embedding", present: true, valid: true });
+    expect(JSON.parse(built.stdout).bytes).toBeGreaterThan(0);
   });
 });

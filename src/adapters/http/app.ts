@@ -1,4 +1,3 @@
-import { openapi } from "@elysiajs/openapi";
 import { Elysia } from "elysia";
 import type { Authenticate } from "../../domain/authenticate.ts";
 import type { CreateProduct } from "../../domain/create-product.ts";
@@ -10,12 +9,13 @@ import type { DatabaseHealth } from "../../ports/database-health.ts";
 import { authRoutes } from "./auth-routes.ts";
 import type { BulkLimits } from "./bulk-body.ts";
 import { corsRoutes, corsVerdict } from "./cors.ts";
-import { DOCS_ASSETS, docsAssetRoutes } from "./docs-assets.ts";
+import { docsAssetRoutes } from "./docs-assets.ts";
 import { notFound, payloadTooLarge, toProblem } from "./errors.ts";
-import { healthRoutes, type StartupState } from "./health-routes.ts";
+import { healthRoutes, NotReady, type StartupState } from "./health-routes.ts";
 import { type MetricsRoutesDeps, metricsRoutes } from "./metrics-routes.ts";
+import { apiDocs } from "./openapi.ts";
 import { productRoutes } from "./product-routes.ts";
-import { rateLimitHook } from "./rate-limit.ts";
+import { bucketOf, rateLimitHook } from "./rate-limit.ts";
 import { beginRequest, contextOf, endRequest, inRequestScope } from "./request-context.ts";
 import { uiRoutes } from "./ui-routes.ts";
 
@@ -55,7 +55,8 @@ export interface HttpDeps {
   /**
    * Structured events: `{level: "info", event: "request", method, path, route, status, ms, requestId}`
    * per request (`route` is the matched pattern, e.g. "/products/:id"; absent when none matched), and
-   * `{level: "error", event: "request_failed", ..., error}` with the real Error behind every 5xx.
+   * `{level: "error", event: "request_failed", ..., error}` with the real Error behind every 5xx
+   * (level "warn" for GET /health/ready's 503).
    */
   log: (event: LogEvent) => void;
 }
@@ -110,24 +111,15 @@ export function createHttpApp(deps: HttpDeps) {
     bulk: settings.bulk,
   });
   const docsAssets = docsAssetRoutes();
-  const docs = openapi({
-    path: "/openapi",
-    // Swagger UI from this server (docs-assets.ts), not a CDN: the page works offline.
-    provider: "swagger-ui",
-    swagger: {
-      cdn: DOCS_ASSETS.script,
-      theme: DOCS_ASSETS.stylesheet,
-      // No badge fetched from swagger.io's online validator.
-      validatorUrl: "none",
+  const docs = apiDocs({
+    projectName: settings.projectName,
+    version: settings.version,
+    bodyLimit,
+    rateLimitPolicy: (method, route) => {
+      const bucket = bucketOf(method, route);
+      return bucket === null ? undefined : rateLimiter.policy(bucket);
     },
-    documentation: {
-      info: {
-        title: settings.projectName,
-        version: settings.version,
-        description: 'Búsqueda semántica de productos con una recomendación generada. Errores: {"detail": "..."}.',
-      },
-      components: { securitySchemes: { bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "JWT" } } },
-    },
+    metrics: deps.metrics?.token !== undefined,
   });
   const metricsGroup = deps.metrics ? metricsRoutes(deps.metrics) : new Elysia();
   const corsGroup = corsRoutes(corsOrigins);
@@ -155,7 +147,8 @@ export function createHttpApp(deps: HttpDeps) {
         const problem = code === "NOT_FOUND" ? notFound(methodsByPath.allowed(path)) : toProblem(error);
         if (problem.status >= 500) {
           log({
-            level: "error",
+            // Not ready is an answer the probes expect now and then (the model loading at startup).
+            level: error instanceof NotReady ? "warn" : "error",
             event: "request_failed",
             method: request.method,
             path,

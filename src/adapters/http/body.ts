@@ -1,4 +1,11 @@
-import { HttpProblem, malformedForm, malformedJson, payloadTooLarge, unsupportedMediaType } from "./errors.ts";
+import {
+  fieldDetail,
+  HttpProblem,
+  malformedForm,
+  malformedJson,
+  payloadTooLarge,
+  unsupportedMediaType,
+} from "./errors.ts";
 import { hasProtoKey, jsonDepthExceeds } from "./json-depth.ts";
 
 export type BodyFormat = "json" | "form";
@@ -10,6 +17,11 @@ const MEDIA_TYPES: Record<BodyFormat, readonly string[]> = {
   json: ["application/json"],
   form: ["application/x-www-form-urlencoded", "multipart/form-data"],
 };
+
+/** The media types readBody takes for these formats (the 415 names them). */
+export function mediaTypesOf(accept: readonly BodyFormat[]): string[] {
+  return accept.flatMap((format) => MEDIA_TYPES[format]);
+}
 
 /**
  * Reads a request body of at most `maxBytes` (counting the bytes actually received, so a chunked
@@ -39,7 +51,7 @@ export async function readBody(request: Request, maxBytes: number, accept: reado
       throw malformedForm();
     }
   }
-  throw unsupportedMediaType(accept.flatMap((format) => MEDIA_TYPES[format]));
+  throw unsupportedMediaType(mediaTypesOf(accept));
 }
 
 /**
@@ -47,18 +59,18 @@ export async function readBody(request: Request, maxBytes: number, accept: reado
  * MAX_JSON_DEPTH (400) and an own `__proto__` key, which schema validation would not notice (422).
  */
 export function parseJson(bytes: Uint8Array): unknown {
-  if (jsonDepthExceeds(bytes, MAX_JSON_DEPTH)) throw tooDeep();
+  if (jsonDepthExceeds(bytes, MAX_JSON_DEPTH)) throw jsonTooDeep();
   let value: unknown;
   try {
     value = JSON.parse(new TextDecoder().decode(bytes));
   } catch {
     throw malformedJson();
   }
-  if (hasProtoKey(value)) throw new HttpProblem(422, "Campo '__proto__': no está permitido");
+  if (hasProtoKey(value)) throw new HttpProblem(422, fieldDetail.notAllowed("__proto__"));
   return value;
 }
 
-const tooDeep = () =>
+export const jsonTooDeep = () =>
   new HttpProblem(400, `El cuerpo JSON tiene demasiados niveles de anidamiento (como máximo ${MAX_JSON_DEPTH})`);
 
 async function readBytes(request: Request, maxBytes: number): Promise<Uint8Array> {

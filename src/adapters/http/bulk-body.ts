@@ -7,10 +7,16 @@ export interface BulkLimits {
   maxItems: number;
 }
 
-const MEDIA_TYPES = {
+/** The media types a bulk import takes: a JSON array, or JSON Lines under any of its names. */
+export const BULK_MEDIA_TYPES = {
   array: ["application/json"],
   lines: ["application/x-ndjson", "application/jsonl", "application/x-jsonlines"],
 } as const;
+
+export const tooManyItems = (maxItems: number) =>
+  new HttpProblem(413, `Una importación admite como máximo ${maxItems} productos por petición`);
+
+export const noItems = () => new HttpProblem(422, "El cuerpo debe contener al menos un producto");
 
 /** Items parsed between two yields to the event loop: a large body never holds it for long. */
 const ITEMS_PER_TURN = 200;
@@ -23,12 +29,12 @@ const ITEMS_PER_TURN = 200;
  */
 export async function readBulkItems(request: Request, limits: BulkLimits): Promise<JsonItem[]> {
   const mediaType = (request.headers.get("content-type")?.split(";")[0] ?? "").trim().toLowerCase();
-  const format = (MEDIA_TYPES.lines as readonly string[]).includes(mediaType)
+  const format = (BULK_MEDIA_TYPES.lines as readonly string[]).includes(mediaType)
     ? "lines"
-    : (MEDIA_TYPES.array as readonly string[]).includes(mediaType)
+    : (BULK_MEDIA_TYPES.array as readonly string[]).includes(mediaType)
       ? "array"
       : undefined;
-  if (!format) throw unsupportedMediaType([...MEDIA_TYPES.array, ...MEDIA_TYPES.lines]);
+  if (!format) throw unsupportedMediaType([...BULK_MEDIA_TYPES.array, ...BULK_MEDIA_TYPES.lines]);
   if (!request.body) throw new HttpProblem(422, "El cuerpo debe contener los productos a importar");
 
   const items: JsonItem[] = [];
@@ -40,7 +46,7 @@ export async function readBulkItems(request: Request, limits: BulkLimits): Promi
     for await (const item of source) {
       items.push(item);
       if (items.length > limits.maxItems) {
-        throw new HttpProblem(413, `Una importación admite como máximo ${limits.maxItems} productos por petición`);
+        throw tooManyItems(limits.maxItems);
       }
       if (items.length % ITEMS_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
     }
@@ -48,7 +54,7 @@ export async function readBulkItems(request: Request, limits: BulkLimits): Promi
     if (error instanceof MalformedItems) throw new HttpProblem(400, error.message);
     throw error;
   }
-  if (items.length === 0) throw new HttpProblem(422, "El cuerpo debe contener al menos un producto");
+  if (items.length === 0) throw noItems();
   return items;
 }
 

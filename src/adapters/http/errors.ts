@@ -1,4 +1,4 @@
-import { NotFoundError, ParseError, t, ValidationError } from "elysia";
+import { NotFoundError, ParseError, ValidationError } from "elysia";
 import {
   ConcurrentModification,
   DatabaseUnavailable,
@@ -26,9 +26,6 @@ export interface Problem {
   detail: string;
   headers?: Record<string, string>;
 }
-
-/** The body of every error answer, for the OpenAPI document. */
-export const ProblemBody = t.Object({ detail: t.String({ description: "Explicación en español" }) });
 
 /** An HTTP-level refusal raised by the adapter itself (body too large, wrong media type, bad JSON, not ready). */
 export class HttpProblem extends Error {
@@ -132,32 +129,47 @@ export const malformedJson = () => new HttpProblem(400, "El cuerpo de la petici�
 export const malformedForm = () => new HttpProblem(400, "El formulario de la petición no es válido");
 
 /** JSON Schema keywords this adapter's body schemas use. */
-interface FieldSchema {
+export interface FieldSchema {
   type?: string;
   minLength?: number;
   maxLength?: number;
   minimum?: number;
   maximum?: number;
   multipleOf?: number;
+  enum?: readonly unknown[];
 }
 
+/** The body is not an object with the expected fields (null, an array, a string...). */
+export const NOT_AN_OBJECT = "El cuerpo de la petición debe ser un objeto JSON con los campos esperados";
+
 /**
- * One Spanish sentence naming the first offending field, e.g. "Campo 'limit': debe ser un entero
- * entre 1 y 50". It never repeats the submitted value (it may be a password).
+ * The sentences of a 422 about one field, e.g. "Campo 'limit': debe ser un entero entre 1 y 50".
+ * They never repeat the submitted value (it may be a password).
  */
+export const fieldDetail = {
+  missing: (field: string) => `Campo '${shortName(field)}': es obligatorio`,
+  notAllowed: (field: string) => `Campo '${shortName(field)}': no está permitido`,
+  invalid: (field: string, schema: FieldSchema) => `Campo '${shortName(field)}': ${expectation(schema)}`,
+};
+
+/** The first offending field of a failed validation, in one of fieldDetail's sentences. */
 function validationDetail(error: ValidationError): string {
   const path = error.valueError?.path ?? "";
   const field = decodePointer(path.split("/")[1] ?? "");
-  if (!field) return "El cuerpo de la petición debe ser un objeto JSON con los campos esperados";
+  if (!field) return NOT_AN_OBJECT;
   const properties = (error.validator as { schema?: { properties?: Record<string, FieldSchema> } }).schema?.properties;
   const property = properties && Object.hasOwn(properties, field) ? properties[field] : undefined;
-  const name = field.length > 60 ? `${field.slice(0, 60)}…` : field;
-  if (!property) return `Campo '${name}': no está permitido`;
-  if (error.valueError?.value === undefined) return `Campo '${name}': es obligatorio`;
-  return `Campo '${name}': ${expectation(property)}`;
+  if (!property) return fieldDetail.notAllowed(field);
+  if (error.valueError?.value === undefined) return fieldDetail.missing(field);
+  return fieldDetail.invalid(field, property);
+}
+
+function shortName(field: string): string {
+  return field.length > 60 ? `${field.slice(0, 60)}…` : field;
 }
 
 function expectation(schema: FieldSchema): string {
+  if (schema.enum) return `debe ser uno de: ${schema.enum.join(", ")}`;
   if (schema.type === "string") {
     const { minLength, maxLength } = schema;
     if (minLength && maxLength) return `debe ser un texto de entre ${minLength} y ${maxLength} caracteres`;
@@ -169,7 +181,11 @@ function expectation(schema: FieldSchema): string {
     if (minimum !== undefined && maximum !== undefined) return `debe ser un entero entre ${minimum} y ${maximum}`;
     return "debe ser un número entero";
   }
-  if (schema.type === "number") return "debe ser un número";
+  if (schema.type === "number") {
+    const { minimum, maximum } = schema;
+    if (minimum !== undefined && maximum !== undefined) return `debe ser un número entre ${minimum} y ${maximum}`;
+    return "debe ser un número";
+  }
   return "tiene un valor no válido";
 }
 

@@ -15,7 +15,7 @@ function frame(event: string, data: unknown): string {
 }
 
 /** The wire form of each search event (snake_case fields, as the JSON answer). */
-function searchFrame(event: SearchEvent, view: (results: SearchEvent & { type: "results" }) => unknown): string {
+export function searchFrame(event: SearchEvent, view: (results: SearchEvent & { type: "results" }) => unknown): string {
   switch (event.type) {
     case "results":
       return frame("results", view(event));

@@ -1,7 +1,8 @@
 import { Elysia, t } from "elysia";
 import { DatabaseUnavailable } from "../../domain/errors.ts";
 import type { DatabaseHealth } from "../../ports/database-health.ts";
-import { HttpProblem, ProblemBody, RETRY_AFTER_SECONDS } from "./errors.ts";
+import { HttpProblem, RETRY_AFTER_SECONDS } from "./errors.ts";
+import { answers, SECURITY, UNAVAILABLE } from "./openapi.ts";
 
 export const READY_MESSAGE = "La API de búsqueda semántica de SKU está lista y la base de datos está conectada";
 export const LIVE_MESSAGE = "El proceso está en marcha";
@@ -23,7 +24,16 @@ export class NotReady extends HttpProblem {
   }
 }
 
-const Message = t.Object({ message: t.String() });
+const message = (description: string, example: string) =>
+  t.Object({ message: t.String() }, { description, examples: [{ message: example }] });
+
+/** The part that is not ready, as NotReady's `detail` names it. */
+const NOT_READY = {
+  database: "la base de datos no responde",
+  migrationsUnchecked: "no se pudieron comprobar las migraciones de la base de datos",
+  migrationsMissing: "faltan migraciones de la base de datos",
+  embedder: "el modelo de embeddings aún se está cargando",
+} as const;
 
 /**
  * GET / (the contract's: answers only after a real round trip to the database, 503 otherwise);
@@ -46,16 +56,26 @@ export function healthRoutes({ health, startup }: { health: DatabaseHealth; star
         return { message: READY_MESSAGE };
       },
       {
-        response: { 200: Message, 503: ProblemBody },
-        detail: { tags: ["health"], summary: "Estado de la API y de la base de datos" },
+        response: {
+          200: message("La API está lista y la base de datos responde", READY_MESSAGE),
+          503: answers.unavailable("La base de datos no responde.", UNAVAILABLE.database),
+        },
+        detail: {
+          tags: ["health"],
+          summary: "Estado de la API y de la base de datos",
+          description:
+            "Responde 200 solo tras una consulta real a la base de datos; si no responde, 503 con Retry-After.",
+          security: SECURITY.none,
+        },
       },
     )
     .get("/health/live", () => ({ message: LIVE_MESSAGE }), {
-      response: { 200: Message },
+      response: { 200: message("El proceso responde", LIVE_MESSAGE) },
       detail: {
         tags: ["health"],
         summary: "Vivacidad: el proceso responde",
         description: "No consulta la base de datos ni ningún proveedor: para la sonda de vivacidad de un orquestador.",
+        security: SECURITY.none,
       },
     })
     .get(
@@ -64,23 +84,32 @@ export function healthRoutes({ health, startup }: { health: DatabaseHealth; star
         try {
           await pingDatabase();
         } catch (error) {
-          throw new NotReady("la base de datos no responde", { cause: error });
+          throw new NotReady(NOT_READY.database, { cause: error });
         }
         const applied = await startup.migrationsApplied().catch((error: unknown) => {
-          throw new NotReady("no se pudieron comprobar las migraciones de la base de datos", { cause: error });
+          throw new NotReady(NOT_READY.migrationsUnchecked, { cause: error });
         });
-        if (!applied) throw new NotReady("faltan migraciones de la base de datos");
-        if (!startup.embedderLoaded()) throw new NotReady("el modelo de embeddings aún se está cargando");
+        if (!applied) throw new NotReady(NOT_READY.migrationsMissing);
+        if (!startup.embedderLoaded()) throw new NotReady(NOT_READY.embedder);
         return { message: READY_PROBE_MESSAGE };
       },
       {
-        response: { 200: Message, 503: ProblemBody },
+        response: {
+          200: message("Lista para atender peticiones", READY_PROBE_MESSAGE),
+          503: answers.unavailable("Aún no puede atender peticiones: `detail` nombra la parte que falla.", {
+            "Base de datos caída": new NotReady(NOT_READY.database),
+            "Migraciones sin comprobar": new NotReady(NOT_READY.migrationsUnchecked),
+            "Migraciones pendientes": new NotReady(NOT_READY.migrationsMissing),
+            "Modelo cargándose": new NotReady(NOT_READY.embedder),
+          }),
+        },
         detail: {
           tags: ["health"],
           summary: "Preparación: base de datos, migraciones y modelo de embeddings",
           description:
             "200 cuando la base de datos responde, sus migraciones están aplicadas y el modelo de embeddings está " +
             "cargado; si no, 503 con Retry-After y un detail que nombra la parte que falla.",
+          security: SECURITY.none,
         },
       },
     );

@@ -25,13 +25,15 @@ export const CLOCK_SKEW_SECONDS = 60;
  */
 export class JwtTokenService implements TokenService {
   private readonly jwt;
+  readonly lifetimeSeconds: number;
 
   constructor(private readonly settings: JwtSettings) {
     this.jwt = jwt({ secret: settings.secret, alg: settings.algorithm }).decorator.jwt;
+    this.lifetimeSeconds = Math.round(settings.expireMinutes * 60);
   }
 
   issue({ userId, username, tokenVersion }: TokenClaims): Promise<string> {
-    const exp = Math.floor(Date.now() / 1000) + Math.round(this.settings.expireMinutes * 60);
+    const exp = Math.floor(Date.now() / 1000) + this.lifetimeSeconds;
     return this.jwt.sign({ sub: String(userId), username, ver: tokenVersion, exp });
   }
 

@@ -15,6 +15,14 @@ export class MalformedItems extends Error {
   override readonly name = "MalformedItems";
 }
 
+/** MalformedItems' messages (Spanish: a client sees them). */
+export const MALFORMED_ARRAY = {
+  notArray: "El cuerpo debe ser un array JSON de productos",
+  trailingText: "Hay texto después del final del array JSON",
+  emptyElement: "El array JSON tiene un elemento vacío",
+  incomplete: "El array JSON no está completo",
+} as const;
+
 export interface JsonItemsOptions {
   /** Deepest nesting an item may have. */
   maxDepth: number;
@@ -160,13 +168,13 @@ class ArraySplitter {
       const byte = chunk[i] as number;
       if (this.state === "before") {
         if (isSpace(byte)) continue;
-        if (byte !== OPEN_BRACKET) throw new MalformedItems("El cuerpo debe ser un array JSON de productos");
+        if (byte !== OPEN_BRACKET) throw new MalformedItems(MALFORMED_ARRAY.notArray);
         this.state = "inside";
         start = i + 1;
         continue;
       }
       if (this.state === "after") {
-        if (!isSpace(byte)) throw new MalformedItems("Hay texto después del final del array JSON");
+        if (!isSpace(byte)) throw new MalformedItems(MALFORMED_ARRAY.trailingText);
         continue;
       }
       if (this.inString) {
@@ -194,7 +202,7 @@ class ArraySplitter {
           const blank = this.current.take();
           // `[]` is an empty array; `[,` or `[1,,2]` or `[1,]` are not JSON.
           if (!(closing && blank !== null && isBlank(blank) && !this.afterComma)) {
-            throw new MalformedItems("El array JSON tiene un elemento vacío");
+            throw new MalformedItems(MALFORMED_ARRAY.emptyElement);
           }
         }
         this.afterComma = !closing;
@@ -207,7 +215,7 @@ class ArraySplitter {
   }
 
   end(): Piece[] {
-    if (this.state !== "after") throw new MalformedItems("El array JSON no está completo");
+    if (this.state !== "after") throw new MalformedItems(MALFORMED_ARRAY.incomplete);
     return [];
   }
 }

@@ -28,8 +28,13 @@ export interface PgliteAssets {
  * Opens the embedded database with pgvector loaded: persisted in `dataDir`/pgdata (created when
  * missing, locked against other processes), or in memory when `dataDir` is undefined. PGlite is one backend in this process, so every query
  * and transaction runs one after another; a query outside a running transaction waits for it.
+ * `sessionSettings` are set once, for every later query (e.g. vectorSessionSettings).
  */
-export async function openPglite(dataDir: string | undefined, assets: PgliteAssets = {}): Promise<SqlClient> {
+export async function openPglite(
+  dataDir: string | undefined,
+  assets: PgliteAssets = {},
+  sessionSettings: Record<string, string> = {},
+): Promise<SqlClient> {
   const { vectorBundlePath, initialDataDir, ...wasm } = assets;
   const options: PGliteOptions = {
     extensions: { vector: vectorBundlePath === undefined ? vector : withBundlePath(vectorBundlePath) },
@@ -40,18 +45,23 @@ export async function openPglite(dataDir: string | undefined, assets: PgliteAsse
   // Only for a new database: PGlite refuses to unpack one over an existing one (the test it makes).
   const exists = options.dataDir !== undefined && existsSync(join(options.dataDir, "PG_VERSION"));
   if (initialDataDir !== undefined && !exists) options.loadDataDir = initialDataDir;
-  let db: PGlite;
+  let db: PGlite | undefined;
   try {
     db = await PGlite.create(options);
+    for (const [name, value] of Object.entries(sessionSettings)) {
+      await db.query("SELECT set_config($1, $2, false)", [name, value]);
+    }
   } catch (error) {
+    await db?.close().catch(() => {});
     unlock();
     throw error;
   }
+  const opened = db;
   return {
-    ...pgliteExecutor(db),
+    ...pgliteExecutor(opened),
     close: async () => {
-      if (db.closed) return;
-      await db.close();
+      if (opened.closed) return;
+      await opened.close();
       unlock();
     },
   };

@@ -19,6 +19,7 @@ import type {
 import { type CopyField, encodeCopyRows } from "./binary-copy.ts";
 import { HALF_PRECISION_COPY_FROM_DIMENSION, TEXT_SEARCH_CONFIGS, vectorParam } from "./schema.ts";
 import type { SqlClient } from "./sql-client.ts";
+import type { VectorSearchSettings } from "./vector-index.ts";
 
 interface ProductRow {
   id: number | string | bigint;
@@ -36,20 +37,25 @@ interface StoredRow extends ProductRow {
 const PRODUCT_COLUMNS = "id, name, description, category, sku";
 const STORED_COLUMNS = `${PRODUCT_COLUMNS}, content_digest, version`;
 const UNIQUE_VIOLATION = "23505";
+/**
+ * Filters matching up to this many products are scanned exactly (VECTOR_FILTER_EXACT_MAX_ROWS), and
+ * the index scan's candidate list (VECTOR_EF_SEARCH): bench/scale.ts measured both.
+ */
+export const DEFAULT_SEARCH_PLAN = { filterExactMaxRows: 30_000, efSearch: 100 };
 
 /**
  * Products over PostgreSQL or PGlite.
  *
- * Search is exact, with no index: it compares the query with every product (of the requested
- * categories), as the spec says.
- * - Up to HALF_PRECISION_COPY_FROM_DIMENSION dimensions (the offline model's 384) it scans the
- *   `vector` column: bench/search.ts measured p95 ≈ 24 ms (PostgreSQL) / ≈ 29 ms (PGlite) at 12,430 products.
- * - Longer vectors are stored out of the row, so it scans the in-row half-precision copy
- *   (`embedding_half`) for the best candidates, several times more than asked, and ranks those by
- *   the exact cosine of the full vectors. Half precision moves a cosine by about 1e-5, far less
- *   than the gap the extra candidates cover, so the ranking and the scores are those of the full
- *   vectors. At 3072 dimensions and 12,430 products: p95 45 ms on PostgreSQL (150 ms scanning the
- *   out-of-row vectors); PGlite stays at ≈ 290 ms either way (half precision is slow in WASM).
+ * Search takes candidates, several times more than asked, nearest to the query by one column, and
+ * ranks those by the exact cosine of the full vectors, so the scores are always exact:
+ * - Up to HALF_PRECISION_COPY_FROM_DIMENSION dimensions (the offline model's 384) that column is
+ *   `embedding` itself.
+ * - Longer vectors are stored out of the row, so it is the in-row half-precision copy
+ *   (`embedding_half`). Half precision moves a cosine by about 1e-5, far less than the gap the
+ *   extra candidates cover. Scanning it at 3072 dimensions and 12,430 products: p95 45 ms on
+ *   PostgreSQL (150 ms scanning the out-of-row vectors).
+ * The candidates come from the HNSW index on that column once the catalogue has one (vector-index.ts),
+ * else from an exact scan; filtered searches choose by the filter's size (denseCandidates).
  *
  * Bulk writes load their rows with binary COPY into a temporary table, then insert and update from
  * it in two statements: a vector as text would cost more to parse than to store.
@@ -57,10 +63,14 @@ const UNIQUE_VIOLATION = "23505";
 export class PostgresProductRepository implements ProductRepository {
   private readonly scansHalfCopy: boolean;
 
-  /** `dimension`: that of the stored embeddings (it decides how search scans). */
+  /**
+   * `dimension`: that of the stored embeddings (it decides how search scans); `search`: how filtered
+   * searches choose their plan, and the session's hnsw.ef_search (vector-index.ts).
+   */
   constructor(
     private readonly db: SqlClient,
     private readonly dimension: number,
+    private readonly search: Pick<VectorSearchSettings, "filterExactMaxRows" | "efSearch"> = DEFAULT_SEARCH_PLAN,
   ) {
     this.scansHalfCopy = dimension >= HALF_PRECISION_COPY_FROM_DIMENSION;
   }
@@ -321,55 +331,32 @@ export class PostgresProductRepository implements ProductRepository {
 
   async searchByVector(embedding: Vector, query: SearchQuery): Promise<VersionedHit[]> {
     const params: unknown[] = [vectorParam(embedding), query.limit];
-    let filter = "";
-    if (query.categories) {
-      params.push(query.categories);
-      filter = `WHERE category = ANY($${params.length}::text[])`;
-    }
-    let rows: (ProductRow & { version: number; distance: number })[];
-    if (this.scansHalfCopy) {
-      params.push(candidatesFor(query.limit));
-      rows = await this.db.query(
-        `SELECT ${PRODUCT_COLUMNS}, version, embedding <=> $1::vector AS distance
-         FROM (
-           SELECT ${PRODUCT_COLUMNS}, version, embedding
-           FROM products ${filter}
-           ORDER BY embedding_half <=> $1::vector::halfvec, id
-           LIMIT $${params.length}
-         ) AS candidates
-         ORDER BY distance, id
-         LIMIT $2`,
-        params,
-      );
-    } else {
-      rows = await this.db.query(
-        `SELECT ${PRODUCT_COLUMNS}, version, embedding <=> $1::vector AS distance
-         FROM products ${filter}
-         ORDER BY distance, id
-         LIMIT $2`,
-        params,
-      );
-    }
+    const dense = await this.denseCandidates(
+      params,
+      query.categories,
+      Math.max(candidatesFor(query.limit), this.search.efSearch),
+    );
+    const rows = await this.db.query<ProductRow & { version: number; distance: number }>(
+      `WITH dense AS (${dense})
+       SELECT ${PRODUCT_COLUMNS}, version, embedding <=> $1::vector AS distance
+       FROM products WHERE id IN (SELECT id FROM dense)
+       ORDER BY distance, id
+       LIMIT $2`,
+      params,
+    );
     return rows.map((row) => ({ ...toProduct(row), version: Number(row.version), score: 1 - Number(row.distance) }));
   }
 
   async hybridCandidates(embedding: Vector, texts: readonly string[], query: HybridQuery): Promise<HybridCandidate[]> {
     const params: unknown[] = [vectorParam(embedding), [...texts], query.candidates];
-    let filter = "";
-    if (query.categories) {
-      params.push(query.categories);
-      filter = `category = ANY($${params.length}::text[])`;
-    }
-    const order = this.scansHalfCopy
-      ? "embedding_half <=> (SELECT v FROM q)::halfvec, id"
-      : "embedding <=> (SELECT v FROM q), id";
+    const dense = await this.denseCandidates(params, query.categories, query.candidates);
+    // denseCandidates put the categories right after the depth, when there are any.
+    const filter = query.categories ? "AND category = ANY($4::text[])" : "";
     const rows = await this.db.query<ProductRow & { version: number; distance: number; lexical: number }>(
       `WITH q AS (SELECT $1::vector AS v, (${LEXICAL_QUERY_SQL}) AS t),
-       dense AS (
-         SELECT id FROM products ${filter ? `WHERE ${filter}` : ""} ORDER BY ${order} LIMIT $3
-       ),
+       dense AS (${dense}),
        lexical AS (
-         SELECT id FROM products, q WHERE search_text @@ q.t ${filter ? `AND ${filter}` : ""}
+         SELECT id FROM products, q WHERE search_text @@ q.t ${filter}
          ORDER BY ts_rank(search_text, q.t) DESC, id LIMIT $3
        )
        SELECT ${PRODUCT_COLUMNS}, version, embedding <=> q.v AS distance, ts_rank(search_text, q.t) AS lexical
@@ -383,6 +370,46 @@ export class PostgresProductRepository implements ProductRepository {
       score: 1 - Number(row.distance),
       lexical: Number(row.lexical),
     }));
+  }
+
+  /**
+   * The ids of the products nearest to the query vector `$1` (of `categories` when given) by the
+   * scanned column, to re-rank by the exact cosine: a subquery, its parameters appended to `params`.
+   *
+   * Without a filter it is the index's query (ORDER BY distance LIMIT): the planner answers it from
+   * the HNSW index when there is one (vector-index.ts), else by a scan. With a filter, the plan
+   * depends on how many products match: up to filterExactMaxRows, an exact scan of just those rows
+   * (found through the btree on category), as an index scan of a small category far from the query
+   * misses many of its nearest products (bench/index.ts: recall@10 0.63 to 0.89); past it, the index
+   * scan with iterative scanning (the session's hnsw.iterative_scan), deeper than unfiltered.
+   */
+  private async denseCandidates(
+    params: unknown[],
+    categories: readonly string[] | undefined,
+    depth: number,
+  ): Promise<string> {
+    const query = this.scansHalfCopy ? "$1::vector::halfvec" : "$1::vector";
+    const column = this.scansHalfCopy ? "embedding_half" : "embedding";
+    if (!categories) {
+      params.push(depth);
+      return `SELECT id FROM products ORDER BY ${column} <=> ${query} LIMIT $${params.length}`;
+    }
+    const { filterExactMaxRows } = this.search;
+    const exact = (await this.countUpTo(categories, filterExactMaxRows + 1)) <= filterExactMaxRows;
+    params.push(categories, exact ? depth : Math.max(depth, FILTERED_INDEX_CANDIDATES));
+    // `+ 0`: an order the index cannot give, so the planner scans the filtered rows exactly.
+    const order = exact ? `(${column} <=> ${query}) + 0` : `${column} <=> ${query}`;
+    return `SELECT id FROM products WHERE category = ANY($${params.length - 1}::text[])
+            ORDER BY ${order} LIMIT $${params.length}`;
+  }
+
+  /** The products of `categories`, counting at most `cap` of them (through the btree on category). */
+  private async countUpTo(categories: readonly string[], cap: number): Promise<number> {
+    const [row] = await this.db.query<{ n: number | string }>(
+      "SELECT count(*) AS n FROM (SELECT 1 FROM products WHERE category = ANY($1::text[]) LIMIT $2) AS matching",
+      [[...categories], cap],
+    );
+    return Number(row?.n ?? 0);
   }
 
   async versions(ids: readonly number[]): Promise<Map<number, number>> {
@@ -411,10 +438,19 @@ const LEXICAL_QUERY_SQL = `SELECT coalesce(string_agg(DISTINCT plainto_tsquery(c
 /** Thrown inside the transaction to roll it back when the idempotency key already has its answer. */
 const KEY_ALREADY_ANSWERED = Symbol("idempotency key already answered");
 
-/** Candidates taken from the half-precision scan to re-rank exactly: 4× the limit, at least 40. */
+/**
+ * Candidates taken from the half-precision scan (or the index, then at least its ef_search: every
+ * candidate its scan found) to re-rank exactly: 4× the limit, at least 40.
+ */
 function candidatesFor(limit: number): number {
   return Math.max(40, 4 * limit);
 }
+
+/**
+ * Candidates of a filtered index scan: its relaxed order strays further from the exact one than an
+ * unfiltered scan's, so more are re-ranked (bench/scale.ts measures the recall this keeps).
+ */
+const FILTERED_INDEX_CANDIDATES = 200;
 
 function where(conditions: readonly string[]): string {
   return conditions.length === 0 ? "" : ` WHERE ${conditions.join(" AND ")}`;

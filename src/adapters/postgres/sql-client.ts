@@ -42,6 +42,8 @@ export interface PostgresOptions {
    * (statement_timeout), so a client that gave up leaves nothing running.
    */
   queryTimeoutMs?: number;
+  /** Settings every connection starts with (e.g. vectorSessionSettings). */
+  sessionSettings?: Record<string, string>;
 }
 
 /**
@@ -61,7 +63,10 @@ export function connectPostgres(url: string, options: PostgresOptions = {}): Sql
     // server was long back. At most one second, so the pool heals within a second of the server.
     backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
     onnotice: () => {},
-    ...(queryTimeoutMs === undefined ? {} : { connection: { statement_timeout: queryTimeoutMs } }),
+    connection: {
+      ...options.sessionSettings,
+      ...(queryTimeoutMs === undefined ? {} : { statement_timeout: queryTimeoutMs }),
+    },
   });
   return {
     ...postgresExecutor(sql, queryTimeoutMs),

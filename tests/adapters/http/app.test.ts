@@ -262,11 +262,15 @@ describe("OpenAPI", () => {
       paths: Record<string, Record<string, { security?: unknown; requestBody?: { content: Record<string, unknown> } }>>;
     };
     expect(spec.info).toMatchObject({ title: "Catálogo SKU", version: "2.3.4" });
-    expect(spec.components.securitySchemes.bearerAuth).toEqual({ type: "http", scheme: "bearer", bearerFormat: "JWT" });
+    expect(spec.components.securitySchemes.bearerAuth).toMatchObject({
+      type: "http",
+      scheme: "bearer",
+      bearerFormat: "JWT",
+    });
     expect(Object.keys(spec.paths)).toEqual(
       expect.arrayContaining(["/", "/auth/login", "/products/", "/products/search"]),
     );
-    expect(spec.paths["/products/"]?.post?.security).toEqual([{ bearerAuth: [] }]);
+    expect(spec.paths["/products/"]?.post?.security).toEqual([{ bearerAuth: [] }, { oauth2: [] }]);
     expect(Object.keys(spec.paths["/auth/login"]?.post?.requestBody?.content ?? {})).toContain(
       "application/x-www-form-urlencoded",
     );

@@ -14,7 +14,7 @@ import { LoginThrottle } from "../../../src/domain/login-throttle.ts";
 import { ManageProducts } from "../../../src/domain/manage-products.ts";
 import { ManageUsers } from "../../../src/domain/manage-users.ts";
 import { type RateLimitBucket, RateLimiter, type RateLimitPolicy } from "../../../src/domain/rate-limit.ts";
-import { SearchAndRecommend } from "../../../src/domain/search-and-recommend.ts";
+import { SearchAndRecommend, type SearchDefaults } from "../../../src/domain/search-and-recommend.ts";
 import type { Generator } from "../../../src/ports/generator.ts";
 import { FakeClock } from "../../fakes/fake-clock.ts";
 import { FakeEmbedder } from "../../fakes/fake-embedder.ts";
@@ -38,6 +38,8 @@ export interface HarnessOptions {
   metricsToken?: string;
   /** The generator the search uses, instead of the FakeGenerator (e.g. a chain of fakes logging to `log`). */
   generator?: (log: Logger) => Generator;
+  /** How the search ranks when a request does not say (SEARCH_MODE, HYBRID_ALPHA); unset: the domain's. */
+  searchDefaults?: SearchDefaults;
 }
 
 /**
@@ -85,6 +87,7 @@ export async function createHarness(options: HarnessOptions = {}) {
       products,
       embedder,
       generator: options.generator?.(log) ?? generator,
+      defaults: options.searchDefaults,
       log: (event) => log.info(event),
     }),
     health,

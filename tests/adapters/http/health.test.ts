@@ -53,7 +53,7 @@ describe("GET /health/ready", () => {
     const response = await h.call("GET", "/health/ready");
     expect(response.json).toEqual(notReady("la base de datos no responde"));
     const failure = h.logs.find((event) => event.event === "request_failed");
-    expect(failure).toMatchObject({ route: "/health/ready", status: 503 });
+    expect(failure).toMatchObject({ route: "/health/ready", status: 503, level: "warn" });
     // NotReady, caused by DatabaseUnavailable, caused by the ping's own error.
     const notReadyError = failure?.error as Error | undefined;
     expect((notReadyError?.cause as Error | undefined)?.cause).toEqual(new Error("connection refused"));

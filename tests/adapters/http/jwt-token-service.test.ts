@@ -26,6 +26,7 @@ describe("JwtTokenService", () => {
     expect(payload.sub).toBe("42");
     expect(payload.username).toBe("ana");
     expect(payload.exp - payload.iat).toBe(30 * 60);
+    expect(service.lifetimeSeconds).toBe(payload.exp - payload.iat);
     expect(await service.verify(token)).toEqual({ userId: 42, username: "ana", tokenVersion: 0 });
   });
 

@@ -1,0 +1,240 @@
+import { HALF_PRECISION_COPY_FROM_DIMENSION } from "./schema.ts";
+import type { SqlClient } from "./sql-client.ts";
+
+/**
+ * The approximate nearest-neighbour index of the products' embeddings (pgvector HNSW), and when it
+ * is built.
+ *
+ * Which index: HNSW (m 16, ef_construction 64) on the column search already scans, so one query
+ * shape serves with and without it and the planner picks the index when it exists:
+ * - under HALF_PRECISION_COPY_FROM_DIMENSION dimensions (the offline model's 384): `embedding`
+ *   itself (`vector_cosine_ops`; pgvector indexes `vector` up to 2,000 dimensions);
+ * - from there up to 4,000 dimensions (the spec's 3072): the in-row half-precision copy
+ *   `embedding_half` (`halfvec_cosine_ops`);
+ * - past 4,000 dimensions: none (pgvector indexes no longer vectors); search stays exact.
+ * Search re-ranks the index's candidates by the exact cosine of the full vectors, so the scores in
+ * the answers are exact (product-repository.ts). bench/index.ts measured the choices (HNSW against
+ * binary quantization, ef_search, re-rank depth, filtered plans); README "Vector index" has figures.
+ *
+ * When: an index slows every write (pgvector inserts each new row into the graph: 300 to 470 rows/s
+ * at 100,000 × 3072 against thousands without it), and a small table is scanned fast enough. So in
+ * `auto` mode it is built once the catalogue has `minRows` products and no product was written
+ * during the last check interval: after a large load, not during it. Once built it is maintained
+ * on every write. On a PostgreSQL server it is built CONCURRENTLY (reads and writes go on) under an
+ * advisory lock, so only one replica builds. PGlite is one backend: queries wait for the build
+ * (≈ 12 s at 12,430 × 384); there the half-precision index is not built automatically (about 300 s
+ * at 10,000 × 3072 in WASM, GUIDE.md) but only by `sku-search index build`.
+ */
+
+export const VECTOR_INDEX_MODES = ["auto", "off"] as const;
+export type VectorIndexMode = (typeof VECTOR_INDEX_MODES)[number];
+
+export interface VectorSearchSettings {
+  /** `auto`: built when the catalogue reaches minRows (see above); `off`: never built by the service. */
+  mode: VectorIndexMode;
+  /** Products from which the index pays. */
+  minRows: number;
+  /** hnsw.ef_search: the candidate list of an index scan; larger is slower and finds more true neighbours. */
+  efSearch: number;
+  /** A category filter matching at most this many products is answered by an exact scan of them. */
+  filterExactMaxRows: number;
+}
+
+export const INDEX_NAME = "products_embedding_hnsw";
+/** pgvector's largest indexable `halfvec`. */
+const MAX_INDEXED_DIMENSION = 4_000;
+const HNSW_M = 16;
+const HNSW_EF_CONSTRUCTION = 64;
+/** Any constant shared by every replica: whoever holds it builds the index. */
+const BUILD_LOCK_KEY = 8_310_427_734_116;
+
+/** The column and operator class the index is built on for `dimension`, or undefined when none can be. */
+export function indexedColumn(dimension: number): { column: string; operatorClass: string } | undefined {
+  if (dimension > MAX_INDEXED_DIMENSION) return undefined;
+  return dimension >= HALF_PRECISION_COPY_FROM_DIMENSION
+    ? { column: "embedding_half", operatorClass: "halfvec_cosine_ops" }
+    : { column: "embedding", operatorClass: "vector_cosine_ops" };
+}
+
+/**
+ * Session settings every connection that searches must have (set when the connection opens):
+ * the index scan's ef_search, and iterative scans (pgvector 0.8), so that an index scan keeps
+ * going until the query's LIMIT is reached, past ef_search and past rows a filter drops.
+ */
+export function vectorSessionSettings(settings: Pick<VectorSearchSettings, "efSearch">): Record<string, string> {
+  return { "hnsw.ef_search": String(settings.efSearch), "hnsw.iterative_scan": "relaxed_order" };
+}
+
+export interface VectorIndexStatus {
+  /** Undefined when no index can be built for this dimension. */
+  column: string | undefined;
+  present: boolean;
+  /** False while a concurrent build runs, or after one failed (then it is dropped and rebuilt). */
+  valid: boolean;
+  bytes: number;
+  /** The planner's estimate of the products. */
+  estimatedRows: number;
+}
+
+export interface VectorIndexOptions {
+  settings: Pick<VectorSearchSettings, "mode" | "minRows">;
+  /** True for a PostgreSQL server (build CONCURRENTLY); false for PGlite. */
+  server: boolean;
+  /**
+   * A connection for the build, without a statement time limit (a build takes minutes at 100,000
+   * products); closed after it. Unset: `db` itself.
+   */
+  openBuilder?: () => SqlClient;
+  /** Memory for the build (maintenance_work_mem), e.g. "1GB": HNSW builds far faster when its graph fits. */
+  buildMemory?: string;
+  log?: (event: Record<string, unknown>) => void;
+}
+
+export class VectorIndex {
+  private readonly target: { column: string; operatorClass: string } | undefined;
+  private building: Promise<boolean> | null = null;
+  private lastWrites: number | undefined;
+  private timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(
+    private readonly db: SqlClient,
+    dimension: number,
+    private readonly options: VectorIndexOptions,
+  ) {
+    this.target = indexedColumn(dimension);
+  }
+
+  async status(): Promise<VectorIndexStatus> {
+    const [index] = await this.db.query<{ valid: boolean; bytes: number | string }>(
+      `SELECT i.indisvalid AS valid, pg_relation_size(i.indexrelid) AS bytes
+       FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+       WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`,
+      [INDEX_NAME],
+    );
+    const [table] = await this.db.query<{ rows: number | string }>(
+      "SELECT greatest(reltuples, 0)::bigint AS rows FROM pg_class WHERE oid = 'products'::regclass",
+    );
+    return {
+      column: this.target?.column,
+      present: index !== undefined,
+      valid: index?.valid ?? false,
+      bytes: Number(index?.bytes ?? 0),
+      estimatedRows: Number(table?.rows ?? 0),
+    };
+  }
+
+  /**
+   * Builds the index when there is none (or only a failed build's), whatever the catalogue's size.
+   * Returns false when this dimension has no index or another replica is building it.
+   */
+  build(): Promise<boolean> {
+    this.building ??= this.buildNow().finally(() => {
+      this.building = null;
+    });
+    return this.building;
+  }
+
+  async drop(): Promise<boolean> {
+    const dropped = await this.db.query(
+      `SELECT 1 FROM pg_class WHERE relname = $1 AND relnamespace = current_schema()::regnamespace`,
+      [INDEX_NAME],
+    );
+    await this.db.query(`DROP INDEX ${this.options.server ? "CONCURRENTLY " : ""}IF EXISTS ${INDEX_NAME}`);
+    return dropped.length > 0;
+  }
+
+  /**
+   * In `auto` mode: builds the index when the catalogue has reached minRows, has none, and (unless
+   * `ignoreWrites`) no product was inserted, updated or deleted since the last call. Returns whether
+   * it built one. Never throws: a failure is logged and retried at the next call.
+   */
+  async maintain(options: { ignoreWrites?: boolean } = {}): Promise<boolean> {
+    if (this.options.settings.mode === "off" || this.target === undefined || this.building) return false;
+    if (!this.options.server && this.target.column === "embedding_half") return false;
+    try {
+      const writes = await this.writeCount();
+      const quiet = options.ignoreWrites || writes === this.lastWrites;
+      this.lastWrites = writes;
+      if (!quiet) return false;
+      const { present, valid } = await this.status();
+      if (present && valid) return false;
+      if (!(await this.hasAtLeast(this.options.settings.minRows))) return false;
+      return await this.build();
+    } catch (error) {
+      this.options.log?.({ event: "vector_index_failed", error });
+      return false;
+    }
+  }
+
+  /** Calls maintain now, then every `intervalMs` (the interval that decides "no writes since"), until stop. */
+  start(intervalMs: number): void {
+    void this.maintain();
+    this.timer = setInterval(() => void this.maintain(), intervalMs);
+    this.timer.unref?.();
+  }
+
+  /** Stops the timer; waits for a build in progress to end. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.building?.catch(() => {});
+  }
+
+  private async buildNow(): Promise<boolean> {
+    const target = this.target;
+    if (target === undefined) return false;
+    const builder = this.options.openBuilder?.() ?? this.db;
+    const started = performance.now();
+    try {
+      if (this.options.server) {
+        const [lock] = await builder.query<{ locked: boolean }>(
+          `SELECT pg_try_advisory_lock(${BUILD_LOCK_KEY}) AS locked`,
+        );
+        if (!lock?.locked) return false;
+      }
+      try {
+        const { present, valid, estimatedRows } = await this.status();
+        if (present && valid) return false;
+        // A failed concurrent build leaves an invalid index that is maintained but never used.
+        if (present) await builder.query(`DROP INDEX ${this.options.server ? "CONCURRENTLY " : ""}${INDEX_NAME}`);
+        this.options.log?.({ event: "vector_index_build_started", column: target.column, rows: estimatedRows });
+        if (this.options.buildMemory !== undefined) {
+          await builder.query("SELECT set_config('maintenance_work_mem', $1, false)", [this.options.buildMemory]);
+        }
+        await builder.query(
+          `CREATE INDEX ${this.options.server ? "CONCURRENTLY " : ""}${INDEX_NAME} ON products
+           USING hnsw (${target.column} ${target.operatorClass}) WITH (m = ${HNSW_M}, ef_construction = ${HNSW_EF_CONSTRUCTION})`,
+        );
+        await builder.query("ANALYZE products");
+        const { bytes } = await this.status();
+        this.options.log?.({
+          event: "vector_index_built",
+          column: target.column,
+          seconds: Math.round((performance.now() - started) / 100) / 10,
+          bytes,
+        });
+        return true;
+      } finally {
+        if (this.options.server) await builder.query(`SELECT pg_advisory_unlock(${BUILD_LOCK_KEY})`);
+      }
+    } finally {
+      if (builder !== this.db) await builder.close();
+    }
+  }
+
+  /** Rows inserted, updated and deleted in products since the statistics began (any replica's). */
+  private async writeCount(): Promise<number> {
+    const [row] = await this.db.query<{ writes: number | string | null }>(
+      `SELECT n_tup_ins + n_tup_upd + n_tup_del AS writes FROM pg_stat_user_tables WHERE relid = 'products'::regclass`,
+    );
+    return Number(row?.writes ?? 0);
+  }
+
+  /** Whether products holds at least `n` rows, reading at most `n` of them. */
+  private async hasAtLeast(n: number): Promise<boolean> {
+    const [row] = await this.db.query<{ n: number | string }>(
+      "SELECT count(*) AS n FROM (SELECT 1 FROM products LIMIT $1) AS enough",
+      [n],
+    );
+    return Number(row?.n ?? 0) >= n;
+  }
+}
