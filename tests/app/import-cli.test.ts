@@ -1,7 +1,8 @@
 /**
- * `bun run cli import FILE`, run exactly as the README writes it, on the embedded database (a copy of a new one, as a first start unpacks it): each
- * file format, gzip, a second run that changes nothing, an interrupted run resumed, the vector index.
- * The tests run concurrently, each on its own DATA_DIR: most of their time is spent in the processes.
+ * `bun run cli import FILE`, run exactly as the README writes it, on the embedded database (a copy
+ * of a new one, as a first start unpacks it): each file format, gzip, a second run that changes
+ * nothing, an interrupted run resumed, the vector index. The tests run concurrently, each on its
+ * own DATA_DIR: most of their time is spent in the processes.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
