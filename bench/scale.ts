@@ -25,7 +25,8 @@
  *     [--latency-ms 200] [--batch 1000] [--clients 4] [--queries 100] [--ef 40,100,200,400]
  *     [--filter-exact-max-rows 30000]
  *   bun bench/scale.ts --engine pglite --dataset catalogue --embedder local
- * `--database-url` names a server where the bench may create and drop the database `sku_scale_bench`.
+ * `--database-url` names a server where the bench may create and drop the database `sku_scale_bench`
+ * (`--keep`: left there at the end, with its index, for a look at the plans).
  * The catalogue dataset is the 12,430 products of ../shared/eval/products-all.jsonl.gz, read in place.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -58,6 +59,7 @@ const { values: args } = parseArgs({
     ef: { type: "string", default: "40,100,200,400" },
     "filter-exact-max-rows": { type: "string", default: String(DEFAULT_SEARCH_PLAN.filterExactMaxRows) },
     "indexed-load": { type: "string", default: "2000" },
+    keep: { type: "boolean", default: false },
   },
 });
 
@@ -182,7 +184,7 @@ async function createTarget(providerUrl: string | undefined): Promise<Target> {
     env: { ...common, DATABASE_URL: url.toString(), DATA_DIR: mkdtempSync(join(tmpdir(), "sku-scale-")) },
     open: async () => connectPostgres(url.toString(), { maxConnections: 1, sessionSettings: settings }),
     drop: async () => {
-      await admin.query(`DROP DATABASE IF EXISTS ${DATABASE}`);
+      if (!args.keep) await admin.query(`DROP DATABASE IF EXISTS ${DATABASE}`);
       await admin.close();
     },
   };
