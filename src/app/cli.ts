@@ -15,7 +15,14 @@ import type { VectorIndex } from "../adapters/postgres/vector-index.ts";
 import { DomainError } from "../domain/errors.ts";
 import { ImportProducts } from "../domain/import-products.ts";
 import { type Config, ConfigError, loadConfig, secretsOf } from "./config.ts";
-import { createContainer, createEmbedder, openDatabase, openStore, setUpTranslation } from "./container.ts";
+import {
+  createContainer,
+  createEmbedder,
+  openDatabase,
+  openStore,
+  openVectorIndex,
+  setUpTranslation,
+} from "./container.ts";
 import { INTERRUPTED, runImport } from "./import-command.ts";
 import { createLogger } from "./logger.ts";
 import { initialAdminPasswordFile } from "./secrets.ts";
@@ -373,24 +380,17 @@ async function reembed(config: Config): Promise<number> {
       onProgress: (done, total) => process.stderr.write(`\rre-embedded ${done}/${total}`),
     });
     console.error(`\nall ${products} products now use ${embedder.model} (${embedder.dimension} dimensions)`);
+    // The vector index went with the old embeddings: built again for the new ones.
+    await buildIndexAfterLoad(openVectorIndex(config, client, embedder.dimension));
+    return EXIT.ok;
   } finally {
     await translation.close();
     await client.close();
   }
-  // The vector index went with the old embeddings: built again for the new ones.
-  const store = await openStore(config, embedder);
-  try {
-    await buildIndexAfterLoad(store.vectorIndex);
-  } finally {
-    await store.client.close();
-  }
-  return EXIT.ok;
 }
 
 /** After a large write (an import, a re-embed): builds the vector index if it is due (VECTOR_INDEX=auto). */
 async function buildIndexAfterLoad(index: VectorIndex): Promise<void> {
-  const { present, valid } = await index.status();
-  if (present && valid) return;
   const started = performance.now();
   if (await index.maintain({ ignoreWrites: true })) {
     console.error(`vector index built in ${((performance.now() - started) / 1000).toFixed(1)} s`);

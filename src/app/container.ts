@@ -190,6 +190,25 @@ export async function setUpTranslation(config: Config, embedder: Embedder, log: 
   };
 }
 
+/** The vector index of the products' embeddings of `dimension` in `client`'s database, as VECTOR_* configure it. */
+export function openVectorIndex(
+  config: Config,
+  client: SqlClient,
+  dimension: number,
+  log: (event: Record<string, unknown>) => void = () => {},
+): VectorIndex {
+  const { databaseUrl } = config;
+  return new VectorIndex(client, dimension, {
+    settings: config.vectorSearch,
+    server: databaseUrl !== undefined,
+    buildMemory: config.vectorIndexBuildMemory,
+    // A build takes minutes at 100,000 products: on a connection of its own (its advisory lock is the
+    // connection's), without the service's statement limit.
+    ...(databaseUrl === undefined ? {} : { openBuilder: () => connectPostgres(databaseUrl, { maxConnections: 1 }) }),
+    log,
+  });
+}
+
 /**
  * The database with its schema ready for the embedder's vector space, plus the repositories.
  * `database`: an open client to use (tests); `serving`: the service's own pool (see openDatabase).
@@ -226,17 +245,7 @@ export async function openStore(
     hasher,
     manageUsers: new ManageUsers({ users, hasher }),
     products: new PostgresProductRepository(client, embedder.dimension, config.vectorSearch),
-    vectorIndex: new VectorIndex(client, embedder.dimension, {
-      settings: config.vectorSearch,
-      server: config.databaseUrl !== undefined,
-      buildMemory: config.vectorIndexBuildMemory,
-      // A build takes minutes at 100,000 products: on a connection of its own (its advisory lock is the
-      // connection's), without the service's statement limit.
-      ...(config.databaseUrl === undefined
-        ? {}
-        : { openBuilder: () => connectPostgres(config.databaseUrl as string, { maxConnections: 1 }) }),
-      log: (event) => options.log?.(event),
-    }),
+    vectorIndex: openVectorIndex(config, client, embedder.dimension, options.log),
     health: new PostgresDatabaseHealth(client),
     queryCache: (options: PostgresQueryEmbeddingCacheOptions) => new PostgresQueryEmbeddingCache(client, options),
   };

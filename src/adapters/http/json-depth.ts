@@ -1,3 +1,11 @@
+/** The bytes of JSON's structure, for the scanners that read JSON text without parsing it. */
+export const QUOTE = 0x22;
+export const BACKSLASH = 0x5c;
+export const OPEN_BRACKET = 0x5b;
+export const CLOSE_BRACKET = 0x5d;
+export const OPEN_BRACE = 0x7b;
+export const CLOSE_BRACE = 0x7d;
+
 /**
  * The deepest nesting of arrays and objects in JSON text, found in one pass over its bytes without
  * parsing it. Run before JSON.parse and validation: both cost far more than linear time on deeply
@@ -5,12 +13,6 @@
  * takes is nested more than a few levels.
  */
 export function jsonDepthExceeds(bytes: Uint8Array, limit: number): boolean {
-  const QUOTE = 0x22;
-  const BACKSLASH = 0x5c;
-  const OPEN_BRACKET = 0x5b;
-  const CLOSE_BRACKET = 0x5d;
-  const OPEN_BRACE = 0x7b;
-  const CLOSE_BRACE = 0x7d;
   let depth = 0;
   let inString = false;
   for (let i = 0; i < bytes.length; i++) {

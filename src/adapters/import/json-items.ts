@@ -3,7 +3,15 @@
  * large import is never parsed as one value, so neither the memory it takes nor the time the
  * event loop is held grows with its size. Each item is checked for nesting before it is parsed.
  */
-import { jsonDepthExceeds } from "../http/json-depth.ts";
+import {
+  BACKSLASH,
+  CLOSE_BRACE,
+  CLOSE_BRACKET,
+  jsonDepthExceeds,
+  OPEN_BRACE,
+  OPEN_BRACKET,
+  QUOTE,
+} from "../http/json-depth.ts";
 
 export type JsonItemsFormat = "array" | "lines";
 
@@ -31,13 +39,7 @@ export interface JsonItemsOptions {
 }
 
 const NEWLINE = 0x0a;
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
 
 function isSpace(byte: number): boolean {
   return byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d;

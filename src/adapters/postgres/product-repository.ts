@@ -165,10 +165,8 @@ export class PostgresProductRepository implements ProductRepository {
   async list(query: ListQuery): Promise<ProductPage> {
     const params: unknown[] = [];
     const conditions: string[] = [];
-    if (query.categories) {
-      params.push(query.categories);
-      conditions.push(`category = ANY($${params.length}::text[])`);
-    }
+    const filter = categoryFilter(params, query.categories);
+    if (filter) conditions.push(filter.sql);
     const counted = `SELECT count(*) AS n FROM products${where(conditions)}`;
     const [count] = await this.db.query<{ n: number | string }>(counted, [...params]);
     const ascending = query.order === "id";
@@ -333,7 +331,7 @@ export class PostgresProductRepository implements ProductRepository {
     const params: unknown[] = [vectorParam(embedding), query.limit];
     const dense = await this.denseCandidates(
       params,
-      query.categories,
+      categoryFilter(params, query.categories),
       Math.max(candidatesFor(query.limit), this.search.efSearch),
     );
     params.push(finalistsFor(query.limit));
@@ -353,14 +351,13 @@ export class PostgresProductRepository implements ProductRepository {
 
   async hybridCandidates(embedding: Vector, texts: readonly string[], query: HybridQuery): Promise<HybridCandidate[]> {
     const params: unknown[] = [vectorParam(embedding), [...texts], query.candidates];
-    const dense = await this.denseCandidates(params, query.categories, query.candidates);
-    // denseCandidates put the categories right after the depth, when there are any.
-    const filter = query.categories ? "AND category = ANY($4::text[])" : "";
+    const filter = categoryFilter(params, query.categories);
+    const dense = await this.denseCandidates(params, filter, query.candidates);
     const rows = await this.db.query<ProductRow & { version: number; distance: number; lexical: number }>(
       `WITH q AS (SELECT $1::vector AS v, (${LEXICAL_QUERY_SQL}) AS t),
        dense AS (${dense}),
        lexical AS (
-         SELECT id FROM products, q WHERE search_text @@ q.t ${filter}
+         SELECT id FROM products, q WHERE search_text @@ q.t ${filter ? `AND ${filter.sql}` : ""}
          ORDER BY ts_rank(search_text, q.t) DESC, id LIMIT $3
        )
        SELECT ${PRODUCT_COLUMNS}, version, embedding <=> q.v AS distance, ts_rank(search_text, q.t) AS lexical
@@ -387,23 +384,19 @@ export class PostgresProductRepository implements ProductRepository {
    * misses many of its nearest products (bench/index.ts: recall@10 0.63 to 0.89); past it, the index
    * scan with iterative scanning (the session's hnsw.iterative_scan), deeper than unfiltered.
    */
-  private async denseCandidates(
-    params: unknown[],
-    categories: readonly string[] | undefined,
-    depth: number,
-  ): Promise<string> {
+  private async denseCandidates(params: unknown[], filter: CategoryFilter | undefined, depth: number): Promise<string> {
     const query = this.scansHalfCopy ? "$1::vector::halfvec" : "$1::vector";
     const column = this.scansHalfCopy ? "embedding_half" : "embedding";
     const near = `${column} <=> ${query}`;
-    if (!categories) {
+    if (!filter) {
       params.push(depth);
       return `SELECT id, ${near} AS near FROM products ORDER BY near LIMIT $${params.length}`;
     }
     const { filterExactMaxRows } = this.search;
-    const exact = (await this.countUpTo(categories, filterExactMaxRows + 1)) <= filterExactMaxRows;
-    params.push(categories, exact ? depth : Math.max(depth, FILTERED_INDEX_CANDIDATES));
+    const exact = (await this.countUpTo(filter.categories, filterExactMaxRows + 1)) <= filterExactMaxRows;
+    params.push(exact ? depth : Math.max(depth, FILTERED_INDEX_CANDIDATES));
     // `+ 0`: an order the index cannot give, so the planner scans the filtered rows exactly.
-    return `SELECT id, ${near} AS near FROM products WHERE category = ANY($${params.length - 1}::text[])
+    return `SELECT id, ${near} AS near FROM products WHERE ${filter.sql}
             ORDER BY ${exact ? `(${near}) + 0` : "near"} LIMIT $${params.length}`;
   }
 
@@ -464,6 +457,19 @@ function finalistsFor(limit: number): number {
  * unfiltered scan's, so more are re-ranked (bench/scale.ts measures the recall this keeps).
  */
 const FILTERED_INDEX_CANDIDATES = 200;
+
+interface CategoryFilter {
+  categories: readonly string[];
+  /** The condition, on the parameter that holds the categories. */
+  sql: string;
+}
+
+/** The condition for `categories`, their parameter appended to `params`; undefined without a filter. */
+function categoryFilter(params: unknown[], categories: readonly string[] | undefined): CategoryFilter | undefined {
+  if (!categories) return undefined;
+  params.push(categories);
+  return { categories, sql: `category = ANY($${params.length}::text[])` };
+}
 
 function where(conditions: readonly string[]): string {
   return conditions.length === 0 ? "" : ` WHERE ${conditions.join(" AND ")}`;
