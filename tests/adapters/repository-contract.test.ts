@@ -13,6 +13,7 @@ import {
   MIGRATION_VERSIONS,
   prepareDatabase,
   reembedProducts,
+  vectorParam,
 } from "../../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { PostgresUserRepository } from "../../src/adapters/postgres/user-repository.ts";
@@ -297,6 +298,31 @@ function databaseContract(db: TestDatabase): void {
       "INSERT INTO products (name, description, category, content_digest, embedding) VALUES ('a', 'b', 'c', 'd', '[0,0,0,0]')",
     );
     await expect(insert).rejects.toMatchObject({ code: "23514" });
+  });
+
+  test("a vector parameter reaches the database exactly, beside text and bytea parameters, in and out of transactions", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    // float4 values: each must arrive as the same float4, whatever form the client sends it in.
+    const components = Float32Array.from([0.1, -2.5, 3e-8, 123456.789, -0.000123]);
+    const float4s = (text: string) =>
+      text
+        .slice(1, -1)
+        .split(",")
+        .map((x) => Math.fround(Number(x)));
+    const read = (sql: SqlClient) =>
+      sql.query<{ vector: string; label: string; bytes: string }>(
+        "SELECT $1::vector::text AS vector, $2::text AS label, encode($3::bytea, 'hex') AS bytes",
+        [vectorParam(components), "[1,2]", Buffer.from([0xde, 0xad])],
+      );
+    for (const rows of [await read(client), await client.transaction(read)]) {
+      expect(float4s(rows[0]?.vector ?? "")).toEqual(Array.from(components));
+      expect(rows[0]).toMatchObject({ label: "[1,2]", bytes: "dead" });
+    }
+    const [cast] = await client.query<{ half: string }>("SELECT $1::vector::halfvec::text AS half", [
+      vectorParam([0.5, -1]),
+    ]);
+    expect(cast?.half).toBe("[0.5,-1]");
   });
 
   test("SQL errors are not mistaken for an unavailable database", async () => {

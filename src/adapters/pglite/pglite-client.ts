@@ -3,8 +3,9 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { PGlite, type PGliteOptions, type Transaction } from "@electric-sql/pglite";
 import { vector } from "@electric-sql/pglite-pgvector";
+import pgvector from "pgvector";
 import { DatabaseUnavailable } from "../../domain/errors.ts";
-import { copyStatement, insideTransaction, type SqlClient } from "../postgres/sql-client.ts";
+import { copyStatement, insideTransaction, type SqlClient, VectorParameter } from "../postgres/sql-client.ts";
 import { lockDataDir } from "./data-dir-lock.ts";
 
 /**
@@ -79,7 +80,7 @@ function pgliteExecutor(db: PGlite) {
   return {
     async query<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
       if (db.closed) throw new DatabaseUnavailable();
-      return (await db.query<T>(text, [...params])).rows;
+      return (await db.query<T>(text, textParams(params))).rows;
     },
     async copyIn(table: string, columns: readonly string[], data: Uint8Array): Promise<void> {
       if (db.closed) throw new DatabaseUnavailable();
@@ -92,6 +93,14 @@ function pgliteExecutor(db: PGlite) {
   };
 }
 
+/** Parameters as PGlite takes them: a vector in pgvector's text form `[1,2,3]`. */
+function textParams(params: readonly unknown[]): unknown[] {
+  // toSql only accepts a plain array; a Float32Array must be copied first.
+  return params.map((param) =>
+    param instanceof VectorParameter ? pgvector.toSql(Array.from(param.components)) : param,
+  );
+}
+
 /** PGlite's Transaction has no nesting, so a nested transaction is a savepoint. */
 function transactionExecutor(
   tx: Transaction,
@@ -99,7 +108,7 @@ function transactionExecutor(
 ): Pick<SqlClient, "query" | "transaction" | "copyIn"> {
   return {
     async query<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
-      return (await tx.query<T>(text, [...params])).rows;
+      return (await tx.query<T>(text, textParams(params))).rows;
     },
     async copyIn(table: string, columns: readonly string[], data: Uint8Array): Promise<void> {
       await tx.query(copyStatement(table, columns, "'/dev/blob'"), [], { blob: new Blob([data]) });

@@ -49,11 +49,7 @@ export function encodeCopyRows(rows: readonly (readonly CopyField[])[]): Uint8Ar
         bytes.set(text as Uint8Array, offset);
         offset += (text as Uint8Array).length;
       } else {
-        const { vector } = field;
-        view.setInt16(offset, vector.length);
-        view.setInt16(offset + 2, 0);
-        offset += 4;
-        for (let i = 0; i < vector.length; i++, offset += 4) view.setFloat32(offset, vector[i] as number);
+        offset = writeVector(view, offset, field.vector);
       }
     }
   }
@@ -61,10 +57,30 @@ export function encodeCopyRows(rows: readonly (readonly CopyField[])[]): Uint8Ar
   return bytes;
 }
 
+/** A vector in pgvector's binary format (vector_recv), as a query parameter (sql-client.ts). */
+export function encodeVector(vector: ArrayLike<number>): Uint8Array {
+  const bytes = new Uint8Array(vectorSize(vector));
+  writeVector(new DataView(bytes.buffer), 0, vector);
+  return bytes;
+}
+
+/** Dimension (int16), an unused int16, then the float4 components; returns the offset after them. */
+function writeVector(view: DataView, start: number, vector: ArrayLike<number>): number {
+  view.setInt16(start, vector.length);
+  view.setInt16(start + 2, 0);
+  let offset = start + 4;
+  for (let i = 0; i < vector.length; i++, offset += 4) view.setFloat32(offset, vector[i] as number);
+  return offset;
+}
+
+function vectorSize(vector: ArrayLike<number>): number {
+  return 4 + 4 * vector.length;
+}
+
 function fieldSize(field: CopyField, text: Uint8Array | null): number {
   if (field === null) return 0;
   if ("int4" in field) return 4;
   if ("int8" in field) return 8;
   if ("text" in field) return (text as Uint8Array).length;
-  return 4 + 4 * field.vector.length;
+  return vectorSize(field.vector);
 }

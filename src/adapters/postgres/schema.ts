@@ -1,8 +1,7 @@
-import pgvector from "pgvector";
 import { embedMany } from "../../domain/embed.ts";
 import { embeddingText } from "../../domain/product.ts";
 import type { Embedder } from "../../ports/embedder.ts";
-import type { SqlClient } from "./sql-client.ts";
+import { type SqlClient, VectorParameter } from "./sql-client.ts";
 
 /** The vector space the stored embeddings live in: the model that made them and their length. */
 export interface EmbeddingSpace {
@@ -32,10 +31,9 @@ const MAX_DIMENSION = 16_000;
 /** Any constant shared by every replica: whoever holds it is the one changing the schema. */
 const SCHEMA_LOCK_KEY = 8_310_427_734_115;
 
-/** A vector as a query parameter, in pgvector's text form `[1,2,3]` (cast it with `$n::vector`). */
-export function vectorParam(vector: ArrayLike<number>): string {
-  // toSql only accepts a plain array; a Float32Array must be copied first.
-  return pgvector.toSql(Array.from(vector)) as string;
+/** A vector as a query parameter (cast it with `$n::vector`). */
+export function vectorParam(vector: ArrayLike<number>): VectorParameter {
+  return new VectorParameter(vector);
 }
 
 interface Migration {
@@ -352,12 +350,16 @@ export async function reembedProducts(
 }
 
 /** The products' new vectors as query parameters, each checked before anything is written. */
-async function embedBatch(embedder: Embedder, products: readonly ProductText[]): Promise<string[]> {
+async function embedBatch(embedder: Embedder, products: readonly ProductText[]): Promise<VectorParameter[]> {
   const vectors = await embedMany(embedder, products.map(embeddingText), "document");
   return vectors.map(vectorParam);
 }
 
-async function writeStaged(tx: SqlClient, products: readonly ProductText[], vectors: readonly string[]): Promise<void> {
+async function writeStaged(
+  tx: SqlClient,
+  products: readonly ProductText[],
+  vectors: readonly VectorParameter[],
+): Promise<void> {
   for (const [i, product] of products.entries()) {
     await tx.query("UPDATE products SET embedding_next = $2::vector WHERE id = $1", [product.id, vectors[i]]);
   }

@@ -1,5 +1,6 @@
 import postgres from "postgres";
 import { DatabaseUnavailable } from "../../domain/errors.ts";
+import { encodeVector } from "./binary-copy.ts";
 
 /**
  * The little the repositories need from a database: plain SQL with `$1` parameters, transactions,
@@ -17,6 +18,16 @@ export interface SqlClient {
    */
   copyIn(table: string, columns: readonly string[], data: Uint8Array): Promise<void>;
   close(): Promise<void>;
+}
+
+/**
+ * A pgvector `vector` query parameter (write `$n::vector` in the SQL). Each client sends it as
+ * cheaply as it can: a server gets pgvector's binary format (a 3072-d vector as text took ~0.35 ms
+ * to write and ~0.4 ms for the server to parse, per query: a fifth of an indexed search at 100,000
+ * products), PGlite the text form.
+ */
+export class VectorParameter {
+  constructor(readonly components: ArrayLike<number>) {}
 }
 
 /** The COPY statement for copyIn, reading from `source` (STDIN for a server, a file for PGlite). */
@@ -80,7 +91,12 @@ function postgresExecutor(sql: postgres.Sql | postgres.TransactionSql, timeoutMs
   return {
     async query<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
       // postgres.js types parameters as its own ParameterOrJSON union; ours are plain values.
-      const pending = sql.unsafe(text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
+      const values = params.map((param) =>
+        // Type 0: the server infers `vector` from the SQL's cast; the patched Bind then sends the
+        // bytes as binary, as it does any Uint8Array of a type postgres.js has no serializer for.
+        param instanceof VectorParameter ? sql.typed(encodeVector(param.components), 0) : param,
+      );
+      const pending = sql.unsafe(text, values as postgres.ParameterOrJSON<never>[], { prepare: true });
       try {
         const rows = await withTimeout(pending, timeoutMs, () => void pending.cancel());
         return rows as unknown as T[];
