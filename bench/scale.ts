@@ -36,7 +36,7 @@ import { parseArgs } from "node:util";
 import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
 import { DEFAULT_SEARCH_PLAN, PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
 import { connectPostgres, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
-import { VectorIndex, vectorSessionSettings } from "../src/adapters/postgres/vector-index.ts";
+import { indexTarget, VectorIndex, vectorSessionSettings } from "../src/adapters/postgres/vector-index.ts";
 import { LocalEmbedder } from "../src/adapters/providers/local-embedder.ts";
 import { INSTALLED_MODEL_DIR } from "../src/adapters/providers/local-model-files.ts";
 import { embeddingText } from "../src/domain/product.ts";
@@ -384,7 +384,7 @@ const target = await createTarget(provider?.url);
 console.log(
   `engine ${ENGINE}, dataset ${synthetic ? "synthetic (clustered, embedding-like)" : "catalogue (12,430 real products)"}, ` +
     `${DIMENSION} dims, embedder ${LOCAL ? "offline model" : `fake provider, ${LATENCY_MS} ms per call`}, ` +
-    `bulk ${BATCH} items per request × ${CLIENTS} clients; HNSW m 16, ef_construction 64; ` +
+    `bulk ${BATCH} items per request × ${CLIENTS} clients; HNSW m 16, ef_construction ${indexTarget(DIMENSION)?.efConstruction}; ` +
     `filtered exact up to ${PLAN.filterExactMaxRows} rows; ${QUERIES} unfiltered queries, ` +
     `${FILTERED_QUERIES} per filtered case; latency of searchByVector, one query at a time; load average ${load()}`,
 );
