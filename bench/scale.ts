@@ -33,6 +33,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { freePort } from "../scripts/free-port.ts";
 import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
 import { DEFAULT_SEARCH_PLAN, PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
 import { connectPostgres, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
@@ -193,7 +194,7 @@ async function createTarget(providerUrl: string | undefined): Promise<Target> {
 }
 
 async function startService(target: Target) {
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const port = await freePort();
   const child = Bun.spawn(["bun", "run", "cli", "serve"], {
     cwd: PROJECT,
     env: { ...target.env, PORT: String(port), HOST: "127.0.0.1" },
@@ -203,6 +204,7 @@ async function startService(target: Target) {
   const base = `http://127.0.0.1:${port}`;
   for (let waited = 0; ; waited += 200) {
     if (waited > 120_000) throw new Error("the service did not become ready");
+    if (child.exitCode !== null) throw new Error(`the service exited with code ${child.exitCode} while starting`);
     const ready = await fetch(`${base}/health/ready`).catch(() => null);
     if (ready?.status === 200) break;
     await Bun.sleep(200);

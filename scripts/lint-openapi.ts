@@ -12,6 +12,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "./free-port.ts";
 
 const root = join(import.meta.dir, "..");
 const documentPath = join(root, "dist", "openapi.json");
@@ -109,12 +110,4 @@ async function run(command: string[], output: "inherit" | "pipe" = "inherit") {
   const exitCode = await child.exited;
   if (exitCode !== 0 && exitCode !== 1) process.stderr.write(stderr);
   return { stdout, exitCode };
-}
-
-async function freePort(): Promise<number> {
-  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
-  const { port } = server;
-  await server.stop(true);
-  if (port === undefined) throw new Error("no free port");
-  return port;
 }

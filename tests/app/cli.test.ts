@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import packageJson from "../../package.json" with { type: "json" };
+import { freePort } from "../../scripts/free-port.ts";
 import { LocalEmbedder } from "../../src/adapters/providers/local-embedder.ts";
 import { INSTALLED_MODEL_DIR } from "../../src/adapters/providers/local-model-files.ts";
 import { loadConfig } from "../../src/app/config.ts";
@@ -230,7 +231,7 @@ test.concurrent("serve answers, guards its data directory from a second process,
     DATA_DIR: dataDir(),
     ADMIN_PASSWORD: "admin-password",
     HOST: "127.0.0.1",
-    PORT: String(20000 + Math.floor(Math.random() * 20000)),
+    PORT: String(await freePort()),
     LOG_LEVEL: "warn",
   };
   const server = Bun.spawn(["bun", "start"], { cwd: PROJECT, env, stdout: "pipe", stderr: "pipe" });
