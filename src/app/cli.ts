@@ -15,17 +15,10 @@ import type { VectorIndex } from "../adapters/postgres/vector-index.ts";
 import { DomainError } from "../domain/errors.ts";
 import { ImportProducts } from "../domain/import-products.ts";
 import { type Config, ConfigError, loadConfig, secretsOf } from "./config.ts";
-import {
-  createContainer,
-  createEmbedder,
-  openDatabase,
-  openStore,
-  openVectorIndex,
-  setUpTranslation,
-} from "./container.ts";
 import { INTERRUPTED, runImport } from "./import-command.ts";
 import { createLogger } from "./logger.ts";
 import { initialAdminPasswordFile } from "./secrets.ts";
+import { createEmbedder, openDatabase, openStore, openVectorIndex, setUpTranslation } from "./store.ts";
 
 type Env = Record<string, string | undefined>;
 
@@ -275,6 +268,8 @@ function isParseArgsError(error: unknown): boolean {
 
 async function serve(config: Config): Promise<number> {
   const log = createLogger(config.logLevel, secretsOf(config));
+  // The HTTP service's modules are loaded by this command only.
+  const { createContainer } = await import("./container.ts");
   const container = await createContainer(config, log);
   let server: ReturnType<typeof container.app.listen>;
   let metricsServer: ReturnType<NonNullable<typeof container.metricsApp>["listen"]> | undefined;

@@ -4,12 +4,16 @@
  * a ConfigError naming each bad one, so the service fails at startup, never halfway through.
  */
 
-import { JWT_ALGORITHMS, type JwtAlgorithm } from "../adapters/http/jwt-token-service.ts";
+import { JWT_ALGORITHMS, type JwtAlgorithm } from "../adapters/http/jwt-algorithms.ts";
 import { DEFAULT_SEARCH_PLAN } from "../adapters/postgres/product-repository.ts";
 import { VECTOR_INDEX_MODES, type VectorSearchSettings } from "../adapters/postgres/vector-index.ts";
-import { ANTHROPIC_DEFAULT_GENERATION_MODEL } from "../adapters/providers/anthropic.ts";
-import { GOOGLE_DEFAULT_EMBEDDING_MODEL, GOOGLE_DEFAULT_GENERATION_MODEL } from "../adapters/providers/google.ts";
-import { OPENAI_DEFAULT_EMBEDDING_MODEL, OPENAI_DEFAULT_GENERATION_MODEL } from "../adapters/providers/openai.ts";
+import {
+  ANTHROPIC_DEFAULT_GENERATION_MODEL,
+  GOOGLE_DEFAULT_EMBEDDING_MODEL,
+  GOOGLE_DEFAULT_GENERATION_MODEL,
+  OPENAI_DEFAULT_EMBEDDING_MODEL,
+  OPENAI_DEFAULT_GENERATION_MODEL,
+} from "../adapters/providers/default-models.ts";
 import type { RetryPolicy } from "../adapters/providers/resilient-fetch.ts";
 import { SEARCH_MODES, type SearchMode } from "../domain/hybrid-ranking.ts";
 import { DEFAULT_HYBRID_ALPHA } from "../domain/search-and-recommend.ts";

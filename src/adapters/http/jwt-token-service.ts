@@ -1,9 +1,6 @@
 import { jwt } from "@elysiajs/jwt";
 import type { TokenClaims, TokenService } from "../../ports/token-service.ts";
-
-/** The HMAC algorithms a token may be signed with; the service accepts only the configured one. */
-export const JWT_ALGORITHMS = ["HS256", "HS384", "HS512"] as const;
-export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
+import type { JwtAlgorithm } from "./jwt-algorithms.ts";
 
 export interface JwtSettings {
   secret: string;

@@ -9,8 +9,6 @@ import {
 import { RECOMMENDATION_MAX_TOKENS, recommendationPrompt } from "./recommendation-prompt.ts";
 import { resilientFetch } from "./resilient-fetch.ts";
 
-export const ANTHROPIC_DEFAULT_GENERATION_MODEL = "claude-haiku-4-5";
-
 /**
  * Given explicitly so that the SDK never falls back to ANTHROPIC_BASE_URL from the environment:
  * where the key is sent is decided by our config alone.

@@ -12,9 +12,6 @@ import {
 import { RECOMMENDATION_MAX_TOKENS, recommendationPrompt } from "./recommendation-prompt.ts";
 import { resilientFetch } from "./resilient-fetch.ts";
 
-export const GOOGLE_DEFAULT_EMBEDDING_MODEL = "gemini-embedding-001";
-export const GOOGLE_DEFAULT_GENERATION_MODEL = "gemini-2.5-flash-lite";
-
 /**
  * The Gemini API's own endpoint and version, given to the SDK explicitly so that its environment
  * variables (GOOGLE_GEMINI_BASE_URL, GOOGLE_GENAI_API_VERSION, GOOGLE_GENAI_USE_VERTEXAI) cannot

@@ -12,8 +12,6 @@ import {
 import { RECOMMENDATION_MAX_TOKENS, recommendationPrompt } from "./recommendation-prompt.ts";
 import { resilientFetch } from "./resilient-fetch.ts";
 
-export const OPENAI_DEFAULT_EMBEDDING_MODEL = "text-embedding-3-large";
-export const OPENAI_DEFAULT_GENERATION_MODEL = "gpt-4.1-mini";
 /** The SDK's own default, given explicitly so that it never falls back to reading the environment. */
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
 

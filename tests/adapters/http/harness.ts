@@ -1,5 +1,6 @@
 import { createHttpApp, type HttpSettings, type LogEvent } from "../../../src/adapters/http/app.ts";
-import { type JwtAlgorithm, JwtTokenService } from "../../../src/adapters/http/jwt-token-service.ts";
+import type { JwtAlgorithm } from "../../../src/adapters/http/jwt-algorithms.ts";
+import { JwtTokenService } from "../../../src/adapters/http/jwt-token-service.ts";
 import { requestLogFields } from "../../../src/adapters/http/request-context.ts";
 import { MemoryDatabaseHealth } from "../../../src/adapters/memory/database-health.ts";
 import { MemoryProductRepository } from "../../../src/adapters/memory/product-repository.ts";

@@ -1,6 +1,7 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import { APIUserAbortError } from "@anthropic-ai/sdk";
-import { ANTHROPIC_DEFAULT_GENERATION_MODEL, AnthropicGenerator } from "../../../src/adapters/providers/anthropic.ts";
+import { AnthropicGenerator } from "../../../src/adapters/providers/anthropic.ts";
+import { ANTHROPIC_DEFAULT_GENERATION_MODEL } from "../../../src/adapters/providers/default-models.ts";
 import { GenerationRefused } from "../../../src/adapters/providers/provider-client.ts";
 import {
   RECOMMENDATION_INSTRUCTIONS,

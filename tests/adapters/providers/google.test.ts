@@ -2,9 +2,8 @@ import { afterAll, beforeEach, describe, expect, test } from "bun:test";
 import {
   GOOGLE_DEFAULT_EMBEDDING_MODEL,
   GOOGLE_DEFAULT_GENERATION_MODEL,
-  GoogleEmbedder,
-  GoogleGenerator,
-} from "../../../src/adapters/providers/google.ts";
+} from "../../../src/adapters/providers/default-models.ts";
+import { GoogleEmbedder, GoogleGenerator } from "../../../src/adapters/providers/google.ts";
 import { GenerationRefused } from "../../../src/adapters/providers/provider-client.ts";
 import {
   RECOMMENDATION_INSTRUCTIONS,

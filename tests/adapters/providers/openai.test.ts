@@ -1,13 +1,11 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
-import { GeneratorChain } from "../../../src/adapters/providers/generator-chain.ts";
-import { LocalGenerator } from "../../../src/adapters/providers/local-generator.ts";
 import {
   OPENAI_DEFAULT_EMBEDDING_MODEL,
   OPENAI_DEFAULT_GENERATION_MODEL,
-  OpenAIEmbedder,
-  OpenAIGenerator,
-  OpenAIRequestFailed,
-} from "../../../src/adapters/providers/openai.ts";
+} from "../../../src/adapters/providers/default-models.ts";
+import { GeneratorChain } from "../../../src/adapters/providers/generator-chain.ts";
+import { LocalGenerator } from "../../../src/adapters/providers/local-generator.ts";
+import { OpenAIEmbedder, OpenAIGenerator, OpenAIRequestFailed } from "../../../src/adapters/providers/openai.ts";
 import { GenerationRefused } from "../../../src/adapters/providers/provider-client.ts";
 import {
   RECOMMENDATION_INSTRUCTIONS,
