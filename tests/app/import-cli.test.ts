@@ -9,6 +9,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { openAIHandler } from "../fakes/fake-openai-server.ts";
+import { FakeProviderServer } from "../fakes/fake-provider-server.ts";
 import { withNewDatabase } from "../support/new-database.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 
@@ -124,41 +126,43 @@ describe.concurrent("import FILE", () => {
   });
 
   test("Ctrl-C stops after the batch being written, keeps it, and running again resumes", async () => {
-    const dir = tempDir();
-    const env = { DATA_DIR: await withNewDatabase(join(dir, "data")) };
-    const total = 600;
-    const file = join(dir, "catalogue.jsonl");
-    writeFileSync(file, Array.from({ length: total }, (_, i) => JSON.stringify(product(i))).join("\n"));
-    const report = join(dir, "report.jsonl");
-    const child = cli(["import", file, "--batch-size", "20", "--report", report], env);
-    // Once some batches are stored, interrupt it as Ctrl-C would.
-    for (let waited = 0; waited < 60_000; waited += 100) {
-      await Bun.sleep(100);
-      let lines = 0;
-      try {
-        lines = readFileSync(report, "utf8").split("\n").length - 1;
-      } catch {
-        // not written yet
+    // Embedded by a fake provider that holds its 4th call until the command is interrupted: three
+    // batches stored, the fourth in flight, whatever the machine's speed.
+    const held = Promise.withResolvers<void>();
+    let calls = 0;
+    const provider = FakeProviderServer.start((request) => {
+      if (request.path === "/v1/embeddings" && ++calls === 4) {
+        held.resolve();
+        return { hang: true };
       }
-      if (lines >= 60) break;
-    }
-    child.kill("SIGINT");
-    const interrupted = await finished(child);
-    expect(interrupted.code).toBe(130);
-    const stopped = summary(interrupted.stdout);
-    expect(stopped.event).toBe("import_interrupted");
-    const stored = stopped.created as number;
-    expect(stored).toBeGreaterThanOrEqual(60);
-    expect(stored).toBeLessThan(total);
-
-    const resumed = await finished(cli(["import", file], env));
-    expect(resumed.code).toBe(0);
-    expect(summary(resumed.stdout)).toMatchObject({
-      items: total,
-      created: total - stored,
-      unchanged: stored,
-      failed: 0,
+      return openAIHandler(request);
     });
+    try {
+      const dir = tempDir();
+      const env = {
+        DATA_DIR: await withNewDatabase(join(dir, "data")),
+        EMBEDDING_PROVIDER: "openai",
+        OPENAI_BASE_URL: `${provider.url}/v1`,
+        EMBEDDING_DIMENSIONS: "64",
+      };
+      const total = 100;
+      const file = join(dir, "catalogue.jsonl");
+      writeFileSync(file, Array.from({ length: total }, (_, i) => JSON.stringify(product(i))).join("\n"));
+      const report = join(dir, "report.jsonl");
+      const child = cli(["import", file, "--batch-size", "20", "--report", report], env);
+      await Promise.race([held.promise, child.exited]);
+      child.kill("SIGINT");
+      const interrupted = await finished(child);
+      expect(interrupted.code).toBe(130);
+      expect(summary(interrupted.stdout)).toMatchObject({ event: "import_interrupted", created: 60, failed: 0 });
+      expect(readFileSync(report, "utf8").trim().split("\n")).toHaveLength(60);
+
+      const resumed = await finished(cli(["import", file], env));
+      expect(resumed.code).toBe(0);
+      expect(summary(resumed.stdout)).toMatchObject({ items: total, created: 40, unchanged: 60, failed: 0 });
+    } finally {
+      await provider.stop();
+    }
   });
 });
 
