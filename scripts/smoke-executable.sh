@@ -2,7 +2,8 @@
 # Proves dist/sku-search is self-contained: copies dist/ to a fresh folder outside the project and
 # runs it from yet another folder with an empty environment (no Bun on PATH, no node_modules above),
 # then logs in, creates two products, checks a semantic search (also streamed), the search page at
-# /ui and its script, and that the data survives a restart.
+# /ui and its script, that the data survives a restart, and that a configured provider (a fake
+# OpenAI server) is loaded and used.
 # Also checks where it writes: into TMPDIR only what `bun run build` embedded for writing out, and
 # nothing at all (nor into HOME) when `bun run build --assets-beside` laid those files out beside it.
 # Run after either build (CI runs both). Exits non-zero with a message on the first failure.
@@ -131,6 +132,38 @@ PID=""
 start
 [ "$(search_top)" = "$coffee" ] || fail "after a restart the search differs: $(cat "$WORK/body")"
 echo "smoke: after a restart both products are still there"
+
+# A provider's SDK is loaded only when the settings name it (a dynamic import): the executable must
+# carry it all the same. A fake OpenAI server on 127.0.0.1 (Bun is only the test's tool here).
+kill -TERM "$PID"
+wait "$PID" || true
+PID=""
+bun -e 'import { startFakeOpenAIServer } from "./tests/fakes/fake-openai-server.ts";
+  console.log(startFakeOpenAIServer().url); setInterval(() => {}, 1000);' >"$WORK/fake-openai.url" &
+FAKE_PID=$!
+trap 'kill "$FAKE_PID" 2>/dev/null || true; cleanup' EXIT
+for _ in $(seq 1 50); do [ -s "$WORK/fake-openai.url" ] && break; sleep 0.1; done
+[ -s "$WORK/fake-openai.url" ] || fail "the fake OpenAI server did not start"
+(cd "$WORK/cwd" && exec env -i PATH="$WORK/empty-bin" HOME="$WORK/home" TMPDIR="$WORK/tmp" \
+  HOST=127.0.0.1 PORT="$PORT" DATA_DIR="$WORK/data-openai" ADMIN_USERNAME=admin ADMIN_PASSWORD="$PASSWORD" \
+  OPENAI_BASE_URL="$(cat "$WORK/fake-openai.url")/v1" EMBEDDING_PROVIDER=openai GENERATION_PROVIDERS=openai,local \
+  "$WORK/app/sku-search" >>"$WORK/out.log" 2>&1) &
+PID=$!
+started=$SECONDS
+until [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE/" || true)" = 200 ]; do
+  kill -0 "$PID" 2>/dev/null || fail "the executable exited during startup with OpenAI configured"
+  [ $((SECONDS - started)) -lt 60 ] || fail "GET / did not answer 200 within 60 s with OpenAI configured"
+  sleep 0.2
+done
+status=$(post /auth/login "username=admin&password=$PASSWORD")
+[ "$status" = 200 ] || fail "login answered $status: $(cat "$WORK/body")"
+TOKEN=$(json "$WORK/body" "v.access_token")
+create_product '{"name":"Espresso machine","description":"Fifteen-bar pump","category":"Kitchen"}' >/dev/null
+status=$(post /products/search '{"query":"espresso"}' -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json')
+[ "$status" = 200 ] || fail "the search with OpenAI configured answered $status: $(cat "$WORK/body")"
+json "$WORK/body" 'v.recommendation.startsWith("[OPENAI - ")' | grep -qx true ||
+  fail "the recommendation was not written by the (fake) OpenAI model: $(cat "$WORK/body")"
+echo "smoke: with OpenAI configured, its SDK embeds and writes the recommendation"
 
 if [ -d "$WORK/app/sku-search-assets" ]; then
   # Without the folder its build laid out, it must stop at once and say why.
