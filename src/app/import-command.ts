@@ -66,7 +66,7 @@ export async function runImport(
       if (item.status === "failed" && failures.length < FAILURES_SHOWN) failures.push(item);
       report?.write(`${JSON.stringify(item)}\n`);
     }
-    progress.update(source.bytesRead(), done(), counts, performance.now() - started);
+    progress.update(source.bytesDone(), done(), counts, performance.now() - started);
   };
 
   let status = 0;
@@ -135,7 +135,7 @@ export async function runImport(
 }
 
 interface ProgressDisplay {
-  update(bytesRead: number, items: number, counts: Record<ImportStatus, number>, elapsedMs: number): void;
+  update(bytesDone: number, items: number, counts: Record<ImportStatus, number>, elapsedMs: number): void;
   stop(): void;
 }
 
@@ -153,8 +153,8 @@ function progressDisplay(bytesTotal: number, everySeconds: number): ProgressDisp
     );
     bar.start(Math.max(bytesTotal, 1), 0, { items: 0, rate: 0 });
     return {
-      update(bytesRead, items, _counts, elapsedMs) {
-        bar.update(Math.min(bytesRead, bytesTotal), {
+      update(bytesDone, items, _counts, elapsedMs) {
+        bar.update(Math.min(bytesDone, bytesTotal), {
           items,
           rate: Math.round(items / Math.max(elapsedMs / 1000, 0.001)),
         });
@@ -164,11 +164,11 @@ function progressDisplay(bytesTotal: number, everySeconds: number): ProgressDisp
   }
   let last = 0;
   return {
-    update(bytesRead, items, counts, elapsedMs) {
+    update(bytesDone, items, counts, elapsedMs) {
       if (elapsedMs - last < everySeconds * 1000) return;
       last = elapsedMs;
       const rate = items / Math.max(elapsedMs / 1000, 0.001);
-      const fraction = bytesTotal > 0 ? Math.min(bytesRead / bytesTotal, 1) : 0;
+      const fraction = bytesTotal > 0 ? Math.min(bytesDone / bytesTotal, 1) : 0;
       const etaSeconds = fraction > 0 ? Math.round(((elapsedMs / 1000) * (1 - fraction)) / fraction) : null;
       console.log(
         JSON.stringify({

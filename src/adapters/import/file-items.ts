@@ -27,12 +27,21 @@ export class UnreadableImport extends Error {
 export interface FileSource {
   format: FileFormat;
   gzip: boolean;
-  /** The file's size on disk (compressed, when it is). */
+  /**
+   * The size of the content: the file's, or for gzip the uncompressed size its trailer records
+   * (modulo 4 GiB, as gzip keeps it: past that, progress stops at 100 % early).
+   */
   bytesTotal: number;
-  /** Bytes of the file read so far (compressed, when it is): the import's progress. */
-  bytesRead(): number;
+  /**
+   * Bytes of the content the items read so far came from (within PROGRESS_SLICE_BYTES): the
+   * import's progress. Not what the file reader has read ahead, which can be all of a small file.
+   */
+  bytesDone(): number;
   items: AsyncGenerator<JsonItem>;
 }
+
+/** The parser is handed the content in pieces of at most this size, so progress moves item by item. */
+const PROGRESS_SLICE_BYTES = 16 * 1024;
 
 /** Opens `path` for import; the format comes from `format`, else from the name, else from the first bytes. */
 export async function openImportFile(path: string, format?: FileFormat): Promise<FileSource> {
@@ -40,24 +49,34 @@ export async function openImportFile(path: string, format?: FileFormat): Promise
   if (!(await file.exists())) throw new UnreadableImport(`no such file: ${path}`);
   const head = new Uint8Array(await file.slice(0, 2).arrayBuffer());
   const gzip = head[0] === 0x1f && head[1] === 0x8b;
-  let read = 0;
+  const content = (): AsyncIterable<Uint8Array> =>
+    gzip ? Readable.from(file.stream()).pipe(createGunzip()) : file.stream();
+  let done = 0;
   const counted = async function* (): AsyncGenerator<Uint8Array> {
-    for await (const chunk of file.stream()) {
-      read += chunk.byteLength;
-      yield chunk;
+    for await (const chunk of content()) {
+      for (let start = 0; start < chunk.byteLength; start += PROGRESS_SLICE_BYTES) {
+        const slice = chunk.subarray(start, start + PROGRESS_SLICE_BYTES);
+        done += slice.byteLength;
+        yield slice;
+      }
     }
   };
-  const bytes = (): AsyncIterable<Uint8Array> => (gzip ? Readable.from(counted()).pipe(createGunzip()) : counted());
-  const chosen = format ?? (await formatOf(path, bytes));
-  read = 0; // the look at the first bytes is not progress
+  const chosen = format ?? (await formatOf(path, content));
   const items =
     chosen === "csv"
-      ? csvItems(bytes())
-      : jsonItems(bytes(), chosen === "json" ? "array" : "lines", {
+      ? csvItems(counted())
+      : jsonItems(counted(), chosen === "json" ? "array" : "lines", {
           maxDepth: MAX_JSON_DEPTH,
           maxItemBytes: MAX_ITEM_BYTES,
         });
-  return { format: chosen, gzip, bytesTotal: file.size, bytesRead: () => read, items };
+  const bytesTotal = gzip ? await gzipContentSize(file) : file.size;
+  return { format: chosen, gzip, bytesTotal, bytesDone: () => done, items };
+}
+
+/** The uncompressed size a gzip file's trailer records (ISIZE: its last 4 bytes, little-endian). */
+async function gzipContentSize(file: ReturnType<typeof Bun.file>): Promise<number> {
+  if (file.size < 18) return 0; // no room for a header and a trailer: gunzip will say what is wrong
+  return new DataView(await file.slice(file.size - 4).arrayBuffer()).getUint32(0, true);
 }
 
 /** The format named by the file's extension (under .gz), or guessed from its first character. */
@@ -77,7 +96,8 @@ async function formatOf(path: string, bytes: () => AsyncIterable<Uint8Array>): P
 
 /** CSV records as items: a header row naming the columns, then one product per row. */
 async function* csvItems(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<JsonItem> {
-  const parser = Readable.from(bytes).pipe(
+  // One piece buffered ahead (not Readable.from's default 16), so progress stays near the rows parsed.
+  const parser = Readable.from(bytes, { highWaterMark: 1 }).pipe(
     parseCsv({
       bom: true,
       columns: (header: string[]) => checkHeader(header),
