@@ -15,7 +15,7 @@ import type { VectorIndex } from "../adapters/postgres/vector-index.ts";
 import { DomainError } from "../domain/errors.ts";
 import { ImportProducts } from "../domain/import-products.ts";
 import { type Config, ConfigError, loadConfig, secretsOf } from "./config.ts";
-import { INTERRUPTED, runImport } from "./import-command.ts";
+import { INTERRUPTED, openImport, runImport } from "./import-command.ts";
 import { createLogger } from "./logger.ts";
 import { initialAdminPasswordFile } from "./secrets.ts";
 import { createEmbedder, openDatabase, openStore, openVectorIndex, setUpTranslation } from "./store.ts";
@@ -431,6 +431,8 @@ async function importFile(config: Config, file: string, options: OptionValues): 
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 100_000) {
     throw new UsageError("import: --batch-size must be a whole number from 1 to 100000");
   }
+  const source = await openImport(file, format as FileFormat | undefined);
+  if (source === undefined) return EXIT.failed;
   const log = createLogger(config.logLevel, secretsOf(config));
   const embedder = await createEmbedder(config, log);
   const translation = await setUpTranslation(config, embedder, log);
@@ -443,8 +445,7 @@ async function importFile(config: Config, file: string, options: OptionValues): 
   }
   try {
     const importer = new ImportProducts({ products: store.products, embedder: translation.wrap(embedder) });
-    const code = await runImport(file, importer, {
-      format: format as FileFormat | undefined,
+    const code = await runImport(file, source, importer, {
       batchSize,
       reportPath: typeof options.report === "string" ? options.report : undefined,
     });

@@ -7,13 +7,12 @@
  */
 import { createWriteStream } from "node:fs";
 import cliProgress from "cli-progress";
-import { type FileFormat, openImportFile, UnreadableImport } from "../adapters/import/file-items.ts";
+import { type FileFormat, type FileSource, openImportFile, UnreadableImport } from "../adapters/import/file-items.ts";
 import type { JsonItem } from "../adapters/import/json-items.ts";
 import { DomainError } from "../domain/errors.ts";
 import type { ImportItemResult, ImportProducts, ImportStatus } from "../domain/import-products.ts";
 
 export interface ImportCommandOptions {
-  format?: FileFormat | undefined;
   /** Items read and imported together (the use case embeds them in chunks within each batch). */
   batchSize: number;
   /** A JSON Lines file receiving every item's outcome. */
@@ -33,22 +32,28 @@ class Interrupted extends Error {
 /** The exit status of an import stopped by Ctrl-C (128 + SIGINT), as shells report it. */
 export const INTERRUPTED = 130;
 
-/** Runs the import; returns the exit status (0 done, 1 failed, INTERRUPTED). */
+/**
+ * Opens the import file (file-items.ts reads its first item too); undefined, once it has said why,
+ * when the file cannot be read. Called before the database is opened, so that a wrong file fails
+ * at once, whatever the database's state.
+ */
+export async function openImport(path: string, format: FileFormat | undefined): Promise<FileSource | undefined> {
+  try {
+    return await openImportFile(path, format);
+  } catch (error) {
+    if (!(error instanceof UnreadableImport)) throw error;
+    console.error(`import: ${error.message}`);
+    return undefined;
+  }
+}
+
+/** Runs the import of `source` (opened by openImport from `path`); returns the exit status (0 done, 1 failed, INTERRUPTED). */
 export async function runImport(
   path: string,
+  source: FileSource,
   importer: ImportProducts,
   options: ImportCommandOptions,
 ): Promise<number> {
-  let source: Awaited<ReturnType<typeof openImportFile>>;
-  try {
-    source = await openImportFile(path, options.format);
-  } catch (error) {
-    if (error instanceof UnreadableImport) {
-      console.error(`import: ${error.message}`);
-      return 1;
-    }
-    throw error;
-  }
   const controller = new AbortController();
   const stop = () => controller.abort(new Interrupted("stopped by the operator"));
   process.once("SIGINT", stop);

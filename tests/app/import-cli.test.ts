@@ -5,7 +5,7 @@
  * own DATA_DIR: most of their time is spent in the processes.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
@@ -112,17 +112,24 @@ describe.concurrent("import FILE", () => {
     expect(mixed.stderr).toContain("item 1: El elemento no es un JSON válido");
     expect(mixed.stderr).toContain("item 2: Campo 'description': es obligatorio");
 
+    // A file unreadable from its start is refused before the database is opened (none is made here).
+    const noDatabase = { DATA_DIR: join(dir, "empty") };
     writeFileSync(join(dir, "bad.csv"), "nombre,precio\nx,1\n");
-    const badCsv = await finished(cli(["import", join(dir, "bad.csv")], env));
+    writeFileSync(join(dir, "broken.json"), `[${JSON.stringify(product(1))}`);
+    const [badCsv, brokenArray, missing, badFormat] = await Promise.all([
+      finished(cli(["import", join(dir, "bad.csv")], noDatabase)),
+      finished(cli(["import", join(dir, "broken.json")], noDatabase)),
+      finished(cli(["import", join(dir, "nope.jsonl")], noDatabase)),
+      finished(cli(["import", join(dir, "mixed.jsonl"), "--format", "xml"], noDatabase)),
+    ]);
     expect(badCsv.code).toBe(1);
-    expect(badCsv.stderr).toContain("unknown column 'nombre'");
-
-    const missing = await finished(cli(["import", join(dir, "nope.jsonl")], env));
+    expect(badCsv.stderr).toContain("import: CSV header: unknown column 'nombre'");
+    expect(brokenArray.code).toBe(1);
+    expect(brokenArray.stderr).toContain("import: JSON: El array JSON no está completo");
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toContain("no such file");
-
-    const badFormat = await finished(cli(["import", join(dir, "mixed.jsonl"), "--format", "xml"], env));
+    expect(missing.stderr).toContain("import: no such file");
     expect(badFormat.code).toBe(2);
+    expect(existsSync(noDatabase.DATA_DIR)).toBe(false);
   });
 
   test("Ctrl-C stops after the batch being written, keeps it, and running again resumes", async () => {

@@ -7,7 +7,7 @@ import { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import { parse as parseCsv } from "csv-parse";
 import { MAX_JSON_DEPTH } from "../http/body.ts";
-import { type JsonItem, jsonItems } from "./json-items.ts";
+import { type JsonItem, type JsonItemsFormat, jsonItems, MalformedItems } from "./json-items.ts";
 
 export const FILE_FORMATS = ["jsonl", "json", "csv"] as const;
 export type FileFormat = (typeof FILE_FORMATS)[number];
@@ -43,7 +43,11 @@ export interface FileSource {
 /** The parser is handed the content in pieces of at most this size, so progress moves item by item. */
 const PROGRESS_SLICE_BYTES = 16 * 1024;
 
-/** Opens `path` for import; the format comes from `format`, else from the name, else from the first bytes. */
+/**
+ * Opens `path` for import; the format comes from `format`, else from the name, else from the first
+ * bytes. Its first item is read now, so that a file unreadable from its start (a CSV header naming
+ * no product field, a JSON array that is not one) is refused here, before the import begins.
+ */
 export async function openImportFile(path: string, format?: FileFormat): Promise<FileSource> {
   const file = Bun.file(path);
   if (!(await file.exists())) throw new UnreadableImport(`no such file: ${path}`);
@@ -62,15 +66,31 @@ export async function openImportFile(path: string, format?: FileFormat): Promise
     }
   };
   const chosen = format ?? (await formatOf(path, content));
-  const items =
-    chosen === "csv"
-      ? csvItems(counted())
-      : jsonItems(counted(), chosen === "json" ? "array" : "lines", {
-          maxDepth: MAX_JSON_DEPTH,
-          maxItemBytes: MAX_ITEM_BYTES,
-        });
+  const items = await started(
+    chosen === "csv" ? csvItems(counted()) : jsonFileItems(counted(), chosen === "json" ? "array" : "lines"),
+  );
   const bytesTotal = gzip ? await gzipContentSize(file) : file.size;
   return { format: chosen, gzip, bytesTotal, bytesDone: () => done, items };
+}
+
+/** `items` with its first item read already (its failure thrown now), then the rest as they come. */
+async function started(items: AsyncGenerator<JsonItem>): Promise<AsyncGenerator<JsonItem>> {
+  const first = await items.next();
+  return (async function* () {
+    if (first.done) return;
+    yield first.value;
+    yield* items;
+  })();
+}
+
+/** JSON items of the file; a JSON array that is not one makes the whole file unreadable. */
+async function* jsonFileItems(bytes: AsyncIterable<Uint8Array>, format: JsonItemsFormat): AsyncGenerator<JsonItem> {
+  try {
+    yield* jsonItems(bytes, format, { maxDepth: MAX_JSON_DEPTH, maxItemBytes: MAX_ITEM_BYTES });
+  } catch (error) {
+    if (error instanceof MalformedItems) throw new UnreadableImport(`JSON: ${error.message}`);
+    throw error;
+  }
 }
 
 /** The uncompressed size a gzip file's trailer records (ISIZE: its last 4 bytes, little-endian). */
