@@ -40,7 +40,7 @@ export interface FileSource {
   items: AsyncGenerator<JsonItem>;
 }
 
-/** The parser is handed the content in pieces of at most this size, so progress moves item by item. */
+/** The JSON parser is handed the content in pieces of at most this size, so progress moves item by item. */
 const PROGRESS_SLICE_BYTES = 16 * 1024;
 
 /**
@@ -55,22 +55,29 @@ export async function openImportFile(path: string, format?: FileFormat): Promise
   const gzip = head[0] === 0x1f && head[1] === 0x8b;
   const content = (): AsyncIterable<Uint8Array> =>
     gzip ? Readable.from(file.stream()).pipe(createGunzip()) : file.stream();
-  let done = 0;
-  const counted = async function* (): AsyncGenerator<Uint8Array> {
-    for await (const chunk of content()) {
-      for (let start = 0; start < chunk.byteLength; start += PROGRESS_SLICE_BYTES) {
-        const slice = chunk.subarray(start, start + PROGRESS_SLICE_BYTES);
-        done += slice.byteLength;
-        yield slice;
-      }
-    }
-  };
   const chosen = format ?? (await formatOf(path, content));
+  const position = { bytes: 0 };
   const items = await started(
-    chosen === "csv" ? csvItems(counted()) : jsonFileItems(counted(), chosen === "json" ? "array" : "lines"),
+    chosen === "csv"
+      ? csvItems(content(), position)
+      : jsonFileItems(sliced(content(), position), chosen === "json" ? "array" : "lines"),
   );
   const bytesTotal = gzip ? await gzipContentSize(file) : file.size;
-  return { format: chosen, gzip, bytesTotal, bytesDone: () => done, items };
+  return { format: chosen, gzip, bytesTotal, bytesDone: () => position.bytes, items };
+}
+
+/**
+ * `chunks` in pieces of at most PROGRESS_SLICE_BYTES, counted into `position` as the parser takes
+ * each: the JSON parser reads no further ahead than the piece its items come from.
+ */
+async function* sliced(chunks: AsyncIterable<Uint8Array>, position: { bytes: number }): AsyncGenerator<Uint8Array> {
+  for await (const chunk of chunks) {
+    for (let start = 0; start < chunk.byteLength; start += PROGRESS_SLICE_BYTES) {
+      const slice = chunk.subarray(start, start + PROGRESS_SLICE_BYTES);
+      position.bytes += slice.byteLength;
+      yield slice;
+    }
+  }
 }
 
 /** `items` with its first item read already (its failure thrown now), then the rest as they come. */
@@ -114,26 +121,33 @@ async function formatOf(path: string, bytes: () => AsyncIterable<Uint8Array>): P
   return "csv";
 }
 
-/** CSV records as items: a header row naming the columns, then one product per row. */
-async function* csvItems(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<JsonItem> {
-  // One piece buffered ahead (not Readable.from's default 16), so progress stays near the rows parsed.
-  const parser = Readable.from(bytes, { highWaterMark: 1 }).pipe(
+/**
+ * CSV records as items: a header row naming the columns, then one product per row. `position` is
+ * the content's bytes up to the row last given (csv-parse's own count: its stream reads ahead).
+ */
+async function* csvItems(bytes: AsyncIterable<Uint8Array>, position: { bytes: number }): AsyncGenerator<JsonItem> {
+  const parser = Readable.from(bytes).pipe(
     parseCsv({
       bom: true,
       columns: (header: string[]) => checkHeader(header),
       skip_empty_lines: true,
       relax_column_count: true,
       max_record_size: MAX_ITEM_BYTES,
+      info: true,
     }),
   );
   let index = 0;
   try {
-    for await (const record of parser as AsyncIterable<Record<string, string | undefined>>) {
+    for await (const { info, record } of parser as AsyncIterable<{
+      info: { bytes: number };
+      record: Record<string, string | undefined>;
+    }>) {
       const value: Record<string, string | null> = {};
       for (const column of CSV_COLUMNS) {
         const cell = record[column];
         if (cell !== undefined) value[column] = column === "sku" && cell.trim() === "" ? null : cell;
       }
+      position.bytes = info.bytes;
       yield { index: index++, value };
     }
   } catch (error) {
