@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { openImportFile } from "../../../src/adapters/import/file-items.ts";
+import { type FileFormat, openImportFile } from "../../../src/adapters/import/file-items.ts";
 import { useTempDirs } from "../../support/temp-dirs.ts";
 
 const tempDir = useTempDirs("file-items");
@@ -34,7 +34,7 @@ function lines(rows: string[]): { text: string; ends: number[] } {
  * Reads every item of the file at `path` (whose items end at `ends`, byte offsets in its content),
  * checking after the first, the middle and the last item that the progress is where that item ends.
  */
-async function expectProgressFollowsItems(path: string, ends: number[], format: string) {
+async function expectProgressFollowsItems(path: string, ends: number[], format: FileFormat) {
   const source = await openImportFile(path);
   expect(source.format).toBe(format);
   expect(source.bytesTotal).toBe(ends.at(-1) as number);
