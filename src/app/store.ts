@@ -52,31 +52,16 @@ export async function openDatabase(config: Config, serving = false): Promise<Sql
 /** The embedder EMBEDDING_PROVIDER names; `log` receives its calls and retries. */
 export async function createEmbedder(config: Config, log?: Logger): Promise<Embedder> {
   const { embeddingProvider: provider, embeddingDimensions: dimension } = config;
-  switch (provider) {
-    case "openai": {
-      const { OpenAIEmbedder } = await import("../adapters/providers/openai.ts");
-      return new OpenAIEmbedder({
-        ...clientOptions(config, provider, "embedding", log),
-        model: embeddingModel(config, provider),
-        dimension,
-      });
-    }
-    case "google": {
-      const { GoogleEmbedder } = await import("../adapters/providers/google.ts");
-      return new GoogleEmbedder({
-        ...clientOptions(config, provider, "embedding", log),
-        model: embeddingModel(config, provider),
-        dimension,
-      });
-    }
-    case "local":
-      return createLocalEmbedder(config);
-  }
-}
-
-function embeddingModel(config: Config, provider: "openai" | "google"): string {
-  // Both providers have a default embedding model, so config always sets one.
-  return config.providers[provider].embeddingModel as string;
+  if (provider === "local") return createLocalEmbedder(config);
+  const options = {
+    ...clientOptions(config, provider, "embedding", log),
+    // Both providers have a default embedding model, so config always sets one.
+    model: config.providers[provider].embeddingModel as string,
+    dimension,
+  };
+  return provider === "openai"
+    ? new (await import("../adapters/providers/openai.ts")).OpenAIEmbedder(options)
+    : new (await import("../adapters/providers/google.ts")).GoogleEmbedder(options);
 }
 
 /**
