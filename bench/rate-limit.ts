@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { MemoryRateLimitCounters } from "../src/adapters/memory/rate-limit-counters.ts";
+import { MemoryRateLimitCounters } from "../src/adapters/in-process/rate-limit-counters.ts";
 import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
 import { countProducts } from "../src/adapters/postgres/catalog-stats.ts";
 import { PostgresRateLimitCounters } from "../src/adapters/postgres/rate-limit-counters.ts";

@@ -8,7 +8,7 @@ import { createHttpApp } from "../adapters/http/app.ts";
 import { JwtTokenService } from "../adapters/http/jwt-token-service.ts";
 import { metricsApp } from "../adapters/http/metrics-routes.ts";
 import { requestLogFields } from "../adapters/http/request-context.ts";
-import { MemoryRateLimitCounters } from "../adapters/memory/rate-limit-counters.ts";
+import { MemoryRateLimitCounters } from "../adapters/in-process/rate-limit-counters.ts";
 import { PrometheusMetrics } from "../adapters/metrics/prometheus-metrics.ts";
 import { countProducts } from "../adapters/postgres/catalog-stats.ts";
 import { PostgresRateLimitCounters } from "../adapters/postgres/rate-limit-counters.ts";

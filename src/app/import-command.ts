@@ -8,9 +8,9 @@
 import { createWriteStream } from "node:fs";
 import cliProgress from "cli-progress";
 import { type FileFormat, type FileSource, openImportFile, UnreadableImport } from "../adapters/import/file-items.ts";
-import type { JsonItem } from "../adapters/import/json-items.ts";
 import { DomainError } from "../domain/errors.ts";
 import type { ImportItemResult, ImportProducts, ImportStatus } from "../domain/import-products.ts";
+import type { JsonItem } from "../lib/json/json-items.ts";
 
 export interface ImportCommandOptions {
   /** Items read and imported together (the use case embeds them in chunks within each batch). */

@@ -3,12 +3,12 @@
  * filtered search), run on the in-memory fake and on every SQL database.
  */
 import { describe, expect, test } from "bun:test";
-import { cosineSimilarity, MemoryProductRepository } from "../../src/adapters/memory/product-repository.ts";
 import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import type { NewProduct, Product } from "../../src/domain/product.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { BulkWrite, EmbeddedProduct, ProductRepository } from "../../src/ports/product-repository.ts";
+import { cosineSimilarity, MemoryProductRepository } from "../fakes/memory-product-repository.ts";
 import { seededRandom } from "../support/seeded-random.ts";
 import { forEachDatabase } from "../support/test-databases.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { MemoryRateLimitCounters } from "../../src/adapters/memory/rate-limit-counters.ts";
+import { MemoryRateLimitCounters } from "../../src/adapters/in-process/rate-limit-counters.ts";
 import { PostgresRateLimitCounters } from "../../src/adapters/postgres/rate-limit-counters.ts";
 import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";

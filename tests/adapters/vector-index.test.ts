@@ -4,13 +4,13 @@
  * checked against a brute-force reference.
  */
 import { describe, expect, test } from "bun:test";
-import { cosineSimilarity } from "../../src/adapters/memory/product-repository.ts";
 import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { INDEX_NAME, VectorIndex, vectorSessionSettings } from "../../src/adapters/postgres/vector-index.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { BulkWrite } from "../../src/ports/product-repository.ts";
+import { cosineSimilarity } from "../fakes/memory-product-repository.ts";
 import { seededRandom } from "../support/seeded-random.ts";
 import { forEachDatabase } from "../support/test-databases.ts";
 

@@ -1,12 +1,12 @@
 import { beforeEach, describe, expect, test } from "bun:test";
 import { JwtTokenService } from "../../src/adapters/http/jwt-token-service.ts";
-import { MemoryUserRepository } from "../../src/adapters/memory/user-repository.ts";
 import { Authenticate, type LoginAttempt } from "../../src/domain/authenticate.ts";
 import { InvalidCredentials, NotAuthenticated, TooManyAttempts } from "../../src/domain/errors.ts";
 import { LoginThrottle, type ThrottlePolicy } from "../../src/domain/login-throttle.ts";
 import type { User } from "../../src/domain/user.ts";
 import type { PasswordHasher } from "../../src/ports/password-hasher.ts";
 import { FakeClock } from "../fakes/fake-clock.ts";
+import { MemoryUserRepository } from "../fakes/memory-user-repository.ts";
 
 /** A fast, transparent hasher that records every verification. */
 class SpyHasher implements PasswordHasher {

@@ -1,11 +1,11 @@
 import { beforeEach, describe, expect, test } from "bun:test";
-import { MemoryProductRepository } from "../../src/adapters/memory/product-repository.ts";
 import { CreateProduct, IDEMPOTENCY_KEY_TTL_HOURS } from "../../src/domain/create-product.ts";
 import { DeadlineExceeded, EmbeddingUnavailable, IdempotencyKeyReused, InvalidInput } from "../../src/domain/errors.ts";
 import { PRODUCT_FIELD_MAX_LENGTH, type ProductFields } from "../../src/domain/product.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { Embedder, EmbeddingPurpose } from "../../src/ports/embedder.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+import { MemoryProductRepository } from "../fakes/memory-product-repository.ts";
 
 /** An embedder that answers whatever the test tells it to. */
 class StubEmbedder implements Embedder {

@@ -1,10 +1,10 @@
 import { beforeEach, describe, expect, test } from "bun:test";
-import { MemoryProductRepository } from "../../src/adapters/memory/product-repository.ts";
 import { DeadlineExceeded } from "../../src/domain/errors.ts";
 import { type ImportInput, ImportProducts } from "../../src/domain/import-products.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { EmbeddingPurpose } from "../../src/ports/embedder.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+import { MemoryProductRepository } from "../fakes/memory-product-repository.ts";
 
 /** Counts the texts it embeds per call, and fails from call `failFrom` on when set. */
 class CountingEmbedder extends FakeEmbedder {

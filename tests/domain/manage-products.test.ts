@@ -1,5 +1,4 @@
 import { beforeEach, describe, expect, test } from "bun:test";
-import { MemoryProductRepository } from "../../src/adapters/memory/product-repository.ts";
 import { CreateProduct } from "../../src/domain/create-product.ts";
 import {
   ConcurrentModification,
@@ -11,6 +10,7 @@ import {
 import { ManageProducts } from "../../src/domain/manage-products.ts";
 import { contentDigest } from "../../src/domain/product.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+import { MemoryProductRepository } from "../fakes/memory-product-repository.ts";
 
 const SHOE = { name: "Zapatilla de running", description: "Ligera y transpirable", category: "Deporte" };
 

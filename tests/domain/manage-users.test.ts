@@ -1,9 +1,9 @@
 import { beforeEach, describe, expect, test } from "bun:test";
-import { MemoryUserRepository } from "../../src/adapters/memory/user-repository.ts";
 import { InvalidInput, UserAlreadyExists, UserNotFound } from "../../src/domain/errors.ts";
 import { ManageUsers } from "../../src/domain/manage-users.ts";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from "../../src/domain/user.ts";
 import type { PasswordHasher } from "../../src/ports/password-hasher.ts";
+import { MemoryUserRepository } from "../fakes/memory-user-repository.ts";
 
 /** A fast, transparent hasher: tests check what was stored through `verify`. */
 class PlainHasher implements PasswordHasher {

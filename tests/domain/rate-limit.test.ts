@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { MemoryRateLimitCounters } from "../../src/adapters/memory/rate-limit-counters.ts";
+import { MemoryRateLimitCounters } from "../../src/adapters/in-process/rate-limit-counters.ts";
 import { RateLimitExceeded } from "../../src/domain/errors.ts";
 import { RateLimiter, rateLimitState } from "../../src/domain/rate-limit.ts";
 import { FakeClock } from "../fakes/fake-clock.ts";

@@ -1,5 +1,4 @@
 import { beforeEach, describe, expect, test } from "bun:test";
-import { cosineSimilarity, MemoryProductRepository } from "../../src/adapters/memory/product-repository.ts";
 import { CreateProduct } from "../../src/domain/create-product.ts";
 import { EmbeddingUnavailable, GenerationUnavailable, InvalidInput } from "../../src/domain/errors.ts";
 import { ManageProducts } from "../../src/domain/manage-products.ts";
@@ -12,6 +11,7 @@ import {
 } from "../../src/domain/search-and-recommend.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { FakeGenerator } from "../fakes/fake-generator.ts";
+import { cosineSimilarity, MemoryProductRepository } from "../fakes/memory-product-repository.ts";
 
 const CATALOGUE: ProductFields[] = [
   { name: "Zapatillas de running", description: "Ligeras para correr en asfalto", category: "Deporte" },

@@ -1,3 +1,4 @@
+import { hasProtoKey, jsonDepthExceeds, MAX_JSON_DEPTH } from "../../lib/json/json-depth.ts";
 import {
   fieldDetail,
   HttpProblem,
@@ -6,12 +7,8 @@ import {
   payloadTooLarge,
   unsupportedMediaType,
 } from "./errors.ts";
-import { hasProtoKey, jsonDepthExceeds } from "./json-depth.ts";
 
 export type BodyFormat = "json" | "form";
-
-/** Deepest nesting a JSON body may have: every body this API takes is at most a few levels deep. */
-export const MAX_JSON_DEPTH = 32;
 
 const MEDIA_TYPES: Record<BodyFormat, readonly string[]> = {
   json: ["application/json"],

@@ -1,5 +1,5 @@
-import { type JsonItem, jsonItems, MalformedItems } from "../import/json-items.ts";
-import { MAX_JSON_DEPTH } from "./body.ts";
+import { MAX_JSON_DEPTH } from "../../lib/json/json-depth.ts";
+import { type JsonItem, jsonItems, MalformedItems } from "../../lib/json/json-items.ts";
 import { HttpProblem, payloadTooLarge, unsupportedMediaType } from "./errors.ts";
 
 export interface BulkLimits {

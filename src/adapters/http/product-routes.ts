@@ -29,7 +29,7 @@ import {
   type SearchDefaults,
   type SearchEvent,
 } from "../../domain/search-and-recommend.ts";
-import { MALFORMED_ARRAY } from "../import/json-items.ts";
+import { MALFORMED_ARRAY } from "../../lib/json/json-items.ts";
 import { mediaTypesOf, readBody } from "./body.ts";
 import { BULK_MEDIA_TYPES, type BulkLimits, noItems, readBulkItems, tooManyItems } from "./bulk-body.ts";
 import { type FieldSchema, fieldDetail, HttpProblem, NOT_AN_OBJECT, payloadTooLarge } from "./errors.ts";

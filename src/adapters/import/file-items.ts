@@ -6,8 +6,8 @@
 import { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
 import { parse as parseCsv } from "csv-parse";
-import { MAX_JSON_DEPTH } from "../http/body.ts";
-import { type JsonItem, type JsonItemsFormat, jsonItems, MalformedItems } from "./json-items.ts";
+import { MAX_JSON_DEPTH } from "../../lib/json/json-depth.ts";
+import { type JsonItem, type JsonItemsFormat, jsonItems, MalformedItems } from "../../lib/json/json-items.ts";
 
 export const FILE_FORMATS = ["jsonl", "json", "csv"] as const;
 export type FileFormat = (typeof FILE_FORMATS)[number];

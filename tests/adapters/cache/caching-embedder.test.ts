@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { CachingEmbedder, normalizeQuery } from "../../../src/adapters/cache/caching-embedder.ts";
 import { LruCache } from "../../../src/adapters/cache/lru-cache.ts";
-import { MemoryQueryEmbeddingCache } from "../../../src/adapters/memory/query-embedding-cache.ts";
 import { FakeEmbedder } from "../../fakes/fake-embedder.ts";
+import { MemoryQueryEmbeddingCache } from "../../fakes/memory-query-embedding-cache.ts";
 
 function setup(memoryEntries = 10) {
   const embedder = new FakeEmbedder(8);

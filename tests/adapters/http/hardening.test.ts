@@ -3,8 +3,8 @@
  * idempotent creates, and tokens that die with a password change.
  */
 import { describe, expect, test } from "bun:test";
-import { MAX_JSON_DEPTH } from "../../../src/adapters/http/body.ts";
 import { ManageUsers } from "../../../src/domain/manage-users.ts";
+import { MAX_JSON_DEPTH } from "../../../src/lib/json/json-depth.ts";
 import { createHarness, PASSWORD, USERNAME } from "./harness.ts";
 
 const LAPTOP = { name: "Portátil", description: "Ordenador portátil ligero", category: "informática" };

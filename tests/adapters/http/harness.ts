@@ -2,10 +2,7 @@ import { createHttpApp, type HttpSettings, type LogEvent } from "../../../src/ad
 import type { JwtAlgorithm } from "../../../src/adapters/http/jwt-algorithms.ts";
 import { JwtTokenService } from "../../../src/adapters/http/jwt-token-service.ts";
 import { requestLogFields } from "../../../src/adapters/http/request-context.ts";
-import { MemoryDatabaseHealth } from "../../../src/adapters/memory/database-health.ts";
-import { MemoryProductRepository } from "../../../src/adapters/memory/product-repository.ts";
-import { MemoryRateLimitCounters } from "../../../src/adapters/memory/rate-limit-counters.ts";
-import { MemoryUserRepository } from "../../../src/adapters/memory/user-repository.ts";
+import { MemoryRateLimitCounters } from "../../../src/adapters/in-process/rate-limit-counters.ts";
 import { PrometheusMetrics } from "../../../src/adapters/metrics/prometheus-metrics.ts";
 import { type Logger, tapLogger } from "../../../src/app/logger.ts";
 import { Authenticate } from "../../../src/domain/authenticate.ts";
@@ -20,6 +17,9 @@ import type { Generator } from "../../../src/ports/generator.ts";
 import { FakeClock } from "../../fakes/fake-clock.ts";
 import { FakeEmbedder } from "../../fakes/fake-embedder.ts";
 import { FakeGenerator } from "../../fakes/fake-generator.ts";
+import { MemoryDatabaseHealth } from "../../fakes/memory-database-health.ts";
+import { MemoryProductRepository } from "../../fakes/memory-product-repository.ts";
+import { MemoryUserRepository } from "../../fakes/memory-user-repository.ts";
 import { type CallOptions, callApp } from "../../support/app-client.ts";
 import { lowCostHasher } from "../../support/password-hasher.ts";
 

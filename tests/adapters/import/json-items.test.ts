@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { type JsonItem, jsonItems, MalformedItems } from "../../../src/adapters/import/json-items.ts";
+import { type JsonItem, jsonItems, MalformedItems } from "../../../src/lib/json/json-items.ts";
 
 const options = { maxDepth: 8, maxItemBytes: 200 };
 

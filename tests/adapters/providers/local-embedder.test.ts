@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { cosineSimilarity } from "../../../src/adapters/memory/product-repository.ts";
 import { LocalEmbedder } from "../../../src/adapters/providers/local-embedder.ts";
 import { INSTALLED_MODEL_DIR } from "../../../src/adapters/providers/local-model-files.ts";
 import { vectorProblem } from "../../../src/domain/vector.ts";
+import { cosineSimilarity } from "../../fakes/memory-product-repository.ts";
 import { useTempDirs } from "../../support/temp-dirs.ts";
 
 const MODEL_DIR = INSTALLED_MODEL_DIR;

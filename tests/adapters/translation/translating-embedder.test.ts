@@ -1,5 +1,4 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { cosineSimilarity } from "../../../src/adapters/memory/product-repository.ts";
 import { LocalEmbedder } from "../../../src/adapters/providers/local-embedder.ts";
 import { INSTALLED_MODEL_DIR } from "../../../src/adapters/providers/local-model-files.ts";
 import { ApertiumTranslator, findApertium } from "../../../src/adapters/translation/apertium.ts";
@@ -7,6 +6,7 @@ import { TranslatingEmbedder } from "../../../src/adapters/translation/translati
 import { embeddingText } from "../../../src/domain/product.ts";
 import type { Translation, Translator } from "../../../src/ports/translator.ts";
 import { FakeEmbedder } from "../../fakes/fake-embedder.ts";
+import { cosineSimilarity } from "../../fakes/memory-product-repository.ts";
 import { blockHooks } from "../../support/skipped-blocks.ts";
 
 setDefaultTimeout(30_000);

@@ -6,6 +6,9 @@ export const CLOSE_BRACKET = 0x5d;
 export const OPEN_BRACE = 0x7b;
 export const CLOSE_BRACE = 0x7d;
 
+/** Deepest nesting of arrays and objects accepted in any JSON this service reads (a body, an import item). */
+export const MAX_JSON_DEPTH = 32;
+
 /**
  * The deepest nesting of arrays and objects in JSON text, found in one pass over its bytes without
  * parsing it. Run before JSON.parse and validation: both cost far more than linear time on deeply

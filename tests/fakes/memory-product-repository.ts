@@ -1,7 +1,7 @@
-import { DatabaseUnavailable } from "../../domain/errors.ts";
-import { publicView } from "../../domain/manage-products.ts";
-import type { HybridCandidate, Product, StoredProduct, VersionedHit } from "../../domain/product.ts";
-import { type Vector, vectorProblem } from "../../domain/vector.ts";
+import { DatabaseUnavailable } from "../../src/domain/errors.ts";
+import { publicView } from "../../src/domain/manage-products.ts";
+import type { HybridCandidate, Product, StoredProduct, VersionedHit } from "../../src/domain/product.ts";
+import { type Vector, vectorProblem } from "../../src/domain/vector.ts";
 import type {
   AddResult,
   BulkWrite,
@@ -16,7 +16,7 @@ import type {
   ProductUpdate,
   SearchQuery,
   UpdateResult,
-} from "../../ports/product-repository.ts";
+} from "../../src/ports/product-repository.ts";
 
 interface Row {
   product: StoredProduct;

@@ -1,6 +1,6 @@
-import { DatabaseUnavailable, UserAlreadyExists } from "../../domain/errors.ts";
-import type { User } from "../../domain/user.ts";
-import type { UserRepository } from "../../ports/user-repository.ts";
+import { DatabaseUnavailable, UserAlreadyExists } from "../../src/domain/errors.ts";
+import type { User } from "../../src/domain/user.ts";
+import type { UserRepository } from "../../src/ports/user-repository.ts";
 
 /** Users in memory. Set `down` to make every call fail with DatabaseUnavailable. */
 export class MemoryUserRepository implements UserRepository {

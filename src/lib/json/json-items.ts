@@ -11,7 +11,7 @@ import {
   OPEN_BRACE,
   OPEN_BRACKET,
   QUOTE,
-} from "../http/json-depth.ts";
+} from "./json-depth.ts";
 
 export type JsonItemsFormat = "array" | "lines";
 

@@ -1,6 +1,6 @@
-import { DatabaseUnavailable } from "../../domain/errors.ts";
-import type { Vector } from "../../domain/vector.ts";
-import type { QueryEmbeddingCache, QueryKey } from "../../ports/query-embedding-cache.ts";
+import { DatabaseUnavailable } from "../../src/domain/errors.ts";
+import type { Vector } from "../../src/domain/vector.ts";
+import type { QueryEmbeddingCache, QueryKey } from "../../src/ports/query-embedding-cache.ts";
 
 /** Query embeddings in a Map, never expiring. Set `down` to make every call fail with DatabaseUnavailable. */
 export class MemoryQueryEmbeddingCache implements QueryEmbeddingCache {

@@ -1,5 +1,5 @@
-import { DatabaseUnavailable } from "../../domain/errors.ts";
-import type { DatabaseHealth } from "../../ports/database-health.ts";
+import { DatabaseUnavailable } from "../../src/domain/errors.ts";
+import type { DatabaseHealth } from "../../src/ports/database-health.ts";
 
 /** Healthy until `down` is set, then every ping fails with DatabaseUnavailable. */
 export class MemoryDatabaseHealth implements DatabaseHealth {
