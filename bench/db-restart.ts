@@ -14,7 +14,7 @@
 import { parseArgs } from "node:util";
 import { connectPostgres } from "../src/adapters/postgres/sql-client.ts";
 import { loadConfig } from "../src/app/config.ts";
-import { createContainer } from "../src/app/container.ts";
+import { createHttpService } from "../src/app/http-service.ts";
 import { FakeEmbedder } from "../tests/fakes/fake-embedder.ts";
 import { callApp } from "../tests/support/app-client.ts";
 import { startPostgresCluster } from "../tests/support/postgres-cluster.ts";
@@ -44,7 +44,7 @@ const config = loadConfig({
   WRITE_RATE_LIMIT: "1000000",
 });
 const pool = connectPostgres(cluster.url, { maxConnections: POOL, queryTimeoutMs: config.databaseTimeoutMs });
-const container = await createContainer(config, silent, { embedder: new FakeEmbedder(32), database: pool });
+const container = await createHttpService(config, silent, { embedder: new FakeEmbedder(32), database: pool });
 try {
   const login = await callApp(container.app, "POST", "/auth/login", {
     form: { username: "admin", password: "una-contraseña-larga" },

@@ -13,7 +13,7 @@
  * 2. with the service stopped, the bench opens the database itself and times the SQL part of
  *    search (PostgresProductRepository.searchByVector, as the service calls it, one query at a time):
  *    first without the index (the exact plan, whose answers are the reference for recall@10),
- *    then after building the index (VectorIndex.build, as `sku-search index build` does), at each
+ *    then after building the index (SqlVectorIndex.build, as `sku-search index build` does), at each
  *    `--ef` for unfiltered queries and at the service's default for filtered ones: categories of
  *    about 0.1 %, 1 %, 5 % and 30 % of the products, queries near the category and far from it;
  * 3. the index is dropped before the next load (a large load is faster without it); after the last
@@ -37,7 +37,7 @@ import { freePort } from "../scripts/free-port.ts";
 import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
 import { DEFAULT_SEARCH_PLAN, PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
 import { connectPostgres, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
-import { indexTarget, VectorIndex, vectorSessionSettings } from "../src/adapters/postgres/vector-index.ts";
+import { indexTarget, SqlVectorIndex, vectorSessionSettings } from "../src/adapters/postgres/vector-index.ts";
 import { LocalEmbedder } from "../src/adapters/providers/local-embedder.ts";
 import { INSTALLED_MODEL_DIR } from "../src/adapters/providers/local-model-files.ts";
 import { embeddingText } from "../src/domain/product.ts";
@@ -419,8 +419,7 @@ try {
     try {
       await db.query("VACUUM ANALYZE products");
       const repository = new PostgresProductRepository(db, DIMENSION, PLAN);
-      const index = new VectorIndex(db, DIMENSION, {
-        settings: { mode: "auto", minRows: 1 },
+      const index = new SqlVectorIndex(db, DIMENSION, {
         server: ENGINE === "pg",
         buildMemory: ENGINE === "pg" ? "1GB" : undefined,
       });

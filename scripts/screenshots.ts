@@ -10,7 +10,7 @@ import { join, resolve } from "node:path";
 import type { Page } from "playwright-core";
 import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
 import { loadConfig } from "../src/app/config.ts";
-import { createContainer } from "../src/app/container.ts";
+import { createHttpService } from "../src/app/http-service.ts";
 import { createLogger } from "../src/app/logger.ts";
 import { CHROMIUM_PATH, hasChromium, launchChromium } from "../tests/support/chromium.ts";
 
@@ -105,7 +105,7 @@ const config = loadConfig({
   JWT_SECRET: "capturas-de-pantalla-secreto-de-ejemplo-0123456789",
   LOG_LEVEL: "error",
 });
-const container = await createContainer(config, createLogger("error"), { database: await openPglite(undefined) });
+const container = await createHttpService(config, createLogger("error"), { database: await openPglite(undefined) });
 await container.warmUp();
 const server = container.app.listen({ hostname: "127.0.0.1", port: 0, reusePort: false });
 const base = `http://127.0.0.1:${server.server?.port}`;

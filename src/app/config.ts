@@ -6,7 +6,7 @@
 
 import { JWT_ALGORITHMS, type JwtAlgorithm } from "../adapters/http/jwt-algorithms.ts";
 import { DEFAULT_SEARCH_PLAN } from "../adapters/postgres/product-repository.ts";
-import { VECTOR_INDEX_MODES, type VectorSearchSettings } from "../adapters/postgres/vector-index.ts";
+import type { VectorSearchSettings } from "../adapters/postgres/vector-index.ts";
 import {
   ANTHROPIC_DEFAULT_GENERATION_MODEL,
   GOOGLE_DEFAULT_EMBEDDING_MODEL,
@@ -16,6 +16,7 @@ import {
 } from "../adapters/providers/default-models.ts";
 import type { RetryPolicy } from "../adapters/providers/resilient-fetch.ts";
 import { SEARCH_MODES, type SearchMode } from "../domain/hybrid-ranking.ts";
+import { VECTOR_INDEX_MODES, type VectorIndexPolicy } from "../domain/maintain-vector-index.ts";
 import { DEFAULT_HYBRID_ALPHA } from "../domain/search-and-recommend.ts";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from "../domain/user.ts";
 
@@ -119,8 +120,11 @@ export interface Config {
   bulkMaxBytes: number;
   /** Most products in one bulk import request. */
   bulkMaxItems: number;
-  /** The approximate vector index and the plans of filtered searches (vector-index.ts). */
-  vectorSearch: VectorSearchSettings;
+  /**
+   * When the vector index is built (domain/maintain-vector-index.ts), the index scan's ef_search and
+   * the plans of filtered searches (adapters/postgres/vector-index.ts).
+   */
+  vectorSearch: VectorIndexPolicy & VectorSearchSettings;
   /** maintenance_work_mem of an index build on a PostgreSQL server. */
   vectorIndexBuildMemory: string;
   /** Longest wait for one database statement while serving, in ms (PostgreSQL only: PGlite runs in process). */

@@ -2,19 +2,20 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rm } from "node:fs/promises";
 import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
 import { PostgresDatabaseHealth } from "../../src/adapters/postgres/database-health.ts";
+import { SqlEmbeddingSpace } from "../../src/adapters/postgres/embedding-space.ts";
 import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
 import { PostgresQueryEmbeddingCache } from "../../src/adapters/postgres/query-embedding-cache.ts";
 import {
   EmbeddingSpaceMismatch,
   MIGRATION_VERSIONS,
   prepareDatabase,
-  reembedProducts,
   vectorParam,
 } from "../../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { PostgresUserRepository } from "../../src/adapters/postgres/user-repository.ts";
 import { DatabaseUnavailable, EmbeddingUnavailable, UserAlreadyExists } from "../../src/domain/errors.ts";
 import { embeddingText, type NewProduct, type Product } from "../../src/domain/product.ts";
+import { ReembedCatalogue, type ReembedOptions } from "../../src/domain/reembed-catalogue.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { DatabaseHealth } from "../../src/ports/database-health.ts";
 import type { Embedder, EmbeddingPurpose } from "../../src/ports/embedder.ts";
@@ -234,7 +235,13 @@ class FakeEmbedder implements Embedder {
   }
 }
 
+/** The catalogue in `client` re-embedded by `embedder`, as `reembed` does it. */
+function reembedProducts(client: SqlClient, embedder: Embedder, options: ReembedOptions = {}) {
+  return new ReembedCatalogue({ space: new SqlEmbeddingSpace(client), embedder }).execute(options);
+}
+
 /** Deterministic vectors of any length from the text's characters. */
+
 class DimensionEmbedder implements Embedder {
   readonly model: string;
   constructor(readonly dimension: number) {
@@ -393,7 +400,10 @@ function databaseContract(db: TestDatabase): void {
 
     const embedder = new FakeEmbedder();
     const progress: number[] = [];
-    const result = await reembedProducts(client, embedder, { batchSize: 2, onProgress: (done) => progress.push(done) });
+    const result = await reembedProducts(client, embedder, {
+      batchSize: 2,
+      onEvent: (event) => event.type === "progress" && progress.push(event.done),
+    });
     expect(result).toEqual({ products: 5 });
     expect(progress).toEqual([2, 4, 5]);
     expect(embedder.calls).toBe(3);
@@ -448,23 +458,37 @@ function databaseContract(db: TestDatabase): void {
     expect(await new PostgresProductRepository(client, 3).searchByVector([1, 1, 1], { limit: 10 })).toHaveLength(6);
   });
 
-  test("reembedProducts leaves the database as it was when the embedder fails midway", async () => {
+  test("a re-embed that fails midway leaves the live embeddings as they were; the next run resumes and switches", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
     const repository = new PostgresProductRepository(client, space.dimension);
     for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
       await stored(repository.add(row(product, [1, i, 0, 0])));
-    const columns = await tableColumns(client, "products");
 
-    const failure = reembedProducts(client, new FakeEmbedder("fake-3", 2), { batchSize: 2 });
+    const failing = new FakeEmbedder("fake-3", 2);
+    const failure = reembedProducts(client, failing, { batchSize: 2 });
     await expect(failure).rejects.toBeInstanceOf(EmbeddingUnavailable);
     await expect(failure).rejects.toMatchObject({ cause: { message: expect.stringContaining("provider down") } });
 
+    // The database still serves the old space, its vectors untouched.
     await prepareDatabase(client, space);
-    expect(await tableColumns(client, "products")).toEqual(columns);
     const hits = await repository.searchByVector([1, 0, 0, 0], { limit: 10 });
     expect(hits).toHaveLength(5);
     expect(hits[0]?.score).toBeCloseTo(1, 5);
+
+    // The next run for the same model embeds only the three products not staged before the failure.
+    const embedder = new FakeEmbedder("fake-3");
+    const started: number[] = [];
+    const result = await reembedProducts(client, embedder, {
+      batchSize: 2,
+      onEvent: (event) => event.type === "started" && started.push(event.staged),
+    });
+    expect(started).toEqual([2]);
+    expect(embedder.calls).toBe(2);
+    expect(result).toEqual({ products: 5 });
+    await prepareDatabase(client, { model: "fake-3", dimension: 3 });
+    const columns = await tableColumns(client, "products");
+    expect(columns.filter((column) => column.startsWith("embedding"))).toEqual(["embedding"]);
   });
 }
 

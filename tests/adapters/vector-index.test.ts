@@ -7,7 +7,8 @@ import { describe, expect, test } from "bun:test";
 import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
-import { INDEX_NAME, VectorIndex, vectorSessionSettings } from "../../src/adapters/postgres/vector-index.ts";
+import { INDEX_NAME, SqlVectorIndex, vectorSessionSettings } from "../../src/adapters/postgres/vector-index.ts";
+import { MaintainVectorIndex } from "../../src/domain/maintain-vector-index.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { BulkWrite } from "../../src/ports/product-repository.ts";
 import { cosineSimilarity } from "../fakes/memory-product-repository.ts";
@@ -38,7 +39,7 @@ const mainQuery = (space: ReturnType<typeof clusteredSpace>, i: number) => space
 interface Loaded {
   db: SqlClient;
   products: PostgresProductRepository;
-  index: VectorIndex;
+  index: SqlVectorIndex;
   vectors: Map<number, Vector>;
   categories: Map<number, string>;
   space: ReturnType<typeof clusteredSpace>;
@@ -47,7 +48,7 @@ interface Loaded {
 async function load(
   db: SqlClient,
   engine: "pglite" | "postgres",
-  options: { filterExactMaxRows?: number; minRows?: number } = {},
+  options: { filterExactMaxRows?: number } = {},
 ): Promise<Loaded> {
   await prepareDatabase(db, { model: "test", dimension: DIMENSION });
   // The service sets these when a connection opens; the test's connection is already open.
@@ -82,10 +83,7 @@ async function load(
     vectors.set(outcome.written.id, (pending[i] as { vector: Vector }).vector);
     categories.set(outcome.written.id, (pending[i] as { category: string }).category);
   });
-  const index = new VectorIndex(db, DIMENSION, {
-    settings: { mode: "auto", minRows: options.minRows ?? PRODUCTS },
-    server: engine === "postgres",
-  });
+  const index = new SqlVectorIndex(db, DIMENSION, { server: engine === "postgres" });
   return { db, products, index, vectors, categories, space };
 }
 
@@ -191,27 +189,22 @@ forEachDatabase((database, engine) => {
       }
     }, 120_000);
 
-    test("maintain builds only from minRows and after a check with no writes; drop removes it", async () => {
-      const loaded = await load(await database.fresh(), engine, { minRows: PRODUCTS + 1 });
+    test("the index policy on the real database builds only from minRows and after a look with no writes; drop removes it", async () => {
+      const loaded = await load(await database.fresh(), engine);
+      const policy = (mode: "auto" | "off", minRows: number) =>
+        new MaintainVectorIndex({ index: loaded.index, policy: { mode, minRows } });
       try {
-        expect(await loaded.index.maintain({ ignoreWrites: true })).toBe(false);
-        const more = new VectorIndex(loaded.db, DIMENSION, {
-          settings: { mode: "auto", minRows: PRODUCTS },
-          server: engine === "postgres",
-        });
-        const off = new VectorIndex(loaded.db, DIMENSION, {
-          settings: { mode: "off", minRows: 1 },
-          server: engine === "postgres",
-        });
-        expect(await off.maintain({ ignoreWrites: true })).toBe(false);
-        // The first check only records the writes so far; the next one with none since builds.
-        expect(await more.maintain()).toBe(false);
-        expect(await more.maintain()).toBe(true);
-        expect((await more.status()).valid).toBe(true);
-        expect(await more.maintain()).toBe(false);
-        expect(await more.drop()).toBe(true);
-        expect((await more.status()).present).toBe(false);
-        expect(await more.drop()).toBe(false);
+        expect(await policy("auto", PRODUCTS + 1).afterLoad()).toBe("too-small");
+        expect(await policy("off", 1).afterLoad()).toBe("not-automatic");
+        const maintain = policy("auto", PRODUCTS);
+        // The first look only records the writes so far; the next one with none since builds.
+        expect(await maintain.check()).toBe("writes-under-way");
+        expect(await maintain.check()).toBe("built");
+        expect((await loaded.index.status()).valid).toBe(true);
+        expect(await maintain.check()).toBe("ready");
+        expect(await loaded.index.drop()).toBe(true);
+        expect((await loaded.index.status()).present).toBe(false);
+        expect(await loaded.index.drop()).toBe(false);
       } finally {
         await database.cleanup();
       }

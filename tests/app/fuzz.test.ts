@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { loadConfig } from "../../src/app/config.ts";
-import { type Container, createContainer } from "../../src/app/container.ts";
+import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import { createLogger } from "../../src/app/logger.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { EmbeddingPurpose } from "../../src/ports/embedder.ts";
@@ -30,7 +30,7 @@ class NeverZeroEmbedder extends FakeEmbedder {
   }
 }
 
-let container: Container;
+let container: HttpService;
 let database: SqlClient;
 let token: string;
 const tempDir = useTempDirs("fuzz");
@@ -45,7 +45,7 @@ beforeAll(async () => {
     ADMIN_PASSWORD: ADMIN.password,
     MAX_BODY_BYTES: "65536",
   });
-  container = await createContainer(config, createLogger("error"), {
+  container = await createHttpService(config, createLogger("error"), {
     embedder: new NeverZeroEmbedder(32),
     database,
     passwordHasher: lowCostHasher(),

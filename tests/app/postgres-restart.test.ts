@@ -7,7 +7,7 @@
 import { expect, setDefaultTimeout, test } from "bun:test";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { loadConfig } from "../../src/app/config.ts";
-import { type Container, createContainer } from "../../src/app/container.ts";
+import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { callApp } from "../support/app-client.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
@@ -26,7 +26,7 @@ const HEAL_MS = 2_000;
 const OBSERVE_MS = 3_000;
 
 let cluster: PostgresCluster;
-let container: Container;
+let container: HttpService;
 /** The service's own pool (handed to the container), to use every connection of it at the end. */
 let pool: SqlClient;
 const tempDir = useTempDirs("restart");
@@ -48,7 +48,7 @@ async function setUp() {
   });
   const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
   pool = connectPostgres(cluster.url, { maxConnections: POOL_SIZE, queryTimeoutMs: config.databaseTimeoutMs });
-  container = await createContainer(config, silent, {
+  container = await createHttpService(config, silent, {
     embedder: new FakeEmbedder(32),
     database: pool,
     passwordHasher: lowCostHasher(),

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, setDefaultTimeout, t
 import { rmSync } from "node:fs";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { loadConfig } from "../../src/app/config.ts";
-import { type Container, createContainer } from "../../src/app/container.ts";
+import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import type { Logger } from "../../src/app/logger.ts";
 import { anthropicError, anthropicHandler } from "../fakes/fake-anthropic-server.ts";
 import { googleError, googleHandler } from "../fakes/fake-google-server.ts";
@@ -79,7 +79,7 @@ function capturingLogger() {
   return { logger, events };
 }
 
-const open: Container[] = [];
+const open: HttpService[] = [];
 const dirs: string[] = [];
 beforeEach(() => {
   for (const fake of [openai, anthropic, google]) fake.reset();
@@ -104,7 +104,7 @@ async function start(env: Record<string, string>, database?: SqlClient) {
     ...env,
   });
   const { logger, events } = capturingLogger();
-  const container = await createContainer(
+  const container = await createHttpService(
     { ...config, dataDir: env.DATA_DIR ?? (await dataDirWithDatabase()) },
     logger,
     { passwordHasher: lowCostHasher(), ...(database ? { database } : {}) },

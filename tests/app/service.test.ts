@@ -9,8 +9,9 @@ import { join } from "node:path";
 import { SignJWT } from "jose";
 import { LocalEmbedder } from "../../src/adapters/providers/local-embedder.ts";
 import { INSTALLED_MODEL_DIR } from "../../src/adapters/providers/local-model-files.ts";
+import type { Overrides } from "../../src/app/composition-root.ts";
 import { loadConfig } from "../../src/app/config.ts";
-import { type Container, createContainer, type Overrides } from "../../src/app/container.ts";
+import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import { createLogger } from "../../src/app/logger.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { type CallOptions, callApp } from "../support/app-client.ts";
@@ -23,7 +24,7 @@ setDefaultTimeout(60_000);
 
 const ADMIN = { username: "admin", password: "una-contraseña-larga" };
 const quiet = createLogger("error");
-const open: Container[] = [];
+const open: HttpService[] = [];
 const dirs: string[] = [];
 
 function tempDir(): string {
@@ -37,7 +38,7 @@ const dataDirWithDatabase = () => withNewDatabase(tempDir());
 
 async function start(env: Record<string, string>, overrides: Overrides = {}) {
   const config = loadConfig({ ADMIN_USERNAME: ADMIN.username, ADMIN_PASSWORD: ADMIN.password, ...env });
-  const container = await createContainer(config, quiet, {
+  const container = await createHttpService(config, quiet, {
     embedder: new FakeEmbedder(64),
     passwordHasher: lowCostHasher(),
     ...overrides,
@@ -49,7 +50,7 @@ async function start(env: Record<string, string>, overrides: Overrides = {}) {
   return { container, call, login };
 }
 
-async function stop(container: Container) {
+async function stop(container: HttpService) {
   open.splice(open.indexOf(container), 1);
   await container.close();
 }
@@ -262,7 +263,7 @@ describe("the service on the embedded database", () => {
     };
     const config = loadConfig({ DATA_DIR: dataDir });
     const overrides = { embedder: new FakeEmbedder(64), passwordHasher: lowCostHasher() };
-    const container = await createContainer(config, capture, overrides);
+    const container = await createHttpService(config, capture, overrides);
     open.push(container);
     const created = lines.find((line) => line.event === "admin_created");
     expect(created).toMatchObject({ username: "admin", passwordFile: join(dataDir, "initial-admin-password") });
@@ -282,7 +283,7 @@ describe("the service on the embedded database", () => {
     await stop(container);
 
     lines.length = 0;
-    open.push(await createContainer(config, capture, overrides));
+    open.push(await createHttpService(config, capture, overrides));
     expect(lines.some((line) => line.event === "admin_created")).toBe(false);
   });
 
@@ -292,7 +293,7 @@ describe("the service on the embedded database", () => {
     await stop(first.container);
     const config = loadConfig({ DATA_DIR: dataDir });
     await expect(
-      createContainer(config, quiet, { embedder: new FakeEmbedder(32), passwordHasher: lowCostHasher() }),
+      createHttpService(config, quiet, { embedder: new FakeEmbedder(32), passwordHasher: lowCostHasher() }),
     ).rejects.toThrow(/reembed/);
   });
 });

@@ -8,10 +8,10 @@ import { join } from "node:path";
 import { LocalEmbedder } from "../../src/adapters/providers/local-embedder.ts";
 import { INSTALLED_MODEL_DIR } from "../../src/adapters/providers/local-model-files.ts";
 import { findApertium } from "../../src/adapters/translation/apertium.ts";
+import { CompositionRoot } from "../../src/app/composition-root.ts";
 import { loadConfig } from "../../src/app/config.ts";
-import { type Container, createContainer } from "../../src/app/container.ts";
+import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import type { Logger } from "../../src/app/logger.ts";
-import { setUpTranslation } from "../../src/app/store.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { callApp } from "../support/app-client.ts";
 import { openNewPglite } from "../support/new-database.ts";
@@ -55,12 +55,13 @@ function fakeApertiumDir(): string {
 
 async function setUp(env: Record<string, string>, embedder = new FakeEmbedder(16)) {
   const { logger, events } = capturingLogger();
-  const translation = await setUpTranslation(loadConfig(env), embedder, logger);
-  closing.push(() => translation.close());
+  const root = new CompositionRoot(loadConfig(env), logger, { overrides: { embedder } });
+  closing.push(() => root.close());
+  const translation = await root.translation();
   return { translation, events, embedder };
 }
 
-describe("setUpTranslation", () => {
+describe("translation as the composition root sets it up", () => {
   test("QUERY_TRANSLATION=on puts translation in front of any embedder and says so once", async () => {
     const { translation, events, embedder } = await setUp({
       QUERY_TRANSLATION: "on",
@@ -114,7 +115,7 @@ async function service(env: Record<string, string>) {
   const { logger, events } = capturingLogger();
   const embedder = new FakeEmbedder(16);
   const config = loadConfig({ ADMIN_USERNAME: ADMIN.username, ADMIN_PASSWORD: ADMIN.password, ...env });
-  const container: Container = await createContainer({ ...config, dataDir: tempDir() }, logger, {
+  const container: HttpService = await createHttpService({ ...config, dataDir: tempDir() }, logger, {
     database: await openNewPglite(),
     embedder,
     passwordHasher: lowCostHasher(),

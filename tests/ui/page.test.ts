@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { Browser, Page } from "playwright-core";
 import { loadConfig } from "../../src/app/config.ts";
-import { type Container, createContainer } from "../../src/app/container.ts";
+import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import { createLogger } from "../../src/app/logger.ts";
 import type { GenerationEvent, Generator, Recommendation, RecommendationRequest } from "../../src/ports/generator.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
@@ -103,8 +103,8 @@ class PausingWriter implements Generator {
 }
 
 const writer = new PausingWriter();
-let container: Container;
-let server: ReturnType<Container["app"]["listen"]>;
+let container: HttpService;
+let server: ReturnType<HttpService["app"]["listen"]>;
 let base = "";
 let browser: Browser;
 let adminToken = "";
@@ -138,7 +138,7 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
       JWT_SECRET: "secreto-de-las-pruebas-de-la-pagina-0123456789",
       QUERY_TRANSLATION: "off",
     });
-    container = await createContainer(config, createLogger("error"), {
+    container = await createHttpService(config, createLogger("error"), {
       database: await openNewPglite(),
       embedder: new FakeEmbedder(64),
       generator: writer,

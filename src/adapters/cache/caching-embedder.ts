@@ -1,7 +1,7 @@
 import { type Vector, vectorProblem } from "../../domain/vector.ts";
+import { LruCache } from "../../lib/lru-cache.ts";
 import type { Embedder, EmbeddingPurpose } from "../../ports/embedder.ts";
 import type { QueryEmbeddingCache, QueryKey } from "../../ports/query-embedding-cache.ts";
-import { LruCache } from "./lru-cache.ts";
 
 export interface CachingEmbedderOptions {
   /** Query vectors kept in this process (0: none). */

@@ -1,13 +1,5 @@
-import { embedMany } from "../../domain/embed.ts";
-import { embeddingText } from "../../domain/product.ts";
-import type { Embedder } from "../../ports/embedder.ts";
+import type { EmbeddingSpace } from "../../ports/embedding-space.ts";
 import { type SqlClient, VectorParameter } from "./sql-client.ts";
-
-/** The vector space the stored embeddings live in: the model that made them and their length. */
-export interface EmbeddingSpace {
-  model: string;
-  dimension: number;
-}
 
 /** The database holds embeddings of another model or dimension than the configured embedder's. */
 export class EmbeddingSpaceMismatch extends Error {
@@ -29,7 +21,7 @@ export class EmbeddingSpaceMismatch extends Error {
 const MAX_DIMENSION = 16_000;
 
 /** Any constant shared by every replica: whoever holds it is the one changing the schema. */
-const SCHEMA_LOCK_KEY = 8_310_427_734_115;
+export const SCHEMA_LOCK_KEY = 8_310_427_734_115;
 
 /** A vector as a query parameter (cast it with `$n::vector`). */
 export function vectorParam(vector: ArrayLike<number>): VectorParameter {
@@ -162,6 +154,20 @@ const MIGRATIONS: readonly Migration[] = [
       await tx.query("CREATE INDEX products_search_text ON products USING gin (search_text)");
     },
   },
+  {
+    version: 8,
+    name: "embedding staging (resumable re-embed)",
+    async apply(tx) {
+      // The space a re-embed is staging vectors for (embedding-space.ts); empty when none runs.
+      await tx.query(`
+        CREATE TABLE embedding_staging (
+          singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+          model text NOT NULL,
+          dimension integer NOT NULL CHECK (dimension > 0),
+          started_at timestamptz NOT NULL DEFAULT now()
+        )`);
+    },
+  },
 ];
 
 /**
@@ -208,7 +214,7 @@ export const HALF_PRECISION_COPY_FROM_DIMENSION = 512;
  * keeps it right, and STORAGE MAIN so it stays in the row. The existing rows are rewritten (setting
  * `embedding` to itself recomputes the copy) so that theirs is stored in the row too.
  */
-async function addHalfPrecisionCopy(tx: SqlClient, dimension: number): Promise<void> {
+export async function addHalfPrecisionCopy(tx: SqlClient, dimension: number): Promise<void> {
   if (dimension < HALF_PRECISION_COPY_FROM_DIMENSION) return;
   await tx.query(`
     ALTER TABLE products ADD COLUMN embedding_half halfvec(${dimension})
@@ -218,7 +224,7 @@ async function addHalfPrecisionCopy(tx: SqlClient, dimension: number): Promise<v
 }
 
 /** A zero vector has no direction: cosine is undefined for it and pgvector does not index it. */
-const NOT_ZERO_CHECK = "CONSTRAINT products_embedding_not_zero CHECK (vector_norm(embedding) > 0)";
+export const NOT_ZERO_CHECK = "CONSTRAINT products_embedding_not_zero CHECK (vector_norm(embedding) > 0)";
 
 /**
  * Makes the database ready for the configured embedder: the pgvector extension, then every pending
@@ -227,14 +233,17 @@ const NOT_ZERO_CHECK = "CONSTRAINT products_embedding_not_zero CHECK (vector_nor
  * embeddings come from another model or dimension.
  */
 export async function prepareDatabase(client: SqlClient, space: EmbeddingSpace): Promise<void> {
-  const stored = await migrate(client, space);
+  const stored = await applyMigrations(client, space);
   if (stored.model !== space.model || stored.dimension !== space.dimension) {
     throw new EmbeddingSpaceMismatch(stored, space);
   }
 }
 
-/** Runs pending migrations and returns the embedding space the database records. */
-async function migrate(client: SqlClient, space: EmbeddingSpace): Promise<EmbeddingSpace> {
+/**
+ * Runs pending migrations and returns the embedding space the database records (`space` sets the
+ * dimension of a new database's embeddings; an existing one keeps its own).
+ */
+export async function applyMigrations(client: SqlClient, space: EmbeddingSpace): Promise<EmbeddingSpace> {
   assertDimension(space.dimension);
   return client.transaction(async (tx) => {
     await tx.query(`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK_KEY})`);
@@ -264,103 +273,5 @@ async function migrate(client: SqlClient, space: EmbeddingSpace): Promise<Embedd
 function assertDimension(dimension: number): void {
   if (!Number.isInteger(dimension) || dimension < 1 || dimension > MAX_DIMENSION) {
     throw new Error(`embedding dimension must be an integer from 1 to ${MAX_DIMENSION}, got ${dimension}`);
-  }
-}
-
-export interface ReembedOptions {
-  /** Products embedded per call to the embedder (default 64). */
-  batchSize?: number;
-  /** Called after each batch with the products done so far and the total. */
-  onProgress?: (done: number, total: number) => void;
-}
-
-interface ProductText {
-  id: number | string;
-  name: string;
-  description: string;
-}
-
-/**
- * Re-embeds every product with `embedder` and switches the database to its model and dimension.
- *
- * The new vectors are written batch by batch into a staging column `embedding_next` that search
- * never reads; one final transaction swaps it in for `embedding` and updates `embedding_space`.
- * If the embedder fails (or returns an unusable vector) before that, the staging column is dropped
- * and the database is exactly as it was. Run one re-embed at a time, with every service process
- * stopped: one still running with the old model would mix its vectors into the new space.
- */
-export async function reembedProducts(
-  client: SqlClient,
-  embedder: Embedder,
-  options: ReembedOptions = {},
-): Promise<{ products: number }> {
-  const batchSize = options.batchSize ?? 64;
-  const space = { model: embedder.model, dimension: embedder.dimension };
-  await migrate(client, space);
-  const [counted] = await client.query<{ n: number | string }>("SELECT count(*) AS n FROM products");
-  const total = Number(counted?.n ?? 0);
-
-  await client.query("ALTER TABLE products DROP COLUMN IF EXISTS embedding_next");
-  await client.query(`ALTER TABLE products ADD COLUMN embedding_next vector(${space.dimension})`);
-  try {
-    let done = 0;
-    let lastId: number | string = 0;
-    for (;;) {
-      const batch: ProductText[] = await client.query<ProductText>(
-        "SELECT id, name, description FROM products WHERE id > $1 ORDER BY id LIMIT $2",
-        [lastId, batchSize],
-      );
-      if (batch.length === 0) break;
-      const vectors = await embedBatch(embedder, batch);
-      await client.transaction((tx) => writeStaged(tx, batch, vectors));
-      lastId = (batch.at(-1) as ProductText).id;
-      done += batch.length;
-      options.onProgress?.(Math.min(done, total), total);
-    }
-
-    const result = await client.transaction(async (tx) => {
-      await tx.query(`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK_KEY})`);
-      // From here inserts wait for the commit; reads wait only during the swap itself.
-      await tx.query("LOCK TABLE products IN SHARE ROW EXCLUSIVE MODE");
-      for (;;) {
-        const added = await tx.query<ProductText>(
-          "SELECT id, name, description FROM products WHERE embedding_next IS NULL ORDER BY id LIMIT $1",
-          [batchSize],
-        );
-        if (added.length === 0) break;
-        await writeStaged(tx, added, await embedBatch(embedder, added));
-      }
-      // CASCADE: the half-precision copy, when there is one, goes with the column it is made from.
-      await tx.query("ALTER TABLE products DROP COLUMN embedding CASCADE");
-      await tx.query("ALTER TABLE products RENAME COLUMN embedding_next TO embedding");
-      await tx.query("ALTER TABLE products ALTER COLUMN embedding SET NOT NULL");
-      await tx.query(`ALTER TABLE products ADD ${NOT_ZERO_CHECK}`);
-      await addHalfPrecisionCopy(tx, space.dimension);
-      await tx.query("UPDATE embedding_space SET model = $1, dimension = $2", [space.model, space.dimension]);
-      const [after] = await tx.query<{ n: number | string }>("SELECT count(*) AS n FROM products");
-      return { products: Number(after?.n ?? 0) };
-    });
-    // Every row was rewritten at least once: give the space back, so scans do not read dead rows.
-    await client.query("VACUUM FULL products").catch(() => {});
-    return result;
-  } catch (error) {
-    await client.query("ALTER TABLE products DROP COLUMN IF EXISTS embedding_next").catch(() => {});
-    throw error;
-  }
-}
-
-/** The products' new vectors as query parameters, each checked before anything is written. */
-async function embedBatch(embedder: Embedder, products: readonly ProductText[]): Promise<VectorParameter[]> {
-  const vectors = await embedMany(embedder, products.map(embeddingText), "document");
-  return vectors.map(vectorParam);
-}
-
-async function writeStaged(
-  tx: SqlClient,
-  products: readonly ProductText[],
-  vectors: readonly VectorParameter[],
-): Promise<void> {
-  for (const [i, product] of products.entries()) {
-    await tx.query("UPDATE products SET embedding_next = $2::vector WHERE id = $1", [product.id, vectors[i]]);
   }
 }

@@ -1,9 +1,12 @@
+import type { VectorIndex, VectorIndexAvailability, VectorIndexStatus } from "../../ports/vector-index.ts";
 import { HALF_PRECISION_COPY_FROM_DIMENSION } from "./schema.ts";
 import type { SqlClient } from "./sql-client.ts";
 
 /**
- * The approximate nearest-neighbour index of the products' embeddings (pgvector HNSW), and when it
- * is built.
+ * The approximate nearest-neighbour index of the products' embeddings (pgvector HNSW) on PostgreSQL
+ * and PGlite: the primitives of the VectorIndex port. When it is built is decided by the domain's
+ * MaintainVectorIndex; this adapter says which index fits the stored dimension, whether a build
+ * here may be automatic, and builds one build at a time.
  *
  * Which index: HNSW (m 16, ef_construction by indexTarget) on the column search already scans, so one query
  * shape serves with and without it and the planner picks the index when it exists:
@@ -16,24 +19,13 @@ import type { SqlClient } from "./sql-client.ts";
  * the answers are exact (product-repository.ts). bench/index.ts measured the choices (HNSW against
  * binary quantization, ef_search, re-rank depth, filtered plans); README "Vector index" has figures.
  *
- * When: an index slows every write (pgvector inserts each new row into the graph: 300 to 470 rows/s
- * at 100,000 × 3072 against thousands without it), and a small table is scanned fast enough. So in
- * `auto` mode it is built once the catalogue has `minRows` products and no product was written
- * during the last check interval: after a large load, not during it. Once built it is maintained
- * on every write. On a PostgreSQL server it is built CONCURRENTLY (reads and writes go on) under an
- * advisory lock, so only one replica builds. PGlite is one backend: queries wait for the build
- * (≈ 12 s at 12,430 × 384); there the half-precision index is not built automatically (about 300 s
- * at 10,000 × 3072 in WASM, GUIDE.md) but only by `sku-search index build`.
+ * On a PostgreSQL server it is built CONCURRENTLY (reads and writes go on) under an advisory lock,
+ * so only one process builds. PGlite is one backend: queries wait for the build (≈ 12 s at
+ * 12,430 × 384), so there the half-precision index (about 300 s at 10,000 × 3072 in WASM,
+ * GUIDE.md) is built only on the operator's demand ("on-demand").
  */
 
-export const VECTOR_INDEX_MODES = ["auto", "off"] as const;
-export type VectorIndexMode = (typeof VECTOR_INDEX_MODES)[number];
-
 export interface VectorSearchSettings {
-  /** `auto`: built when the catalogue reaches minRows (see above); `off`: never built by the service. */
-  mode: VectorIndexMode;
-  /** Products from which the index pays. */
-  minRows: number;
   /** hnsw.ef_search: the candidate list of an index scan; larger is slower and finds more true neighbours. */
   efSearch: number;
   /** A category filter matching at most this many products is answered by an exact scan of them. */
@@ -77,20 +69,8 @@ export function vectorSessionSettings(settings: Pick<VectorSearchSettings, "efSe
   return { "hnsw.ef_search": String(settings.efSearch), "hnsw.iterative_scan": "relaxed_order" };
 }
 
-export interface VectorIndexStatus {
-  /** Undefined when no index can be built for this dimension. */
-  column: string | undefined;
-  present: boolean;
-  /** False while a concurrent build runs, or after one failed (then it is dropped and rebuilt). */
-  valid: boolean;
-  bytes: number;
-  /** The planner's estimate of the products. */
-  estimatedRows: number;
-}
-
-export interface VectorIndexOptions {
-  settings: Pick<VectorSearchSettings, "mode" | "minRows">;
-  /** True for a PostgreSQL server (build CONCURRENTLY); false for PGlite. */
+export interface SqlVectorIndexOptions {
+  /** True for a PostgreSQL server (build CONCURRENTLY, under an advisory lock); false for PGlite. */
   server: boolean;
   /**
    * A connection for the build, without a statement time limit (a build takes minutes at 100,000
@@ -99,21 +79,28 @@ export interface VectorIndexOptions {
   openBuilder?: () => SqlClient;
   /** Memory for the build (maintenance_work_mem), e.g. "1GB": HNSW builds far faster when its graph fits. */
   buildMemory?: string;
+  /** `vector_index_build_started` and `vector_index_built` events. */
   log?: (event: Record<string, unknown>) => void;
 }
 
-export class VectorIndex {
+/** The VectorIndex port over PostgreSQL or PGlite (one SQL, `server` tells them apart). */
+export class SqlVectorIndex implements VectorIndex {
   private readonly target: IndexTarget | undefined;
+  private readonly availability: VectorIndexAvailability;
   private building: Promise<boolean> | null = null;
-  private lastWrites: number | undefined;
-  private timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(
     private readonly db: SqlClient,
     dimension: number,
-    private readonly options: VectorIndexOptions,
+    private readonly options: SqlVectorIndexOptions,
   ) {
     this.target = indexTarget(dimension);
+    this.availability =
+      this.target === undefined
+        ? "none"
+        : !options.server && this.target.column === "embedding_half"
+          ? "on-demand"
+          : "automatic";
   }
 
   async status(): Promise<VectorIndexStatus> {
@@ -128,6 +115,7 @@ export class VectorIndex {
     );
     return {
       column: this.target?.column,
+      availability: this.availability,
       present: index !== undefined,
       valid: index?.valid ?? false,
       bytes: Number(index?.bytes ?? 0),
@@ -135,10 +123,6 @@ export class VectorIndex {
     };
   }
 
-  /**
-   * Builds the index when there is none (or only a failed build's), whatever the catalogue's size.
-   * Returns false when this dimension has no index or another replica is building it.
-   */
   build(): Promise<boolean> {
     this.building ??= this.buildNow().finally(() => {
       this.building = null;
@@ -155,40 +139,20 @@ export class VectorIndex {
     return dropped.length > 0;
   }
 
-  /**
-   * In `auto` mode: builds the index when the catalogue has reached minRows, has none, and (unless
-   * `ignoreWrites`) no product was inserted, updated or deleted since the last call. Returns whether
-   * it built one. Never throws: a failure is logged and retried at the next call.
-   */
-  async maintain(options: { ignoreWrites?: boolean } = {}): Promise<boolean> {
-    if (this.options.settings.mode === "off" || this.target === undefined || this.building) return false;
-    if (!this.options.server && this.target.column === "embedding_half") return false;
-    try {
-      const writes = await this.writeCount();
-      const quiet = options.ignoreWrites || writes === this.lastWrites;
-      this.lastWrites = writes;
-      if (!quiet) return false;
-      const { present, valid } = await this.status();
-      if (present && valid) return false;
-      if (!(await this.hasAtLeast(this.options.settings.minRows))) return false;
-      return await this.build();
-    } catch (error) {
-      this.options.log?.({ event: "vector_index_failed", error });
-      return false;
-    }
+  /** Rows inserted, updated and deleted in products since the statistics began (any process's). */
+  async writeCount(): Promise<number> {
+    const [row] = await this.db.query<{ writes: number | string | null }>(
+      `SELECT n_tup_ins + n_tup_upd + n_tup_del AS writes FROM pg_stat_user_tables WHERE relid = 'products'::regclass`,
+    );
+    return Number(row?.writes ?? 0);
   }
 
-  /** Calls maintain now, then every `intervalMs` (the interval that decides "no writes since"), until stop. */
-  start(intervalMs: number): void {
-    void this.maintain();
-    this.timer = setInterval(() => void this.maintain(), intervalMs);
-    this.timer.unref?.();
-  }
-
-  /** Stops the timer; waits for a build in progress to end. */
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await this.building?.catch(() => {});
+  async hasAtLeast(n: number): Promise<boolean> {
+    const [row] = await this.db.query<{ n: number | string }>(
+      "SELECT count(*) AS n FROM (SELECT 1 FROM products LIMIT $1) AS enough",
+      [n],
+    );
+    return Number(row?.n ?? 0) >= n;
   }
 
   private async buildNow(): Promise<boolean> {
@@ -231,22 +195,5 @@ export class VectorIndex {
     } finally {
       if (builder !== this.db) await builder.close();
     }
-  }
-
-  /** Rows inserted, updated and deleted in products since the statistics began (any replica's). */
-  private async writeCount(): Promise<number> {
-    const [row] = await this.db.query<{ writes: number | string | null }>(
-      `SELECT n_tup_ins + n_tup_upd + n_tup_del AS writes FROM pg_stat_user_tables WHERE relid = 'products'::regclass`,
-    );
-    return Number(row?.writes ?? 0);
-  }
-
-  /** Whether products holds at least `n` rows, reading at most `n` of them. */
-  private async hasAtLeast(n: number): Promise<boolean> {
-    const [row] = await this.db.query<{ n: number | string }>(
-      "SELECT count(*) AS n FROM (SELECT 1 FROM products LIMIT $1) AS enough",
-      [n],
-    );
-    return Number(row?.n ?? 0) >= n;
   }
 }

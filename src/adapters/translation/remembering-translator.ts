@@ -1,5 +1,5 @@
+import { LruCache } from "../../lib/lru-cache.ts";
 import type { Translation, Translator } from "../../ports/translator.ts";
-import { LruCache } from "../cache/lru-cache.ts";
 
 /** A translator that remembers the translations of the last `entries` texts, so a repeated query costs nothing. */
 export class RememberingTranslator implements Translator {

@@ -1,7 +1,7 @@
 import type { Vector } from "../../domain/vector.ts";
+import { LruCache } from "../../lib/lru-cache.ts";
 import type { Embedder, EmbeddingPurpose } from "../../ports/embedder.ts";
 import type { Translation, Translator } from "../../ports/translator.ts";
-import { LruCache } from "../cache/lru-cache.ts";
 
 export interface TranslatingEmbedderOptions {
   /** Receives a warning when translation fails (the texts are then embedded as they are). */

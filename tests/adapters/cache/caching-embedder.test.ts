@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { CachingEmbedder, normalizeQuery } from "../../../src/adapters/cache/caching-embedder.ts";
-import { LruCache } from "../../../src/adapters/cache/lru-cache.ts";
+import { LruCache } from "../../../src/lib/lru-cache.ts";
 import { FakeEmbedder } from "../../fakes/fake-embedder.ts";
 import { MemoryQueryEmbeddingCache } from "../../fakes/memory-query-embedding-cache.ts";
 

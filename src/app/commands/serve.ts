@@ -1,0 +1,86 @@
+/** `serve` (the default command): the HTTP service, until SIGINT or SIGTERM. */
+import type { Config } from "../config.ts";
+import { secretsOf } from "../config.ts";
+import { createLogger } from "../logger.ts";
+import { EXIT, type RegisterCommand } from "./command.ts";
+
+/**
+ * How often the service looks at the vector index (domain/maintain-vector-index.ts): it is built at
+ * a look that finds no product written since the previous one, so a bulk load finishes before its
+ * build starts.
+ */
+const VECTOR_INDEX_CHECK_MS = 30_000;
+
+export const registerServe: RegisterCommand = (program, run) => {
+  program
+    .command("serve")
+    .description("start the HTTP service (the default command)")
+    .action(() => run(serve));
+};
+
+export async function serve(config: Config): Promise<number> {
+  const log = createLogger(config.logLevel, secretsOf(config));
+  // The HTTP service's modules (Elysia, the generators) are loaded by this command only.
+  const { createHttpService } = await import("../http-service.ts");
+  const service = await createHttpService(config, log);
+  let server: ReturnType<typeof service.app.listen>;
+  let metricsServer: ReturnType<NonNullable<typeof service.metricsApp>["listen"]> | undefined;
+  try {
+    // Bun's own body limit stays at its default (far above MAX_BODY_BYTES): the app answers 413 as
+    // {"detail"} itself, from Content-Length and while reading the body.
+    server = service.app.listen({
+      hostname: config.host,
+      port: config.port,
+      // Elysia defaults to SO_REUSEPORT: a second instance would share the port silently instead of failing.
+      reusePort: false,
+    });
+    metricsServer = service.metricsApp?.listen({ hostname: config.host, port: config.metrics.port, reusePort: false });
+  } catch (error) {
+    await service.app.stop();
+    await service.close();
+    throw error;
+  }
+
+  const maintainIndex = await service.root.maintainVectorIndex();
+  let indexTimer: ReturnType<typeof setInterval> | undefined;
+  const stopped = Promise.withResolvers<number>();
+  let stopping = false;
+  const shutdown = async (reason: string, code: number = EXIT.ok) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ event: "stopping", reason });
+    clearInterval(indexTimer);
+    await service.app.stop();
+    await metricsServer?.stop();
+    await maintainIndex.settled();
+    await service.close();
+    stopped.resolve(code);
+  };
+  process.once("SIGINT", () => void shutdown("SIGINT"));
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+
+  // Listening already: /health/live answers, /health/ready says 503 until the model is loaded.
+  try {
+    await service.warmUp();
+  } catch (error) {
+    log.error({ event: "warm_up_failed", error });
+    await shutdown("the embedder could not be loaded", EXIT.failed);
+    return stopped.promise;
+  }
+  void maintainIndex.check();
+  indexTimer = setInterval(() => void maintainIndex.check(), VECTOR_INDEX_CHECK_MS);
+  indexTimer.unref();
+  log.info({
+    event: "started",
+    url: `http://${config.host}:${server.server?.port ?? config.port}`,
+    metrics: metricsServer
+      ? `http://${config.host}:${metricsServer.server?.port}/metrics`
+      : config.metrics.token
+        ? "/metrics (bearer token)"
+        : "off",
+    database: config.databaseUrl === undefined ? "pglite" : "postgresql",
+    embedder: service.embedder.model,
+    version: config.version,
+  });
+  return stopped.promise;
+}

@@ -1,0 +1,162 @@
+/**
+ * The HTTP service (loaded by `serve` alone): the Elysia app wired on the composition root's use
+ * cases, with tokens, the generator chain, rate limits and metrics. Every event of the service goes
+ * through one tapped logger that adds the id of the request being served and feeds the metrics.
+ */
+import { CachingEmbedder } from "../adapters/cache/caching-embedder.ts";
+import { createHttpApp } from "../adapters/http/app.ts";
+import { JwtTokenService } from "../adapters/http/jwt-token-service.ts";
+import { metricsApp } from "../adapters/http/metrics-routes.ts";
+import { requestLogFields } from "../adapters/http/request-context.ts";
+import { PrometheusMetrics } from "../adapters/metrics/prometheus-metrics.ts";
+import { countProducts } from "../adapters/postgres/catalog-stats.ts";
+import { LocalEmbedder } from "../adapters/providers/local-embedder.ts";
+import { Authenticate } from "../domain/authenticate.ts";
+import { CreateProduct } from "../domain/create-product.ts";
+import { LoginThrottle } from "../domain/login-throttle.ts";
+import { ManageProducts } from "../domain/manage-products.ts";
+import { RateLimiter, type RateLimitPolicy } from "../domain/rate-limit.ts";
+import { SearchAndRecommend } from "../domain/search-and-recommend.ts";
+import { CompositionRoot, type Overrides } from "./composition-root.ts";
+import type { Config } from "./config.ts";
+import { type Logger, tapLogger } from "./logger.ts";
+import { jwtSecretFor, writeInitialAdminPassword } from "./secrets.ts";
+
+const MINUTE = 60_000;
+
+export type HttpService = Awaited<ReturnType<typeof createHttpService>>;
+
+/**
+ * The service's metrics when GET /metrics is served (METRICS_TOKEN or METRICS_PORT), else none.
+ * `countProducts` is called at scrapes, once the database is open.
+ */
+function createMetrics(config: Config, countProducts: () => Promise<number>): PrometheusMetrics | undefined {
+  const { token, port } = config.metrics;
+  if (token === undefined && port === undefined) return undefined;
+  return new PrometheusMetrics({ version: config.version, countProducts });
+}
+
+/** The budgets RATE_LIMIT_* set; a limit of 0 leaves its bucket unlimited. */
+function rateLimitPolicies(config: Config): Partial<Record<"search" | "write", RateLimitPolicy>> {
+  const { search, write, windowSeconds } = config.rateLimits;
+  const windowMs = windowSeconds * 1000;
+  return {
+    ...(search > 0 ? { search: { limit: search, windowMs } } : {}),
+    ...(write > 0 ? { write: { limit: write, windowMs } } : {}),
+  };
+}
+
+/**
+ * The service on its database, migrated, with its first admin made: `app` to listen (or to handle
+ * requests in tests), `metricsApp` for METRICS_PORT, `warmUp` to load the offline model, and the
+ * root whose `close` ends it all.
+ */
+export async function createHttpService(config: Config, baseLog: Logger, overrides: Overrides = {}) {
+  let root: CompositionRoot | undefined;
+  const metrics = createMetrics(config, async () => (root ? countProducts(await root.database()) : Number.NaN));
+  const log = tapLogger(baseLog, { fields: requestLogFields, observe: metrics?.observe });
+  root = new CompositionRoot(config, log, { serving: true, overrides });
+  try {
+    return await wire(root, log, metrics);
+  } catch (error) {
+    await root.close();
+    throw error;
+  }
+}
+
+async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetrics | undefined) {
+  const { config, clock } = root;
+  const [embedder, translation, documentEmbedder, products, users, manageUsers] = await Promise.all([
+    root.embedder(),
+    root.translation(),
+    root.documentEmbedder(),
+    root.products(),
+    root.users(),
+    root.manageUsers(),
+  ]);
+  const tokens = new JwtTokenService({
+    secret: jwtSecretFor(config.jwtSecret, config.dataDir),
+    algorithm: config.algorithm,
+    expireMinutes: config.accessTokenExpireMinutes,
+  });
+
+  const admin = await manageUsers.ensureAdmin(config.adminUsername, config.adminPassword);
+  if (admin.generatedPassword !== null) {
+    // Never in the logs: in a file only this user can read, which the log line names.
+    const passwordFile = writeInitialAdminPassword(config.dataDir, admin.generatedPassword);
+    log.warn({
+      event: "admin_created",
+      username: config.adminUsername,
+      passwordFile,
+      message: `first start: user '${config.adminUsername}' was created; its password is in ${passwordFile} (mode 0600). Change it with 'users reset-password', which deletes that file.`,
+    });
+  }
+
+  const authenticate = new Authenticate({
+    users,
+    hasher: root.passwordHasher(),
+    tokens,
+    usernameThrottle: new LoginThrottle({ maxFailures: 5, windowMs: 15 * MINUTE, lockoutMs: 15 * MINUTE }, clock),
+    addressThrottle: new LoginThrottle({ maxFailures: 50, windowMs: 15 * MINUTE, lockoutMs: 15 * MINUTE }, clock),
+  });
+  // Translation goes in front of the cache, so the cache keys on the text actually embedded.
+  const queryEmbedder = translation.wrap(
+    new CachingEmbedder(embedder, {
+      memoryEntries: config.queryCacheSize,
+      shared: await root.queryEmbeddingCache(),
+      log: (event) => (event.event === "query_cache" ? log.debug : log.warn)(event),
+    }),
+  );
+
+  const app = createHttpApp({
+    authenticate,
+    createProduct: new CreateProduct({ products, embedder: documentEmbedder }),
+    manageProducts: new ManageProducts({ products, embedder: documentEmbedder }),
+    importProducts: await root.importProducts(),
+    search: new SearchAndRecommend({
+      products,
+      embedder: queryEmbedder,
+      generator: await root.generator(),
+      defaults: { mode: config.searchMode, alpha: config.hybridAlpha },
+      translator: translation.translator,
+      log: (event) => log.info(event),
+    }),
+    health: await root.databaseHealth(),
+    startup: {
+      migrationsApplied: () => root.migrationsApplied(),
+      embedderLoaded: () => !(embedder instanceof LocalEmbedder) || embedder.loaded,
+    },
+    rateLimiter: new RateLimiter({
+      policies: rateLimitPolicies(config),
+      counters: await root.rateLimitCounters(),
+      log: (event) => log.warn(event),
+    }),
+    // On the main port only behind its token; with METRICS_PORT, `metricsApp` serves it instead.
+    metrics: metrics && config.metrics.port === undefined ? { metrics, token: config.metrics.token } : undefined,
+    settings: {
+      projectName: config.projectName,
+      version: config.version,
+      searchRequiresAuth: config.searchRequiresAuth,
+      maxBodyBytes: config.maxBodyBytes,
+      trustProxy: config.trustProxy,
+      requestTimeoutMs: config.requestTimeoutMs,
+      bulk: { maxBytes: config.bulkMaxBytes, maxItems: config.bulkMaxItems },
+      corsOrigins: config.corsOrigins,
+    },
+    log: (event) => (event.level === "error" ? log.error : event.level === "warn" ? log.warn : log.info)(event),
+  });
+
+  return {
+    app,
+    root,
+    embedder,
+    /** GET /metrics alone, for METRICS_PORT; undefined when metrics are off or served by `app`. */
+    metricsApp:
+      metrics && config.metrics.port !== undefined ? metricsApp({ metrics, token: config.metrics.token }) : undefined,
+    /** Loads the offline model now rather than on the first request (until then, not ready). */
+    warmUp: async () => {
+      if (embedder instanceof LocalEmbedder) await embedder.load();
+    },
+    close: () => root.close(),
+  };
+}

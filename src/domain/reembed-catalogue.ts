@@ -1,0 +1,66 @@
+import type { Embedder } from "../ports/embedder.ts";
+import type { EmbeddingSpace, EmbeddingSpaceStore, ProductText } from "../ports/embedding-space.ts";
+import { embedMany } from "./embed.ts";
+import { embeddingText } from "./product.ts";
+import type { Vector } from "./vector.ts";
+
+/** What a re-embed reports as it goes. */
+export type ReembedEvent =
+  /** Staging began; `staged` products already had a vector from an interrupted run for this model (resumed). */
+  | { type: "started"; staged: number; total: number; space: EmbeddingSpace }
+  /** After each batch: products holding a new vector, of `total`. */
+  | { type: "progress"; done: number; total: number }
+  /** The new vectors are live: the catalogue is in `space`. */
+  | { type: "switched"; products: number; space: EmbeddingSpace };
+
+export interface ReembedOptions {
+  /** Products embedded per call to the embedder (default 64). */
+  batchSize?: number;
+  /** Aborts (with the reason to throw) between batches: what is staged stays for the next run. */
+  signal?: AbortSignal;
+  onEvent?: (event: ReembedEvent) => void;
+}
+
+export interface Deps {
+  space: EmbeddingSpaceStore;
+  /** The embedder whose space the catalogue moves to (documents). */
+  embedder: Embedder;
+}
+
+/**
+ * ReembedCatalogue: moves every product's embedding to the configured embedder's model and
+ * dimension. New vectors are staged batch by batch beside the live ones, which search keeps using;
+ * one atomic switch makes them live, embedding first whatever was written meanwhile. Resumable:
+ * when the embedder fails or the operator stops it, the live embeddings are untouched and the
+ * vectors staged so far are kept, so the next run for the same model embeds only the rest (and
+ * again any product whose text changed since its vector was staged).
+ */
+export class ReembedCatalogue {
+  constructor(private readonly deps: Deps) {}
+
+  async execute(options: ReembedOptions = {}): Promise<{ products: number }> {
+    const { space: store, embedder } = this.deps;
+    const batchSize = Math.max(1, Math.floor(options.batchSize ?? 64));
+    const space = { model: embedder.model, dimension: embedder.dimension };
+    const { staged, total } = await store.beginStaging(space);
+    options.onEvent?.({ type: "started", staged, total, space });
+    const embed = (products: readonly ProductText[]): Promise<Vector[]> =>
+      embedMany(embedder, products.map(embeddingText), "document", options.signal);
+
+    let done = staged;
+    for (let afterId = 0; ; ) {
+      options.signal?.throwIfAborted();
+      const batch = await store.unstaged(afterId, batchSize);
+      if (batch.length === 0) break;
+      const vectors = await embed(batch);
+      await store.stage(batch.map(({ id, contentDigest }, i) => ({ id, contentDigest, vector: vectors[i] as Vector })));
+      afterId = (batch.at(-1) as ProductText).id;
+      done = Math.min(done + batch.length, total);
+      options.onEvent?.({ type: "progress", done, total });
+    }
+    options.signal?.throwIfAborted();
+    const { products } = await store.switchTo(space, embed);
+    options.onEvent?.({ type: "switched", products, space });
+    return { products };
+  }
+}
