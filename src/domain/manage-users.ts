@@ -2,7 +2,7 @@ import type { PasswordHasher } from "../ports/password-hasher.ts";
 import type { UserRepository } from "../ports/user-repository.ts";
 import { InvalidInput, UserNotFound } from "./errors.ts";
 import { textProblem, trimText } from "./text.ts";
-import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH, type User } from "./user.ts";
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH, type User, type UserSummary } from "./user.ts";
 
 export interface Deps {
   users: UserRepository;
@@ -29,6 +29,10 @@ export class ManageUsers {
   async remove(username: string): Promise<void> {
     const name = checkUsername(username);
     if (!(await this.deps.users.remove(name))) throw new UserNotFound(name);
+  }
+
+  list(): Promise<UserSummary[]> {
+    return this.deps.users.list();
   }
 
   /**

@@ -6,6 +6,13 @@ export interface User {
   tokenVersion: number;
 }
 
+/** A user as the operator lists them: no password hash. */
+export interface UserSummary {
+  id: number;
+  username: string;
+  createdAt: Date;
+}
+
 export const USERNAME_MAX_LENGTH = 150;
 export const PASSWORD_MAX_LENGTH = 1024;
 export const PASSWORD_MIN_LENGTH = 8;

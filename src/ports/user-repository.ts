@@ -1,4 +1,4 @@
-import type { User } from "../domain/user.ts";
+import type { User, UserSummary } from "../domain/user.ts";
 
 export interface UserRepository {
   findByUsername(username: string): Promise<User | null>;
@@ -10,4 +10,6 @@ export interface UserRepository {
   /** False when there is no such user. */
   remove(username: string): Promise<boolean>;
   count(): Promise<number>;
+  /** Every user, by username (never their password hashes). */
+  list(): Promise<UserSummary[]>;
 }

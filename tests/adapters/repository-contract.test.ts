@@ -106,6 +106,10 @@ function repositoryContract(open: RepositoryFactory): void {
     expect(ana).toEqual({ id: expect.any(Number), username: "ana", passwordHash: "hash-1", tokenVersion: 0 });
     await users.create("luis", "hash-2");
     expect(await users.count()).toBe(2);
+    expect(await users.list()).toEqual([
+      { id: ana.id, username: "ana", createdAt: expect.any(Date) },
+      { id: expect.any(Number), username: "luis", createdAt: expect.any(Date) },
+    ]);
 
     expect(await users.findByUsername("ana")).toEqual(ana);
     expect(await users.findById(ana.id)).toEqual(ana);

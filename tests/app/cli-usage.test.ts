@@ -31,6 +31,7 @@ const EVERY_COMMAND = [
   "users add <username>",
   "users reset-password <username>",
   "users remove <username>",
+  "users list",
   "import <file>",
   "reembed",
   "index status",

@@ -116,6 +116,15 @@ describe.concurrent("users", () => {
     expect(await loginStatus(env.DATA_DIR, "bea", "primera-clave")).toBe(401);
     expect(await loginStatus(env.DATA_DIR, "bea", "segunda-clave")).toBe(200);
 
+    const listed = await cli(["users", "list"], env);
+    expect(listed.code).toBe(0);
+    expect(
+      listed.stdout
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line).username),
+    ).toEqual(["bea"]);
+
     expect((await cli(["users", "remove", "bea"], env)).code).toBe(0);
     expect(await loginStatus(env.DATA_DIR, "bea", "segunda-clave")).toBe(401);
     const missing = await cli(["users", "remove", "bea"], env);

@@ -1,5 +1,5 @@
 import { DatabaseUnavailable, UserAlreadyExists } from "../../src/domain/errors.ts";
-import type { User } from "../../src/domain/user.ts";
+import type { User, UserSummary } from "../../src/domain/user.ts";
 import type { UserRepository } from "../../src/ports/user-repository.ts";
 
 /** Users in memory. Set `down` to make every call fail with DatabaseUnavailable. */
@@ -7,6 +7,7 @@ export class MemoryUserRepository implements UserRepository {
   down = false;
   private readonly users = new Map<string, User>();
   private nextId = 1;
+  private readonly created = new Map<string, Date>();
 
   async findByUsername(username: string): Promise<User | null> {
     this.checkUp();
@@ -25,6 +26,7 @@ export class MemoryUserRepository implements UserRepository {
     if (this.users.has(username)) throw new UserAlreadyExists(username);
     const user: User = { id: this.nextId++, username, passwordHash, tokenVersion: 0 };
     this.users.set(username, user);
+    this.created.set(username, new Date());
     return { ...user };
   }
 
@@ -45,6 +47,13 @@ export class MemoryUserRepository implements UserRepository {
   async count(): Promise<number> {
     this.checkUp();
     return this.users.size;
+  }
+
+  async list(): Promise<UserSummary[]> {
+    this.checkUp();
+    return [...this.users.values()]
+      .sort((a, b) => (a.username < b.username ? -1 : 1))
+      .map(({ id, username }) => ({ id, username, createdAt: this.created.get(username) as Date }));
   }
 
   private checkUp(): void {

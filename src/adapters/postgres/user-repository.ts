@@ -1,5 +1,5 @@
 import { UserAlreadyExists } from "../../domain/errors.ts";
-import type { User } from "../../domain/user.ts";
+import type { User, UserSummary } from "../../domain/user.ts";
 import type { UserRepository } from "../../ports/user-repository.ts";
 import type { SqlClient } from "./sql-client.ts";
 
@@ -62,6 +62,13 @@ export class PostgresUserRepository implements UserRepository {
   async count(): Promise<number> {
     const [row] = await this.db.query<{ n: number | string | bigint }>("SELECT count(*) AS n FROM users");
     return Number(row?.n ?? 0);
+  }
+
+  async list(): Promise<UserSummary[]> {
+    const rows = await this.db.query<{ id: number | string; username: string; created_at: Date | string }>(
+      "SELECT id, username, created_at FROM users ORDER BY username",
+    );
+    return rows.map((row) => ({ id: Number(row.id), username: row.username, createdAt: new Date(row.created_at) }));
   }
 }
 

@@ -22,7 +22,24 @@ export const registerUsers: RegisterCommand = (program, run, output) => {
   action("add", "create a user; the password is read from stdin (first line) or a hidden prompt");
   action("reset-password", "set a user's password (read like `users add`); the user's earlier tokens stop working");
   action("remove", "delete a user; their tokens stop working");
+  users
+    .command("list")
+    .description("list the users (username and creation time, one JSON object a line)")
+    .action(() => run((config) => listUsers(config, output)));
 };
+
+async function listUsers(config: Config, output: CliOutput): Promise<number> {
+  const { CompositionRoot } = await import("../composition-root.ts");
+  const root = new CompositionRoot(config, createLogger("warn"));
+  try {
+    for (const user of await (await root.manageUsers()).list()) {
+      output.out(`${JSON.stringify({ username: user.username, created_at: user.createdAt.toISOString() })}\n`);
+    }
+    return EXIT.ok;
+  } finally {
+    await root.close();
+  }
+}
 
 async function changeUser(config: Config, action: UserAction, username: string, output: CliOutput): Promise<number> {
   const { CompositionRoot } = await import("../composition-root.ts");
