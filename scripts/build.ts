@@ -13,9 +13,9 @@
 import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, resolve } from "node:path";
-import { PGlite } from "@electric-sql/pglite";
 import type { BunPlugin } from "bun";
 import { bundleUi, serializeUiBundle, UI_BUNDLE_CONSTANT } from "../src/adapters/http/ui-bundle.ts";
+import { makeNewDatabase } from "../src/adapters/pglite/new-database.ts";
 import { INSTALLED_MODEL_DIR } from "../src/adapters/providers/local-model-files.ts";
 import {
   BESIDE_FOLDER,
@@ -76,11 +76,8 @@ async function digestOf(paths: string[]): Promise<string> {
 
 /** PGlite's own initdb, run now in memory, packed as the tarball a first start unpacks. */
 async function writeDatabaseTemplate(dir: string): Promise<string> {
-  const db = await PGlite.create();
-  const tarball = await db.dumpDataDir("gzip");
-  await db.close();
   const path = join(dir, EMBEDDED.pgdataTemplate);
-  await Bun.write(path, tarball);
+  await Bun.write(path, await makeNewDatabase("gzip"));
   return path;
 }
 

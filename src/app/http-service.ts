@@ -66,11 +66,19 @@ export async function createHttpService(config: Config, baseLog: Logger, overrid
 
 async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetrics | undefined) {
   const { config, clock } = root;
+  // What the start spends its time on, for the `started` log line (the model loads after listening).
+  const startupMs: Record<string, number> = {};
+  const timed = async <T>(part: string, make: Promise<T>): Promise<T> => {
+    const started = performance.now();
+    const made = await make;
+    startupMs[part] = Math.round(performance.now() - started);
+    return made;
+  };
   const [embedder, translation, documentEmbedder, products, users, manageUsers] = await Promise.all([
     root.embedder(),
-    root.translation(),
+    timed("translation", root.translation()),
     root.documentEmbedder(),
-    root.products(),
+    timed("database", root.products()),
     root.users(),
     root.manageUsers(),
   ]);
@@ -80,7 +88,7 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     expireMinutes: config.accessTokenExpireMinutes,
   });
 
-  const admin = await manageUsers.ensureAdmin(config.adminUsername, config.adminPassword);
+  const admin = await timed("admin", manageUsers.ensureAdmin(config.adminUsername, config.adminPassword));
   if (admin.generatedPassword !== null) {
     // Never in the logs: in a file only this user can read, which the log line names.
     const passwordFile = writeInitialAdminPassword(config.dataDir, admin.generatedPassword);
@@ -150,6 +158,8 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     app,
     root,
     embedder,
+    /** Milliseconds the start spent opening and migrating the database, starting translation, making the first admin. */
+    startupMs,
     /** GET /metrics alone, for METRICS_PORT; undefined when metrics are off or served by `app`. */
     metricsApp:
       metrics && config.metrics.port !== undefined ? metricsApp({ metrics, token: config.metrics.token }) : undefined,

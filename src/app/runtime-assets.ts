@@ -1,7 +1,7 @@
 /**
  * What the compiled executable (`bun run build`, scripts/build.ts) needs that would otherwise be
- * found next to node_modules. Run from source (or under `bun test`) there is nothing to do: every
- * field is undefined and each library finds its own files.
+ * found next to node_modules. Run from source (or under `bun test`) each library finds its own
+ * files; only the new database a first start unpacks comes from models/ (`bun install` made it).
  *
  * Read from memory, always embedded in the executable (`compile.assets`, readable by path under
  * its virtual root): PGlite's pglite.wasm, initdb.wasm and pglite.data, handed to PGlite as modules
@@ -20,10 +20,11 @@
 import { existsSync, lstatSync, mkdirSync, renameSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { installedNewDatabase } from "../adapters/pglite/new-database.ts";
 import type { PgliteAssets } from "../adapters/pglite/pglite-client.ts";
 
 export interface RuntimeAssets {
-  pglite?: Required<PgliteAssets>;
+  pglite?: PgliteAssets;
   modelDir?: string;
 }
 
@@ -73,12 +74,15 @@ export interface RuntimeAssetNeeds {
 /**
  * Resolves the assets asked for (by default all); call it at startup, before anything opens PGlite
  * or the model. Each part is prepared once per process, however many times it is asked for.
- * Outside the executable it returns `{}` at once.
+ * Outside the executable only the installed new database, when there is one.
  */
 export async function resolveRuntimeAssets(
   needs: RuntimeAssetNeeds = { pglite: true, localModel: true },
 ): Promise<RuntimeAssets> {
-  if (!Bun.isStandaloneExecutable) return {};
+  if (!Bun.isStandaloneExecutable) {
+    const initialDataDir = needs.pglite ? installedNewDatabase() : undefined;
+    return initialDataDir ? { pglite: { initialDataDir } } : {};
+  }
   const [pglite, modelDir] = await Promise.all([
     needs.pglite ? preparePglite() : undefined,
     needs.localModel ? prepareLocalModel() : undefined,

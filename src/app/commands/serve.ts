@@ -19,6 +19,7 @@ export const registerServe: RegisterCommand = (program, run) => {
 };
 
 export async function serve(config: Config): Promise<number> {
+  const started = performance.now();
   const log = createLogger(config.logLevel, secretsOf(config));
   // The HTTP service's modules (Elysia, the generators) are loaded by this command only.
   const { createHttpService } = await import("../http-service.ts");
@@ -59,6 +60,7 @@ export async function serve(config: Config): Promise<number> {
   process.once("SIGINT", () => void shutdown("SIGINT"));
   process.once("SIGTERM", () => void shutdown("SIGTERM"));
 
+  const listeningMs = Math.round(performance.now() - started);
   // Listening already: /health/live answers, /health/ready says 503 until the model is loaded.
   try {
     await service.warmUp();
@@ -81,6 +83,8 @@ export async function serve(config: Config): Promise<number> {
     database: config.databaseUrl === undefined ? "pglite" : "postgresql",
     embedder: service.embedder.model,
     version: config.version,
+    // Where the start went: listening after `listeningMs` (its parts in startupMs), ready (model loaded) now.
+    startupMs: { ...service.startupMs, listening: listeningMs, ready: Math.round(performance.now() - started) },
   });
   return stopped.promise;
 }
