@@ -1,24 +1,39 @@
 /**
- * Search quality of the offline embedder on the labelled dev set (shared/eval/README.md), without
- * and with Spanish → English translation (Apertium, when installed), in semantic and hybrid mode:
- * embeds every product (name + "\n" + description) and every query, loads the products into the
- * embedded database (PGlite in memory) and ranks them through the service's own search use case
- * and SQL, then prints nDCG@10, recall@10 and MRR@10, overall and per lang; hybrid also at other
- * weights (alpha) than the default; then what translation costs a query.
- * Run by hand: `bun bench/eval.ts [eval folder] [model dir] [--queries]` (`--queries`: one line per
- * query). Reads the files where they are; never copy them here.
+ * Search quality on the labelled dev set (../shared/eval, its README), measured through the service
+ * itself: the HTTP app of the composition root on an in-memory embedded database, configured from
+ * the environment as `serve` is (so `QUERY_TRANSLATION=off`, `HYBRID_ALPHA=0.7`, ... measure those
+ * settings). It imports the products (POST /products/bulk), then sends every query in every search
+ * mode (POST /products/search, limit 10) and prints, per mode and per language:
+ * - nDCG@10, recall@10 and MRR@10 on the dev queries, exactly as the eval README defines them;
+ * - typo robustness: each query with one letter changed in one of its words of 4+ letters
+ *   (seeded), scored the same way, and the ratio typo'd / clean of the mean nDCG@10;
+ * - the share of empty answers on the real queries and on generated gibberish ("xqzv", "asdf
+ *   qwerty"; seeded);
+ * - the best hit's cosine on each kind of query (where a relevance threshold would have to fall);
+ * - what translating a query costs (Apertium, warm).
+ * The last line is one JSON object of the figures.
+ *
+ * Run by hand: `bun run eval [--eval-dir DIR] [--products all] [--seed N] [--queries]`
+ * (`--products all`: products-all.jsonl.gz, 12,430 products whose extra 10,774 are unlabelled;
+ * `--queries`: one line per query with its translation). No network: the offline model and
+ * Apertium. Product and query vectors are kept between runs in a cache file keyed by the exact text
+ * embedded (`--no-cache` to skip it): the model is deterministic, and embedding the catalogue is
+ * most of a run's time. Reads the eval files where they are; never copy them here.
  */
-import { readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { gunzipSync } from "node:zlib";
 import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
-import { PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
-import { prepareDatabase } from "../src/adapters/postgres/schema.ts";
 import { LocalEmbedder } from "../src/adapters/providers/local-embedder.ts";
 import { ApertiumTranslator, findApertium } from "../src/adapters/translation/apertium.ts";
-import type { SearchMode } from "../src/domain/hybrid-ranking.ts";
-import { contentDigest, embeddingText } from "../src/domain/product.ts";
-import { DEFAULT_HYBRID_ALPHA, SearchAndRecommend } from "../src/domain/search-and-recommend.ts";
+import { loadConfig } from "../src/app/config.ts";
+import { createHttpService } from "../src/app/http-service.ts";
+import { createLogger } from "../src/app/logger.ts";
+import { SEARCH_MODES, type SearchMode } from "../src/domain/hybrid-ranking.ts";
 import type { Vector } from "../src/domain/vector.ts";
+import type { EmbeddingPurpose } from "../src/ports/embedder.ts";
 import type { Translation } from "../src/ports/translator.ts";
 
 interface EvalProduct {
@@ -41,20 +56,35 @@ interface Scores {
   mrr: number;
 }
 
-/** One way of ranking: the search mode, its weight in hybrid mode, and whether texts are translated first. */
-interface Setting {
-  mode: SearchMode;
-  alpha: number;
-  translation: boolean;
+/** One answer to one query: the eval ids in the order returned, and the best hit's cosine. */
+interface Answer {
+  ids: number[];
+  topCosine: number | null;
 }
 
 const K = 10;
-const args = process.argv.slice(2).filter((arg) => !arg.startsWith("--"));
-const perQueryLines = process.argv.includes("--queries");
-const evalDir = args[0] ?? resolve(import.meta.dir, "../../shared/eval");
-const modelDir = args[1] ?? resolve(import.meta.dir, "../models/all-MiniLM-L6-v2");
+const REPO = resolve(import.meta.dir, "..");
+const GIBBERISH_QUERIES = 40;
 
-const products = readFileSync(join(evalDir, "products.jsonl"), "utf8")
+function option(name: string): string | undefined {
+  const at = process.argv.indexOf(`--${name}`);
+  return at >= 0 ? process.argv[at + 1] : undefined;
+}
+const perQueryLines = process.argv.includes("--queries");
+const useCache = !process.argv.includes("--no-cache");
+const seed = Number(option("seed") ?? 21);
+const productsFile = option("products") === "all" ? "products-all.jsonl.gz" : "products.jsonl";
+// The eval folder sits beside the repository: ../shared in a clone, ../../shared in a worktree under wt/.
+const evalDir =
+  option("eval-dir") ??
+  [resolve(REPO, "../shared/eval"), resolve(REPO, "../../shared/eval")].find((dir) =>
+    existsSync(join(dir, "queries-dev.json")),
+  );
+if (evalDir === undefined) throw new Error("no shared/eval beside the repository: pass --eval-dir DIR");
+
+const productsBytes = readFileSync(join(evalDir, productsFile));
+const products = (productsFile.endsWith(".gz") ? gunzipSync(productsBytes) : productsBytes)
+  .toString("utf8")
   .split("\n")
   .filter((line) => line.trim() !== "")
   .map((line) => JSON.parse(line) as EvalProduct);
@@ -85,51 +115,202 @@ function percentile(values: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
-const seconds = (since: number) => `${((performance.now() - since) / 1000).toFixed(1)} s`;
+/** A deterministic PRNG (mulberry32), uniform in [0, 1): the same seed, the same typos and gibberish. */
+function seededRandom(start: number): () => number {
+  let state = start >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
 
-const embedder = new LocalEmbedder(modelDir);
-const apertium = findApertium();
-const translator = apertium.found ? new ApertiumTranslator(apertium.pipelines, { timeoutMs: 10_000 }) : null;
-if (translator === null) console.log(`translation: not measured, ${apertium.found ? "" : apertium.reason}`);
+const LETTERS = "abcdefghijklmnopqrstuvwxyz";
 
-// Products: embedded as they are; with translation, only the texts read as Spanish change.
-const productTexts = products.map(embeddingText);
-let started = performance.now();
-const plainProducts = await embedder.embed(productTexts, "document");
-console.log(`embedded ${products.length} products in ${seconds(started)}`);
-let translatedProducts: Vector[] = plainProducts;
-if (translator) {
-  started = performance.now();
-  const translations = await translator.toEnglish(productTexts);
-  const changed = translations.flatMap((t, i) => (t.translated ? [i] : []));
-  const fresh = await embedder.embed(
-    changed.map((i) => (translations[i] as Translation).text),
-    "document",
+/** The query with one letter of one of its words of 4+ letters replaced by another letter (case kept). */
+export function withTypo(query: string, random: () => number): string {
+  const words = [...query.matchAll(/\p{L}{4,}/gu)];
+  if (words.length === 0) return query;
+  const word = words[Math.floor(random() * words.length)] as RegExpExecArray;
+  const letters = [...word[0]];
+  const at = Math.floor(random() * letters.length);
+  const old = letters[at] as string;
+  const choices = [...LETTERS].filter((letter) => letter !== old.toLowerCase());
+  const letter = choices[Math.floor(random() * choices.length)] as string;
+  letters[at] = old === old.toUpperCase() ? letter.toUpperCase() : letter;
+  const start = word.index as number;
+  // Code units before the word, then the word's new letters (an accented letter is one code unit here).
+  return `${query.slice(0, start)}${letters.join("")}${query.slice(start + word[0].length)}`;
+}
+
+const KEYBOARD_ROWS = ["qwertyuiop", "asdfghjkl", "zxcvbnm"];
+
+/** Queries of one to three made-up words: keyboard runs ("asdf", "qwerty") and random letters ("xqzv"). */
+export function gibberish(count: number, random: () => number): string[] {
+  const pick = (n: number) => Math.floor(random() * n);
+  const word = () => {
+    const length = 3 + pick(5);
+    if (random() < 0.4) {
+      const row = KEYBOARD_ROWS[pick(KEYBOARD_ROWS.length)] as string;
+      const start = pick(Math.max(1, row.length - length));
+      return row.slice(start, start + length);
+    }
+    return Array.from({ length }, () => LETTERS[pick(LETTERS.length)]).join("");
+  };
+  return Array.from({ length: count }, () => Array.from({ length: 1 + pick(3) }, word).join(" "));
+}
+
+/**
+ * The offline embedder, remembering every vector it made in a file between runs (keyed by purpose
+ * and the exact text embedded, so a change of translation or of the embedded text is a new key).
+ * A LocalEmbedder still, so the service treats it as the offline model (translation `auto` on).
+ */
+class RememberingLocalEmbedder extends LocalEmbedder {
+  private readonly vectors = new Map<string, Vector>();
+  private added = 0;
+
+  constructor(
+    modelDir: string,
+    private readonly file: string | undefined,
+  ) {
+    super(modelDir);
+    if (file !== undefined && existsSync(file)) {
+      for (const line of readFileSync(file, "utf8").split("\n")) {
+        const [key, base64] = line.split("\t");
+        if (key && base64) this.vectors.set(key, Array.from(new Float32Array(Buffer.from(base64, "base64").buffer)));
+      }
+    }
+  }
+
+  override async embed(texts: readonly string[], purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
+    const keys = texts.map((text) => createHash("sha256").update(`${purpose}\u0000${text}`).digest("hex"));
+    const missing = keys.flatMap((key, i) => (this.vectors.has(key) ? [] : [i]));
+    if (missing.length > 0) {
+      const fresh = await super.embed(
+        missing.map((i) => texts[i] as string),
+        purpose,
+        signal,
+      );
+      missing.forEach((i, n) => {
+        // Stored as float32, as the model computes them, so a vector read back is the same vector.
+        this.vectors.set(keys[i] as string, Array.from(new Float32Array(fresh[n] as Vector)));
+        this.added++;
+      });
+    }
+    return keys.map((key) => this.vectors.get(key) as Vector);
+  }
+
+  save(): void {
+    if (this.file === undefined || this.added === 0) return;
+    const lines = [...this.vectors].map(
+      ([key, vector]) => `${key}\t${Buffer.from(new Float32Array(vector).buffer).toString("base64")}`,
+    );
+    writeFileSync(this.file, `${lines.join("\n")}\n`);
+  }
+}
+
+const ADMIN = { username: "eval", password: "eval-password-not-secret" };
+const config = loadConfig({
+  ...process.env,
+  ADMIN_USERNAME: ADMIN.username,
+  ADMIN_PASSWORD: ADMIN.password,
+  EMBEDDING_PROVIDER: "local",
+  GENERATION_PROVIDERS: "local",
+  DATABASE_URL: "",
+  SEARCH_RATE_LIMIT: "0",
+  WRITE_RATE_LIMIT: "0",
+  QUERY_CACHE_DAYS: "0",
+  LOG_LEVEL: "warn",
+});
+const modelDir = config.localModelDir ?? join(REPO, "models/all-MiniLM-L6-v2");
+const cacheDir = join(tmpdir(), "sku-search-eval");
+if (useCache) mkdirSync(cacheDir, { recursive: true });
+const embedder = new RememberingLocalEmbedder(modelDir, useCache ? join(cacheDir, "all-MiniLM-L6-v2.tsv") : undefined);
+const container = await createHttpService(
+  { ...config, databaseUrl: undefined, dataDir: join(tmpdir(), "sku-search-eval-data") },
+  createLogger("warn"),
+  { database: await openPglite(undefined), embedder },
+);
+const call = async (path: string, body: string, contentType: string, token?: string) => {
+  const headers = new Headers({ "content-type": contentType });
+  if (token) headers.set("authorization", `Bearer ${token}`);
+  const response = await container.app.handle(
+    new Request(`http://localhost${path}`, { method: "POST", headers, body }),
   );
-  translatedProducts = [...plainProducts];
-  changed.forEach((i, n) => {
-    translatedProducts[i] = fresh[n] as Vector;
-  });
-  console.log(`products through translation in ${seconds(started)}: ${describeLanguages(translations)}`);
+  const text = await response.text();
+  if (response.status >= 300) throw new Error(`${path} answered ${response.status}: ${text.slice(0, 300)}`);
+  return JSON.parse(text);
+};
+const token = (await call("/auth/login", new URLSearchParams(ADMIN).toString(), "application/x-www-form-urlencoded"))
+  .access_token as string;
+
+let started = performance.now();
+const evalIdOf = new Map<number, number>();
+for (let from = 0; from < products.length; from += 1000) {
+  const batch = products.slice(from, from + 1000);
+  const body = batch.map((p) => JSON.stringify({ name: p.name, description: p.description, category: p.category }));
+  const answer = (await call("/products/bulk", body.join("\n"), "application/x-ndjson", token)) as {
+    items: { index: number; status: string; id?: number; detail?: string }[];
+  };
+  for (const item of answer.items) {
+    if (item.id === undefined) throw new Error(`product ${from + item.index} not stored: ${item.detail}`);
+    evalIdOf.set(item.id, (batch[item.index] as EvalProduct).id);
+  }
+}
+embedder.save();
+console.log(
+  `imported ${products.length} products (${productsFile}) in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+);
+
+async function search(query: string, mode: SearchMode): Promise<Answer> {
+  const answer = (await call(
+    "/products/search",
+    JSON.stringify({ query, limit: K, mode }),
+    "application/json",
+    token,
+  )) as {
+    results: { id: number; score: number }[];
+  };
+  return {
+    ids: answer.results.map((hit) => evalIdOf.get(hit.id) ?? -1),
+    topCosine: answer.results[0]?.score ?? null,
+  };
 }
 
-// Queries, each alone as a search embeds it, timing what translation adds.
-const plainQueries: Vector[] = [];
-const translatedQueries: Vector[] = [];
-const queryTranslations: (Translation | null)[] = [];
-const embedMs: number[] = [];
-const translateMs: { lang: string; ms: number }[] = [];
-for (const query of queries) {
-  const t = performance.now();
-  plainQueries.push((await embedder.embed([query.query], "query"))[0] as Vector);
-  embedMs.push(performance.now() - t);
-  if (!translator) continue;
-  const [translation] = await translator.toEnglish([query.query]);
-  queryTranslations.push(translation ?? null);
-  translatedQueries.push((await embedder.embed([translation?.text ?? query.query], "query"))[0] as Vector);
+const typoRandom = seededRandom(seed);
+const typoQueries = queries.map((query) => withTypo(query.query, typoRandom));
+const gibberishQueries = gibberish(GIBBERISH_QUERIES, seededRandom(seed + 1));
+
+started = performance.now();
+const answers = new Map<SearchMode, { clean: Answer[]; typo: Answer[]; gibberish: Answer[] }>();
+for (const mode of SEARCH_MODES) {
+  const run = async (texts: readonly string[]) => {
+    const out: Answer[] = [];
+    for (const text of texts) out.push(await search(text, mode));
+    return out;
+  };
+  answers.set(mode, {
+    clean: await run(queries.map((query) => query.query)),
+    typo: await run(typoQueries),
+    gibberish: await run(gibberishQueries),
+  });
 }
+const searchSeconds = (performance.now() - started) / 1000;
+embedder.save();
+await container.close();
+
+// What translation makes of each query and costs, on a translator of its own (the service's is inside it).
+const apertium = config.translation.mode === "off" ? null : findApertium(config.translation.apertiumDir);
+const translator = apertium?.found
+  ? new ApertiumTranslator(apertium.pipelines, { timeoutMs: config.translation.timeoutMs })
+  : null;
+const translations: (Translation | null)[] = [];
+const translateMs: { lang: string; ms: number }[] = [];
 if (translator) {
-  // Timed warm: the first round included the pipelines' start.
+  await translator.start();
+  for (const query of queries) translations.push((await translator.toEnglish([query.query]))[0] ?? null);
   for (let round = 0; round < 5; round++) {
     for (const query of queries) {
       const t = performance.now();
@@ -137,164 +318,144 @@ if (translator) {
       translateMs.push({ lang: query.lang, ms: performance.now() - t });
     }
   }
-  console.log(`queries through translation: ${describeLanguages(queryTranslations.filter((t) => t !== null))}`);
-}
-await embedder.dispose();
-await translator?.close();
-
-/** The dev catalogue in an embedded database, with the vectors of one translation setting. */
-async function catalogue(vectors: readonly Vector[]) {
-  const client = await openPglite(undefined);
-  await prepareDatabase(client, { model: embedder.model, dimension: embedder.dimension });
-  const repository = new PostgresProductRepository(client, embedder.dimension);
-  const rows = await Promise.all(
-    products.map(async (product, i) => ({
-      kind: "insert" as const,
-      row: {
-        product: { name: product.name, description: product.description, category: product.category },
-        embedding: vectors[i] as Vector,
-        contentDigest: await contentDigest(product),
-      },
-    })),
-  );
-  const written = await repository.writeMany(rows);
-  // The database's ids, back to the eval's.
-  const evalId = new Map(
-    written.map((outcome, i) => ["written" in outcome ? outcome.written.id : -1, products[i]?.id]),
-  );
-  return { client, repository, evalId };
+  await translator.close();
 }
 
-const databases = new Map([[false, await catalogue(plainProducts)]]);
-if (translator) databases.set(true, await catalogue(translatedProducts));
+const languages = [...new Set(queries.map((q) => q.lang))].sort();
+const groups = ["all", ...languages];
+const inGroup = (group: string) => (_: unknown, i: number) => group === "all" || queries[i]?.lang === group;
+const byGroup = <T>(values: readonly T[], pick: (rows: T[]) => number) =>
+  Object.fromEntries(groups.map((group) => [group, round(pick(values.filter(inGroup(group))))]));
+const round = (value: number) => Math.round(value * 1000) / 1000;
+const share = (rows: readonly Answer[]) => rows.filter((answer) => answer.ids.length === 0).length / (rows.length || 1);
 
-const ALPHAS = [0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9];
-const settings: Setting[] = [];
-for (const translation of translator ? [false, true] : [false]) {
-  settings.push({ mode: "semantic", alpha: 1, translation });
-  settings.push({ mode: "hybrid", alpha: DEFAULT_HYBRID_ALPHA, translation });
-}
-const sweep: Setting[] = (translator ? [false, true] : [false]).flatMap((translation) =>
-  ALPHAS.map((alpha) => ({ mode: "hybrid" as const, alpha, translation })),
+const settings = {
+  model: `${embedder.model} (${embedder.dimension} d)`,
+  translation:
+    config.translation.mode === "off"
+      ? "off (QUERY_TRANSLATION=off)"
+      : apertium?.found
+        ? `Apertium spa-eng (${apertium.prefix})`
+        : `off: ${apertium?.reason}`,
+  hybrid_alpha: config.hybridAlpha,
+  default_mode: config.searchMode,
+  products: `${productsFile} (${products.length})`,
+  queries: `queries-dev.json (${queries.length}: ${groups
+    .slice(1)
+    .map((lang) => `${queries.filter((q) => q.lang === lang).length} ${lang}`)
+    .join(", ")})`,
+  gibberish: GIBBERISH_QUERIES,
+  seed,
+  eval_dir: evalDir,
+};
+console.log("\nsettings:");
+for (const [name, value] of Object.entries(settings)) console.log(`  ${name.padEnd(13)} ${value}`);
+const searches = answers.size * (2 * queries.length + GIBBERISH_QUERIES);
+console.log(
+  `  ${"search".padEnd(13)} ${searches} searches through the API, ${((searchSeconds * 1000) / searches).toFixed(1)} ms each (mean)`,
+);
+console.log(
+  `\nexample typo'd queries: ${typoQueries
+    .slice(0, 3)
+    .map((q) => JSON.stringify(q))
+    .join(", ")}`,
+);
+console.log(
+  `example gibberish: ${gibberishQueries
+    .slice(0, 5)
+    .map((q) => JSON.stringify(q))
+    .join(", ")}`,
 );
 
-/** The top 10 eval ids of one query, through the search use case (the recommendation is not written). */
-async function rank(setting: Setting, queryIndex: number): Promise<{ id: number; cosine: number }[]> {
-  const database = databases.get(setting.translation) as Awaited<ReturnType<typeof catalogue>>;
-  const vector = (setting.translation ? translatedQueries : plainQueries)[queryIndex] as Vector;
-  const query = queries[queryIndex] as EvalQuery;
-  const translation = setting.translation ? queryTranslations[queryIndex] : null;
-  const search = new SearchAndRecommend({
-    products: database.repository,
-    embedder: { model: embedder.model, dimension: embedder.dimension, embed: async () => [vector] },
-    generator: {
-      name: "none",
-      generate: async () => ({ text: "-", provider: "EVAL", model: "none" }),
-      stream: async function* () {},
-    },
-    translator: translation
-      ? { name: "recorded", toEnglish: async () => [translation], close: async () => {} }
-      : undefined,
-  });
-  const { results } = await search.execute({
-    query: query.query,
-    limit: K,
-    mode: setting.mode,
-    ...(setting.mode === "hybrid" ? { alpha: setting.alpha } : {}),
-  });
-  return results.map((hit) => ({ id: database.evalId.get(hit.id) ?? -1, cosine: hit.score }));
-}
-
-async function evaluate(setting: Setting) {
-  const rankings: { id: number; cosine: number }[][] = [];
-  for (let i = 0; i < queries.length; i++) rankings.push(await rank(setting, i));
-  return {
-    setting,
-    perQuery: queries.map((query, i) =>
-      score(
-        (rankings[i] ?? []).map((hit) => hit.id),
-        query.relevant,
-      ),
+const figures: Record<string, unknown> = {};
+const fixed = (value: number) => value.toFixed(3);
+console.log(
+  "\nmode      queries   nDCG@10 recall@10 MRR@10 | typo'd nDCG@10 (× clean) | empty share: real typo'd gibberish",
+);
+for (const [mode, { clean, typo, gibberish: nonsense }] of answers) {
+  const cleanScores = clean.map((answer, i) => score(answer.ids, (queries[i] as EvalQuery).relevant));
+  const typoScores = typo.map((answer, i) => score(answer.ids, (queries[i] as EvalQuery).relevant));
+  for (const group of groups) {
+    const c = mean(cleanScores.filter(inGroup(group)));
+    const t = mean(typoScores.filter(inGroup(group)));
+    const count = cleanScores.filter(inGroup(group)).length;
+    const empties =
+      group === "all"
+        ? `${fixed(share(clean))} ${fixed(share(typo))} ${fixed(share(nonsense))}`
+        : `${fixed(share(clean.filter(inGroup(group))))} ${fixed(share(typo.filter(inGroup(group))))}`;
+    console.log(
+      `${mode.padEnd(10)}${`${group} (${count})`.padEnd(10)}${fixed(c.ndcg).padStart(7)} ${fixed(c.recall).padStart(9)} ${fixed(c.mrr).padStart(6)} |` +
+        ` ${fixed(t.ndcg).padStart(14)} (${(c.ndcg > 0 ? t.ndcg / c.ndcg : 0).toFixed(2)})${"".padStart(4)}| ${empties}`,
+    );
+  }
+  const ndcgOf = (rows: Scores[]) => mean(rows).ndcg;
+  figures[mode] = {
+    ndcg: byGroup(cleanScores, ndcgOf),
+    recall: byGroup(cleanScores, (rows) => mean(rows).recall),
+    mrr: byGroup(cleanScores, (rows) => mean(rows).mrr),
+    typo_ndcg: byGroup(typoScores, ndcgOf),
+    typo_ratio: Object.fromEntries(
+      groups.map((group) => {
+        const c = ndcgOf(cleanScores.filter(inGroup(group)));
+        return [group, round(c > 0 ? ndcgOf(typoScores.filter(inGroup(group))) / c : 0)];
+      }),
     ),
-    // The cosine of the best hit and that hit's grade: how the generator should read "weak" scores.
-    topHits: queries.map((query, i) => ({
-      cosine: rankings[i]?.[0]?.cosine ?? 0,
-      grade: query.relevant[String(rankings[i]?.[0]?.id)] ?? 0,
-    })),
+    empty_real: round(share(clean)),
+    empty_typo: round(share(typo)),
+    empty_gibberish: round(share(nonsense)),
   };
 }
 
-const results = [];
-for (const setting of settings) results.push(await evaluate(setting));
-const swept = [];
-for (const setting of sweep) swept.push(await evaluate(setting));
-for (const { client } of databases.values()) await client.close();
-
-const format = (s: Scores) =>
-  `${s.ndcg.toFixed(3).padStart(7)} ${s.recall.toFixed(3).padStart(9)} ${s.mrr.toFixed(3).padStart(6)}`;
-const languages = [...new Set(queries.map((q) => q.lang))].sort();
-console.log(`\n${embedder.model} (${embedder.dimension} d), exact cosine, ${queries.length} dev queries\n`);
-console.log("mode          translation  queries   nDCG@10 recall@10 MRR@10");
-const labelOf = (setting: Setting) =>
-  `${`${setting.mode}${setting.mode === "hybrid" ? ` ${setting.alpha}` : ""}`.padEnd(14)}${(setting.translation ? "on" : "off").padEnd(13)}`;
-for (const { setting, perQuery } of results) {
-  const label = labelOf(setting);
-  console.log(`${label}${`all (${queries.length})`.padEnd(10)}${format(mean(perQuery))}`);
-  for (const lang of languages) {
-    const rows = perQuery.filter((_, i) => queries[i]?.lang === lang);
-    console.log(`${label}${`${lang} (${rows.length})`.padEnd(10)}${format(mean(rows))}`);
-  }
-}
-
-console.log("\nhybrid by alpha (the weight of the semantic score), nDCG@10 all / en / es:");
-for (const { setting, perQuery } of swept) {
-  const byLang = ["all", ...languages].map((lang) =>
-    mean(perQuery.filter((_, i) => lang === "all" || queries[i]?.lang === lang)).ndcg.toFixed(3),
-  );
-  console.log(`  ${labelOf(setting)}${byLang.join(" / ")}`);
-}
-
-for (const { setting, topHits } of results.filter((result) => result.setting.mode === "semantic")) {
+console.log("\nbest hit's cosine (min / median / max) by kind of query and the best hit's grade:");
+for (const [mode, { clean, typo, gibberish: nonsense }] of answers) {
+  const describe = (values: number[]) => {
+    const sorted = values.sort((a, b) => a - b);
+    if (sorted.length === 0) return "none";
+    return `${String(sorted.length).padStart(2)}: ${fixed(sorted[0] as number)} / ${fixed(percentile(sorted, 50))} / ${fixed(sorted.at(-1) as number)}`;
+  };
+  const cosines = (rows: readonly Answer[], grade?: number) =>
+    rows.flatMap((answer, i) => {
+      if (answer.topCosine === null) return [];
+      if (grade === undefined) return [answer.topCosine];
+      return ((queries[i] as EvalQuery).relevant[String(answer.ids[0])] ?? 0) === grade ? [answer.topCosine] : [];
+    });
   console.log(
-    `\ntop-1 cosine by the top hit's grade, translation ${setting.translation ? "on" : "off"} (min / median / max):`,
+    `  ${mode.padEnd(9)} real, top grade 2 ${describe(cosines(clean, 2))}; 1 ${describe(cosines(clean, 1))}; 0 ${describe(cosines(clean, 0))}`,
   );
-  for (const grade of [2, 1, 0]) {
-    const values = topHits
-      .filter((hit) => hit.grade === grade)
-      .map((hit) => hit.cosine)
-      .sort((a, b) => a - b);
-    if (values.length === 0) continue;
-    const median = values[Math.floor(values.length / 2)] as number;
-    const range = `${(values[0] as number).toFixed(2)} / ${median.toFixed(2)} / ${(values.at(-1) as number).toFixed(2)}`;
-    console.log(`  grade ${grade}: ${String(values.length).padStart(2)} queries, ${range}`);
-  }
+  console.log(`  ${"".padEnd(9)} typo'd ${describe(cosines(typo))}; gibberish ${describe(cosines(nonsense))}`);
 }
 
 if (perQueryLines) {
-  console.log(`\nnDCG@10 per query (${settings.map((s) => labelOf(s).replace(/\s+/g, " ").trim()).join(" / ")})`);
+  const modes = [...answers.keys()];
+  console.log(`\nnDCG@10 per query, clean / typo'd, ${modes.join(" · ")}`);
   for (const [i, query] of queries.entries()) {
-    const values = results.map(({ perQuery }) => (perQuery[i] as Scores).ndcg.toFixed(2)).join(" / ");
-    const translation = queryTranslations[i];
+    const values = modes
+      .map((mode) => {
+        const runs = answers.get(mode) as { clean: Answer[]; typo: Answer[] };
+        const at = (rows: Answer[]) => score((rows[i] as Answer).ids, query.relevant).ndcg.toFixed(2);
+        return `${at(runs.clean)}/${at(runs.typo)}`;
+      })
+      .join(" · ");
+    const translation = translations[i];
     const shown = translation?.translated ? ` → ${JSON.stringify(translation.text)}` : "";
-    console.log(`${query.id} ${query.lang} ${values}  ${JSON.stringify(query.query)}${shown}`);
+    console.log(
+      `${query.id} ${query.lang} ${values}  ${JSON.stringify(query.query)}${shown}  typo'd ${JSON.stringify(typoQueries[i])}`,
+    );
   }
 }
 
-console.log(
-  `\nper query: embedding p50 ${percentile(embedMs, 50).toFixed(1)} ms, p95 ${percentile(embedMs, 95).toFixed(1)} ms`,
-);
-if (translator) {
-  for (const lang of ["all", ...languages]) {
-    const ms = translateMs.filter((t) => lang === "all" || t.lang === lang).map((t) => t.ms);
+let translationFigures: Record<string, unknown> | null = null;
+if (translateMs.length > 0) {
+  console.log("");
+  translationFigures = {};
+  for (const group of groups) {
+    const ms = translateMs.filter((t) => group === "all" || t.lang === group).map((t) => t.ms);
+    translationFigures[group] = { p50: round(percentile(ms, 50)), p95: round(percentile(ms, 95)) };
     console.log(
-      `translation adds (${lang}, ${ms.length} calls, warm): p50 ${percentile(ms, 50).toFixed(1)} ms, ` +
+      `translating a query (${group}, ${ms.length} calls, warm): p50 ${percentile(ms, 50).toFixed(1)} ms, ` +
         `p95 ${percentile(ms, 95).toFixed(1)} ms, max ${percentile(ms, 100).toFixed(1)} ms`,
     );
   }
 }
 
-function describeLanguages(translations: readonly Translation[]): string {
-  const count = (language: string) => translations.filter((t) => t.language === language).length;
-  const translated = translations.filter((t) => t.translated).length;
-  return `${count("es")} read as Spanish, ${count("en")} as English, ${count("unknown")} unknown; ${translated} translated`;
-}
+console.log(JSON.stringify({ settings, ...figures, translation_ms: translationFigures }));
