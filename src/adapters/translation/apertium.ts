@@ -11,12 +11,15 @@ import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Language, Translation, Translator } from "../../ports/translator.ts";
 import { NulPipe } from "./nul-pipe.ts";
+import { ACCENT_FIXES, preEdit, SHOP_VOCABULARY, type ShopVocabulary } from "./shop-vocabulary.ts";
 import {
   type AnalysedUnit,
   accentVariants,
   decideLanguage,
+  diminutiveBases,
   escapeForApertium,
   expandAbbreviations,
+  knowledgeOfWords,
   omissionVariants,
   readAnalysis,
   readTranslation,
@@ -120,6 +123,8 @@ export interface ApertiumTranslatorOptions {
    * The offline model reads only its first 128 tokens, about 600 characters of English.
    */
   maxChars?: number;
+  /** The shop's Spanish → English words and phrases put in before Apertium translates (default: vocabulary/*.tsv). */
+  vocabulary?: ShopVocabulary;
 }
 
 /** Repairs tried per text: words the analyser does not know are few in a query, many in a catalogue text. */
@@ -130,9 +135,11 @@ const MAX_WORD_LENGTH = 24;
 
 /**
  * Translator on Apertium's spa-eng pair. Each text is analysed by the Spanish and the English
- * analysers; a text read as Spanish gets its chat abbreviations written out and its unknown words
- * repaired when the Spanish analyser knows exactly one nearby form (an accent left out, then a
- * one-letter slip, in that order), and is translated line by line. Calls go one at a time per
+ * analysers, its chat abbreviations written out and its unknown words repaired (an accent left out,
+ * when the Spanish analyser knows exactly one such form; a diminutive undone), and then its language
+ * decided. A text read as Spanish gets its words that need a letter put back repaired, its
+ * accentless homographs fixed ("mama" → "mamá"), the shop vocabulary's phrases put in through
+ * placeholders (shop-vocabulary.ts), and is translated line by line. Calls go one at a time per
  * pipeline; each text must be done within `timeoutMs` or the call rejects (and a pipeline stuck on
  * it is restarted).
  */
@@ -142,6 +149,7 @@ export class ApertiumTranslator implements Translator {
   private readonly spanish: NulPipe;
   private readonly english: NulPipe;
   private readonly maxChars: number;
+  private readonly vocabulary: ShopVocabulary;
 
   constructor(
     pipelines: ApertiumPipelines,
@@ -158,6 +166,7 @@ export class ApertiumTranslator implements Translator {
     this.spanish = pipe(pipelines.analyseSpanish);
     this.english = pipe(pipelines.analyseEnglish);
     this.maxChars = options.maxChars ?? 2_000;
+    this.vocabulary = options.vocabulary ?? SHOP_VOCABULARY;
   }
 
   /** Starts the three pipelines; rejects with the reason when one cannot start or answer. */
@@ -194,11 +203,20 @@ export class ApertiumTranslator implements Translator {
     ]);
     const spanish = readAnalysis(spanishOut[0] ?? "");
     const english = readAnalysis(englishOut[0] ?? "");
-    const language: Language = decideLanguage(spanish, english);
+    // Accents and diminutives are repaired before the language is decided: "cancion" and
+    // "relojito" are Spanish words once repaired, and say that the text is Spanish.
+    const repairs = await this.repairForms(spanish, left, signal);
+    const language: Language = decideLanguage(
+      knowledgeOfWords(spanish, english, (word) => repairs.has(word) || this.vocabulary.has(word)),
+    );
     if (language !== "es") return { text, language, translated: false };
 
-    const repaired = await this.repair(expanded, spanish, english, left, signal);
-    const lines = repaired.split("\n");
+    for (const [word, form] of await this.restoreOmissions(spanish, english, repairs, left, signal)) {
+      repairs.set(word, form);
+    }
+    const repaired = ACCENT_FIXES.replace(replaceWords(expanded, repairs));
+    const edited = preEdit(repaired, this.vocabulary);
+    const lines = edited.text.split("\n");
     const wanted = lines.map((line, i) => ({ line, i })).filter(({ line }) => /\p{L}/u.test(line));
     const answers = await this.translate.request(
       wanted.map(({ line }) => `${escapeForApertium(line.replace(/\s+/gu, " ").trim())}.`),
@@ -208,64 +226,125 @@ export class ApertiumTranslator implements Translator {
     wanted.forEach(({ i }, n) => {
       lines[i] = readTranslation(answers[n] ?? "").replace(/\s*\.$/u, "");
     });
-    const translation = lines.join("\n");
+    const translation = edited.restore(lines.join("\n"));
     return { text: tail === "" ? translation : `${translation} ${tail}`, language, translated: true };
   }
 
   /**
-   * Repairs the Spanish analyser's unknown lower-case words: a form that only lacks an accent (any
-   * such word), else one with a letter put back (words the English analyser does not know either),
-   * when exactly one candidate is a word the analyser knows.
+   * Repairs of the Spanish analyser's unknown lower-case words that the shop vocabulary does not
+   * know: a form that only lacks an accent, when exactly one such form is a word; else, for a
+   * diminutive, the first word it may come from that the analyser or the vocabulary knows. And any
+   * diminutive of a vocabulary word, known to the analyser or not.
    */
-  private async repair(
-    text: string,
+  private async repairForms(
     spanish: readonly AnalysedUnit[],
-    english: readonly AnalysedUnit[],
     left: () => number,
     signal?: AbortSignal,
-  ): Promise<string> {
-    const englishWords = new Set(english.filter((unit) => unit.known).map((unit) => unit.surface.toLowerCase()));
+  ): Promise<Map<string, string>> {
     const unknown = [
       ...new Set(
         spanish
-          .filter((unit) => !unit.known && /^\p{Ll}+$/u.test(unit.surface) && unit.surface.length <= MAX_WORD_LENGTH)
+          .filter(
+            (unit) =>
+              !unit.known &&
+              /^\p{Ll}+$/u.test(unit.surface) &&
+              unit.surface.length <= MAX_WORD_LENGTH &&
+              !this.vocabulary.has(unit.surface),
+          )
           .map((unit) => unit.surface),
       ),
     ].slice(0, MAX_REPAIRS);
-    // Accents first, for every word at once; a letter put back only where no accent helped.
     const repairs = new Map<string, string>();
-    const accents = await this.knownForms(new Map(unknown.map((word) => [word, accentVariants(word)])), left, signal);
-    const unrepaired = unknown.filter(
-      (word) => accents.get(word)?.length === 0 && word.length >= MIN_TYPO_LENGTH && !englishWords.has(word),
-    );
-    const omissions = await this.knownForms(
-      new Map(unrepaired.map((word) => [word, omissionVariants(word)])),
+    // A diminutive of a vocabulary word is that word, even when the analyser knows it as another
+    // ("tacita" is read as tácita, tacit): a shop means the cup.
+    for (const unit of spanish) {
+      if (!/^\p{Ll}+$/u.test(unit.surface) || this.vocabulary.has(unit.surface)) continue;
+      const base = diminutiveBases(unit.surface).find((form) => this.vocabulary.has(form));
+      if (base !== undefined) repairs.set(unit.surface, base);
+    }
+    if (unknown.length === 0) return repairs;
+    const diminutives = new Map(unknown.map((word) => [word, diminutiveBases(word)]));
+    const [accents, bases] = await this.knownForms(
+      [new Map(unknown.map((word) => [word, accentVariants(word)])), diminutives],
       left,
       signal,
     );
-    for (const found of [accents, omissions]) {
-      for (const [word, forms] of found) if (forms.length === 1) repairs.set(word, forms[0] as string);
+    for (const word of unknown) {
+      if (repairs.has(word)) continue;
+      const accented = accents?.get(word) ?? [];
+      if (accented.length === 1) {
+        repairs.set(word, accented[0] as string);
+        continue;
+      }
+      const known = new Set(bases?.get(word));
+      const base = diminutives.get(word)?.find((form) => known.has(form) || this.vocabulary.has(form));
+      if (base !== undefined) repairs.set(word, base);
     }
-    return replaceWords(text, repairs);
+    return repairs;
   }
 
-  /** For each word, those of its candidates (single words) the Spanish analyser knows; all asked in one segment. */
-  private async knownForms(
-    candidates: ReadonlyMap<string, readonly string[]>,
+  /**
+   * For words neither analyser knows and no repair found, a form with one letter put back
+   * ("cargadr" → "cargador"), when exactly one candidate is a word the Spanish analyser knows.
+   */
+  private async restoreOmissions(
+    spanish: readonly AnalysedUnit[],
+    english: readonly AnalysedUnit[],
+    repairs: ReadonlyMap<string, string>,
     left: () => number,
     signal?: AbortSignal,
-  ): Promise<Map<string, string[]>> {
-    const all = [...candidates.values()].flat();
-    const known = new Map([...candidates.keys()].map((word): [string, string[]] => [word, []]));
+  ): Promise<Map<string, string>> {
+    const englishWords = new Set(english.filter((unit) => unit.known).map((unit) => unit.surface.toLowerCase()));
+    const words = [
+      ...new Set(
+        spanish
+          .filter(
+            (unit) =>
+              !unit.known &&
+              /^\p{Ll}+$/u.test(unit.surface) &&
+              unit.surface.length >= MIN_TYPO_LENGTH &&
+              unit.surface.length <= MAX_WORD_LENGTH &&
+              !repairs.has(unit.surface) &&
+              !englishWords.has(unit.surface) &&
+              !this.vocabulary.has(unit.surface),
+          )
+          .map((unit) => unit.surface),
+      ),
+    ].slice(0, MAX_REPAIRS);
+    const [omissions] = await this.knownForms(
+      [new Map(words.map((word) => [word, omissionVariants(word)]))],
+      left,
+      signal,
+    );
+    const found = new Map<string, string>();
+    for (const [word, forms] of omissions ?? []) if (forms.length === 1) found.set(word, forms[0] as string);
+    return found;
+  }
+
+  /**
+   * For each map of candidates, each word's candidates (single words) that the Spanish analyser
+   * knows; all asked in one segment.
+   */
+  private async knownForms(
+    candidateMaps: readonly ReadonlyMap<string, readonly string[]>[],
+    left: () => number,
+    signal?: AbortSignal,
+  ): Promise<Map<string, string[]>[]> {
+    const all = candidateMaps.flatMap((candidates) => [...candidates.values()].flat());
+    const known = candidateMaps.map(
+      (candidates) => new Map([...candidates.keys()].map((word): [string, string[]] => [word, []])),
+    );
     if (all.length === 0) return known;
     const [answer = ""] = await this.spanish.request([all.join(" , ")], left(), signal);
     const units = readAnalysis(answer).filter((unit) => unit.surface !== ",");
     // Each candidate is one unit unless the analyser joined some into a multiword: then trust none.
     if (units.length !== all.length) return known;
     let i = 0;
-    for (const [word, forms] of candidates) {
-      for (const form of forms) if ((units[i++] as AnalysedUnit).known) known.get(word)?.push(form);
-    }
+    candidateMaps.forEach((candidates, m) => {
+      for (const [word, forms] of candidates) {
+        for (const form of forms) if ((units[i++] as AnalysedUnit).known) known[m]?.get(word)?.push(form);
+      }
+    });
     return known;
   }
 }

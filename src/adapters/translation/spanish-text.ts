@@ -5,6 +5,7 @@
  * letter) whose candidates the Spanish analyser then checks.
  */
 import type { Language } from "../../ports/translator.ts";
+import { spanishPlural } from "./shop-vocabulary.ts";
 
 /** Characters Apertium's stream format reserves; a backslash makes them plain text. */
 const RESERVED = /[[\]^$/\\@<>{}]/g;
@@ -60,24 +61,60 @@ export function readAnalysis(output: string): AnalysedUnit[] {
   return units;
 }
 
-const isWord = (unit: AnalysedUnit) => /\p{L}/u.test(unit.surface);
-
-/** The share of a text's words an analyser knows (0 when there are no words). */
-export function knownShare(units: readonly AnalysedUnit[]): number {
-  const words = units.filter(isWord);
-  return words.length === 0 ? 0 : words.filter((unit) => unit.known).length / words.length;
+/** What the two analysers, and the repairs, know of one word of a text. */
+export interface WordKnowledge {
+  /** The Spanish analyser knows it, or the shop vocabulary does, or a repair found the word meant. */
+  spanish: boolean;
+  english: boolean;
+  /** Spanish only through a repair (an accent put back, a diminutive undone) or the shop vocabulary. */
+  repaired: boolean;
 }
 
 /**
- * Spanish when the Spanish analyser knows more than half of the words and more of them than the
- * English one does; English the other way round; otherwise (names, model numbers, a word both
- * languages share) unknown.
+ * Each word of the analysed text (lower case, in order) with what each analyser knows of it; a
+ * multiword unit ("la de") counts for each of its words. `spanishAlso` names the words known to be
+ * Spanish otherwise (the vocabulary, repairs).
  */
-export function decideLanguage(spanish: readonly AnalysedUnit[], english: readonly AnalysedUnit[]): Language {
-  const es = knownShare(spanish);
-  const en = knownShare(english);
+export function knowledgeOfWords(
+  spanish: readonly AnalysedUnit[],
+  english: readonly AnalysedUnit[],
+  spanishAlso: (word: string) => boolean = () => false,
+): WordKnowledge[] {
+  const known = (units: readonly AnalysedUnit[]) => {
+    const words = new Map<string, boolean>();
+    for (const unit of units) {
+      for (const word of unit.surface.toLowerCase().split(/\s+/u))
+        words.set(word, (words.get(word) ?? false) || unit.known);
+    }
+    return words;
+  };
+  const inSpanish = known(spanish);
+  const inEnglish = known(english);
+  return spanish
+    .flatMap((unit) => unit.surface.toLowerCase().split(/\s+/u))
+    .filter((word) => /\p{L}/u.test(word))
+    .map((word) => {
+      const analysed = inSpanish.get(word) ?? false;
+      const also = !analysed && spanishAlso(word);
+      return { spanish: analysed || also, english: inEnglish.get(word) ?? false, repaired: also };
+    });
+}
+
+/**
+ * The language of a text from what is known of its words, counting only the words some language
+ * knows (names, brands and model numbers tell nothing: "reloj casio" is Spanish): Spanish when more
+ * than half of those are Spanish and more than are English, English the other way round. A tie
+ * goes to Spanish when a word is Spanish only once repaired or through the shop vocabulary ("cafe"
+ * is café; "collar" a necklace); otherwise, and when no word is known, unknown.
+ */
+export function decideLanguage(words: readonly WordKnowledge[]): Language {
+  const counted = words.filter((word) => word.spanish || word.english);
+  if (counted.length === 0) return "unknown";
+  const es = counted.filter((word) => word.spanish).length / counted.length;
+  const en = counted.filter((word) => word.english).length / counted.length;
   if (es > 0.5 && es > en) return "es";
   if (en > 0.5 && en > es) return "en";
+  if (es === en && counted.some((word) => word.repaired)) return "es";
   return "unknown";
 }
 
@@ -162,6 +199,42 @@ export function omissionVariants(word: string): string[] {
     for (const letter of SPANISH_LETTERS) variants.add(replaceAt(word, i, 0, letter));
   }
   return [...variants];
+}
+
+/** Diminutive endings, the longest first, with the endings the word may have had instead, most likely first. */
+const DIMINUTIVES: readonly (readonly [string, readonly string[]])[] = [
+  ["ecito", ["e", ""]],
+  ["ecita", ["e", ""]],
+  ["cito", ["", "e"]],
+  ["cita", ["", "e"]],
+  ["ito", ["o", "", "e"]],
+  ["ita", ["a", "", "e"]],
+  ["illo", ["o", "", "e"]],
+  ["illa", ["a", "", "e"]],
+];
+
+/**
+ * The words a diminutive may come from, most likely first ("relojito" → "reloj", "tacita" →
+ * "taza", "bolsitos" → "bolsos", "cafecito" → "café"), spelling changes undone (c → z, qu → c,
+ * gu → g) and a missing accent tried; none when the word has no diminutive ending. Which one is a
+ * word is for the Spanish analyser (or the shop vocabulary) to say.
+ */
+export function diminutiveBases(word: string): string[] {
+  const plural = word.endsWith("s");
+  const singular = plural ? word.slice(0, -1) : word;
+  const bases: string[] = [];
+  for (const [suffix, endings] of DIMINUTIVES) {
+    if (!singular.endsWith(suffix) || singular.length - suffix.length < 2) continue;
+    const stem = singular.slice(0, -suffix.length);
+    const stems = [stem];
+    if (stem.endsWith("qu")) stems.push(`${stem.slice(0, -2)}c`);
+    else if (stem.endsWith("gu")) stems.push(`${stem.slice(0, -2)}g`);
+    else if (stem.endsWith("c")) stems.push(`${stem.slice(0, -1)}z`);
+    for (const base of stems.flatMap((s) => endings.map((ending) => `${s}${ending}`))) {
+      for (const form of [base, ...accentVariants(base)]) bases.push(plural ? spanishPlural(form) : form);
+    }
+  }
+  return [...new Set(bases)].filter((base) => base !== word && [...base].length >= 2);
 }
 
 /** `word` with `count` letters (code points) from `index` replaced by `insert`. */
