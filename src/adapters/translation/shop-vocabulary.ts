@@ -204,15 +204,17 @@ export function preEdit(text: string, vocabulary: ShopVocabulary): PreEdited {
   const free = PLACEHOLDERS.filter(
     (placeholder) => !lower.includes(normaliseWord(placeholder.singular)) && !placeholder.english.test(text),
   );
-  const used: { placeholder: Placeholder; english: string }[] = [];
-  let edited = text;
-  for (const match of [...matches].reverse()) {
+  const used: { placeholder: Placeholder; english: string; match: VocabularyMatch }[] = [];
+  for (const match of matches) {
     const words = text.slice(match.start, match.end).split(/\s+/u);
     const feminine = /as?$/u.test(normaliseWord(words[0] as string));
     const at = free.findIndex((placeholder) => placeholder.feminine === feminine);
     const placeholder = free.splice(Math.max(at, 0), 1)[0];
-    if (placeholder === undefined) continue; // out of placeholders: Apertium translates the rest as it would
-    used.push({ placeholder, english: match.replacement });
+    if (placeholder === undefined) break; // out of placeholders: Apertium translates the rest as it would
+    used.push({ placeholder, english: match.replacement, match });
+  }
+  let edited = text;
+  for (const { placeholder, match } of [...used].reverse()) {
     const noun = match.plural ? placeholder.plural : placeholder.singular;
     edited = `${edited.slice(0, match.start)}${noun}${edited.slice(match.end)}`;
   }

@@ -66,7 +66,7 @@ export interface WordKnowledge {
   /** The Spanish analyser knows it, or the shop vocabulary does, or a repair found the word meant. */
   spanish: boolean;
   english: boolean;
-  /** Spanish only through a repair (an accent put back, a diminutive undone) or the shop vocabulary. */
+  /** Spanish through a repair (an accent put back, a diminutive undone) or the shop vocabulary. */
   repaired: boolean;
 }
 
@@ -94,9 +94,8 @@ export function knowledgeOfWords(
     .flatMap((unit) => unit.surface.toLowerCase().split(/\s+/u))
     .filter((word) => /\p{L}/u.test(word))
     .map((word) => {
-      const analysed = inSpanish.get(word) ?? false;
-      const also = !analysed && spanishAlso(word);
-      return { spanish: analysed || also, english: inEnglish.get(word) ?? false, repaired: also };
+      const also = spanishAlso(word);
+      return { spanish: (inSpanish.get(word) ?? false) || also, english: inEnglish.get(word) ?? false, repaired: also };
     });
 }
 
@@ -104,8 +103,8 @@ export function knowledgeOfWords(
  * The language of a text from what is known of its words, counting only the words some language
  * knows (names, brands and model numbers tell nothing: "reloj casio" is Spanish): Spanish when more
  * than half of those are Spanish and more than are English, English the other way round. A tie
- * goes to Spanish when a word is Spanish only once repaired or through the shop vocabulary ("cafe"
- * is café; "collar" a necklace); otherwise, and when no word is known, unknown.
+ * goes to Spanish when a word is Spanish once repaired or through the shop vocabulary ("cafe" is
+ * café; "jersey" a sweater); otherwise, and when no word is known, unknown.
  */
 export function decideLanguage(words: readonly WordKnowledge[]): Language {
   const counted = words.filter((word) => word.spanish || word.english);

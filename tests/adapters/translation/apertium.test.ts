@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ApertiumTranslator, findApertium, parseMode } from "../../../src/adapters/translation/apertium.ts";
 import { PipeUnavailable } from "../../../src/adapters/translation/nul-pipe.ts";
+import { ShopVocabulary } from "../../../src/adapters/translation/shop-vocabulary.ts";
 import { blockHooks } from "../../support/skipped-blocks.ts";
 import { useTempDirs } from "../../support/temp-dirs.ts";
 
@@ -27,7 +28,13 @@ function fakeTranslator(options: { timeoutMs?: number; maxChars?: number } = {})
       analyseSpanish: stage("analysers.log", "analyse es"),
       analyseEnglish: stage("analysers.log", "analyse en"),
     },
-    { timeoutMs: options.timeoutMs ?? 5000, maxChars: options.maxChars, retryAfterMs: 0 },
+    // The shop vocabulary is tested on the real Apertium (below): the fake knows none of its placeholders.
+    {
+      timeoutMs: options.timeoutMs ?? 5000,
+      maxChars: options.maxChars,
+      retryAfterMs: 0,
+      vocabulary: new ShopVocabulary([]),
+    },
   );
   open.push(translator);
   const translated = () =>
@@ -200,5 +207,103 @@ describe.skipIf(!apertium.found)("ApertiumTranslator on the real Apertium", () =
     expect(answer?.translated).toBe(true);
     for (const kept of ["[", "]", "<b>", "</b>", "{2}", "10/20", "^$", "\\"]) expect(answer?.text).toContain(kept);
     expect(answer?.text).toMatch(/price/i);
+  });
+
+  const toEnglish = async (text: string) => (await translator.toEnglish([text]))[0];
+
+  /** Each case: Spanish, what its English must say, and what Apertium alone said instead (in the comment, its whole answer). */
+  async function expectTranslations(cases: readonly (readonly [string, RegExp, RegExp])[]) {
+    for (const [spanish, wanted, before] of cases) {
+      const answer = await toEnglish(spanish);
+      expect({ spanish, language: answer?.language, english: answer?.text }).toEqual({
+        spanish,
+        language: "es",
+        english: expect.stringMatching(wanted),
+      });
+      expect({ spanish, english: answer?.text }).not.toEqual({ spanish, english: expect.stringMatching(before) });
+    }
+  }
+
+  test("shop vocabulary, product nouns: the shop's sense, and nouns Apertium does not know", async () => {
+    await expectTranslations([
+      ["reloj elegante de mujer", /elegant watch/i, /clock/i], // "Elegant clock of woman"
+      ["cargador para el móvil", /charger/i, /carrier/i], // "Carrier for the mobile"
+      ["funda de terciopelo para el sofá", /cover of velvet/i, /found/i], // "It founds of velvet for the sofa"
+      ["cafetera italiana", /coffee maker/i, /cafetera/i], // left in Spanish
+      ["zapatillas para correr", /sports shoes/i, /zapatillas/i], // left in Spanish
+      ["pendientes de oro", /earrings/i, /slopes/i], // "Slopes of gold"
+      ["una taza para mi padre", /mug/i, /cup/i], // "A cup for my father" (the catalogue sells mugs)
+      ["mochila para el colegio", /backpack/i, /rucksack/i], // "Rucksack for the school"
+    ]);
+  });
+
+  test("shop vocabulary, regional and colloquial words", async () => {
+    await expectTranslations([
+      ["un celular nuevo", /mobile phone/i, /cellular/i], // "A new cellular"
+      ["playera blanca", /T-shirt/i, /playera/i], // "White playera"
+      ["foco led para el baño", /bulb/i, /focus/i], // "Focus led for the bath"
+      ["bocina bluetooth", /speaker/i, /horn/i], // "Horn bluetooth"
+      ["audifonos inalámbricos", /headphones/i, /audifonos/i], // not even read as Spanish
+      ["tenis para correr", /sports shoes/i, /tennis/i], // "Tennis to run"
+    ]);
+  });
+
+  test("shop vocabulary, phrases: several words meaning one product, and the words around a noun choosing its sense", async () => {
+    await expectTranslations([
+      ["reloj de pared para la cocina", /wall clock/i, /wall watch|clock of wall/i], // "Clock of wall for the kitchen"
+      ["sábanas para cama de matrimonio", /double bed/i, /marriage/i], // "Bedsheets for bed of marriage"
+      ["gafas de sol para niño", /sunglasses/i, /of sun/i], // "Glasses of sun for boy"
+      ["batería para mi portátil", /my laptop/i, /portable/i], // "Battery for my portable"
+      ["collar para perro", /dog collar/i, /necklace/i],
+    ]);
+    // The same noun alone keeps its shop sense.
+    expect((await toEnglish("reloj de oro"))?.text).toMatch(/watch/i);
+  });
+
+  test("diminutives are read as the word they come from", async () => {
+    await expectTranslations([
+      ["un relojito de oro", /watch/i, /relojito/i], // left in Spanish
+      ["tacitas de café", /mugs/i, /tacit/i], // "Tacit of coffee"
+      ["bolsito de fiesta", /handbag/i, /bolsito/i], // left in Spanish
+      ["funditas para celular", /covers/i, /funditas/i], // left in Spanish
+    ]);
+  });
+
+  test("accentless Spanish is read as Spanish and translated; accentless homographs mean the shop's word", async () => {
+    await expectTranslations([
+      ["cancion de cuna", /song/i, /cancion/i], // not read as Spanish
+      ["telefono para mi mama", /telephone for my mamma/i, /breast/i], // "Telephone for my breast"
+      ["cafe", /coffee/i, /cafe/i], // read as English
+      ["pantalon de vestir", /trousers/i, /pantalon/i], // not read as Spanish
+      ["ropa de bebe", /baby/i, /drink/i], // "Clothes of drink"
+      ["te verde", /green tea/i, /you/i], // "You green"
+    ]);
+  });
+
+  test("English stays English, even with words Spanish shares or a Spanish word once repaired", async () => {
+    for (const text of [
+      "cafe racer jacket",
+      "a watch for my wife",
+      "Puma sports shoes",
+      "sheets for a king size bed",
+    ]) {
+      expect(await toEnglish(text)).toEqual({ text, language: "en", translated: false });
+    }
+  });
+
+  test("every vocabulary entry, alone, comes out as its English", async () => {
+    const { SHOP_VOCABULARY } = await import("../../../src/adapters/translation/shop-vocabulary.ts");
+    const dir = join(import.meta.dir, "../../../src/adapters/translation/vocabulary");
+    const wrong: string[] = [];
+    for (const file of ["products.tsv", "regional.tsv", "phrases.tsv"]) {
+      for (const line of readFileSync(join(dir, file), "utf8").split("\n")) {
+        if (line.trim() === "" || line.startsWith("#")) continue;
+        const [spanish = "", english = ""] = line.split("\t");
+        expect(SHOP_VOCABULARY.matches(spanish).map((match) => match.replacement)).toEqual([english]);
+        const answer = await toEnglish(spanish);
+        if (!answer?.text.toLowerCase().includes(english.toLowerCase())) wrong.push(`${spanish} → ${answer?.text}`);
+      }
+    }
+    expect(wrong).toEqual([]);
   });
 });

@@ -2,8 +2,10 @@ import { describe, expect, test } from "bun:test";
 import {
   accentVariants,
   decideLanguage,
+  diminutiveBases,
   escapeForApertium,
   expandAbbreviations,
+  knowledgeOfWords,
   omissionVariants,
   readAnalysis,
   readTranslation,
@@ -38,18 +40,46 @@ describe("Apertium's stream format", () => {
 describe("telling Spanish from English", () => {
   const units = (known: Record<string, boolean>) =>
     Object.entries(known).map(([surface, isKnown]) => ({ surface, known: isKnown }));
+  const decide = (
+    spanish: Record<string, boolean>,
+    english: Record<string, boolean>,
+    spanishAlso: (word: string) => boolean = () => false,
+  ) => decideLanguage(knowledgeOfWords(units(spanish), units(english), spanishAlso));
 
   test("the language whose analyser knows more than half of the words, and more than the other does", () => {
-    const spanish = units({ funda: true, de: true, terciopelo: true, sofa: false });
-    const english = units({ funda: false, de: false, terciopelo: false, sofa: true });
-    expect(decideLanguage(spanish, english)).toBe("es");
-    expect(decideLanguage(english, spanish)).toBe("en");
+    const spanish = { funda: true, de: true, terciopelo: true, sofa: false };
+    const english = { funda: false, de: false, terciopelo: false, sofa: true };
+    expect(decide(spanish, english)).toBe("es");
+    expect(decide(english, spanish)).toBe("en");
   });
 
-  test("unknown when neither analyser knows enough, or both know as much", () => {
-    expect(decideLanguage(units({ HP: false, Lenovo: false }), units({ HP: false, Lenovo: false }))).toBe("unknown");
-    expect(decideLanguage(units({ no: true }), units({ no: true }))).toBe("unknown");
-    expect(decideLanguage(units({ "15": true, ".": true }), units({ "15": true }))).toBe("unknown");
+  test("words no language knows (names, brands, model numbers) do not count", () => {
+    // Before, "reloj casio" was unknown: one known word of two is not more than half.
+    expect(decide({ reloj: true, casio: false }, { reloj: false, casio: false })).toBe("es");
+    expect(decide({ battery: false, lenovo: false }, { battery: true, lenovo: false })).toBe("en");
+  });
+
+  test("a multiword unit of the analyser counts for each of its words", () => {
+    expect(knowledgeOfWords(units({ "la de": true, casa: true }), units({ "la de": false, casa: false }))).toEqual([
+      { spanish: true, english: false, repaired: false },
+      { spanish: true, english: false, repaired: false },
+      { spanish: true, english: false, repaired: false },
+    ]);
+  });
+
+  test("a word Spanish only once repaired or through the vocabulary counts as Spanish, and wins a tie", () => {
+    // "cafe": the English analyser knows it, the Spanish one knows "café".
+    expect(decide({ cafe: false }, { cafe: true })).toBe("en");
+    expect(decide({ cafe: false }, { cafe: true }, (word) => word === "cafe")).toBe("es");
+    // "cancion": neither knows it; the Spanish analyser knows "canción".
+    expect(decide({ cancion: false }, { cancion: false }, (word) => word === "cancion")).toBe("es");
+    expect(decide({ cafe: false, mug: false }, { cafe: true, mug: true }, (word) => word === "cafe")).toBe("en");
+  });
+
+  test("unknown when no word is known, or both languages know as much and nothing was repaired", () => {
+    expect(decide({ HP: false, Lenovo: false }, { HP: false, Lenovo: false })).toBe("unknown");
+    expect(decide({ no: true }, { no: true })).toBe("unknown");
+    expect(decide({ "15": true, ".": true }, { "15": true })).toBe("unknown");
   });
 });
 
@@ -82,5 +112,18 @@ describe("casual Spanish", () => {
   test("repairs replace whole words, whatever their case", () => {
     const repairs = new Map([["movil", "móvil"]]);
     expect(replaceWords("Movil y automovil, movil.", repairs)).toBe("móvil y automovil, móvil.");
+  });
+
+  test("a diminutive's possible words, the likeliest first, spelling changes undone, plural kept", () => {
+    expect(diminutiveBases("relojito")).toContain("reloj");
+    expect(diminutiveBases("bolsito")[0]).toBe("bolso");
+    expect(diminutiveBases("bolsita")[0]).toBe("bolsa");
+    expect(diminutiveBases("tacita")).toContain("taza");
+    expect(diminutiveBases("poquito")).toContain("poco");
+    expect(diminutiveBases("cafecito")).toContain("café");
+    expect(diminutiveBases("cochecito")).toContain("coche");
+    expect(diminutiveBases("relojitos")).toContain("relojes");
+    expect(diminutiveBases("tacitas")).toContain("tazas");
+    expect(diminutiveBases("mesa")).toEqual([]);
   });
 });
