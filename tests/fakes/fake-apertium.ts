@@ -33,6 +33,21 @@ const SPANISH: Record<string, string> = {
   cuelga: "hangs",
   revienta: "bursts",
   despacio: "slowly",
+  // The shop vocabulary's placeholder nouns (shop-vocabulary.ts), which the real Apertium knows too.
+  ornitorrinco: "platypus",
+  ornitorrincos: "platypuses",
+  tejón: "badger",
+  tejones: "badgers",
+  erizo: "hedgehog",
+  erizos: "hedgehogs",
+  castor: "beaver",
+  castores: "beavers",
+  nutria: "otter",
+  nutrias: "otters",
+  comadreja: "weasel",
+  comadrejas: "weasels",
+  morsa: "walrus",
+  morsas: "walruses",
 };
 const ENGLISH = new Set(["the", "velvet", "cover", "for", "sofa", "coffee", "maker", "my", "dog", "shampoo", "price"]);
 

@@ -5,9 +5,9 @@
  * vocabulary phrase stood, to put the vocabulary's English back in the translation.
  *
  * Why a placeholder rather than Apertium's own lexical-selection rules: those choose only among the
- * translations its bilingual dictionary lists, and of the words the vocabulary fixes only "reloj"
- * (clock / watch) has the right one there; the rest are missing ("cafetera", "zapatillas") or
- * listed with one wrong sense only ("cargador" → carrier). And why a placeholder rather than the
+ * translations its bilingual dictionary lists, and of the ~100 single words the vocabulary fixes
+ * only four have the right one there (reloj, licuadora, vela, muñeca); the rest are missing
+ * ("cafetera", "zapatillas") or listed with one wrong sense only ("cargador" → carrier). And why a placeholder rather than the
  * English word itself: Apertium would read an English word as Spanish when it is one ("case" →
  * marry, "pan" → bread) and would not order it as a noun; a Spanish noun that Apertium translates
  * to a word no shop query holds ("ornitorrinco" → platypus) keeps the sentence's grammar (articles,

@@ -9,6 +9,7 @@ import { useTempDirs } from "../../support/temp-dirs.ts";
 
 setDefaultTimeout(20_000);
 
+const NO_VOCABULARY = new ShopVocabulary([]);
 const FAKE = join(import.meta.dir, "../../fakes/fake-apertium.ts");
 const tempDir = useTempDirs("apertium");
 const open: ApertiumTranslator[] = [];
@@ -28,13 +29,8 @@ function fakeTranslator(options: { timeoutMs?: number; maxChars?: number } = {})
       analyseSpanish: stage("analysers.log", "analyse es"),
       analyseEnglish: stage("analysers.log", "analyse en"),
     },
-    // The shop vocabulary is tested on the real Apertium (below): the fake knows none of its placeholders.
-    {
-      timeoutMs: options.timeoutMs ?? 5000,
-      maxChars: options.maxChars,
-      retryAfterMs: 0,
-      vocabulary: new ShopVocabulary([]),
-    },
+    // No vocabulary: these test the pipes; the vocabulary is tested on the real Apertium (below).
+    { timeoutMs: options.timeoutMs ?? 5000, maxChars: options.maxChars, retryAfterMs: 0, vocabulary: NO_VOCABULARY },
   );
   open.push(translator);
   const translated = () =>
