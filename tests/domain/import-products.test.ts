@@ -73,6 +73,15 @@ describe("ImportProducts", () => {
     expect(products.products.map((stored) => stored.name)).toEqual(["Producto 0", "Producto 2", "Producto 8"]);
   });
 
+  test("invisible characters inside the fields are removed, as on every other write path", async () => {
+    await importer.execute(
+      items(product(1, { name: "Producto\u202E 1", category: "i\u200Bmpar", sku: "SKU\u2060-1" })),
+    );
+    expect(products.products).toEqual([
+      expect.objectContaining({ name: "Producto 1", category: "impar", sku: "SKU-1", description: "Descripción 1" }),
+    ]);
+  });
+
   test("importing the same items again embeds nothing and changes nothing: every item is unchanged", async () => {
     const catalogue = items(...Array.from({ length: 10 }, (_, i) => product(i)));
     const first = await importer.execute(catalogue, { chunkSize: 4 });
