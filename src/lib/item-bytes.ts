@@ -24,6 +24,27 @@ export function firstNonSpace(bytes: Uint8Array, start = 0): number {
   return position;
 }
 
+const UTF8_BOM = [0xef, 0xbb, 0xbf];
+
+/** `stream` without the UTF-8 byte order mark it may begin with (an editor's, or Excel's). */
+export async function* withoutBom(stream: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const head: number[] = []; // the first bytes, while they may still be a byte order mark
+  let started = false;
+  for await (const chunk of stream) {
+    if (started) {
+      yield chunk;
+      continue;
+    }
+    let i = 0;
+    while (i < chunk.length && head.length < 3 && chunk[i] === UTF8_BOM[head.length]) head.push(chunk[i++] as number);
+    if (head.length < 3 && i === chunk.length) continue;
+    started = true;
+    if (head.length < 3) yield new Uint8Array(head); // not a byte order mark after all: content
+    yield chunk.subarray(i);
+  }
+  if (!started && head.length > 0) yield new Uint8Array(head);
+}
+
 /**
  * UTF-8 only: a byte that is not part of a valid sequence makes the item fail, rather than being
  * read as U+FFFD and stored so without a word (a Latin-1 file would lose every accent silently).

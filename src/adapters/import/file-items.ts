@@ -5,7 +5,7 @@
  */
 import { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
-import { decodeUtf8, ITEM_BYTES_PROBLEM, type Piece } from "../../lib/item-bytes.ts";
+import { decodeUtf8, firstNonSpace, ITEM_BYTES_PROBLEM, type Piece, withoutBom } from "../../lib/item-bytes.ts";
 import { MAX_JSON_DEPTH } from "../../lib/json/json-depth.ts";
 import { type JsonItem, type JsonItemsFormat, jsonItems, MalformedItems } from "../../lib/json/json-items.ts";
 import { CsvRecordSplitter, csvFields } from "./csv-records.ts";
@@ -113,9 +113,15 @@ async function formatOf(path: string, bytes: () => AsyncIterable<Uint8Array>): P
   if (name.endsWith(".csv")) return "csv";
   if (name.endsWith(".jsonl") || name.endsWith(".ndjson")) return "jsonl";
   let first: number | undefined;
+  let atStart = true;
   for await (const chunk of bytes()) {
-    first = chunk.find((byte) => byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09 && byte !== 0xef);
-    if (first !== undefined) break;
+    const bom = atStart && chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
+    atStart = false;
+    const position = firstNonSpace(chunk, bom);
+    if (position < chunk.length) {
+      first = chunk[position];
+      break;
+    }
   }
   if (first === 0x5b) return "json";
   if (first === 0x7b || name.endsWith(".json")) return "jsonl";
@@ -145,7 +151,7 @@ async function* csvItems(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<JsonI
       return { index: at, value: productOf(columns as string[], record.fields) };
     });
   };
-  for await (const chunk of bytes) yield* itemsOf([...splitter.push(chunk)]);
+  for await (const chunk of withoutBom(bytes)) yield* itemsOf([...splitter.push(chunk)]);
   yield* itemsOf(splitter.end());
 }
 

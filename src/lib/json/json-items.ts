@@ -4,7 +4,15 @@
  * event loop is held grows with its size. Each item is checked for nesting and for valid UTF-8
  * before it is parsed.
  */
-import { decodeUtf8, firstNonSpace, ITEM_BYTES_PROBLEM, ItemBuffer, isSpace, type Piece } from "../item-bytes.ts";
+import {
+  decodeUtf8,
+  firstNonSpace,
+  ITEM_BYTES_PROBLEM,
+  ItemBuffer,
+  isSpace,
+  type Piece,
+  withoutBom,
+} from "../item-bytes.ts";
 import {
   BACKSLASH,
   CLOSE_BRACE,
@@ -51,7 +59,7 @@ export async function* jsonItems(
 ): AsyncGenerator<JsonItem> {
   const splitter = format === "lines" ? new LineSplitter(options) : new ArraySplitter(options);
   let index = 0;
-  for await (const chunk of stream) {
+  for await (const chunk of withoutBom(stream)) {
     for (const piece of splitter.push(chunk)) yield itemAt(index++, piece, options);
   }
   for (const piece of splitter.end()) yield itemAt(index++, piece, options);

@@ -174,6 +174,16 @@ describe("CSV records", () => {
   });
 });
 
+test("a file without a known extension is read by its first character, after a byte order mark", async () => {
+  const catalogue = [value(0), value(1)];
+  const expected = catalogue.map((item, index) => ({ index, value: item }));
+  for (const text of [JSON.stringify(catalogue), catalogue.map((item) => JSON.stringify(item)).join("\n")]) {
+    const path = fileOf("catalogue.txt", "\uFEFF\n ", text);
+    expect(await readAll(path)).toEqual(expected);
+  }
+  expect(await readAll(fileOf("catalogue.txt", "\uFEFF", HEADER, row(0), row(1)))).toEqual(expected);
+});
+
 describe("files of nothing but blank lines or spaces", () => {
   // 32 MB once uncompressed, 32 KB as gzip: read to the end, with no item, whatever the format.
   for (const name of ["bomb.jsonl.gz", "bomb.csv.gz", "bomb.json.gz", "bomb.gz"]) {

@@ -99,6 +99,18 @@ describe("jsonItems", () => {
     });
   }
 
+  test("an array may begin with a UTF-8 byte order mark, as JSON Lines may", async () => {
+    for (const size of [1, 1000]) {
+      expect(await read('\uFEFF [{"a": 1}]', "array", size)).toEqual([{ index: 0, value: { a: 1 } }]);
+      expect(await read('\uFEFF{"a": 1}\n', "lines", size)).toEqual([{ index: 0, value: { a: 1 } }]);
+    }
+    // Only at the start: the first bytes of a mark, then something else, are content.
+    await expect(read(withBytes("", [0xef, 0xbb], "[1]"), "array", 1)).rejects.toBeInstanceOf(MalformedItems);
+    expect(await read(withBytes("", [0xef, 0xbb], "1"), "lines", 1)).toEqual([
+      { index: 0, problem: "El elemento contiene bytes que no son UTF-8 válido" },
+    ]);
+  });
+
   test("an empty array has no items", async () => {
     expect(await read(" [ ] ", "array")).toEqual([]);
   });
