@@ -7,7 +7,6 @@ import {
   embeddingText,
   type NewProduct,
   normalizeProduct,
-  type Product,
   type ProductFields,
   type StoredProduct,
 } from "./product.ts";
@@ -63,6 +62,15 @@ const DEFAULT_CHUNK_SIZE = 512;
 interface ValidItem {
   index: number;
   product: NewProduct & { sku?: string };
+  /** The item of the same sku just before this one in the import, if any. */
+  previous?: ValidItem;
+}
+
+/** The items of the import with this item's sku, up to and including it, in their order. */
+function sameSku(item: ValidItem): ValidItem[] {
+  const chain: ValidItem[] = [];
+  for (let link: ValidItem | undefined = item; link; link = link.previous) chain.push(link);
+  return chain.reverse();
 }
 
 /**
@@ -74,6 +82,12 @@ interface ValidItem {
  * chunk is written in a few statements. When the embedder fails (after its own retries), the
  * chunks already written stay and every item not yet written is reported failed, saying why. The
  * next chunk is embedded while the current one is written.
+ *
+ * A sku repeated in one import is an update, the later item winning: only the last item of a sku
+ * is embedded and written, and every item of that sku is reported with it, as if
+ * each had been written in turn: the first `created` (or compared with the stored product), each
+ * later one `updated`, or `unchanged` when its fields are those of the item before it. So a
+ * repeated sku costs no extra statement or embedding, and nothing is written twice in one chunk.
  */
 export class ImportProducts {
   constructor(private readonly deps: Deps) {}
@@ -81,7 +95,7 @@ export class ImportProducts {
   async execute(items: readonly ImportInput[], options: ImportOptions = {}): Promise<ImportReport> {
     const results: (ImportItemResult | undefined)[] = new Array(items.length);
     const valid: ValidItem[] = [];
-    const firstWithSku = new Map<string, number>();
+    const lastWithSku = new Map<string, ValidItem>();
     for (const [index, item] of items.entries()) {
       const checked = "problem" in item ? item : checkItem(item.value);
       if ("problem" in checked) {
@@ -89,18 +103,20 @@ export class ImportProducts {
         continue;
       }
       const sku = checked.product.sku;
-      const earlier = sku === undefined ? undefined : firstWithSku.get(sku);
-      if (earlier !== undefined) {
-        results[index] = failed(index, sku, `SKU repetido: ya viene en la posición ${earlier} de esta importación`);
-        continue;
-      }
-      if (sku !== undefined) firstWithSku.set(sku, index);
-      valid.push({ index, product: checked.product });
+      const previous = sku === undefined ? undefined : lastWithSku.get(sku);
+      const validItem: ValidItem = { index, product: checked.product, ...(previous ? { previous } : {}) };
+      if (sku !== undefined) lastWithSku.set(sku, validItem);
+      valid.push(validItem);
     }
+    // Only the last item of a sku is written: the ones before it are accounted for with it.
+    const toWrite = valid.filter(
+      (item) => item.product.sku === undefined || lastWithSku.get(item.product.sku) === item,
+    );
 
     const chunkSize = Math.max(1, Math.floor(options.chunkSize ?? DEFAULT_CHUNK_SIZE));
     const chunks: ValidItem[][] = [];
-    for (let start = 0; start < valid.length; start += chunkSize) chunks.push(valid.slice(start, start + chunkSize));
+    for (let start = 0; start < toWrite.length; start += chunkSize)
+      chunks.push(toWrite.slice(start, start + chunkSize));
     const record = (outcomes: ImportItemResult[]) => {
       for (const outcome of outcomes) results[outcome.index] = outcome;
     };
@@ -119,7 +135,9 @@ export class ImportProducts {
         if (!(error instanceof DomainError)) throw error;
         // The embedder or the database failed: nothing of this chunk or any later one was written.
         const detail = `No se guardó: ${error.message}`;
-        for (const rest of chunks.slice(i)) record(rest.map((item) => failed(item.index, item.product.sku, detail)));
+        for (const rest of chunks.slice(i)) {
+          record(rest.flatMap(sameSku).map((item) => failed(item.index, item.product.sku, detail)));
+        }
         break;
       }
       options.onChunk?.(results.filter((result): result is ImportItemResult => result !== undefined));
@@ -166,7 +184,7 @@ export class ImportProducts {
     for (const plan of plans) {
       const { item, current, digest } = plan;
       if (plan.kind === "unchanged") {
-        outcomes.push(result(item, "unchanged", current?.id));
+        outcomes.push(...results(plan, current?.id));
         continue;
       }
       const vector = vectorOf.get(plan);
@@ -191,7 +209,7 @@ export class ImportProducts {
     if (writes.length === 0) return outcomes;
     const written = await this.deps.products.writeMany(writes.map(({ write }) => write));
     for (const [i, { plan }] of writes.entries()) {
-      outcomes.push(outcomeOf(plan, written[i] as BulkWriteOutcome));
+      outcomes.push(...outcomesOf(plan, written[i] as BulkWriteOutcome));
     }
     return outcomes;
   }
@@ -210,32 +228,42 @@ interface PreparedChunk {
   vectorOf: Map<Plan, Vector>;
 }
 
-function outcomeOf(plan: Plan, outcome: BulkWriteOutcome): ImportItemResult {
-  if ("written" in outcome)
-    return result(plan.item, plan.kind === "insert" ? "created" : "updated", outcome.written.id);
+/** The results of the items a written plan stands for (its item and the earlier ones of its sku). */
+function outcomesOf(plan: Plan, outcome: BulkWriteOutcome): ImportItemResult[] {
+  if ("written" in outcome) return results(plan, outcome.written.id);
   const detail =
     outcome.raced === "skuTaken"
       ? "Otra petición creó a la vez un producto con este SKU; vuelva a importarlo"
       : outcome.raced === "missing"
         ? "El producto de este SKU se borró durante la importación; vuelva a importarlo"
         : "El producto de este SKU cambió durante la importación; vuelva a importarlo";
-  return failed(plan.item.index, plan.item.product.sku, detail);
+  return sameSku(plan.item).map((item) => failed(item.index, item.product.sku, detail));
 }
 
-function result(item: ValidItem, status: ImportStatus, id: number | undefined): ImportItemResult {
-  return {
-    index: item.index,
-    status,
-    ...(id === undefined ? {} : { id }),
-    ...(item.product.sku === undefined ? {} : { sku: item.product.sku }),
-  };
+/**
+ * The results of the items of the plan's sku once it is stored, each as if written in turn: created
+ * when there was no product yet, unchanged when its fields are those of the one before it (the
+ * stored product, or the import's previous item of that sku), updated otherwise.
+ */
+function results(plan: Plan, id: number | undefined): ImportItemResult[] {
+  let before: ProductFields | undefined = plan.current;
+  return sameSku(plan.item).map((item) => {
+    const status = before === undefined ? "created" : sameFields(before, item.product) ? "unchanged" : "updated";
+    before = item.product;
+    return {
+      index: item.index,
+      status,
+      ...(id === undefined ? {} : { id }),
+      ...(item.product.sku === undefined ? {} : { sku: item.product.sku }),
+    };
+  });
 }
 
 function failed(index: number, sku: string | undefined, detail: string): ImportItemResult {
   return { index, status: "failed", ...(sku === undefined ? {} : { sku }), detail };
 }
 
-function sameFields(current: Product, product: ProductFields): boolean {
+function sameFields(current: ProductFields, product: ProductFields): boolean {
   return (
     current.name === product.name &&
     current.description === product.description &&

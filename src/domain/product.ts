@@ -1,5 +1,5 @@
 import { InvalidInput } from "./errors.ts";
-import { type TextRules, textProblem, trimText } from "./text.ts";
+import { cleanText, type TextKind, type TextRules, textProblem, trimText } from "./text.ts";
 
 /** The three fields of the contract: every product has them. */
 export interface ProductFields {
@@ -59,25 +59,30 @@ export type ProductField = keyof typeof PRODUCT_FIELD_MAX_LENGTH;
 
 /**
  * A description may be empty (many real catalogues have none for most products: the product is
- * then embedded by its name alone); name, category and a given sku must hold visible text.
+ * then embedded by its name alone); name, category and a given sku must hold visible text. Every
+ * field loses its invisible characters, inside it too (bidi controls, zero-width characters...:
+ * cleanText says which); only a description keeps its line breaks and tabs.
  */
-const FIELD_RULES: Record<ProductField, TextRules> = {
-  name: { maxLength: PRODUCT_FIELD_MAX_LENGTH.name },
-  description: { maxLength: PRODUCT_FIELD_MAX_LENGTH.description, mayBeEmpty: true },
-  category: { maxLength: PRODUCT_FIELD_MAX_LENGTH.category },
-  sku: { maxLength: PRODUCT_FIELD_MAX_LENGTH.sku },
+const FIELD_RULES: Record<ProductField, TextRules & { kind: TextKind }> = {
+  name: { maxLength: PRODUCT_FIELD_MAX_LENGTH.name, kind: "line" },
+  description: { maxLength: PRODUCT_FIELD_MAX_LENGTH.description, mayBeEmpty: true, kind: "paragraphs" },
+  category: { maxLength: PRODUCT_FIELD_MAX_LENGTH.category, kind: "line" },
+  sku: { maxLength: PRODUCT_FIELD_MAX_LENGTH.sku, kind: "code" },
 };
 
-/** A field's value trimmed (whitespace and invisible characters at the ends), or InvalidInput naming the field. */
+/**
+ * A field's value without invisible characters (cleanText) and trimmed (whitespace and invisible
+ * characters at the ends), or InvalidInput naming the field.
+ */
 export function checkedField(field: ProductField, value: string): string {
-  const trimmed = trimText(value);
+  const trimmed = trimText(cleanText(value, FIELD_RULES[field].kind));
   const problem = textProblem(trimmed, FIELD_RULES[field]);
   if (problem) throw new InvalidInput(`El campo '${field}' ${problem}`);
   return trimmed;
 }
 
 /**
- * The product with every field trimmed and checked, or InvalidInput naming the first field that
+ * The product with every field cleaned, trimmed and checked, or InvalidInput naming the first field that
  * breaks its rules. A null or absent sku means none.
  */
 export function normalizeProduct(input: NewProduct): NewProduct & { sku?: string } {
@@ -93,7 +98,7 @@ export function normalizeProduct(input: NewProduct): NewProduct & { sku?: string
 /** A change to some fields (PATCH): `sku: null` removes the sku. */
 export type ProductChanges = Partial<ProductFields> & { sku?: string | null };
 
-/** The changes with every given field trimmed and checked, as normalizeProduct does. */
+/** The changes with every given field cleaned, trimmed and checked, as normalizeProduct does. */
 export function normalizeChanges(changes: ProductChanges): ProductChanges {
   const normalized: ProductChanges = {};
   for (const field of ["name", "description", "category"] as const) {

@@ -97,6 +97,13 @@ describe.concurrent("import FILE", () => {
       [1, "unchanged", "SKU-7"],
       [2, "unchanged", "SKU-8"],
     ]);
+
+    // A sku repeated in one file is an update: the later line wins, and the command succeeds.
+    const repeated = [product(12), { ...product(12), name: "Repetido" }, { ...product(0), name: "Otro" }];
+    writeFileSync(join(dir, "e.jsonl"), repeated.map((item) => JSON.stringify(item)).join("\n"));
+    const withRepeats = await finished(cli(["import", join(dir, "e.jsonl")], env));
+    expect(withRepeats.code).toBe(0);
+    expect(summary(withRepeats.stdout)).toMatchObject({ items: 3, created: 1, updated: 2, failed: 0 });
   });
 
   test("invalid items are reported by position and the command exits 1; an unreadable file says why", async () => {

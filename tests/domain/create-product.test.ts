@@ -109,6 +109,13 @@ describe("CreateProduct", () => {
     expect(embedder.calls).toEqual([{ text: `${VALID.name}\n`, purpose: "document" }]);
   });
 
+  test("bidi controls inside a field are removed before it is stored and embedded", async () => {
+    const { product } = await createProduct.execute({ ...VALID, name: "Zapatillas de \u202Egninnur\u202C" });
+    expect(product.name).toBe("Zapatillas de gninnur");
+    expect(products.products[0]?.name).toBe("Zapatillas de gninnur");
+    expect(embedder.calls[0]?.text).toBe(`Zapatillas de gninnur\n${VALID.description}`);
+  });
+
   test("zero-width characters around a field are trimmed like spaces", async () => {
     const { product } = await createProduct.execute({ ...VALID, name: `\u200b${VALID.name}\ufeff` });
     expect(product.name).toBe(VALID.name);

@@ -73,6 +73,15 @@ describe("ImportProducts", () => {
     expect(products.products.map((stored) => stored.name)).toEqual(["Producto 0", "Producto 2", "Producto 8"]);
   });
 
+  test("invisible characters inside the fields are removed, as on every other write path", async () => {
+    await importer.execute(
+      items(product(1, { name: "Producto\u202E 1", category: "i\u200Bmpar", sku: "SKU\u2060-1" })),
+    );
+    expect(products.products).toEqual([
+      expect.objectContaining({ name: "Producto 1", category: "impar", sku: "SKU-1", description: "Descripción 1" }),
+    ]);
+  });
+
   test("importing the same items again embeds nothing and changes nothing: every item is unchanged", async () => {
     const catalogue = items(...Array.from({ length: 10 }, (_, i) => product(i)));
     const first = await importer.execute(catalogue, { chunkSize: 4 });
@@ -103,15 +112,65 @@ describe("ImportProducts", () => {
     expect(products.products).toHaveLength(4);
   });
 
-  test("a sku repeated in one import: the first is stored, later ones fail naming its position", async () => {
-    const report = await importer.execute(items(product(1), product(2), product(1, { name: "Repetido" })));
-    expect(report.items[2]).toEqual({
-      index: 2,
-      status: "failed",
-      sku: "SKU-1",
-      detail: "SKU repetido: ya viene en la posición 0 de esta importación",
+  describe("a sku repeated in one import is an update: the later item wins, every item is counted", () => {
+    test("a new sku: the first is created, a later one with other fields updated, the same fields unchanged", async () => {
+      const report = await importer.execute(
+        items(product(1), product(2), product(1, { name: "Renombrado" }), product(1, { name: "Renombrado" })),
+      );
+      expect(report.items.map((item) => item.status)).toEqual(["created", "created", "updated", "unchanged"]);
+      expect(report.counts).toEqual({ created: 2, updated: 1, unchanged: 1, failed: 0 });
+      const id = report.items[0]?.id;
+      expect(report.items.filter((item) => item.sku === "SKU-1")).toEqual(
+        [0, 2, 3].map((index) => expect.objectContaining({ index, id, sku: "SKU-1" })),
+      );
+      expect(products.products.map((stored) => [stored.sku, stored.name]).sort()).toEqual([
+        ["SKU-1", "Renombrado"],
+        ["SKU-2", "Producto 2"],
+      ]);
     });
-    expect(products.products.map((stored) => stored.name)).toEqual(["Producto 1", "Producto 2"]);
+
+    test("a stored sku: each item is compared with the one before it; the last is what is stored", async () => {
+      await importer.execute(items(product(1)));
+      const report = await importer.execute(items(product(1, { category: "otra" }), product(1)));
+      expect(report.items.map((item) => item.status)).toEqual(["updated", "updated"]);
+      expect(products.products).toEqual([expect.objectContaining({ sku: "SKU-1", category: "impar" })]);
+    });
+
+    test("repeats across chunks, in pairs: one write per chunk, only the text that is stored is embedded", async () => {
+      const writeMany = products.writeMany.bind(products);
+      let writes = 0;
+      products.writeMany = async (batch) => {
+        writes++;
+        return writeMany(batch);
+      };
+      // SKU-0 .. SKU-9, each twice in a row (the second with a new name), then SKU-0 a third time.
+      const values = [
+        ...Array.from({ length: 10 }, (_, i) => [product(i), product(i, { name: `Nuevo ${i}` })]).flat(),
+        product(0, { name: "Último" }),
+      ];
+      const report = await importer.execute(items(...values), { chunkSize: 4 });
+      expect(report.counts).toEqual({ created: 10, updated: 11, unchanged: 0, failed: 0 });
+      expect(report.items.map((item) => item.status).slice(0, 4)).toEqual(["created", "updated", "created", "updated"]);
+      expect(writes).toBe(3); // 10 products to write, 4 a chunk
+      expect(embedder.calls.map((call) => call.text).sort()).toEqual(
+        [
+          "Último\nDescripción 0",
+          ...Array.from({ length: 9 }, (_, i) => `Nuevo ${i + 1}\nDescripción ${i + 1}`),
+        ].sort(),
+      );
+      expect(products.products.map((stored) => stored.name).sort()).toEqual(
+        ["Último", ...Array.from({ length: 9 }, (_, i) => `Nuevo ${i + 1}`)].sort(),
+      );
+    });
+
+    test("when the write fails, every item of that sku fails: none of them was stored", async () => {
+      products.down = true;
+      const report = await importer.execute(items(product(1), product(1, { name: "Otro" })));
+      expect(report.items.map((item) => [item.status, item.detail])).toEqual([
+        ["failed", "No se guardó: La base de datos no está disponible"],
+        ["failed", "No se guardó: La base de datos no está disponible"],
+      ]);
+    });
   });
 
   test("texts are embedded a chunk at a time, in a few calls, never one per product", async () => {

@@ -74,6 +74,13 @@ describe("ManageProducts.update", () => {
     expect(products.embeddingOf(product.id)).toEqual(before);
   });
 
+  test("bidi controls and other invisible characters inside the changed fields are removed", async () => {
+    const product = await added();
+    const updated = await manage.update(product.id, { name: "Zapatilla\u2066 de trail", category: "Mon\u200Btaña" });
+    expect(updated).toEqual({ ...product, name: "Zapatilla de trail", category: "Montaña" });
+    expect(await manage.get(product.id)).toEqual(updated);
+  });
+
   test("sku: null removes the sku; absent keeps it", async () => {
     const product = await added({ sku: "S-1" });
     expect(await manage.update(product.id, { category: "Otra" })).toHaveProperty("sku", "S-1");

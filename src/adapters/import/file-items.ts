@@ -5,9 +5,10 @@
  */
 import { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
-import { parse as parseCsv } from "csv-parse";
+import { decodeUtf8, firstNonSpace, ITEM_BYTES_PROBLEM, type Piece, withoutBom } from "../../lib/item-bytes.ts";
 import { MAX_JSON_DEPTH } from "../../lib/json/json-depth.ts";
 import { type JsonItem, type JsonItemsFormat, jsonItems, MalformedItems } from "../../lib/json/json-items.ts";
+import { CsvRecordSplitter, csvFields } from "./csv-records.ts";
 
 export const FILE_FORMATS = ["jsonl", "json", "csv"] as const;
 export type FileFormat = (typeof FILE_FORMATS)[number];
@@ -40,7 +41,7 @@ export interface FileSource {
   items: AsyncGenerator<JsonItem>;
 }
 
-/** The JSON parser is handed the content in pieces of at most this size, so progress moves item by item. */
+/** The readers are handed the content in pieces of at most this size, so progress moves item by item. */
 const PROGRESS_SLICE_BYTES = 16 * 1024;
 
 /**
@@ -59,7 +60,7 @@ export async function openImportFile(path: string, format?: FileFormat): Promise
   const position = { bytes: 0 };
   const items = await started(
     chosen === "csv"
-      ? csvItems(content(), position)
+      ? csvItems(sliced(content(), position))
       : jsonFileItems(sliced(content(), position), chosen === "json" ? "array" : "lines"),
   );
   const bytesTotal = gzip ? await gzipContentSize(file) : file.size;
@@ -68,7 +69,7 @@ export async function openImportFile(path: string, format?: FileFormat): Promise
 
 /**
  * `chunks` in pieces of at most PROGRESS_SLICE_BYTES, counted into `position` as the parser takes
- * each: the JSON parser reads no further ahead than the piece its items come from.
+ * each: the readers read no further ahead than the piece their items come from.
  */
 async function* sliced(chunks: AsyncIterable<Uint8Array>, position: { bytes: number }): AsyncGenerator<Uint8Array> {
   for await (const chunk of chunks) {
@@ -112,9 +113,15 @@ async function formatOf(path: string, bytes: () => AsyncIterable<Uint8Array>): P
   if (name.endsWith(".csv")) return "csv";
   if (name.endsWith(".jsonl") || name.endsWith(".ndjson")) return "jsonl";
   let first: number | undefined;
+  let atStart = true;
   for await (const chunk of bytes()) {
-    first = chunk.find((byte) => byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09 && byte !== 0xef);
-    if (first !== undefined) break;
+    const bom = atStart && chunk[0] === 0xef && chunk[1] === 0xbb && chunk[2] === 0xbf ? 3 : 0;
+    atStart = false;
+    const position = firstNonSpace(chunk, bom);
+    if (position < chunk.length) {
+      first = chunk[position];
+      break;
+    }
   }
   if (first === 0x5b) return "json";
   if (first === 0x7b || name.endsWith(".json")) return "jsonl";
@@ -122,38 +129,50 @@ async function formatOf(path: string, bytes: () => AsyncIterable<Uint8Array>): P
 }
 
 /**
- * CSV records as items: a header row naming the columns, then one product per row. `position` is
- * the content's bytes up to the row last given (csv-parse's own count: its stream reads ahead).
+ * CSV records as items: a header row naming the columns, then one product per row. A record too
+ * long, not UTF-8 or with misplaced quotes is an item that failed, and the next record is read.
  */
-async function* csvItems(bytes: AsyncIterable<Uint8Array>, position: { bytes: number }): AsyncGenerator<JsonItem> {
-  const parser = Readable.from(bytes).pipe(
-    parseCsv({
-      bom: true,
-      columns: (header: string[]) => checkHeader(header),
-      skip_empty_lines: true,
-      relax_column_count: true,
-      max_record_size: MAX_ITEM_BYTES,
-      info: true,
-    }),
-  );
+async function* csvItems(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<JsonItem> {
+  const splitter = new CsvRecordSplitter(MAX_ITEM_BYTES);
+  let columns: string[] | undefined;
   let index = 0;
-  try {
-    for await (const { info, record } of parser as AsyncIterable<{
-      info: { bytes: number };
-      record: Record<string, string | undefined>;
-    }>) {
-      const value: Record<string, string | null> = {};
-      for (const column of CSV_COLUMNS) {
-        const cell = record[column];
-        if (cell !== undefined) value[column] = column === "sku" && cell.trim() === "" ? null : cell;
-      }
-      position.bytes = info.bytes;
-      yield { index: index++, value };
-    }
-  } catch (error) {
-    if (error instanceof UnreadableImport) throw error;
-    throw new UnreadableImport(`CSV: ${(error as Error).message}`);
+  /** The items of the records cut from one piece of the content (their fields read together). */
+  const itemsOf = (pieces: Piece[]): JsonItem[] => {
+    if (columns === undefined && pieces.length > 0) columns = headerOf(pieces.shift() as Piece);
+    const texts = pieces.map((piece) => (piece === null ? null : decodeUtf8(piece)));
+    const records = csvFields(texts.filter((text) => text !== null));
+    let read = 0;
+    return pieces.map((piece, i): JsonItem => {
+      const at = index++;
+      if (piece === null) return { index: at, problem: ITEM_BYTES_PROBLEM.tooLong(MAX_ITEM_BYTES) };
+      if (texts[i] === null) return { index: at, problem: ITEM_BYTES_PROBLEM.notUtf8 };
+      const record = records[read++] as (typeof records)[number];
+      if ("problem" in record) return { index: at, problem: record.problem };
+      return { index: at, value: productOf(columns as string[], record.fields) };
+    });
+  };
+  for await (const chunk of withoutBom(bytes)) yield* itemsOf([...splitter.push(chunk)]);
+  yield* itemsOf(splitter.end());
+}
+
+/** A record's cells by the header's column names; an empty sku is none. */
+function productOf(columns: readonly string[], cells: readonly string[]): Record<string, string | null> {
+  const value: Record<string, string | null> = {};
+  for (const [i, column] of columns.entries()) {
+    const cell = cells[i];
+    if (cell !== undefined) value[column] = column === "sku" && cell.trim() === "" ? null : cell;
   }
+  return value;
+}
+
+/** The columns the header record names, or UnreadableImport saying what is wrong with it. */
+function headerOf(piece: Piece): string[] {
+  if (piece === null) throw new UnreadableImport(`CSV header: longer than ${MAX_ITEM_BYTES} bytes`);
+  const text = decodeUtf8(piece);
+  if (text === null) throw new UnreadableImport("CSV header: not valid UTF-8 (the file must be UTF-8)");
+  const [header] = csvFields([text]) as [ReturnType<typeof csvFields>[number]];
+  if ("problem" in header) throw new UnreadableImport("CSV header: a misplaced or unclosed quote");
+  return checkHeader(header.fields);
 }
 
 function checkHeader(header: string[]): string[] {

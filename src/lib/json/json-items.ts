@@ -1,8 +1,18 @@
 /**
  * Items of a JSON array or of JSON Lines (NDJSON), read from a byte stream one item at a time: a
  * large import is never parsed as one value, so neither the memory it takes nor the time the
- * event loop is held grows with its size. Each item is checked for nesting before it is parsed.
+ * event loop is held grows with its size. Each item is checked for nesting and for valid UTF-8
+ * before it is parsed.
  */
+import {
+  decodeUtf8,
+  firstNonSpace,
+  ITEM_BYTES_PROBLEM,
+  ItemBuffer,
+  isSpace,
+  type Piece,
+  withoutBom,
+} from "../item-bytes.ts";
 import {
   BACKSLASH,
   CLOSE_BRACE,
@@ -41,10 +51,6 @@ export interface JsonItemsOptions {
 const NEWLINE = 0x0a;
 const COMMA = 0x2c;
 
-function isSpace(byte: number): boolean {
-  return byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d;
-}
-
 /** Reads `stream` as `format`, yielding every item in order; throws MalformedItems for a broken array. */
 export async function* jsonItems(
   stream: AsyncIterable<Uint8Array>,
@@ -53,75 +59,31 @@ export async function* jsonItems(
 ): AsyncGenerator<JsonItem> {
   const splitter = format === "lines" ? new LineSplitter(options) : new ArraySplitter(options);
   let index = 0;
-  for await (const chunk of stream) {
+  for await (const chunk of withoutBom(stream)) {
     for (const piece of splitter.push(chunk)) yield itemAt(index++, piece, options);
   }
   for (const piece of splitter.end()) yield itemAt(index++, piece, options);
 }
 
-/** The bytes of one item, or `null` when it was longer than maxItemBytes (its bytes are dropped). */
-type Piece = Uint8Array | null;
-
 function itemAt(index: number, piece: Piece, options: JsonItemsOptions): JsonItem {
-  if (piece === null) return { index, problem: `El elemento supera el máximo de ${options.maxItemBytes} bytes` };
+  if (piece === null) return { index, problem: ITEM_BYTES_PROBLEM.tooLong(options.maxItemBytes) };
   if (jsonDepthExceeds(piece, options.maxDepth)) {
     return { index, problem: `El elemento tiene demasiados niveles de anidamiento (como máximo ${options.maxDepth})` };
   }
+  const text = decodeUtf8(piece);
+  if (text === null) return { index, problem: ITEM_BYTES_PROBLEM.notUtf8 };
   try {
-    return { index, value: JSON.parse(new TextDecoder().decode(piece)) };
+    return { index, value: JSON.parse(text) };
   } catch {
     return { index, problem: "El elemento no es un JSON válido" };
   }
 }
 
-/** Collects one item's bytes across chunks, dropping them once they pass the limit. */
-class ItemBuffer {
-  private parts: Uint8Array[] = [];
-  private size = 0;
-  private tooLong = false;
-
-  constructor(private readonly maxBytes: number) {}
-
-  get empty(): boolean {
-    return this.size === 0 && !this.tooLong;
-  }
-
-  add(bytes: Uint8Array): void {
-    if (bytes.length === 0 || this.tooLong) return;
-    this.size += bytes.length;
-    if (this.size > this.maxBytes) {
-      this.tooLong = true;
-      this.parts = [];
-      return;
-    }
-    this.parts.push(bytes);
-  }
-
-  take(): Piece {
-    const piece = this.tooLong ? null : concat(this.parts, this.size);
-    this.parts = [];
-    this.size = 0;
-    this.tooLong = false;
-    return piece;
-  }
-}
-
-function concat(parts: Uint8Array[], size: number): Uint8Array {
-  if (parts.length === 1) return parts[0] as Uint8Array;
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    bytes.set(part, offset);
-    offset += part.length;
-  }
-  return bytes;
-}
-
-function isBlank(bytes: Uint8Array): boolean {
-  return bytes.every(isSpace);
-}
-
-/** JSON Lines: one item per line; blank lines are skipped. */
+/**
+ * JSON Lines: one item per line. Blank lines, and the spaces before an item on its line, are
+ * skipped before anything is buffered: a file of nothing but newlines (a gzip "bomb" of them)
+ * costs a scan of its bytes and no memory.
+ */
 class LineSplitter {
   private readonly current: ItemBuffer;
 
@@ -131,23 +93,30 @@ class LineSplitter {
 
   *push(chunk: Uint8Array): Generator<Piece> {
     let start = 0;
-    for (let newline = chunk.indexOf(NEWLINE); newline !== -1; newline = chunk.indexOf(NEWLINE, start)) {
+    while (start < chunk.length) {
+      if (this.current.empty) start = firstNonSpace(chunk, start);
+      if (start === chunk.length) return;
+      const newline = chunk.indexOf(NEWLINE, start);
+      if (newline === -1) {
+        this.current.add(chunk.subarray(start));
+        return;
+      }
       this.current.add(chunk.subarray(start, newline));
       start = newline + 1;
-      const piece = this.current.take();
-      if (piece === null || !isBlank(piece)) yield piece;
+      yield this.current.take();
     }
-    this.current.add(chunk.subarray(start));
   }
 
   end(): Piece[] {
-    if (this.current.empty) return [];
-    const piece = this.current.take();
-    return piece === null || !isBlank(piece) ? [piece] : [];
+    return this.current.empty ? [] : [this.current.take()];
   }
 }
 
-/** A top-level JSON array: its elements, found by tracking strings and nesting, byte by byte. */
+/**
+ * A top-level JSON array: its elements, found by tracking strings and nesting, byte by byte. The
+ * whitespace before an element is skipped, not held (the spaces after one, before its comma, are
+ * part of it).
+ */
 class ArraySplitter {
   private readonly current: ItemBuffer;
   /** before: nothing but spaces yet; inside: within the array; after: past its closing bracket. */
@@ -179,6 +148,10 @@ class ArraySplitter {
         if (!isSpace(byte)) throw new MalformedItems(MALFORMED_ARRAY.trailingText);
         continue;
       }
+      if (!this.started && isSpace(byte)) {
+        start = i + 1; // whitespace before an element is never held
+        continue;
+      }
       if (this.inString) {
         if (this.escaped) this.escaped = false;
         else if (byte === BACKSLASH) this.escaped = true;
@@ -200,12 +173,9 @@ class ArraySplitter {
         if (this.started) {
           this.started = false;
           yield this.current.take();
-        } else {
-          const blank = this.current.take();
+        } else if (!closing || this.afterComma) {
           // `[]` is an empty array; `[,` or `[1,,2]` or `[1,]` are not JSON.
-          if (!(closing && blank !== null && isBlank(blank) && !this.afterComma)) {
-            throw new MalformedItems(MALFORMED_ARRAY.emptyElement);
-          }
+          throw new MalformedItems(MALFORMED_ARRAY.emptyElement);
         }
         this.afterComma = !closing;
         if (closing) this.state = "after";

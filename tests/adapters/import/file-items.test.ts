@@ -7,6 +7,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { type FileFormat, openImportFile } from "../../../src/adapters/import/file-items.ts";
+import type { JsonItem } from "../../../src/lib/json/json-items.ts";
 import { useTempDirs } from "../../support/temp-dirs.ts";
 
 const tempDir = useTempDirs("file-items");
@@ -75,4 +76,158 @@ describe("the progress of an import file follows the items read, not what the re
       await expectProgressFollowsItems(path, ends, "csv");
     });
   }
+});
+
+/** Every item of the file at `path`. */
+async function readAll(path: string): Promise<JsonItem[]> {
+  const items: JsonItem[] = [];
+  for await (const item of (await openImportFile(path)).items) items.push(item);
+  return items;
+}
+
+/** Writes `parts` (texts, and byte arrays for bytes no text has) to a new file named `name`. */
+function fileOf(name: string, ...parts: (string | readonly number[])[]): string {
+  const encoder = new TextEncoder();
+  const bytes = Buffer.concat(
+    parts.map((part) => (typeof part === "string" ? encoder.encode(part) : new Uint8Array(part))),
+  );
+  const path = join(tempDir(), name);
+  writeFileSync(path, name.endsWith(".gz") ? gzipSync(bytes) : bytes);
+  return path;
+}
+
+const HEADER = "sku,name,description,category\n";
+const row = (i: number) => `SKU-${i},Producto ${i},Descripción ${i},cat\n`;
+const value = (i: number) => ({
+  sku: `SKU-${i}`,
+  name: `Producto ${i}`,
+  description: `Descripción ${i}`,
+  category: "cat",
+});
+const TOO_LONG = "El elemento supera el máximo de 1048576 bytes";
+
+describe("CSV records", () => {
+  test("a record over 1 MiB is a failed item at its position, and the records after it are read", async () => {
+    const long = "x".repeat(1024 * 1024 + 1);
+    const path = fileOf(
+      "long.csv",
+      HEADER,
+      row(0),
+      `SKU-1,Producto 1,"${long}\n${long}",cat\n`, // quoted, over several lines
+      row(2),
+      `SKU-3,Producto 3,${long},cat\n`,
+      row(4),
+    );
+    expect(await readAll(path)).toEqual([
+      { index: 0, value: value(0) },
+      { index: 1, problem: TOO_LONG },
+      { index: 2, value: value(2) },
+      { index: 3, problem: TOO_LONG },
+      { index: 4, value: value(4) },
+    ]);
+  });
+
+  test("quoted fields keep their commas, quotes and line breaks; CRLF, CR and a byte order mark are read", async () => {
+    const path = fileOf(
+      "quoted.csv",
+      "\uFEFFname,description,category\r\n",
+      '"Taza ""grande"", azul","Línea 1\r\nLínea 2\nLínea 3",cocina\r\n',
+      "Vaso,,cocina\rPlato,Llano,cocina",
+    );
+    expect(await readAll(path)).toEqual([
+      {
+        index: 0,
+        value: { name: 'Taza "grande", azul', description: "Línea 1\r\nLínea 2\nLínea 3", category: "cocina" },
+      },
+      { index: 1, value: { name: "Vaso", description: "", category: "cocina" } },
+      { index: 2, value: { name: "Plato", description: "Llano", category: "cocina" } },
+    ]);
+  });
+
+  test("a record with a misplaced quote is a failed item; the records after it are read", async () => {
+    const path = fileOf(
+      "quotes.csv",
+      HEADER,
+      row(0),
+      'SKU-1,Taza "grande",x,cat\n',
+      row(2),
+      'SKU-3,"Vaso" azul,x,cat\n',
+      row(4),
+    );
+    const items = await readAll(path);
+    expect(items.map((item) => ("value" in item ? item.value : item.problem))).toEqual([
+      value(0),
+      "La fila CSV tiene una comilla mal colocada o sin cerrar",
+      value(2),
+      "La fila CSV tiene una comilla mal colocada o sin cerrar",
+      value(4),
+    ]);
+  });
+
+  test("blank lines and lines of only spaces or tabs are no items", async () => {
+    const blank = "  \t\n\n \r\n\t\n".repeat(10_000);
+    const path = fileOf("blank.csv.gz", blank, HEADER, blank, row(0), blank, row(1), blank);
+    expect(await readAll(path)).toEqual([
+      { index: 0, value: value(0) },
+      { index: 1, value: value(1) },
+    ]);
+  });
+});
+
+test("a file without a known extension is read by its first character, after a byte order mark", async () => {
+  const catalogue = [value(0), value(1)];
+  const expected = catalogue.map((item, index) => ({ index, value: item }));
+  for (const text of [JSON.stringify(catalogue), catalogue.map((item) => JSON.stringify(item)).join("\n")]) {
+    const path = fileOf("catalogue.txt", "\uFEFF\n ", text);
+    expect(await readAll(path)).toEqual(expected);
+  }
+  expect(await readAll(fileOf("catalogue.txt", "\uFEFF", HEADER, row(0), row(1)))).toEqual(expected);
+});
+
+describe("files of nothing but blank lines or spaces", () => {
+  // 32 MB once uncompressed, 32 KB as gzip: read to the end, with no item, whatever the format.
+  for (const name of ["bomb.jsonl.gz", "bomb.csv.gz", "bomb.json.gz", "bomb.gz"]) {
+    for (const unit of ["\n", " \t \r\n"]) {
+      test(`${name}, ${JSON.stringify(unit)} repeated`, async () => {
+        const blank = unit.repeat((32 * 1024 * 1024) / unit.length);
+        const path = fileOf(name, ...(name === "bomb.json.gz" ? ["[", blank, "]"] : [blank]));
+        const source = await openImportFile(path);
+        let items = 0;
+        for await (const _ of source.items) items++;
+        expect(items).toBe(0);
+        expect(source.bytesDone()).toBe(source.bytesTotal);
+      });
+    }
+  }
+});
+
+describe("invalid UTF-8", () => {
+  const NOT_UTF8 = "El elemento contiene bytes que no son UTF-8 válido";
+  // 0xE9 is 'é' in Latin-1: a file saved in the wrong encoding.
+  test("in a CSV record, it is a failed item at its position, not read as U+FFFD", async () => {
+    const path = fileOf("latin1.csv", HEADER, row(0), "SKU-1,Caf", [0xe9], ",x,cat\n", row(2));
+    expect(await readAll(path)).toEqual([
+      { index: 0, value: value(0) },
+      { index: 1, problem: NOT_UTF8 },
+      { index: 2, value: value(2) },
+    ]);
+  });
+
+  test("in a JSON Lines line or a JSON array's element, the same", async () => {
+    const bad = ['{"name": "Caf', [0xe9], '"}'] as const;
+    const lines = fileOf("latin1.jsonl", `${JSON.stringify(value(0))}\n`, ...bad, `\n${JSON.stringify(value(2))}\n`);
+    const array = fileOf("latin1.json", `[${JSON.stringify(value(0))},`, ...bad, `,${JSON.stringify(value(2))}]`);
+    for (const path of [lines, array]) {
+      expect(await readAll(path)).toEqual([
+        { index: 0, value: value(0) },
+        { index: 1, problem: NOT_UTF8 },
+        { index: 2, value: value(2) },
+      ]);
+    }
+  });
+
+  test("in a CSV header, the file is unreadable", async () => {
+    const path = fileOf("header.csv", "name,descripci", [0xf3], "n,category\n", row(0));
+    await expect(openImportFile(path)).rejects.toThrow("UTF-8");
+  });
 });
