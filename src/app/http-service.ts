@@ -5,9 +5,9 @@
  */
 import { CachingEmbedder } from "../adapters/cache/caching-embedder.ts";
 import { createHttpApp } from "../adapters/http/app.ts";
-import { JwtTokenService } from "../adapters/http/jwt-token-service.ts";
-import { metricsApp } from "../adapters/http/metrics-routes.ts";
-import { requestLogFields } from "../adapters/http/request-context.ts";
+import { JwtTokenService } from "../adapters/http/auth/jwt-token-service.ts";
+import { requestLogFields } from "../adapters/http/core/request-context.ts";
+import { metricsApp } from "../adapters/http/metrics/metrics-routes.ts";
 import { PrometheusMetrics } from "../adapters/metrics/prometheus-metrics.ts";
 import { countProducts } from "../adapters/postgres/catalog-stats.ts";
 import { LocalEmbedder } from "../adapters/providers/local-embedder.ts";

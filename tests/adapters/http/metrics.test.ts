@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { metricsApp } from "../../../src/adapters/http/metrics-routes.ts";
+import { metricsApp } from "../../../src/adapters/http/metrics/metrics-routes.ts";
 import { PrometheusMetrics } from "../../../src/adapters/metrics/prometheus-metrics.ts";
 import { callApp } from "../../support/app-client.ts";
 import { createHarness, PASSWORD, USERNAME } from "./harness.ts";

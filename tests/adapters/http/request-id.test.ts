@@ -1,5 +1,5 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
-import { requestLogFields } from "../../../src/adapters/http/request-context.ts";
+import { requestLogFields } from "../../../src/adapters/http/core/request-context.ts";
 import { GeneratorChain } from "../../../src/adapters/providers/generator-chain.ts";
 import { OpenAIGenerator } from "../../../src/adapters/providers/openai.ts";
 import { FakeGenerator } from "../../fakes/fake-generator.ts";

@@ -1,6 +1,6 @@
 /** GET /ui and its files over HTTP: what the browser gets, headers included (tests/ui/ drives the page itself). */
 import { describe, expect, test } from "bun:test";
-import { UI_CONTENT_SECURITY_POLICY } from "../../../src/adapters/http/ui-routes.ts";
+import { UI_CONTENT_SECURITY_POLICY } from "../../../src/adapters/http/ui/ui-routes.ts";
 import { createHarness } from "./harness.ts";
 
 describe("the search page's routes", () => {

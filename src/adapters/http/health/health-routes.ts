@@ -1,8 +1,8 @@
 import { Elysia, t } from "elysia";
-import { DatabaseUnavailable } from "../../domain/errors.ts";
-import type { DatabaseHealth } from "../../ports/database-health.ts";
-import { HttpProblem, RETRY_AFTER_SECONDS } from "./errors.ts";
-import { answers, SECURITY, UNAVAILABLE } from "./openapi.ts";
+import { DatabaseUnavailable } from "../../../domain/errors.ts";
+import type { DatabaseHealth } from "../../../ports/database-health.ts";
+import { HttpProblem, RETRY_AFTER_SECONDS } from "../core/errors.ts";
+import { answers, SECURITY, UNAVAILABLE } from "../core/route-docs.ts";
 
 export const READY_MESSAGE = "La API de búsqueda semántica de SKU está lista y la base de datos está conectada";
 export const LIVE_MESSAGE = "El proceso está en marcha";

@@ -15,7 +15,7 @@ export const UI_ASSETS_PREFIX = "/ui/assets/";
 export const UI_BUNDLE_CONSTANT = "SKU_SEARCH_UI_BUNDLE";
 declare const SKU_SEARCH_UI_BUNDLE: string | undefined;
 
-const UI_ENTRY = join(import.meta.dir, "../../ui/index.html");
+const UI_ENTRY = join(import.meta.dir, "../../../ui/index.html");
 
 export interface UiFile {
   /** The media type, charset included for text. */

@@ -1,8 +1,8 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Elysia, t } from "elysia";
-import { NotAuthenticated } from "../../domain/errors.ts";
-import { notFound, toProblem } from "./errors.ts";
-import { documented, problem, SECURITY } from "./openapi.ts";
+import { NotAuthenticated } from "../../../domain/errors.ts";
+import { notFound, toProblem } from "../core/errors.ts";
+import { documented, problem, SECURITY } from "../core/route-docs.ts";
 
 /** What GET /metrics serves: the Prometheus text exposition. */
 export interface MetricsSource {

@@ -14,7 +14,7 @@ import {
   RateLimitExceeded,
   SkuTaken,
   TooManyAttempts,
-} from "../../domain/errors.ts";
+} from "../../../domain/errors.ts";
 import { rateLimitHeaders } from "./rate-limit.ts";
 
 /**
@@ -63,10 +63,10 @@ export function toProblem(error: unknown): Problem {
     return error.type === "response" ? INTERNAL_ERROR : { status: 422, detail: validationDetail(error) };
   }
   if (error instanceof ParseError) {
-    // Errors thrown while reading the body (ours, or the domain's from the bearer check) arrive wrapped.
+    // Errors thrown by a route's parse hook (our body readers) arrive wrapped.
     const cause = error.cause;
     if (cause instanceof DomainError || cause instanceof HttpProblem || isAbort(cause)) return toProblem(cause);
-    // Anything else thrown there (the database failing during the bearer check, ...) is ours, not the client's.
+    // Anything else thrown there (the body's stream failing, ...) is ours, not the client's.
     if (cause instanceof Error && !(cause instanceof SyntaxError)) return INTERNAL_ERROR;
     return { status: 400, detail: "No se pudo leer el cuerpo de la petición" };
   }

@@ -1,5 +1,5 @@
-import type { SearchEvent } from "../../domain/search-and-recommend.ts";
-import { toProblem } from "./errors.ts";
+import type { SearchEvent } from "../../../domain/search-and-recommend.ts";
+import { toProblem } from "../core/errors.ts";
 
 /** A comment line sent on a quiet stream, so proxies do not close it. */
 export const HEARTBEAT_MS = 15_000;

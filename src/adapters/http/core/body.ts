@@ -1,4 +1,4 @@
-import { hasProtoKey, jsonDepthExceeds, MAX_JSON_DEPTH } from "../../lib/json/json-depth.ts";
+import { hasProtoKey, jsonDepthExceeds, MAX_JSON_DEPTH } from "../../../lib/json/json-depth.ts";
 import {
   fieldDetail,
   HttpProblem,
@@ -49,6 +49,27 @@ export async function readBody(request: Request, maxBytes: number, accept: reado
     }
   }
   throw unsupportedMediaType(mediaTypesOf(accept));
+}
+
+/**
+ * A body its route reads only once the caller may send it: what a `jsonBody` route's parse stage
+ * leaves, read by the auth macro (auth/auth-macro.ts) after its check, before validation.
+ */
+export class UnreadBody {
+  constructor(readonly read: () => Promise<unknown>) {}
+}
+
+/**
+ * The parse stage of a JSON route behind the auth macro. Elysia runs parse before any other stage
+ * of a route (and a macro's hooks after the route's own), so reading the body here would read it
+ * before the caller is checked: this leaves an UnreadBody, which the macro reads with `readBody`
+ * once the caller may send it, so an anonymous client gets 401 whatever its body holds. The
+ * "json" after it never runs; it tells the OpenAPI document the content type.
+ */
+export function jsonBody(maxBytes: number) {
+  const leaveUnread = ({ request }: { request: Request }) =>
+    new UnreadBody(() => readBody(request, maxBytes, ["json"]));
+  return [leaveUnread, "json" as const];
 }
 
 /**

@@ -1,11 +1,11 @@
 import { Elysia, t } from "elysia";
-import type { Authenticate } from "../../domain/authenticate.ts";
-import { InvalidCredentials, TooManyAttempts } from "../../domain/errors.ts";
-import { PASSWORD_MAX_LENGTH, USERNAME_MAX_LENGTH } from "../../domain/user.ts";
-import { mediaTypesOf, readBody } from "./body.ts";
-import { clientAddress } from "./client-address.ts";
-import { fieldDetail } from "./errors.ts";
-import { answers, documented, problem, SECURITY, UNAVAILABLE } from "./openapi.ts";
+import type { Authenticate } from "../../../domain/authenticate.ts";
+import { InvalidCredentials, TooManyAttempts } from "../../../domain/errors.ts";
+import { PASSWORD_MAX_LENGTH, USERNAME_MAX_LENGTH } from "../../../domain/user.ts";
+import { mediaTypesOf, readBody } from "../core/body.ts";
+import { clientAddress } from "../core/client-address.ts";
+import { fieldDetail } from "../core/errors.ts";
+import { answers, documented, problem, SECURITY, UNAVAILABLE } from "../core/route-docs.ts";
 
 const LoginForm = t.Object(
   {
@@ -26,7 +26,7 @@ const TokenResponse = t.Object({
   }),
 });
 
-export interface AuthRoutesDeps {
+export interface LoginRoutesDeps {
   authenticate: Authenticate;
   maxBodyBytes: number;
   /** Behind a reverse proxy: the client is the last address the proxy appended to X-Forwarded-For. */
@@ -37,7 +37,7 @@ export interface AuthRoutesDeps {
  * POST /auth/login: a form (or JSON) with username and password → a bearer token, with its
  * lifetime in seconds as OAuth2's `expires_in` (RFC 6749 5.1), so OAuth2 clients know when it ends.
  */
-export function authRoutes({ authenticate, maxBodyBytes, trustProxy }: AuthRoutesDeps) {
+export function loginRoutes({ authenticate, maxBodyBytes, trustProxy }: LoginRoutesDeps) {
   return new Elysia({ prefix: "/auth" }).post(
     "/login",
     async ({ body: { username, password }, request, server }) => ({

@@ -1,5 +1,5 @@
 import { jwt } from "@elysiajs/jwt";
-import type { TokenClaims, TokenService } from "../../ports/token-service.ts";
+import type { TokenClaims, TokenService } from "../../../ports/token-service.ts";
 import type { JwtAlgorithm } from "./jwt-algorithms.ts";
 
 export interface JwtSettings {

@@ -1,6 +1,6 @@
-import { MAX_JSON_DEPTH } from "../../lib/json/json-depth.ts";
-import { type JsonItem, jsonItems, MalformedItems } from "../../lib/json/json-items.ts";
-import { HttpProblem, payloadTooLarge, unsupportedMediaType } from "./errors.ts";
+import { MAX_JSON_DEPTH } from "../../../lib/json/json-depth.ts";
+import { type JsonItem, jsonItems, MalformedItems } from "../../../lib/json/json-items.ts";
+import { HttpProblem, payloadTooLarge, unsupportedMediaType } from "../core/errors.ts";
 
 export interface BulkLimits {
   maxBytes: number;

@@ -11,159 +11,31 @@
  * text/event-stream).
  */
 import { openapi } from "@elysiajs/openapi";
-import { Elysia, type Static, type TSchema, t } from "elysia";
-import { DatabaseUnavailable, DeadlineExceeded, RateLimitExceeded } from "../../domain/errors.ts";
-import { type RateLimitPolicy, rateLimitState } from "../../domain/rate-limit.ts";
-import { jsonTooDeep } from "./body.ts";
-import { DOCS_ASSETS } from "./docs-assets.ts";
+import { Elysia, t } from "elysia";
+import { RateLimitExceeded } from "../../../domain/errors.ts";
+import { type RateLimitBucket, type RateLimitPolicy, rateLimitState } from "../../../domain/rate-limit.ts";
+import { INTERNAL_ERROR, payloadTooLarge } from "../core/errors.ts";
+import { RATE_LIMIT_EXTENSION, rateLimitHeaders } from "../core/rate-limit.ts";
 import {
-  INTERNAL_ERROR,
-  malformedForm,
-  malformedJson,
-  payloadTooLarge,
-  RETRY_AFTER_SECONDS,
-  unsupportedMediaType,
-} from "./errors.ts";
-import { rateLimitHeaders } from "./rate-limit.ts";
+  ALTERNATIVES,
+  type AlternativeContent,
+  ERROR_HEADERS,
+  PROBLEM_DOC,
+  ProblemBody,
+  type ResolvedProblemDoc,
+} from "../core/route-docs.ts";
+import { DOCS_ASSETS } from "./docs-assets.ts";
 
 const DOCS_PATH = "/openapi";
 const SPEC_PATH = `${DOCS_PATH}/json`;
-
-/** An operation's `security` (its `detail`): alternatives, any one of which is enough. */
-export const SECURITY: Record<"token" | "metrics" | "none", Record<string, string[]>[]> = {
-  /** The token of POST /auth/login, pasted as is (bearerAuth) or obtained by Swagger UI's Authorize (oauth2). */
-  token: [{ bearerAuth: [] }, { oauth2: [] }],
-  /** GET /metrics on the service's own port: the operator's METRICS_TOKEN, not a user's. */
-  metrics: [{ metricsToken: [] }],
-  /** Anyone may call it. */
-  none: [],
-};
-
-/** The body of every error answer. */
-const ProblemBody = t.Object({ detail: t.String({ description: "Qué ha pasado, en español" }) });
-
-/** The headers error answers document, by name (the OpenAPI document holds each once, under components). */
-const ERROR_HEADERS = {
-  "WWW-Authenticate": {
-    description: "El esquema de autenticación que se espera: `Bearer`.",
-    schema: { type: "string" },
-    example: "Bearer",
-  },
-  "Retry-After": {
-    description: "Segundos que conviene esperar antes de repetir la petición.",
-    schema: { type: "integer", minimum: 1 },
-    example: RETRY_AFTER_SECONDS.database,
-  },
-} as const;
-
-type ErrorHeader = keyof typeof ERROR_HEADERS;
-
-/** What a route says about one of its error statuses. */
-export interface ProblemDoc {
-  /** When the route gives this status. */
-  description: string;
-  /** Label of each case → the `detail` the service sends (an Error stands for its message). */
-  examples: Record<string, string | Error>;
-  /** Headers that come with it. */
-  headers?: readonly ErrorHeader[];
-}
-
-/** Where a problem schema keeps its documentation until completeDocument turns it into a response. */
-const PROBLEM_DOC = "x-problem";
-
-interface ResolvedProblemDoc {
-  description: string;
-  examples: Record<string, string>;
-  headers: readonly ErrorHeader[];
-}
-
-/**
- * The schema of an error status in a route's `response` map: `{"detail": string}`, documented
- * with when the route gives it, an example body for each case, and its headers.
- */
-export function problem({ description, examples, headers = [] }: ProblemDoc) {
-  const resolved: ResolvedProblemDoc = {
-    description,
-    examples: Object.fromEntries(
-      Object.entries(examples).map(([label, detail]) => [label, typeof detail === "string" ? detail : detail.message]),
-    ),
-    headers,
-  };
-  return t.Object(ProblemBody.properties, { description, [PROBLEM_DOC]: resolved });
-}
-
-/** Another media type the same answer may come in (content negotiation by Accept), with an example. */
-export interface AlternativeContent {
-  /** What the body is in this form. */
-  description: string;
-  example: string;
-}
-
-/** Where a success schema keeps its other media types until completeDocument adds them to the response. */
-const ALTERNATIVES = "x-alternatives";
-
-/**
- * A success body's schema with the response's description and an example of it; `alternatives`:
- * the other media types the route answers in (e.g. text/event-stream), each a text with its example.
- */
-export function documented<T extends TSchema>(
-  schema: T,
-  description: string,
-  example: Static<T>,
-  alternatives?: Record<string, AlternativeContent>,
-): T {
-  return { ...schema, description, examples: [example], ...(alternatives ? { [ALTERNATIVES]: alternatives } : {}) };
-}
-
-/** The message of the error `refuse` throws: an example taken from the code that writes it. */
-export function messageOf(refuse: () => unknown): string {
-  try {
-    refuse();
-  } catch (error) {
-    if (error instanceof Error) return error.message;
-  }
-  throw new Error("messageOf: nothing was refused");
-}
-
-/** Error answers that several route groups share. */
-export const answers = {
-  /** 400: a body that cannot be read as the Content-Type it declares. */
-  unreadable: (formats: readonly ("json" | "form")[], more: Record<string, string | Error> = {}) =>
-    problem({
-      description:
-        "El cuerpo no se puede leer: no es JSON válido (o formulario válido), o está anidado a más niveles de " +
-        "los que admite.",
-      examples: {
-        "JSON no válido": malformedJson(),
-        "Demasiado anidado": jsonTooDeep(),
-        ...(formats.includes("form") ? { "Formulario no válido": malformedForm() } : {}),
-        ...more,
-      },
-    }),
-  /** 415: a Content-Type the route does not take (`accepted`: those it takes). */
-  unsupportedMediaType: (accepted: readonly string[]) =>
-    problem({
-      description: "El Content-Type del cuerpo no es uno de los que admite la ruta; `detail` los nombra.",
-      examples: { "Content-Type no admitido": unsupportedMediaType(accepted) },
-    }),
-  /** 503 with Retry-After: a dependency is down, or the request ran out of time. */
-  unavailable: (description: string, examples: Record<string, string | Error>) =>
-    problem({ description, examples, headers: ["Retry-After"] }),
-};
-
-/** Examples of 503 causes, by what failed. */
-export const UNAVAILABLE = {
-  database: { "Base de datos caída": new DatabaseUnavailable() },
-  deadline: { "Tiempo agotado": new DeadlineExceeded() },
-};
 
 export interface ApiDocsSettings {
   projectName: string;
   version: string;
   /** Largest body a path takes, in bytes (app.ts refuses a larger declared one on any route). */
   bodyLimit: (path: string) => number;
-  /** The rate-limit policy an operation spends from (`route` as Elysia writes it: /products/:id); none: not limited. */
-  rateLimitPolicy: (method: string, route: string) => RateLimitPolicy | undefined;
+  /** The policy of a rate-limit bucket a route spends from (its `rateLimit` declaration); none: not limited. */
+  rateLimitPolicy: (bucket: RateLimitBucket) => RateLimitPolicy | undefined;
   /** GET /metrics is served on this port (behind METRICS_TOKEN): its scheme and tag are documented. */
   metrics: boolean;
 }
@@ -228,6 +100,8 @@ export function apiDocs(settings: ApiDocsSettings) {
         }
         return document;
       })
+      // Every error answer's body, once in the document (completeDocument points each error answer at it).
+      .model({ Problem: t.Object(ProblemBody.properties, { description: 'El cuerpo de toda respuesta de error: `{"detail": "..."}`.' }) })
       .use(plugin)
   );
 }
@@ -325,8 +199,11 @@ function completeDocument(generated: OpenApiDocument, settings: ApiDocsSettings)
     return problemResponse(doc);
   };
   for (const [path, item] of Object.entries(document.paths)) {
-    for (const [method, operation] of Object.entries(item)) {
-      const policy = settings.rateLimitPolicy(method.toUpperCase(), path.replace(/\{([^}]+)\}/g, ":$1"));
+    for (const operation of Object.values(item)) {
+      // The bucket the route declared (core/rate-limit.ts's macro): its policy, then out of the document.
+      const bucket = operation[RATE_LIMIT_EXTENSION] as RateLimitBucket | undefined;
+      delete operation[RATE_LIMIT_EXTENSION];
+      const policy = bucket === undefined ? undefined : settings.rateLimitPolicy(bucket);
       const responses = operation.responses ?? {};
       for (const [status, response] of Object.entries(responses)) {
         const schema = response.content?.["application/json"]?.schema;
@@ -364,7 +241,6 @@ function completeDocument(generated: OpenApiDocument, settings: ApiDocsSettings)
   }
   document.components = {
     ...document.components,
-    schemas: { ...document.components?.schemas, Problem: problemSchema() },
     headers: { ...document.components?.headers, ...headers },
   };
   return document;
@@ -424,10 +300,6 @@ function addAlternatives(response: ResponseObject, schema: Record<string, unknow
   for (const [mediaType, { description, example }] of Object.entries(alternatives)) {
     response.content = { ...response.content, [mediaType]: { schema: { type: "string", description }, example } };
   }
-}
-
-function problemSchema() {
-  return { ...ProblemBody, description: 'El cuerpo de toda respuesta de error: `{"detail": "..."}`.' };
 }
 
 /**

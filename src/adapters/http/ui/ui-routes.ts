@@ -1,5 +1,5 @@
 import { Elysia } from "elysia";
-import { HttpProblem } from "./errors.ts";
+import { HttpProblem } from "../core/errors.ts";
 import { loadUiBundle, UI_ASSETS_PREFIX, type UiFile } from "./ui-bundle.ts";
 
 /**
