@@ -111,7 +111,17 @@ export function createHttpApp(deps: HttpDeps) {
   const metrics = deps.metrics ? metricsRoutes(deps.metrics) : new Elysia();
   // The search page, with a Content-Security-Policy of its own.
   const ui = uiRoutes();
-  const methodsByPath = routeTable([docs, docsAssets, healthFeature, login, products, searchFeature, bulk, metrics, ui]);
+  const methodsByPath = routeTable([
+    docs,
+    docsAssets,
+    healthFeature,
+    login,
+    products,
+    searchFeature,
+    bulk,
+    metrics,
+    ui,
+  ]);
 
   return (
     // normalize: false makes `additionalProperties: false` reject unknown fields (422) instead of dropping them.

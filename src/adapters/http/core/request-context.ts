@@ -67,7 +67,7 @@ export function endRequest(): { requestId: string; ms: number } | undefined {
  * the request's time budget is spent (reason: DeadlineExceeded) or its client goes away: use cases
  * stop working for it, provider requests are cancelled, nothing more is stored.
  */
-export const requestContext = new Elysia({ name: "request-context" }).derive({ as: "global" }, ({ request }) => {
+export const requestContext = new Elysia({ name: "request-context" }).derive({ as: "scoped" }, ({ request }) => {
   const current = scope.getStore();
   if (!current) throw new Error("no request scope: the app's .wrap begins one for every request");
   return { requestId: current.requestId, signal: AbortSignal.any([current.deadline.signal, request.signal]) };

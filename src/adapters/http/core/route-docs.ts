@@ -9,7 +9,6 @@ import { DatabaseUnavailable, DeadlineExceeded } from "../../../domain/errors.ts
 import { jsonTooDeep } from "./body.ts";
 import { malformedForm, malformedJson, RETRY_AFTER_SECONDS, unsupportedMediaType } from "./errors.ts";
 
-
 /** An operation's `security` (its `detail`): alternatives, any one of which is enough. */
 export const SECURITY: Record<"token" | "metrics" | "none", Record<string, string[]>[]> = {
   /** The token of POST /auth/login, pasted as is (bearerAuth) or obtained by Swagger UI's Authorize (oauth2). */

@@ -101,7 +101,11 @@ export function apiDocs(settings: ApiDocsSettings) {
         return document;
       })
       // Every error answer's body, once in the document (completeDocument points each error answer at it).
-      .model({ Problem: t.Object(ProblemBody.properties, { description: 'El cuerpo de toda respuesta de error: `{"detail": "..."}`.' }) })
+      .model({
+        Problem: t.Object(ProblemBody.properties, {
+          description: 'El cuerpo de toda respuesta de error: `{"detail": "..."}`.',
+        }),
+      })
       .use(plugin)
   );
 }

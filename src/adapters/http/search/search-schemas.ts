@@ -16,7 +16,14 @@ import {
 import { mediaTypesOf } from "../core/body.ts";
 import { type FieldSchema, fieldDetail } from "../core/errors.ts";
 import { answers, documented, messageOf, problem, UNAVAILABLE } from "../core/route-docs.ts";
-import { categoryFilter, integer, PRODUCT_EXAMPLE, productFields, productIdField, productView } from "../products/product-schemas.ts";
+import {
+  categoryFilter,
+  integer,
+  PRODUCT_EXAMPLE,
+  productFields,
+  productIdField,
+  productView,
+} from "../products/product-schemas.ts";
 import { HEARTBEAT_MS, searchFrame } from "./event-stream.ts";
 
 const searchLimitField = integer({

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { createHarness } from "./harness.ts";
+import { createHarness } from "../harness.ts";
 
 const SHOP = "https://shop.example";
 const preflight = (origin: string, method = "POST") => ({

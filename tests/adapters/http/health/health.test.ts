@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { DatabaseUnavailable } from "../../../src/domain/errors.ts";
-import { createHarness } from "./harness.ts";
+import { DatabaseUnavailable } from "../../../../src/domain/errors.ts";
+import { createHarness } from "../harness.ts";
 
 const READY = "Lista: base de datos conectada, migraciones aplicadas y modelo de embeddings cargado";
 const notReady = (part: string) => ({ detail: `El servicio no está listo: ${part}` });

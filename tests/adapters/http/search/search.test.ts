@@ -1,146 +1,8 @@
+/** POST /products/search over HTTP: the JSON answer, filters, the event stream and hybrid mode. */
 import { describe, expect, test } from "bun:test";
-import { PRODUCT_FIELD_MAX_LENGTH } from "../../../src/domain/product.ts";
-import { NOTHING_GROUNDED, NOTHING_MATCHED } from "../../../src/domain/search-and-recommend.ts";
-import { createHarness, type Harness } from "./harness.ts";
-
-const LAPTOP = { name: "Portátil gamer", description: "laptop potente para videojuegos", category: "informática" };
-const MOUSE = { name: "Ratón inalámbrico", description: "mouse ergonómico bluetooth", category: "periféricos" };
-const CHAIR = { name: "Silla de oficina", description: "asiento ergonómico con respaldo", category: "muebles" };
-
-async function addProducts(h: Harness, ...products: object[]) {
-  for (const product of products) {
-    expect((await h.call("POST", "/products/", { token: h.token, json: product })).status).toBe(201);
-  }
-}
-
-describe("POST /products/", () => {
-  test("creates a product: 201 with id, name, description, category and no embedding", async () => {
-    const h = await createHarness();
-    const response = await h.call("POST", "/products/", { token: h.token, json: LAPTOP });
-    expect(response.status).toBe(201);
-    expect(response.json).toEqual({ id: 1, ...LAPTOP });
-    expect(h.products.products).toEqual([{ id: 1, ...LAPTOP }]);
-    expect(h.embedder.calls).toEqual([{ text: `${LAPTOP.name}\n${LAPTOP.description}`, purpose: "document" }]);
-  });
-
-  test("answers at /products without the trailing slash too", async () => {
-    const h = await createHarness();
-    const response = await h.call("POST", "/products", { token: h.token, json: MOUSE });
-    expect(response.status).toBe(201);
-    expect(response.json.name).toBe(MOUSE.name);
-  });
-
-  test("trims every field", async () => {
-    const h = await createHarness();
-    const response = await h.call("POST", "/products/", {
-      token: h.token,
-      json: {
-        name: "  Portátil gamer ",
-        description: "\tlaptop potente para videojuegos\n",
-        category: " informática ",
-      },
-    });
-    expect(response.status).toBe(201);
-    expect(response.json).toEqual({ id: 1, ...LAPTOP });
-  });
-
-  test("any field besides name, description and category is 422 naming it, and nothing is stored", async () => {
-    const h = await createHarness();
-    for (const extra of [{ id: 7 }, { embedding: [0.1, 0.2] }, { price: 10 }]) {
-      const response = await h.call("POST", "/products/", { token: h.token, json: { ...LAPTOP, ...extra } });
-      expect(response.status).toBe(422);
-      expect(response.json).toEqual({ detail: `Campo '${Object.keys(extra)[0]}': no está permitido` });
-    }
-    expect(h.products.products).toEqual([]);
-  });
-
-  test("missing fields and non-string values are 422 naming the field", async () => {
-    const h = await createHarness();
-    const { category: _, ...noCategory } = LAPTOP;
-    const missing = await h.call("POST", "/products/", { token: h.token, json: noCategory });
-    expect(missing.status).toBe(422);
-    expect(missing.json).toEqual({ detail: "Campo 'category': es obligatorio" });
-
-    const notString = await h.call("POST", "/products/", { token: h.token, json: { ...LAPTOP, name: 12 } });
-    expect(notString.status).toBe(422);
-    expect(notString.json.detail).toStartWith("Campo 'name': debe ser un texto");
-
-    for (const body of [[LAPTOP], "texto", 3, null]) {
-      const response = await h.call("POST", "/products/", { token: h.token, json: body });
-      expect(response.status).toBe(422);
-      expect(response.json.detail).toBeString();
-    }
-    expect(h.products.products).toEqual([]);
-  });
-
-  test("empty, blank or invisible name and category are 422; an empty description is accepted", async () => {
-    const h = await createHarness();
-    for (const field of ["name", "category"] as const) {
-      for (const value of ["", "   \t\n", "\u200b\u200c\ufeff"]) {
-        const response = await h.call("POST", "/products/", { token: h.token, json: { ...LAPTOP, [field]: value } });
-        expect(response.status).toBe(422);
-        expect(response.json).toEqual({ detail: `El campo '${field}' no puede estar vacío` });
-      }
-    }
-    expect(h.products.products).toEqual([]);
-    const noDescription = await h.call("POST", "/products/", { token: h.token, json: { ...LAPTOP, description: " " } });
-    expect(noDescription.status).toBe(201);
-    expect(noDescription.json.description).toBe("");
-  });
-
-  test("fields over their maximum length are 422; at the maximum they are accepted", async () => {
-    const h = await createHarness();
-    for (const field of ["name", "description", "category"] as const) {
-      const max = PRODUCT_FIELD_MAX_LENGTH[field];
-      const tooLong = await h.call("POST", "/products/", {
-        token: h.token,
-        json: { ...LAPTOP, [field]: "x".repeat(max + 1) },
-      });
-      expect(tooLong.status).toBe(422);
-      expect(tooLong.json).toEqual({ detail: `Campo '${field}': debe ser un texto de como máximo ${max} caracteres` });
-      const atMax = await h.call("POST", "/products/", {
-        token: h.token,
-        json: { ...LAPTOP, [field]: "x".repeat(max) },
-      });
-      expect(atMax.status).toBe(201);
-    }
-  });
-
-  test("when the embedder fails: 503 and nothing stored", async () => {
-    const h = await createHarness();
-    h.embedder.mode = "fail";
-    const response = await h.call("POST", "/products/", { token: h.token, json: LAPTOP });
-    expect(response.status).toBe(503);
-    expect(response.json).toEqual({
-      detail: "El servicio de embeddings no está disponible. Inténtelo de nuevo más tarde",
-    });
-    expect(h.products.products).toEqual([]);
-
-    h.embedder.mode = "ok";
-    const search = await h.call("POST", "/products/search", { token: h.token, json: { query: "laptop" } });
-    expect(search.json.results).toEqual([]);
-  });
-
-  test("when the embedder returns a zero vector: 503 and nothing stored", async () => {
-    const h = await createHarness();
-    h.embedder.mode = "zero";
-    const response = await h.call("POST", "/products/", { token: h.token, json: LAPTOP });
-    expect(response.status).toBe(503);
-    expect(h.products.products).toEqual([]);
-
-    h.embedder.mode = "ok";
-    const search = await h.call("POST", "/products/search", { token: h.token, json: { query: "laptop" } });
-    expect(search.json.results).toEqual([]);
-  });
-
-  test("a database that does not answer is 503", async () => {
-    const h = await createHarness();
-    h.products.down = true;
-    const response = await h.call("POST", "/products/", { token: h.token, json: LAPTOP });
-    expect(response.status).toBe(503);
-    expect(response.json).toEqual({ detail: "La base de datos no está disponible" });
-  });
-});
+import { NOTHING_GROUNDED, NOTHING_MATCHED } from "../../../../src/domain/search-and-recommend.ts";
+import { addProducts, CHAIR, create, LAPTOP, MOUSE } from "../catalogue-fixtures.ts";
+import { createHarness } from "../harness.ts";
 
 describe("POST /products/search", () => {
   test("returns the query, a recommendation and the results most similar first, with scores", async () => {
@@ -267,5 +129,126 @@ describe("POST /products/search", () => {
 
     h.products.down = true;
     expect((await search()).status).toBe(503);
+  });
+});
+
+describe("POST /products/search: filters and streaming", () => {
+  test("category restricts the results (a string or a list); a bad filter is 422", async () => {
+    const h = await createHarness();
+    for (const product of [LAPTOP, MOUSE, CHAIR]) await create(h, product);
+    const one = await h.call("POST", "/products/search", {
+      token: h.token,
+      json: { query: "ergonómico", category: "muebles" },
+    });
+    expect(one.json.results.map((product: { name: string }) => product.name)).toEqual([CHAIR.name]);
+    const two = await h.call("POST", "/products/search", {
+      token: h.token,
+      json: { query: "ergonómico", category: ["muebles", "periféricos"] },
+    });
+    expect(two.json.results).toHaveLength(2);
+    for (const category of [[], [1], "", "x".repeat(101)]) {
+      const bad = await h.call("POST", "/products/search", { token: h.token, json: { query: "x", category } });
+      expect(bad.status).toBe(422);
+    }
+  });
+
+  test("Accept: text/event-stream answers results, the text in deltas and done, as server-sent events", async () => {
+    const h = await createHarness();
+    for (const product of [LAPTOP, MOUSE]) await create(h, product);
+    h.generator.write = ({ products }) => `Le recomiendo ${products[0]?.name} [#${products[0]?.id}] o [#42].`;
+    const response = await h.call("POST", "/products/search", {
+      token: h.token,
+      json: { query: "laptop para videojuegos", limit: 2 },
+      headers: { accept: "text/event-stream" },
+    });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toStartWith("text/event-stream");
+    const events = parseEvents(response.text);
+    expect(events.map((event) => event.event)).toEqual(["results", ...Array(events.length - 2).fill("delta"), "done"]);
+    expect(events[0]?.data.results.map((product: { id: number }) => product.id)).toEqual([1, 2]);
+    const text = events
+      .filter((event) => event.event === "delta")
+      .map((event) => event.data.text)
+      .join("");
+    expect(text).toBe(`Le recomiendo ${LAPTOP.name} [#1] o.`);
+    expect(events.at(-1)?.data).toEqual({
+      recommendation: `[FAKE - fake-1] ${text}`,
+      cited_ids: [1],
+      provider: "FAKE",
+      model: "fake-1",
+      position: 0,
+    });
+  });
+
+  test("a streamed search that fails before any result is an ordinary JSON error", async () => {
+    const h = await createHarness();
+    h.embedder.mode = "fail";
+    const response = await h.call("POST", "/products/search", {
+      token: h.token,
+      json: { query: "x" },
+      headers: { accept: "text/event-stream" },
+    });
+    expect(response.status).toBe(503);
+    expect(response.json.detail).toContain("embeddings");
+  });
+
+  test("a streamed search whose writers all fail after the results ends with an error event", async () => {
+    const h = await createHarness();
+    await create(h, LAPTOP);
+    h.generator.fail = true;
+    const response = await h.call("POST", "/products/search", {
+      token: h.token,
+      json: { query: "laptop" },
+      headers: { accept: "text/event-stream" },
+    });
+    const events = parseEvents(response.text);
+    expect(events.map((event) => event.event)).toEqual(["results", "error"]);
+    expect(events[1]?.data).toEqual({ detail: "Ningún proveedor pudo generar la recomendación", status: 503 });
+  });
+});
+
+/** The events of a text/event-stream body, comments (heartbeats) left out. */
+// biome-ignore lint/suspicious/noExplicitAny: tests read whatever shape each event carries.
+function parseEvents(text: string): { event: string; data: Record<string, any> }[] {
+  return text
+    .split("\n\n")
+    .filter((block) => block.trim() !== "" && !block.startsWith(":"))
+    .map((block) => {
+      const event = /^event: (.*)$/m.exec(block)?.[1] ?? "message";
+      const data = JSON.parse(/^data: (.*)$/m.exec(block)?.[1] ?? "null");
+      return { event, data };
+    });
+}
+
+describe("POST /products/search: hybrid mode", () => {
+  test("mode hybrid adds fused_score and lets an exact word match rank first; semantic has no fused_score", async () => {
+    const h = await createHarness();
+    for (const product of [LAPTOP, MOUSE, CHAIR]) await create(h, product);
+    const semantic = await h.call("POST", "/products/search", { token: h.token, json: { query: "bluetooth" } });
+    expect(semantic.json.results[0]).not.toHaveProperty("fused_score");
+    const hybrid = await h.call("POST", "/products/search", {
+      token: h.token,
+      json: { query: "bluetooth", mode: "hybrid", alpha: 0.2 },
+    });
+    expect(hybrid.status).toBe(200);
+    const scores: number[] = hybrid.json.results.map((result: { fused_score: number }) => result.fused_score);
+    expect(scores).toEqual([...scores].sort((a, b) => b - a));
+    expect(typeof scores[0]).toBe("number");
+    expect(hybrid.json.results[0].name).toBe(MOUSE.name);
+  });
+
+  test("a bad mode or alpha, or alpha without hybrid, is 422", async () => {
+    const h = await createHarness();
+    for (const json of [
+      { query: "x", mode: "keyword" },
+      { query: "x", mode: "hybrid", alpha: 1.5 },
+      { query: "x", mode: "hybrid", alpha: -0.1 },
+      { query: "x", mode: "hybrid", alpha: "0.5" },
+      { query: "x", alpha: 0.5 },
+    ]) {
+      const response = await h.call("POST", "/products/search", { token: h.token, json });
+      expect({ json, status: response.status }).toEqual({ json, status: 422 });
+      expect(typeof response.json.detail).toBe("string");
+    }
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { SignJWT } from "jose";
-import { createHarness, PASSWORD, SECRET, USERNAME, USERNAME_POLICY } from "./harness.ts";
+import { createHarness, PASSWORD, SECRET, USERNAME, USERNAME_POLICY } from "../harness.ts";
 
 const key = new TextEncoder().encode(SECRET);
 const now = () => Math.floor(Date.now() / 1000);

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { ResourceOwnerPassword } from "simple-oauth2";
-import { createHarness, type Harness, PASSWORD, USERNAME } from "./harness.ts";
+import { createHarness, type Harness, PASSWORD, USERNAME } from "../harness.ts";
 
 /** The harness's tokens last 30 minutes (ACCESS_TOKEN_EXPIRE_MINUTES=30). */
 const LIFETIME_SECONDS = 30 * 60;

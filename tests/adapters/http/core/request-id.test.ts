@@ -1,11 +1,11 @@
 import { afterAll, beforeEach, describe, expect, test } from "bun:test";
-import { requestLogFields } from "../../../src/adapters/http/core/request-context.ts";
-import { GeneratorChain } from "../../../src/adapters/providers/generator-chain.ts";
-import { OpenAIGenerator } from "../../../src/adapters/providers/openai.ts";
-import { FakeGenerator } from "../../fakes/fake-generator.ts";
-import { openAIError, openAIHandler } from "../../fakes/fake-openai-server.ts";
-import { FakeProviderServer } from "../../fakes/fake-provider-server.ts";
-import { createHarness } from "./harness.ts";
+import { requestLogFields } from "../../../../src/adapters/http/core/request-context.ts";
+import { GeneratorChain } from "../../../../src/adapters/providers/generator-chain.ts";
+import { OpenAIGenerator } from "../../../../src/adapters/providers/openai.ts";
+import { FakeGenerator } from "../../../fakes/fake-generator.ts";
+import { openAIError, openAIHandler } from "../../../fakes/fake-openai-server.ts";
+import { FakeProviderServer } from "../../../fakes/fake-provider-server.ts";
+import { createHarness } from "../harness.ts";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const PRODUCT = { name: "Cafetera", description: "Espresso con espumador", category: "cocina" };

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { createHarness, type Harness, type HarnessOptions, PASSWORD, USERNAME, USERNAME_POLICY } from "./harness.ts";
+import { createHarness, type Harness, type HarnessOptions, PASSWORD, USERNAME, USERNAME_POLICY } from "../harness.ts";
 
 const MINUTE = 60_000;
 const LIMITS = { search: { limit: 1, windowMs: MINUTE }, write: { limit: 3, windowMs: MINUTE } };

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
-import { metricsApp } from "../../../src/adapters/http/metrics/metrics-routes.ts";
-import { PrometheusMetrics } from "../../../src/adapters/metrics/prometheus-metrics.ts";
-import { callApp } from "../../support/app-client.ts";
-import { createHarness, PASSWORD, USERNAME } from "./harness.ts";
+import { metricsApp } from "../../../../src/adapters/http/metrics/metrics-routes.ts";
+import { PrometheusMetrics } from "../../../../src/adapters/metrics/prometheus-metrics.ts";
+import { callApp } from "../../../support/app-client.ts";
+import { createHarness, PASSWORD, USERNAME } from "../harness.ts";
 
 const TOKEN = "token-de-metricas-0123456789";
 const PRODUCT = { name: "Cafetera secreta", description: "Espresso con espumador", category: "cocina" };

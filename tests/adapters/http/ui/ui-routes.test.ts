@@ -1,7 +1,7 @@
 /** GET /ui and its files over HTTP: what the browser gets, headers included (tests/ui/ drives the page itself). */
 import { describe, expect, test } from "bun:test";
-import { UI_CONTENT_SECURITY_POLICY } from "../../../src/adapters/http/ui/ui-routes.ts";
-import { createHarness } from "./harness.ts";
+import { UI_CONTENT_SECURITY_POLICY } from "../../../../src/adapters/http/ui/ui-routes.ts";
+import { createHarness } from "../harness.ts";
 
 describe("the search page's routes", () => {
   test("GET /ui: the page, under a strict Content-Security-Policy, with no inline script or style", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { createHarness } from "./harness.ts";
+import { createHarness } from "../harness.ts";
 
 /** Every URL the page makes the browser load: src and href attributes, CSS url() and @import. */
 function loadedUrls(html: string): string[] {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { createHarness } from "./harness.ts";
+import { createHarness } from "../harness.ts";
 
 const MINUTE = 60_000;
 const PRODUCT = { name: "Cafetera", description: "Espresso con espumador", category: "cocina" };

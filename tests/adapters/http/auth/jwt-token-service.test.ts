@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { SignJWT } from "jose";
-import { CLOCK_SKEW_SECONDS, JwtTokenService } from "../../../src/adapters/http/auth/jwt-token-service.ts";
+import { CLOCK_SKEW_SECONDS, JwtTokenService } from "../../../../src/adapters/http/auth/jwt-token-service.ts";
 
 const SECRET = "un-secreto-de-pruebas-de-al-menos-32-bytes";
 const key = new TextEncoder().encode(SECRET);
