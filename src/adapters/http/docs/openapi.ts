@@ -1,13 +1,16 @@
 /**
  * The OpenAPI document (GET /openapi/json) and Swagger UI (GET /openapi).
  *
- * Each route describes itself next to its code: `detail` (summary, description, `security`) and a
- * `response` map whose error statuses are `problem(...)` schemas, which carry the answer's
- * description, headers and example bodies. @elysiajs/openapi turns the routes into a document;
- * `completeDocument` then writes what the plugin cannot express: those error answers as responses
- * with examples (the body as one shared `Problem` schema), the answers app.ts gives on any route
- * (413, 429 where a rate limit applies, 500), the headers every answer carries, a 204 without a
- * body, and the other media types of a success answer (`documented`'s alternatives: the search's
+ * Each route describes itself next to its code (core/route-docs.ts): `detail` (summary,
+ * description), a `response` map whose error statuses are `problem(...)` schemas, which carry the
+ * answer's description, headers and example bodies, and its `auth` and `rateLimit` declarations
+ * (the auth macro adds the security and the 401; the rate-limit macro names its bucket).
+ * @elysiajs/openapi turns the routes into a document, with the shared models (`Product`,
+ * `NewProduct`, `ProductChanges`, `Problem`) once under components; `completeDocument` then writes
+ * what the plugin cannot express: those error answers as responses with examples (the body a
+ * `Problem`), the answers app.ts gives on any route (413, 500, and 429 with the RateLimit headers
+ * of the bucket the route declared), the headers every answer carries, a 204 without a body, and
+ * the other media types of a success answer (`documented`'s alternatives: the search's
  * text/event-stream).
  */
 import { openapi } from "@elysiajs/openapi";
