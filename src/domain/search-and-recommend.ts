@@ -51,7 +51,11 @@ export interface SearchResult {
   citedIds: number[];
 }
 
-/** What a streamed search sends, in order: `results` once, then the recommendation as it is written. */
+/**
+ * What the search pipeline yields, in order: `results` once, then the recommendation (when
+ * streamed, `delta` and `reset` as it is written), then `done`. The JSON answer is `results` and
+ * `done` together; the event stream sends each as it comes.
+ */
 export type SearchEvent =
   | { type: "results"; query: string; results: ScoredProduct[] }
   | { type: "delta"; text: string }
