@@ -28,6 +28,13 @@ export interface AuthMacroDeps {
   anonymousPermissions: readonly Permission[];
 }
 
+/**
+ * The context's body, named through a constant: Elysia reads its hooks' source to learn what they
+ * use (sucrose), and a hook that writes `context.body` would make every route with the macro parse
+ * a body, a DELETE's too (which ignores any).
+ */
+const BODY = "body";
+
 /** What the macro reads and writes of Elysia's context. */
 interface AuthContext {
   request: Request;
@@ -62,7 +69,8 @@ export function authMacro({ authenticate, anonymousPermissions }: AuthMacroDeps)
         ...(open ? {} : { response: { 401: UNAUTHENTICATED } }),
         async transform(context: AuthContext) {
           context.caller = open ? anonymous : await identify(context.request);
-          if (context.body instanceof UnreadBody) context.body = await context.body.read();
+          const body = context[BODY];
+          if (body instanceof UnreadBody) context[BODY] = await body.read();
         },
         // Types `caller` for the handler: what transform adds to the context is not typed.
         resolve: ({ caller }: AuthContext) => {

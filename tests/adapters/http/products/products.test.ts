@@ -134,6 +134,22 @@ describe("POST /products/", () => {
 });
 
 describe("product lifecycle", () => {
+  test("DELETE reads no body: whatever one it carries is ignored", async () => {
+    const h = await createHarness();
+    for (const [body, type] of [
+      ["{", "application/json"],
+      ["--x\r\nbroken", "multipart/form-data; boundary=x"],
+    ]) {
+      const { id } = await create(h, LAPTOP);
+      const response = await h.call("DELETE", `/products/${id}`, {
+        token: h.token,
+        body,
+        headers: { "content-type": type },
+      });
+      expect(response.status).toBe(204);
+    }
+  });
+
   test("every route takes the bearer token: 401 without it, before anything else", async () => {
     const h = await createHarness();
     for (const [method, path] of [
