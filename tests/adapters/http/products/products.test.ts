@@ -139,7 +139,7 @@ describe("product lifecycle", () => {
     for (const [body, type] of [
       ["{", "application/json"],
       ["--x\r\nbroken", "multipart/form-data; boundary=x"],
-    ]) {
+    ] as const) {
       const { id } = await create(h, LAPTOP);
       const response = await h.call("DELETE", `/products/${id}`, {
         token: h.token,
