@@ -14,7 +14,7 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import type { BunPlugin } from "bun";
-import { bundleUi, serializeUiBundle, UI_BUNDLE_CONSTANT } from "../src/adapters/http/ui-bundle.ts";
+import { bundleUi, serializeUiBundle, UI_BUNDLE_CONSTANT } from "../src/adapters/http/ui/ui-bundle.ts";
 import { makeNewDatabase } from "../src/adapters/pglite/new-database.ts";
 import { INSTALLED_MODEL_DIR } from "../src/adapters/providers/local-model-files.ts";
 import {

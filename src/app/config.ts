@@ -4,7 +4,7 @@
  * a ConfigError naming each bad one, so the service fails at startup, never halfway through.
  */
 
-import { JWT_ALGORITHMS, type JwtAlgorithm } from "../adapters/http/jwt-algorithms.ts";
+import { JWT_ALGORITHMS, type JwtAlgorithm } from "../adapters/http/auth/jwt-algorithms.ts";
 import { DEFAULT_SEARCH_PLAN } from "../adapters/postgres/product-repository.ts";
 import type { VectorSearchSettings } from "../adapters/postgres/vector-index.ts";
 import {

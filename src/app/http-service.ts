@@ -5,9 +5,9 @@
  */
 import { CachingEmbedder } from "../adapters/cache/caching-embedder.ts";
 import { createHttpApp } from "../adapters/http/app.ts";
-import { JwtTokenService } from "../adapters/http/jwt-token-service.ts";
-import { metricsApp } from "../adapters/http/metrics-routes.ts";
-import { requestLogFields } from "../adapters/http/request-context.ts";
+import { JwtTokenService } from "../adapters/http/auth/jwt-token-service.ts";
+import { requestLogFields } from "../adapters/http/core/request-context.ts";
+import { metricsApp } from "../adapters/http/metrics/metrics-routes.ts";
 import { PrometheusMetrics } from "../adapters/metrics/prometheus-metrics.ts";
 import { countProducts } from "../adapters/postgres/catalog-stats.ts";
 import { LocalEmbedder } from "../adapters/providers/local-embedder.ts";
@@ -107,14 +107,13 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     usernameThrottle: new LoginThrottle({ maxFailures: 5, windowMs: 15 * MINUTE, lockoutMs: 15 * MINUTE }, clock),
     addressThrottle: new LoginThrottle({ maxFailures: 50, windowMs: 15 * MINUTE, lockoutMs: 15 * MINUTE }, clock),
   });
-  // Translation goes in front of the cache, so the cache keys on the text actually embedded.
-  const queryEmbedder = translation.wrap(
-    new CachingEmbedder(embedder, {
-      memoryEntries: config.queryCacheSize,
-      shared: await root.queryEmbeddingCache(),
-      log: (event) => (event.event === "query_cache" ? log.debug : log.warn)(event),
-    }),
-  );
+  // The search translates its query once (translation.translator) and embeds the English through
+  // this cache, so the cache keys on the text actually embedded.
+  const queryEmbedder = new CachingEmbedder(embedder, {
+    memoryEntries: config.queryCacheSize,
+    shared: await root.queryEmbeddingCache(),
+    log: (event) => (event.event === "query_cache" ? log.debug : log.warn)(event),
+  });
 
   const app = createHttpApp({
     authenticate,
@@ -127,7 +126,7 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
       generator: await root.generator(),
       defaults: { mode: config.searchMode, alpha: config.hybridAlpha },
       translator: translation.translator,
-      log: (event) => log.info(event),
+      log: (event) => (event.event === "translation_failed" ? log.warn : log.info)(event),
     }),
     health: await root.databaseHealth(),
     startup: {

@@ -1,7 +1,7 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { Generator, Recommendation } from "../ports/generator.ts";
 import type { ProductRepository } from "../ports/product-repository.ts";
-import type { Translator } from "../ports/translator.ts";
+import type { Translation, Translator } from "../ports/translator.ts";
 import { checkCitations, withCheckedCitations } from "./citations.ts";
 import { embedOne } from "./embed.ts";
 import { InvalidInput } from "./errors.ts";
@@ -20,10 +20,10 @@ export const NOTHING_MATCHED = "No hemos encontrado ningún producto en el catá
 export const NOTHING_GROUNDED = "No se ha podido redactar una recomendación basada en los productos encontrados.";
 
 /**
- * How many times a search is run again when a product it found changed or was deleted before the
- * answer left (a later run sees the change); past that, such products are left out.
+ * How many times a search runs at most: when a product it found changed or was deleted before its
+ * results left, it runs again (a later run sees the change); on the last run such products are left out.
  */
-const CONSISTENT_ATTEMPTS = 3;
+const SEARCH_RUNS = 3;
 
 export interface SearchRequest {
   query: string;
@@ -51,7 +51,11 @@ export interface SearchResult {
   citedIds: number[];
 }
 
-/** What a streamed search sends, in order: `results` once, then the recommendation as it is written. */
+/**
+ * What the search pipeline yields, in order: `results` once, then the recommendation (when
+ * streamed, `delta` and `reset` as it is written), then `done`. The JSON answer is `results` and
+ * `done` together; the event stream sends each as it comes.
+ */
 export type SearchEvent =
   | { type: "results"; query: string; results: ScoredProduct[] }
   | { type: "delta"; text: string }
@@ -62,8 +66,11 @@ export type SearchEvent =
       /** The whole recommendation, label included, exactly as the JSON answer would carry it. */
       recommendation: string;
       citedIds: number[];
-      /** Who wrote it, and the position of that writer in the chain (null when nothing matched). */
-      writer: { provider: string; model: string; position: number } | null;
+      /**
+       * Who wrote it (null when nothing matched), and when streamed the position of that writer in
+       * the chain (a whole answer's generator does not say).
+       */
+      writer: { provider: string; model: string; position?: number } | null;
     };
 
 export interface Deps {
@@ -73,11 +80,14 @@ export interface Deps {
   /** Defaults: semantic ranking (the contract's); alpha as chosen on the eval set. */
   defaults?: SearchDefaults;
   /**
-   * Brings the query into the catalogue's language for the lexical side of hybrid searches (both
-   * the query and its translation are matched); absent: the query alone. A failure is not fatal.
+   * Brings a Spanish query into English, once per search: the embedder is given its English, and a
+   * hybrid search matches the words of both. Absent: the query as it is. A failure is not fatal.
    */
   translator?: Translator | undefined;
-  /** Receives one `search` event per answered search: sizes and the time of each step, never the query. */
+  /**
+   * Receives one `search` event per answered search (sizes and the time of each step, never the
+   * query), and a `translation_failed` warning when the translator could not answer.
+   */
   log?: (event: Record<string, unknown>) => void;
 }
 
@@ -101,11 +111,32 @@ function hybridCandidatesFor(limit: number): number {
   return Math.max(40, 4 * limit);
 }
 
+/** What the search understood of the query: its vector and the texts whose words hybrid mode matches. */
+interface UnderstoodQuery {
+  embedding: Vector;
+  lexicalTexts: string[];
+}
+
+/** How an answer leaves: whole once everything is known (JSON), or streamed as each part is ready (events). */
+type Delivery = "whole" | "streamed";
+
+/** The consistency rule's verdict when a product changed and another run may see it as it is now. */
+const RUN_AGAIN = Symbol("run again");
+
 /**
  * SearchAndRecommend: embeds the query, ranks products by cosine similarity (within the requested
  * categories) and asks the generator for a recommendation drawn only from the products returned.
+ *
+ * One pipeline (`events`) serves both answers: it yields `results`, then the recommendation
+ * (`delta` and `reset` when streamed), then `done`, and a failure ends it by throwing the typed
+ * error. `execute` collects it into the JSON answer; `stream` is the pipeline itself.
+ *
  * A product deleted or changed while the search runs is never answered with its old text or
- * vector: the results are checked against the catalogue just before they are answered.
+ * vector. The rule, in `stillAnswerable`: results are checked against the catalogue just before
+ * they leave, and the search runs again if one changed (at most SEARCH_RUNS runs; on the last one,
+ * the changed products are left out). A whole answer's results leave with its recommendation, so
+ * they are checked after it is written; a streamed answer's leave with its first event, before
+ * any model is asked.
  */
 export class SearchAndRecommend {
   /** How this service ranks when a request does not say (its SEARCH_MODE and HYBRID_ALPHA). */
@@ -117,40 +148,14 @@ export class SearchAndRecommend {
 
   /** `signal` aborts (with the reason to throw) when the caller stops waiting: provider requests are cancelled. */
   async execute(request: SearchRequest, signal?: AbortSignal): Promise<SearchResult> {
-    const checked = checkSearchRequest(request, this.defaults);
-    const timer = stopwatch();
-    const embedding = await embedOne(this.deps.embedder, checked.query, "query", signal);
-    const lexicalTexts = checked.mode === "hybrid" ? await this.lexicalTexts(checked.query, signal) : [];
-    const embedMs = timer.lap();
-    for (let attempt = 1; ; attempt++) {
-      const hits = await this.retrieve(embedding, lexicalTexts, checked);
-      const searchMs = timer.lap();
-      if (hits.length === 0) {
-        this.logSearch({ results: 0, embedMs, searchMs, generateMs: 0, recommendedBy: null });
-        return { query: request.query, recommendation: NOTHING_MATCHED, results: [], citedIds: [] };
+    let results: ScoredProduct[] = [];
+    for await (const event of this.events(request, signal, "whole")) {
+      if (event.type === "results") results = event.results;
+      if (event.type === "done") {
+        return { query: request.query, recommendation: event.recommendation, results, citedIds: event.citedIds };
       }
-      signal?.throwIfAborted();
-      const written = await this.deps.generator.generate(
-        { query: checked.query, products: hits.map(scoredView) },
-        signal,
-      );
-      const generateMs = timer.lap();
-      const current = await this.stillCurrent(hits);
-      if (current.length < hits.length && attempt < CONSISTENT_ATTEMPTS) continue;
-      const label = labelOf(written);
-      this.logSearch({ results: current.length, embedMs, searchMs, generateMs, recommendedBy: label });
-      // Citations of anything but the products returned are removed: the answer cites only what it shows.
-      const cited = checkCitations(
-        written.text,
-        current.map((hit) => hit.id),
-      );
-      return {
-        query: request.query,
-        recommendation: `[${label}] ${cited.text || NOTHING_GROUNDED}`,
-        results: current.map(scoredView),
-        citedIds: cited.citedIds,
-      };
     }
+    throw new Error("the search pipeline ended without its done event");
   }
 
   /**
@@ -158,59 +163,132 @@ export class SearchAndRecommend {
    * then the recommendation as it is written, citations checked on the way, then `done`. Throws
    * like `execute`; aborting `signal` cancels the model's request.
    */
-  async *stream(request: SearchRequest, signal?: AbortSignal): AsyncGenerator<SearchEvent> {
+  stream(request: SearchRequest, signal?: AbortSignal): AsyncGenerator<SearchEvent> {
+    return this.events(request, signal, "streamed");
+  }
+
+  /** The pipeline: check, understand the query, retrieve, check the results, write, answer (see the class). */
+  private async *events(
+    request: SearchRequest,
+    signal: AbortSignal | undefined,
+    delivery: Delivery,
+  ): AsyncGenerator<SearchEvent> {
     const checked = checkSearchRequest(request, this.defaults);
     const timer = stopwatch();
-    const embedding = await embedOne(this.deps.embedder, checked.query, "query", signal);
-    const lexicalTexts = checked.mode === "hybrid" ? await this.lexicalTexts(checked.query, signal) : [];
+    const query = await this.understand(checked, signal);
     const embedMs = timer.lap();
-    let hits: VersionedHit[] = [];
-    for (let attempt = 1; attempt <= CONSISTENT_ATTEMPTS; attempt++) {
-      const found = await this.retrieve(embedding, lexicalTexts, checked);
-      hits = await this.stillCurrent(found);
-      if (hits.length === found.length) break;
-    }
-    const searchMs = timer.lap();
-    yield { type: "results", query: request.query, results: hits.map(scoredView) };
-    if (hits.length === 0) {
-      this.logSearch({ results: 0, embedMs, searchMs, generateMs: 0, recommendedBy: null });
-      yield { type: "done", recommendation: NOTHING_MATCHED, citedIds: [], writer: null };
-      return;
-    }
-    signal?.throwIfAborted();
-    const events = this.deps.generator.stream({ query: checked.query, products: hits.map(scoredView) }, signal);
-    for await (const event of withCheckedCitations(
-      events,
-      hits.map((hit) => hit.id),
-    )) {
-      if (event.type !== "done") {
-        yield event;
-        continue;
+    const results = (hits: VersionedHit[]): SearchEvent => ({
+      type: "results",
+      query: request.query,
+      results: hits.map(scoredView),
+    });
+    for (let run = 1; ; run++) {
+      const lastRun = run === SEARCH_RUNS;
+      const found = await this.retrieve(query, checked);
+      // Streamed, the results leave now, with the first event: they are checked now.
+      const hits = delivery === "streamed" ? await this.stillAnswerable(found, lastRun) : found;
+      if (hits === RUN_AGAIN) continue;
+      const searchMs = timer.lap();
+      if (hits.length === 0) {
+        this.logSearch({ results: 0, embedMs, searchMs, generateMs: 0, recommendedBy: null });
+        yield results(hits);
+        yield { type: "done", recommendation: NOTHING_MATCHED, citedIds: [], writer: null };
+        return;
       }
-      const label = labelOf(event.recommendation);
-      this.logSearch({
-        results: hits.length,
-        embedMs,
-        searchMs,
-        generateMs: timer.lap(),
-        recommendedBy: label,
-        streamed: true,
-      });
+      signal?.throwIfAborted();
+      const writing = { query: checked.query, products: hits.map(scoredView) };
+
+      if (delivery === "streamed") {
+        yield results(hits);
+        const ids = hits.map((hit) => hit.id);
+        for await (const event of withCheckedCitations(this.deps.generator.stream(writing, signal), ids)) {
+          if (event.type !== "done") {
+            yield event;
+            continue;
+          }
+          const label = labelOf(event.recommendation);
+          const generateMs = timer.lap();
+          this.logSearch({ results: hits.length, embedMs, searchMs, generateMs, recommendedBy: label, streamed: true });
+          const { provider, model } = event.recommendation;
+          yield {
+            type: "done",
+            recommendation: `[${label}] ${event.recommendation.text || NOTHING_GROUNDED}`,
+            citedIds: event.citedIds,
+            writer: { provider, model, position: event.position },
+          };
+        }
+        return;
+      }
+
+      const written = await this.deps.generator.generate(writing, signal);
+      const generateMs = timer.lap();
+      // Whole, the results leave with the recommendation: they are checked now that it is written.
+      const current = await this.stillAnswerable(hits, lastRun);
+      if (current === RUN_AGAIN) continue;
+      const label = labelOf(written);
+      this.logSearch({ results: current.length, embedMs, searchMs, generateMs, recommendedBy: label });
+      // Citations of anything but the products returned are removed: the answer cites only what it shows.
+      const cited = checkCitations(
+        written.text,
+        current.map((hit) => hit.id),
+      );
+      yield results(current);
       yield {
         type: "done",
-        recommendation: `[${label}] ${event.recommendation.text || NOTHING_GROUNDED}`,
-        citedIds: event.citedIds,
-        writer: {
-          provider: event.recommendation.provider,
-          model: event.recommendation.model,
-          position: event.position,
-        },
+        recommendation: `[${label}] ${cited.text || NOTHING_GROUNDED}`,
+        citedIds: cited.citedIds,
+        writer: { provider: written.provider, model: written.model },
       };
+      return;
+    }
+  }
+
+  /**
+   * The query's vector and, in hybrid mode, the texts whose words are matched. The query is
+   * translated once, here: the embedder gets its English and the lexical side both texts.
+   */
+  private async understand(checked: CheckedRequest, signal: AbortSignal | undefined): Promise<UnderstoodQuery> {
+    const translation = await this.translate(checked.query, signal);
+    const embedding = await embedOne(this.deps.embedder, translation?.text ?? checked.query, "query", signal);
+    if (checked.mode === "semantic") return { embedding, lexicalTexts: [] };
+    return {
+      embedding,
+      lexicalTexts: translation?.translated ? [checked.query, translation.text] : [checked.query],
+    };
+  }
+
+  /**
+   * The query's English (or the query itself when the translator does not take it to be Spanish);
+   * undefined without a translator or when it fails: the query is then used as it is, and a
+   * `translation_failed` warning logged.
+   */
+  private async translate(query: string, signal: AbortSignal | undefined): Promise<Translation | undefined> {
+    const translator = this.deps.translator;
+    if (!translator) return undefined;
+    const started = performance.now();
+    try {
+      const [translation] = await translator.toEnglish([query], signal);
+      if (!translation) throw new Error("no translation for the query");
+      return translation;
+    } catch (error) {
+      signal?.throwIfAborted();
+      this.deps.log?.({
+        event: "translation_failed",
+        translator: translator.name,
+        purpose: "query",
+        texts: 1,
+        ms: Math.round(performance.now() - started),
+        error,
+      });
+      return undefined;
     }
   }
 
   /** The `limit` best products: by cosine, or in hybrid mode by the blend of cosine and lexical match. */
-  private async retrieve(embedding: Vector, lexicalTexts: string[], checked: CheckedRequest): Promise<VersionedHit[]> {
+  private async retrieve(
+    { embedding, lexicalTexts }: UnderstoodQuery,
+    checked: CheckedRequest,
+  ): Promise<VersionedHit[]> {
     if (checked.mode === "semantic") return this.deps.products.searchByVector(embedding, checked);
     const candidates = await this.deps.products.hybridCandidates(embedding, lexicalTexts, {
       candidates: hybridCandidatesFor(checked.limit),
@@ -221,25 +299,15 @@ export class SearchAndRecommend {
       .map(({ lexical: _lexical, ...hit }) => hit);
   }
 
-  /** The query, and its English when the translator takes it to be Spanish: the words lexical search matches. */
-  private async lexicalTexts(query: string, signal: AbortSignal | undefined): Promise<string[]> {
-    const translator = this.deps.translator;
-    if (!translator) return [query];
-    try {
-      const [translation] = await translator.toEnglish([query], signal);
-      return translation?.translated ? [query, translation.text] : [query];
-    } catch {
-      // Without the translation the query's own words still match (the embedder logged the failure).
-      signal?.throwIfAborted();
-      return [query];
-    }
-  }
-
-  /** The hits whose product still exists at the version it was found as. */
-  private async stillCurrent(hits: VersionedHit[]): Promise<VersionedHit[]> {
+  /**
+   * The consistency rule (see the class): the hits whose product still exists at the version it
+   * was found as; RUN_AGAIN when one changed and this is not the last run.
+   */
+  private async stillAnswerable(hits: VersionedHit[], lastRun: boolean): Promise<VersionedHit[] | typeof RUN_AGAIN> {
     if (hits.length === 0) return hits;
     const versions = await this.deps.products.versions(hits.map((hit) => hit.id));
-    return hits.filter((hit) => versions.get(hit.id) === hit.version);
+    const current = hits.filter((hit) => versions.get(hit.id) === hit.version);
+    return current.length < hits.length && !lastRun ? RUN_AGAIN : current;
   }
 
   private logSearch(fields: Record<string, unknown>): void {

@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, test } from "bun:test";
-import { JwtTokenService } from "../../src/adapters/http/jwt-token-service.ts";
+import { JwtTokenService } from "../../src/adapters/http/auth/jwt-token-service.ts";
 import { Authenticate, type LoginAttempt } from "../../src/domain/authenticate.ts";
 import { InvalidCredentials, NotAuthenticated, TooManyAttempts } from "../../src/domain/errors.ts";
 import { LoginThrottle, type ThrottlePolicy } from "../../src/domain/login-throttle.ts";

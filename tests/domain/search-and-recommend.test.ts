@@ -8,7 +8,9 @@ import {
   QUERY_MAX_LENGTH,
   SEARCH_LIMIT,
   SearchAndRecommend,
+  type SearchEvent,
 } from "../../src/domain/search-and-recommend.ts";
+import type { Translation, Translator } from "../../src/ports/translator.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { FakeGenerator } from "../fakes/fake-generator.ts";
 import { cosineSimilarity, MemoryProductRepository } from "../fakes/memory-product-repository.ts";
@@ -273,5 +275,143 @@ describe("SearchAndRecommend: the catalogue as it is", () => {
       writer: { provider: "FAKE", model: "fake-1", position: 0 },
     });
     expect(text).toBe(`Le recomiendo ${results[0]?.name} [#${results[0]?.id}] y no.`);
+  });
+});
+
+/** Takes queries with "ñ" or starting "el " to be Spanish and "translates" them by upper-casing; counts its calls. */
+class FakeTranslator implements Translator {
+  readonly name = "fake-translator";
+  readonly calls: string[][] = [];
+  fail = false;
+
+  async toEnglish(texts: readonly string[]): Promise<Translation[]> {
+    this.calls.push([...texts]);
+    if (this.fail) throw new Error("fake translator: crashed");
+    return texts.map((text) =>
+      /ñ|^el /.test(text)
+        ? { text: `english of ${text}`, language: "es", translated: true }
+        : { text, language: "en", translated: false },
+    );
+  }
+
+  async close(): Promise<void> {}
+}
+
+describe("SearchAndRecommend: one pipeline", () => {
+  test("a hybrid query is translated once: the embedder gets its English, the lexical side both texts", async () => {
+    await fillCatalogue();
+    const translator = new FakeTranslator();
+    const lexical: (readonly string[])[] = [];
+    const hybridCandidates = products.hybridCandidates.bind(products);
+    products.hybridCandidates = async (embedding, texts, query) => {
+      lexical.push(texts);
+      return hybridCandidates(embedding, texts, query);
+    };
+    const translating = new SearchAndRecommend({ products, embedder, generator, translator });
+    for (const search of [
+      () => translating.execute({ query: " el café ", mode: "hybrid" }),
+      async () => {
+        for await (const _ of translating.stream({ query: " el café ", mode: "hybrid" }));
+      },
+    ]) {
+      translator.calls.length = 0;
+      embedder.calls.length = 0;
+      lexical.length = 0;
+      await search();
+      expect(translator.calls).toEqual([["el café"]]);
+      expect(embedder.calls).toEqual([{ text: "english of el café", purpose: "query" }]);
+      expect(lexical).toEqual([["el café", "english of el café"]]);
+    }
+  });
+
+  test("a query the translator leaves as it is is matched alone; a semantic one is translated for the embedder", async () => {
+    await fillCatalogue();
+    const translator = new FakeTranslator();
+    const translating = new SearchAndRecommend({ products, embedder, generator, translator });
+    const lexical: (readonly string[])[] = [];
+    const hybridCandidates = products.hybridCandidates.bind(products);
+    products.hybridCandidates = async (embedding, texts, query) => {
+      lexical.push(texts);
+      return hybridCandidates(embedding, texts, query);
+    };
+    await translating.execute({ query: "coffee", mode: "hybrid" });
+    expect(lexical).toEqual([["coffee"]]);
+    await translating.execute({ query: "el café" });
+    expect(translator.calls).toEqual([["coffee"], ["el café"]]);
+    expect(embedder.calls.map((call) => call.text)).toEqual(["coffee", "english of el café"]);
+  });
+
+  test("a translator that fails: the query is searched as it is and a translation_failed warning is logged", async () => {
+    await fillCatalogue();
+    const translator = new FakeTranslator();
+    translator.fail = true;
+    const events: Record<string, unknown>[] = [];
+    const translating = new SearchAndRecommend({
+      products,
+      embedder,
+      generator,
+      translator,
+      log: (event) => events.push(event),
+    });
+    const { results } = await translating.execute({ query: "el café", mode: "hybrid" });
+    expect(results.length).toBeGreaterThan(0);
+    expect(embedder.calls).toEqual([{ text: "el café", purpose: "query" }]);
+    expect(events[0]).toMatchObject({ event: "translation_failed", translator: "fake-translator", purpose: "query" });
+    expect(events[1]).toMatchObject({ event: "search" });
+  });
+
+  test("the JSON answer collects what the stream sends: the same results, recommendation and citations", async () => {
+    await fillCatalogue();
+    generator.write = ({ products: found }) => `Le recomiendo ${found[1]?.name} [#${found[1]?.id}] y [#999].`;
+    const whole = await search.execute({ query: "café en grano", limit: 3 });
+    const events: SearchEvent[] = [];
+    for await (const event of search.stream({ query: "café en grano", limit: 3 })) events.push(event);
+    expect(events[0]).toEqual({ type: "results", query: "café en grano", results: whole.results });
+    expect(events.at(-1)).toMatchObject({
+      type: "done",
+      recommendation: whole.recommendation,
+      citedIds: whole.citedIds,
+    });
+    expect(whole.citedIds).toEqual([whole.results[1]?.id as number]);
+  });
+
+  test("a product deleted before a streamed search's first event is not in it: the search ran again", async () => {
+    await fillCatalogue();
+    const searchByVector = products.searchByVector.bind(products);
+    let runs = 0;
+    products.searchByVector = async (embedding, query) => {
+      const hits = await searchByVector(embedding, query);
+      // After the first retrieval only, the product found first is deleted before the results leave.
+      if (++runs === 1 && hits[0]) await products.remove(hits[0].id);
+      return hits;
+    };
+    const events: SearchEvent[] = [];
+    for await (const event of search.stream({ query: "cafetera italiana", limit: 3 })) events.push(event);
+    expect(runs).toBe(2);
+    const results = (events[0] as { results: ProductFields[] }).results;
+    expect(results.map((product) => product.name)).not.toContain("Cafetera italiana");
+    expect(results).toHaveLength(3);
+    expect(generator.requests).toHaveLength(1);
+    expect(generator.requests[0]?.products.map((product) => product.name)).not.toContain("Cafetera italiana");
+  });
+
+  test("a product that keeps changing through every run is left out of the answer and of its citations", async () => {
+    await fillCatalogue();
+    const manage = new ManageProducts({ products, embedder });
+    generator.write = ({ products: found }) => found.map((product) => `${product.name} [#${product.id}]`).join(", ");
+    const generate = generator.generate.bind(generator);
+    let target: number | undefined;
+    generator.generate = async (request, signal) => {
+      target ??= request.products[0]?.id;
+      // Every run: the first product changes while its recommendation is written.
+      if (target !== undefined) await manage.update(target, { category: `Cambio ${generator.requests.length}` });
+      return generate(request, signal);
+    };
+    const { results, citedIds, recommendation } = await search.execute({ query: "cafetera italiana", limit: 3 });
+    expect(generator.requests).toHaveLength(3);
+    expect(results.map((product) => product.id)).not.toContain(target);
+    expect(results).toHaveLength(2);
+    expect(citedIds).toEqual(results.map((product) => product.id));
+    expect(recommendation).not.toContain(`[#${target}]`);
   });
 });

@@ -1,23 +1,27 @@
 import { Elysia } from "elysia";
 import type { Authenticate } from "../../domain/authenticate.ts";
+import type { Permission } from "../../domain/caller.ts";
 import type { CreateProduct } from "../../domain/create-product.ts";
 import type { ImportProducts } from "../../domain/import-products.ts";
 import type { ManageProducts } from "../../domain/manage-products.ts";
 import type { RateLimiter } from "../../domain/rate-limit.ts";
 import type { SearchAndRecommend } from "../../domain/search-and-recommend.ts";
 import type { DatabaseHealth } from "../../ports/database-health.ts";
-import { authRoutes } from "./auth-routes.ts";
-import type { BulkLimits } from "./bulk-body.ts";
-import { corsRoutes, corsVerdict } from "./cors.ts";
-import { docsAssetRoutes } from "./docs-assets.ts";
-import { notFound, payloadTooLarge, toProblem } from "./errors.ts";
-import { healthRoutes, NotReady, type StartupState } from "./health-routes.ts";
-import { type MetricsRoutesDeps, metricsRoutes } from "./metrics-routes.ts";
-import { apiDocs } from "./openapi.ts";
-import { productRoutes } from "./product-routes.ts";
-import { bucketOf, rateLimitHook } from "./rate-limit.ts";
-import { beginRequest, contextOf, endRequest, inRequestScope } from "./request-context.ts";
-import { uiRoutes } from "./ui-routes.ts";
+import { authMacro } from "./auth/auth-macro.ts";
+import { loginRoutes } from "./auth/login-routes.ts";
+import type { BulkLimits } from "./bulk/bulk-body.ts";
+import { BULK_PATH, bulkRoutes } from "./bulk/bulk-routes.ts";
+import { corsRoutes, corsVerdict } from "./core/cors.ts";
+import { notFound, payloadTooLarge, toProblem } from "./core/errors.ts";
+import { rateLimits } from "./core/rate-limit.ts";
+import { currentRequestId, endRequest, inRequestScope } from "./core/request-context.ts";
+import { docsAssetRoutes } from "./docs/docs-assets.ts";
+import { apiDocs } from "./docs/openapi.ts";
+import { healthRoutes, NotReady, type StartupState } from "./health/health-routes.ts";
+import { type MetricsRoutesDeps, metricsRoutes } from "./metrics/metrics-routes.ts";
+import { productRoutes } from "./products/product-routes.ts";
+import { searchRoutes } from "./search/search-routes.ts";
+import { uiRoutes } from "./ui/ui-routes.ts";
 
 export interface HttpSettings {
   projectName: string;
@@ -47,7 +51,7 @@ export interface HttpDeps {
   health: DatabaseHealth;
   /** What GET /health/ready checks besides the database. */
   startup: StartupState;
-  /** Per-client budgets of searches and writes (see rate-limit.ts for which routes spend which). */
+  /** Per-client budgets of searches and writes (each route declares the one it spends: core/rate-limit.ts). */
   rateLimiter: RateLimiter;
   /** GET /metrics on this app, behind its bearer token; unset: not served here (off, or on a port of its own). */
   metrics?: MetricsRoutesDeps | undefined;
@@ -61,8 +65,6 @@ export interface HttpDeps {
   log: (event: LogEvent) => void;
 }
 
-const BULK_PATH = "/products/bulk";
-
 /** Headers every answer carries: this is a JSON API, nothing in it should be sniffed, cached or framed. */
 const SECURITY_HEADERS = {
   "X-Content-Type-Options": "nosniff",
@@ -72,77 +74,69 @@ const SECURITY_HEADERS = {
 };
 
 /**
- * The Elysia app (not listening): GET /, /health/live, /health/ready, POST /auth/login, POST /products/,
- * POST /products/search, /openapi (Swagger UI with its script and stylesheet served from here,
- * docs-assets.ts), the search page at /ui (ui-routes.ts), and GET /metrics when `metrics` is given.
+ * The Elysia app (not listening): GET /, /health/live, /health/ready, POST /auth/login, the
+ * catalogue under /products (POST /products/ and POST /products/search as the contract has them),
+ * /openapi (Swagger UI with its script and stylesheet served from here, docs/), the search page at
+ * /ui (ui/), and GET /metrics when `metrics` is given. Each feature is a plugin of its own folder;
+ * core/ holds what they share.
  *
  * Around every route: a request id (the client's X-Request-Id when usable, else a new one) returned
  * as X-Request-Id and carried by every log line written while serving it; the security headers;
- * CORS for the listed origins; and the per-client rate limits of searches and writes.
+ * CORS for the listed origins; and the largest body a route takes.
  */
 export function createHttpApp(deps: HttpDeps) {
-  const {
-    authenticate,
-    createProduct,
-    manageProducts,
-    importProducts,
-    search,
-    health,
-    startup,
-    rateLimiter,
-    settings,
-  } = deps;
-  const { log } = deps;
+  const { authenticate, createProduct, manageProducts, importProducts, search, health, startup, rateLimiter } = deps;
+  const { settings, log } = deps;
   const { maxBodyBytes } = settings;
   /** The bulk import takes larger bodies than any other route. */
   const bodyLimit = (path: string) => (routeKey(path) === BULK_PATH ? settings.bulk.maxBytes : maxBodyBytes);
   const corsOrigins = new Set(settings.corsOrigins);
+  const anonymousPermissions: Permission[] = settings.searchRequiresAuth ? [] : ["search"];
+  const auth = authMacro({ authenticate, anonymousPermissions });
+  const limits = rateLimits({ limiter: rateLimiter, trustProxy: settings.trustProxy });
 
-  const healthGroup = healthRoutes({ health, startup });
-  const authGroup = authRoutes({ authenticate, maxBodyBytes, trustProxy: settings.trustProxy });
-  const productGroup = productRoutes({
-    authenticate,
-    createProduct,
-    manageProducts,
-    importProducts,
-    search,
-    searchRequiresAuth: settings.searchRequiresAuth,
-    maxBodyBytes,
-    bulk: settings.bulk,
-  });
-  const docsAssets = docsAssetRoutes();
   const docs = apiDocs({
     projectName: settings.projectName,
     version: settings.version,
     bodyLimit,
-    rateLimitPolicy: (method, route) => {
-      const bucket = bucketOf(method, route);
-      return bucket === null ? undefined : rateLimiter.policy(bucket);
-    },
+    rateLimitPolicy: (bucket) => rateLimiter.policy(bucket),
     metrics: deps.metrics?.token !== undefined,
   });
-  const metricsGroup = deps.metrics ? metricsRoutes(deps.metrics) : new Elysia();
-  const corsGroup = corsRoutes(corsOrigins);
-  // The search page (ui-routes.ts), with a Content-Security-Policy of its own.
-  const uiGroup = uiRoutes();
-  const methodsByPath = routeTable([healthGroup, authGroup, productGroup, docs, docsAssets, metricsGroup, uiGroup]);
+  const docsAssets = docsAssetRoutes();
+  const healthFeature = healthRoutes({ health, startup });
+  const login = loginRoutes({ authenticate, maxBodyBytes, trustProxy: settings.trustProxy });
+  const products = productRoutes({ createProduct, manageProducts, maxBodyBytes, auth, rateLimits: limits });
+  const searchFeature = searchRoutes({ search, maxBodyBytes, auth, rateLimits: limits });
+  const bulk = bulkRoutes({ importProducts, limits: settings.bulk, auth, rateLimits: limits });
+  const metrics = deps.metrics ? metricsRoutes(deps.metrics) : new Elysia();
+  // The search page, with a Content-Security-Policy of its own.
+  const ui = uiRoutes();
+  const methodsByPath = routeTable([
+    docs,
+    docsAssets,
+    healthFeature,
+    login,
+    products,
+    searchFeature,
+    bulk,
+    metrics,
+    ui,
+  ]);
 
   return (
     // normalize: false makes `additionalProperties: false` reject unknown fields (422) instead of dropping them.
     new Elysia({ normalize: false })
-      // Everything below, hooks included, runs inside the request's scope (its id for the logs).
-      .wrap((handle) => (request: Request) => inRequestScope(request, () => handle(request)))
+      // Everything below, hooks included, runs inside the request's scope (its id and clock: core/request-context.ts).
+      .wrap((handle) => (request: Request) => inRequestScope(request, settings.requestTimeoutMs, () => handle(request)))
       .onRequest(({ request, set }) => {
-        const { requestId } = beginRequest(request, settings.requestTimeoutMs);
-        Object.assign(set.headers, SECURITY_HEADERS, { "X-Request-Id": requestId });
+        Object.assign(set.headers, SECURITY_HEADERS, { "X-Request-Id": currentRequestId() });
         // Preflights are answered by corsRoutes; this adds the CORS headers to everything else.
         const cors = corsVerdict(corsOrigins, request);
         if (cors.kind === "allowed") Object.assign(set.headers, cors.headers);
-        // Refuse a declared oversized body before anything reads it; readBody bounds the rest.
+        // Refuse a declared oversized body before anything reads it; the body readers bound the rest.
         const limit = bodyLimit(new URL(request.url).pathname);
         if (Number(request.headers.get("content-length")) > limit) throw payloadTooLarge(limit);
       })
-      .onBeforeHandle(rateLimitHook({ limiter: rateLimiter, trustProxy: settings.trustProxy, context: contextOf }))
       .onError(({ code, error, path, request, route, set }) => {
         const problem = code === "NOT_FOUND" ? notFound(methodsByPath.allowed(path)) : toProblem(error);
         if (problem.status >= 500) {
@@ -162,7 +156,7 @@ export function createHttpApp(deps: HttpDeps) {
         return { detail: problem.detail };
       })
       .onAfterResponse(({ request, path, route, set }) => {
-        const context = endRequest(request);
+        const served = endRequest();
         log({
           level: "info",
           event: "request",
@@ -170,18 +164,20 @@ export function createHttpApp(deps: HttpDeps) {
           path,
           route: route || undefined,
           status: typeof set.status === "number" ? set.status : 200,
-          ms: context ? Math.round((performance.now() - context.startedAt) * 10) / 10 : null,
-          requestId: context?.requestId,
+          ms: served?.ms ?? null,
+          requestId: served?.requestId,
         });
       })
       .use(docs)
       .use(docsAssets)
-      .use(healthGroup)
-      .use(authGroup)
-      .use(productGroup)
-      .use(metricsGroup)
-      .use(uiGroup)
-      .use(corsGroup)
+      .use(healthFeature)
+      .use(login)
+      .use(products)
+      .use(searchFeature)
+      .use(bulk)
+      .use(metrics)
+      .use(ui)
+      .use(corsRoutes(corsOrigins))
   );
 }
 

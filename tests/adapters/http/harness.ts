@@ -1,7 +1,7 @@
 import { createHttpApp, type HttpSettings, type LogEvent } from "../../../src/adapters/http/app.ts";
-import type { JwtAlgorithm } from "../../../src/adapters/http/jwt-algorithms.ts";
-import { JwtTokenService } from "../../../src/adapters/http/jwt-token-service.ts";
-import { requestLogFields } from "../../../src/adapters/http/request-context.ts";
+import type { JwtAlgorithm } from "../../../src/adapters/http/auth/jwt-algorithms.ts";
+import { JwtTokenService } from "../../../src/adapters/http/auth/jwt-token-service.ts";
+import { requestLogFields } from "../../../src/adapters/http/core/request-context.ts";
 import { MemoryRateLimitCounters } from "../../../src/adapters/in-process/rate-limit-counters.ts";
 import { PrometheusMetrics } from "../../../src/adapters/metrics/prometheus-metrics.ts";
 import { type Logger, tapLogger } from "../../../src/app/logger.ts";

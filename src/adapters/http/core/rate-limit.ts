@@ -1,0 +1,62 @@
+import { type DocumentDecoration, Elysia } from "elysia";
+import { type Caller, rateLimitClient } from "../../../domain/caller.ts";
+import type { RateLimitBucket, RateLimiter, RateLimitState } from "../../../domain/rate-limit.ts";
+import { clientAddress, type PeerSource } from "./client-address.ts";
+
+/**
+ * Where a route's `rateLimit` declaration waits in its OpenAPI operation until docs/openapi.ts
+ * turns it into the policy's 429 answer and headers (and removes it).
+ */
+export const RATE_LIMIT_EXTENSION = "x-rate-limit-bucket";
+
+/**
+ * The IETF draft's headers (draft-ietf-httpapi-ratelimit-headers, as most gateways send them):
+ * the limit, what is left of it, whole seconds until the window ends, and the policy.
+ */
+export function rateLimitHeaders(state: RateLimitState): Record<string, string> {
+  return {
+    "RateLimit-Limit": String(state.limit),
+    "RateLimit-Remaining": String(state.remaining),
+    "RateLimit-Reset": String(state.resetSeconds),
+    "RateLimit-Policy": `${state.limit};w=${state.windowSeconds}`,
+  };
+}
+
+export type RateLimits = ReturnType<typeof rateLimits>;
+
+export interface RateLimitDeps {
+  limiter: RateLimiter;
+  trustProxy: boolean;
+}
+
+/** What the macro reads of a request: the caller the auth macro found (if the route has one) and the peer. */
+interface RateLimitContext {
+  request: Request;
+  server: PeerSource | null;
+  set: { headers: Record<string, unknown> };
+  caller?: Caller;
+}
+
+/**
+ * The `rateLimit` macro: a route declares the budget it spends, `{ rateLimit: "search" }` (POST
+ * /products/search) or `"write"` (every catalogue write). Before its handler (after the auth
+ * check and body validation, so a refused or malformed request costs nothing) the request is
+ * counted against its client, by caller when the route identified one, else by address; the
+ * answer gets the RateLimit-* headers, and RateLimitExceeded (429 with Retry-After) once the
+ * budget is spent. The same declaration puts the policy in the OpenAPI document.
+ */
+export function rateLimits({ limiter, trustProxy }: RateLimitDeps) {
+  return new Elysia({ name: "rate-limits" }).macro({
+    rateLimit: (bucket: RateLimitBucket) => ({
+      // An `x-` key is valid OpenAPI, but not in the operation type Elysia takes.
+      detail: { [RATE_LIMIT_EXTENSION]: bucket } as DocumentDecoration,
+      async beforeHandle({ request, server, set, caller }: RateLimitContext) {
+        if (!limiter.limits(bucket)) return;
+        const client =
+          (caller && rateLimitClient(caller)) ?? `address:${clientAddress(request, server, trustProxy) ?? "unknown"}`;
+        const state = await limiter.spend(bucket, client);
+        if (state) Object.assign(set.headers, rateLimitHeaders(state));
+      },
+    }),
+  });
+}

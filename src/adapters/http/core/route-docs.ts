@@ -1,0 +1,138 @@
+/**
+ * How a route documents its answers, next to its code: its `security`, a `problem(...)` schema for
+ * each error status (when it gives it, example bodies taken from the code that writes them, its
+ * headers) and `documented(...)` for its success body. docs/openapi.ts turns them into the
+ * OpenAPI document.
+ */
+import { type Static, type TSchema, t } from "elysia";
+import { DatabaseUnavailable, DeadlineExceeded } from "../../../domain/errors.ts";
+import { jsonTooDeep } from "./body.ts";
+import { malformedForm, malformedJson, RETRY_AFTER_SECONDS, unsupportedMediaType } from "./errors.ts";
+
+/** An operation's `security` (its `detail`): alternatives, any one of which is enough. */
+export const SECURITY: Record<"token" | "metrics" | "none", Record<string, string[]>[]> = {
+  /** The token of POST /auth/login, pasted as is (bearerAuth) or obtained by Swagger UI's Authorize (oauth2). */
+  token: [{ bearerAuth: [] }, { oauth2: [] }],
+  /** GET /metrics on the service's own port: the operator's METRICS_TOKEN, not a user's. */
+  metrics: [{ metricsToken: [] }],
+  /** Anyone may call it. */
+  none: [],
+};
+
+/** The body of every error answer. */
+export const ProblemBody = t.Object({ detail: t.String({ description: "Qué ha pasado, en español" }) });
+
+/** The headers error answers document, by name (the OpenAPI document holds each once, under components). */
+export const ERROR_HEADERS = {
+  "WWW-Authenticate": {
+    description: "El esquema de autenticación que se espera: `Bearer`.",
+    schema: { type: "string" },
+    example: "Bearer",
+  },
+  "Retry-After": {
+    description: "Segundos que conviene esperar antes de repetir la petición.",
+    schema: { type: "integer", minimum: 1 },
+    example: RETRY_AFTER_SECONDS.database,
+  },
+} as const;
+
+export type ErrorHeader = keyof typeof ERROR_HEADERS;
+
+/** What a route says about one of its error statuses. */
+export interface ProblemDoc {
+  /** When the route gives this status. */
+  description: string;
+  /** Label of each case → the `detail` the service sends (an Error stands for its message). */
+  examples: Record<string, string | Error>;
+  /** Headers that come with it. */
+  headers?: readonly ErrorHeader[];
+}
+
+/** Where a problem schema keeps its documentation until completeDocument turns it into a response. */
+export const PROBLEM_DOC = "x-problem";
+
+export interface ResolvedProblemDoc {
+  description: string;
+  examples: Record<string, string>;
+  headers: readonly ErrorHeader[];
+}
+
+/**
+ * The schema of an error status in a route's `response` map: `{"detail": string}`, documented
+ * with when the route gives it, an example body for each case, and its headers.
+ */
+export function problem({ description, examples, headers = [] }: ProblemDoc) {
+  const resolved: ResolvedProblemDoc = {
+    description,
+    examples: Object.fromEntries(
+      Object.entries(examples).map(([label, detail]) => [label, typeof detail === "string" ? detail : detail.message]),
+    ),
+    headers,
+  };
+  return t.Object(ProblemBody.properties, { description, [PROBLEM_DOC]: resolved });
+}
+
+/** Another media type the same answer may come in (content negotiation by Accept), with an example. */
+export interface AlternativeContent {
+  /** What the body is in this form. */
+  description: string;
+  example: string;
+}
+
+/** Where a success schema keeps its other media types until completeDocument adds them to the response. */
+export const ALTERNATIVES = "x-alternatives";
+
+/**
+ * A success body's schema with the response's description and an example of it; `alternatives`:
+ * the other media types the route answers in (e.g. text/event-stream), each a text with its example.
+ */
+export function documented<T extends TSchema>(
+  schema: T,
+  description: string,
+  example: Static<T>,
+  alternatives?: Record<string, AlternativeContent>,
+): T {
+  return { ...schema, description, examples: [example], ...(alternatives ? { [ALTERNATIVES]: alternatives } : {}) };
+}
+
+/** The message of the error `refuse` throws: an example taken from the code that writes it. */
+export function messageOf(refuse: () => unknown): string {
+  try {
+    refuse();
+  } catch (error) {
+    if (error instanceof Error) return error.message;
+  }
+  throw new Error("messageOf: nothing was refused");
+}
+
+/** Error answers that several route groups share. */
+export const answers = {
+  /** 400: a body that cannot be read as the Content-Type it declares. */
+  unreadable: (formats: readonly ("json" | "form")[], more: Record<string, string | Error> = {}) =>
+    problem({
+      description:
+        "El cuerpo no se puede leer: no es JSON válido (o formulario válido), o está anidado a más niveles de " +
+        "los que admite.",
+      examples: {
+        "JSON no válido": malformedJson(),
+        "Demasiado anidado": jsonTooDeep(),
+        ...(formats.includes("form") ? { "Formulario no válido": malformedForm() } : {}),
+        ...more,
+      },
+    }),
+  /** 415: a Content-Type the route does not take (`accepted`: those it takes). */
+  unsupportedMediaType: (accepted: readonly string[]) =>
+    problem({
+      description: "El Content-Type del cuerpo no es uno de los que admite la ruta; `detail` los nombra.",
+      examples: { "Content-Type no admitido": unsupportedMediaType(accepted) },
+    }),
+  /** 503 with Retry-After: a dependency is down, or the request ran out of time. */
+  unavailable: (description: string, examples: Record<string, string | Error>) =>
+    problem({ description, examples, headers: ["Retry-After"] }),
+};
+
+/** Examples of 503 causes, by what failed. */
+export const UNAVAILABLE = {
+  database: { "Base de datos caída": new DatabaseUnavailable() },
+  deadline: { "Tiempo agotado": new DeadlineExceeded() },
+};

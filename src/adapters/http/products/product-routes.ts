@@ -1,0 +1,307 @@
+import { Elysia, t } from "elysia";
+import type { CreateProduct } from "../../../domain/create-product.ts";
+import {
+  ConcurrentModification,
+  EmbeddingUnavailable,
+  IdempotencyKeyReused,
+  ProductNotFound,
+  SkuTaken,
+} from "../../../domain/errors.ts";
+import {
+  INVALID_CURSOR,
+  LIST_LIMIT,
+  LIST_ORDERS,
+  type ManageProducts,
+  normalizeCategories,
+} from "../../../domain/manage-products.ts";
+import { checkedField, type ProductFields } from "../../../domain/product.ts";
+import type { AuthMacro } from "../auth/auth-macro.ts";
+import { jsonBody, mediaTypesOf } from "../core/body.ts";
+import { fieldDetail, HttpProblem, NOT_AN_OBJECT } from "../core/errors.ts";
+import type { RateLimits } from "../core/rate-limit.ts";
+import { requestContext } from "../core/request-context.ts";
+import { answers, documented, messageOf, problem, UNAVAILABLE } from "../core/route-docs.ts";
+import {
+  categoryFilter,
+  integer,
+  NewProductBody,
+  PRODUCT_EXAMPLE,
+  productFields,
+  productModels,
+  productView,
+} from "./product-schemas.ts";
+
+const ListQuery = t.Object(
+  {
+    limit: t.Optional(
+      t.Numeric({
+        minimum: LIST_LIMIT.min,
+        maximum: LIST_LIMIT.max,
+        multipleOf: 1,
+        description: `Productos por página, de ${LIST_LIMIT.min} a ${LIST_LIMIT.max} (por defecto ${LIST_LIMIT.default})`,
+      }),
+    ),
+    cursor: t.Optional(t.String({ maxLength: 100, description: "El next_cursor de la página anterior" })),
+    order: t.Optional(
+      t.UnionEnum([...LIST_ORDERS], {
+        description: "id: por id ascendente (por defecto); newest: los más recientes primero",
+      }),
+    ),
+    category: categoryFilter,
+  },
+  { additionalProperties: false },
+);
+
+const ListResponse = t.Object({
+  items: t.Array(t.Object(productFields), { description: "Los productos de esta página, en el orden pedido" }),
+  total: integer({ description: "Productos que cumplen el filtro, en todas las páginas" }),
+  next_cursor: t.Union([t.String(), t.Null()], { description: "Para la página siguiente; null en la última" }),
+});
+
+const CategoriesResponse = t.Object({
+  categories: t.Array(t.Object({ name: t.String(), products: integer({ description: "Productos de la categoría" }) })),
+});
+
+const ProductIdParams = t.Object({ id: t.String({ description: "El id del producto (entero positivo)" }) });
+
+const malformedIdempotencyKey = () =>
+  new HttpProblem(400, "La cabecera Idempotency-Key debe tener entre 1 y 255 caracteres ASCII visibles");
+
+/** The error answers of these routes, documented with the messages they send (see core/route-docs.ts). */
+const ANSWERS = {
+  unreadable: answers.unreadable(["json"]),
+  unreadableCreate: answers.unreadable(["json"], { "Idempotency-Key mal formada": malformedIdempotencyKey() }),
+  notFound: problem({
+    description: "No hay ningún producto con ese id (un id que no es un entero positivo no nombra ninguno).",
+    examples: { "Producto inexistente": new ProductNotFound(PRODUCT_EXAMPLE.id) },
+  }),
+  conflict: problem({
+    description: "Otro producto ya tiene ese SKU, o el producto cambió a la vez por otra petición (puede repetirse).",
+    examples: { "SKU repetido": new SkuTaken(PRODUCT_EXAMPLE.sku), "Cambio simultáneo": new ConcurrentModification() },
+  }),
+  notJson: answers.unsupportedMediaType(mediaTypesOf(["json"])),
+  invalidProduct: (more: Record<string, string | Error> = {}) =>
+    problem({
+      description:
+        "El cuerpo no cumple el esquema o las reglas del producto: `detail` nombra el primer campo que falla.",
+      examples: {
+        "Campo demasiado largo": fieldDetail.invalid("name", NewProductBody.properties.name),
+        "Campo vacío": messageOf(() => checkedField("name", " ")),
+        "Embedding enviado": fieldDetail.notAllowed("embedding"),
+        ...more,
+      },
+    }),
+  invalidList: problem({
+    description: "Un parámetro no es válido: `detail` lo nombra.",
+    examples: {
+      "Parámetro desconocido": fieldDetail.notAllowed("page"),
+      "limit no numérico": fieldDetail.invalid("limit", ListQuery.properties.limit),
+      "Cursor no válido": INVALID_CURSOR,
+      "Categoría vacía": messageOf(() => normalizeCategories("")),
+    },
+  }),
+  databaseDown: answers.unavailable("La base de datos no responde.", UNAVAILABLE.database),
+  writeUnavailable: answers.unavailable(
+    "La base de datos o el servicio de embeddings no responden, o la petición agotó su tiempo: no se guardó nada.",
+    { ...UNAVAILABLE.database, "Embeddings no disponibles": new EmbeddingUnavailable(), ...UNAVAILABLE.deadline },
+  ),
+};
+
+/** What PATCH and PUT answer besides the product (they differ only in the 422's examples). */
+const changeAnswers = (invalid: Record<string, string | Error>) => ({
+  200: "Product" as const,
+  400: ANSWERS.unreadable,
+  404: ANSWERS.notFound,
+  409: ANSWERS.conflict,
+  415: ANSWERS.notJson,
+  422: ANSWERS.invalidProduct(invalid),
+  503: ANSWERS.writeUnavailable,
+});
+
+export interface ProductRoutesDeps {
+  createProduct: CreateProduct;
+  manageProducts: ManageProducts;
+  maxBodyBytes: number;
+  auth: AuthMacro;
+  rateLimits: RateLimits;
+}
+
+/**
+ * The catalogue: POST /products/ (create) as the contract has it, plus GET /products (list),
+ * GET /products/categories, and GET, PATCH, PUT and DELETE /products/{id}. Reading takes
+ * "products.read", writing "products.write" and the write budget.
+ */
+export function productRoutes({ createProduct, manageProducts, maxBodyBytes, auth, rateLimits }: ProductRoutesDeps) {
+  const tags = ["products"];
+  const json = jsonBody(maxBodyBytes);
+  // 413 (a body over the limit), 429 (rate limits) and 500 can come from any route: docs/openapi.ts documents them.
+
+  /** PATCH and PUT: the same change, of some fields or of the contract's three. */
+  const update = async ({
+    params,
+    body,
+    signal,
+  }: {
+    params: { id: string };
+    body: Partial<ProductFields>;
+    signal: AbortSignal;
+  }) => productView(await manageProducts.update(productId(params.id), body, signal));
+
+  return new Elysia({ name: "products", prefix: "/products" })
+    .use(requestContext)
+    .use(auth)
+    .use(rateLimits)
+    .use(productModels)
+    .post(
+      "/",
+      async ({ body, caller, headers, signal, set, status }) => {
+        const key = idempotencyKey(headers["idempotency-key"]);
+        const { product, replayed } = await createProduct.execute(body, {
+          signal,
+          idempotency: key === undefined || caller.kind !== "user" ? undefined : { userId: caller.user.id, key },
+        });
+        if (replayed) set.headers["Idempotent-Replayed"] = "true";
+        return status(201, productView(product));
+      },
+      {
+        auth: "products.write",
+        rateLimit: "write",
+        parse: json,
+        body: "NewProduct",
+        response: {
+          201: "Product",
+          400: ANSWERS.unreadableCreate,
+          409: ANSWERS.conflict,
+          415: ANSWERS.notJson,
+          422: ANSWERS.invalidProduct({
+            "Falta un campo": fieldDetail.missing("category"),
+            "Idempotency-Key con otro cuerpo": new IdempotencyKeyReused(),
+          }),
+          503: ANSWERS.writeUnavailable,
+        },
+        detail: {
+          tags,
+          summary: "Crear un producto (se calcula y guarda su embedding)",
+          description:
+            "Con la cabecera opcional Idempotency-Key (1 a 255 caracteres ASCII visibles), repetir la misma " +
+            "petición durante 24 horas devuelve la primera respuesta sin crear otro producto; la misma clave " +
+            "con otro cuerpo es un 422. Un SKU que ya tiene otro producto es un 409.",
+        },
+      },
+    )
+    .get(
+      "/",
+      async ({ query: { limit, cursor, order, category } }) => {
+        const page = await manageProducts.list({ limit, cursor, order, category });
+        return { items: page.items.map(productView), total: page.total, next_cursor: page.nextCursor };
+      },
+      {
+        auth: "products.read",
+        query: ListQuery,
+        response: {
+          200: documented(ListResponse, "Una página de productos", {
+            items: [PRODUCT_EXAMPLE],
+            total: 1,
+            next_cursor: null,
+          }),
+          422: ANSWERS.invalidList,
+          503: ANSWERS.databaseDown,
+        },
+        detail: {
+          tags,
+          summary: "Listar productos, por páginas",
+          description:
+            `Parámetros: limit (${LIST_LIMIT.min} a ${LIST_LIMIT.max}, por defecto ${LIST_LIMIT.default}), ` +
+            "order (id: por id ascendente, por defecto; newest: los más recientes primero), category (repetible) " +
+            "y cursor (el next_cursor de la página anterior).",
+        },
+      },
+    )
+    .get("/categories", async () => ({ categories: await manageProducts.categories() }), {
+      auth: "products.read",
+      response: {
+        200: documented(CategoriesResponse, "Cada categoría con su número de productos", {
+          categories: [{ name: PRODUCT_EXAMPLE.category, products: 12 }],
+        }),
+        503: ANSWERS.databaseDown,
+      },
+      detail: {
+        tags,
+        summary: "Categorías del catálogo, con cuántos productos tiene cada una",
+        description: "Los nombres que admiten los filtros category de la búsqueda y del listado.",
+      },
+    })
+    .get("/:id", async ({ params }) => productView(await manageProducts.get(productId(params.id))), {
+      auth: "products.read",
+      params: ProductIdParams,
+      response: { 200: "Product", 404: ANSWERS.notFound, 503: ANSWERS.databaseDown },
+      detail: { tags, summary: "Ver un producto", description: "El producto con ese id." },
+    })
+    .patch("/:id", update, {
+      auth: "products.write",
+      rateLimit: "write",
+      parse: json,
+      params: ProductIdParams,
+      body: "ProductChanges",
+      response: changeAnswers({ "Sin cambios": NOT_AN_OBJECT }),
+      detail: {
+        tags,
+        summary: "Cambiar algunos campos de un producto",
+        description:
+          "Solo se vuelve a calcular el embedding si cambian el nombre o la descripción; si no se puede " +
+          "calcular, la respuesta es 503 y el producto no cambia.",
+      },
+    })
+    .put("/:id", update, {
+      auth: "products.write",
+      rateLimit: "write",
+      parse: json,
+      params: ProductIdParams,
+      body: "NewProduct",
+      response: changeAnswers({ "Falta un campo": fieldDetail.missing("category") }),
+      detail: {
+        tags,
+        summary: "Sustituir nombre, descripción y categoría de un producto",
+        description: "El SKU se conserva salvo que se envíe (null lo quita).",
+      },
+    })
+    .delete(
+      "/:id",
+      async ({ params, status }) => {
+        await manageProducts.remove(productId(params.id));
+        return status(204, undefined);
+      },
+      {
+        auth: "products.write",
+        rateLimit: "write",
+        params: ProductIdParams,
+        response: {
+          204: t.Void({ description: "Borrado; la respuesta no tiene cuerpo" }),
+          404: ANSWERS.notFound,
+          503: ANSWERS.databaseDown,
+        },
+        detail: {
+          tags,
+          summary: "Borrar un producto",
+          description: "Borra el producto y su embedding; deja de aparecer en las búsquedas.",
+        },
+      },
+    );
+}
+
+/** A product id in a path: anything but a positive integer names no product (404). */
+function productId(raw: string): number {
+  if (!/^[1-9][0-9]{0,15}$/.test(raw)) throw new ProductNotFound(raw);
+  return Number(raw);
+}
+
+/** Printable ASCII, 1 to 255 characters, as Stripe and the IETF idempotency-key draft use. */
+const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
+
+/** The Idempotency-Key header's value, or undefined without one; 400 when it is malformed. */
+function idempotencyKey(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const key = header.trim();
+  if (!IDEMPOTENCY_KEY.test(key)) throw malformedIdempotencyKey();
+  return key;
+}

@@ -1,0 +1,106 @@
+/**
+ * A product as the HTTP API writes and reads it, shared by the catalogue's routes, the search
+ * (its results) and the bulk import (its items): the fields, the `Product`, `NewProduct` and
+ * `ProductChanges` models (registered once, `productModels`), the examples of the OpenAPI
+ * document and the view of a stored product.
+ */
+import { Elysia, t } from "elysia";
+import { MAX_CATEGORIES } from "../../../domain/manage-products.ts";
+import { PRODUCT_FIELD_MAX_LENGTH, type Product } from "../../../domain/product.ts";
+
+/** Elysia's t.Integer also takes numeric strings ("5"); a number that is a multiple of 1 does not. */
+export function integer(options: Parameters<typeof t.Number>[0] = {}) {
+  return t.Number({ multipleOf: 1, ...options });
+}
+
+/** What each field of a product is, in the OpenAPI document. */
+const FIELD_DESCRIPTIONS = {
+  name: "Nombre del producto",
+  description: "Descripción detallada; con el nombre, es el texto del que se calcula el embedding",
+  category: "Categoría, texto libre (GET /products/categories da las que hay)",
+} as const;
+
+/** A text field of a product as a client sends it, at most its stored length. */
+export const field = (name: keyof typeof FIELD_DESCRIPTIONS, description: string = FIELD_DESCRIPTIONS[name]) =>
+  t.String({ maxLength: PRODUCT_FIELD_MAX_LENGTH[name], description });
+
+export const skuField = t.String({
+  maxLength: PRODUCT_FIELD_MAX_LENGTH.sku,
+  description: "Clave propia del comercio; única cuando se da",
+});
+
+export const productIdField = (description = "Identificador del producto, asignado por el servicio") =>
+  integer({ description });
+
+/** A product as a client sends it: the example of the OpenAPI document. */
+export const NEW_PRODUCT_EXAMPLE = {
+  name: "Zapatillas de trail Vento",
+  description: "Zapatillas ligeras e impermeables con suela de tacos para correr por montaña",
+  category: "calzado deportivo",
+  sku: "VEN-TRAIL-42",
+};
+
+/** A stored product: the example of the OpenAPI document. */
+export const PRODUCT_EXAMPLE = { id: 42, ...NEW_PRODUCT_EXAMPLE };
+
+/** POST /products/ and PUT /products/{id}: the three fields of the contract, and the sku if any. */
+export const NewProductBody = t.Object(
+  {
+    name: field("name"),
+    description: field("description"),
+    category: field("category"),
+    sku: t.Optional(t.Union([skuField, t.Null()])),
+  },
+  {
+    additionalProperties: false,
+    description: "El producto: nombre, descripción y categoría (el embedding lo calcula el servicio)",
+    examples: [NEW_PRODUCT_EXAMPLE],
+  },
+);
+
+/** PATCH /products/{id}: any of the fields. */
+const ProductChangesBody = t.Object(
+  {
+    name: t.Optional(field("name")),
+    description: t.Optional(field("description")),
+    category: t.Optional(field("category")),
+    sku: t.Optional(t.Union([skuField, t.Null()], { description: "null quita el SKU" })),
+  },
+  { additionalProperties: false, minProperties: 1, description: "Los campos que cambian (al menos uno)" },
+);
+
+/** One category, or a list of them: the filter of the listing (and of the search). */
+export const categoryFilter = t.Optional(
+  t.Union(
+    [
+      field("category", "Una categoría"),
+      t.Array(field("category", "Una de las categorías"), { minItems: 1, maxItems: MAX_CATEGORIES }),
+    ],
+    { description: `Una categoría, o una lista de hasta ${MAX_CATEGORIES}: solo productos de esas categorías` },
+  ),
+);
+
+/** A product as the service answers it (never its embedding). */
+export const productFields = {
+  id: productIdField(),
+  name: t.String({ description: FIELD_DESCRIPTIONS.name }),
+  description: t.String({ description: FIELD_DESCRIPTIONS.description }),
+  category: t.String({ description: FIELD_DESCRIPTIONS.category }),
+  sku: t.Optional(t.String({ description: "Clave propia del comercio; solo si el producto tiene una" })),
+};
+
+/**
+ * The shared schemas, registered once: routes name them (`body: "NewProduct"`, `200: "Product"`)
+ * and the OpenAPI document holds each once. (Registering a schema marks its object as the model:
+ * an inline copy elsewhere is a new `t.Object` of the same fields.)
+ */
+export const productModels = new Elysia({ name: "product-models" }).model({
+  Product: t.Object(productFields, { description: "El producto, sin su embedding", examples: [PRODUCT_EXAMPLE] }),
+  NewProduct: NewProductBody,
+  ProductChanges: ProductChangesBody,
+});
+
+/** A stored product as the API shows it: its fields, the sku only when it has one. */
+export function productView({ id, name, description, category, sku }: Product) {
+  return { id, name, description, category, ...(sku === undefined ? {} : { sku }) };
+}

@@ -1,0 +1,334 @@
+import { describe, expect, test } from "bun:test";
+import { createHarness, type Harness, type HarnessOptions, PASSWORD, USERNAME, USERNAME_POLICY } from "../harness.ts";
+
+const MINUTE = 60_000;
+const LIMITS = { search: { limit: 1, windowMs: MINUTE }, write: { limit: 3, windowMs: MINUTE } };
+const SHOES = {
+  name: "Zapatillas de trail Vento",
+  description: "Zapatillas ligeras e impermeables",
+  category: "calzado deportivo",
+  sku: "VEN-TRAIL-42",
+};
+
+interface Example {
+  summary: string;
+  value: { detail: string };
+}
+
+interface ResponseDoc {
+  description: string;
+  headers?: Record<string, { $ref: string }>;
+  content?: Record<
+    string,
+    { schema: { description?: string; $ref?: string }; example?: string; examples?: Record<string, Example> }
+  >;
+}
+
+interface PropertyDoc {
+  default?: unknown;
+  description?: string;
+}
+
+interface OperationDoc {
+  summary: string;
+  description?: string;
+  security: Record<string, string[]>[];
+  requestBody?: { content: Record<string, { schema: { properties: Record<string, PropertyDoc> } }> };
+  responses: Record<string, ResponseDoc>;
+}
+
+interface Document {
+  info: { license?: { name: string } };
+  servers: { url: string }[];
+  paths: Record<string, Record<string, OperationDoc>>;
+  components: { securitySchemes: Record<string, unknown>; headers: Record<string, unknown> };
+}
+
+async function documentOf(options: HarnessOptions = {}) {
+  const h = await createHarness(options);
+  const response = await h.call("GET", "/openapi/json");
+  expect(response.status).toBe(200);
+  return { h, document: response.json as Document };
+}
+
+function operations(document: Document) {
+  return Object.entries(document.paths).flatMap(([path, item]) =>
+    Object.entries(item).map(([method, operation]) => ({ method: method.toUpperCase(), path, operation })),
+  );
+}
+
+/**
+ * Numbers and quoted names differ with the settings, the moment and the request (limits, seconds
+ * left, the field or id concerned): compare the sentences around them.
+ */
+const shape = (detail: string) => detail.replace(/'[^']*'/g, "'…'").replace(/\d+/g, "#");
+
+// Many requests each, some of them logins (password hashing): generous timeouts for a busy machine.
+describe("every answer the service gives is documented for its operation, with a body it really sends", () => {
+  /** Each case: the operation (as the document names it) and how to provoke an answer. */
+  type Case = [method: string, path: string, send: (h: Harness) => ReturnType<Harness["call"]>];
+  const json = { "content-type": "application/json" };
+  const events = { accept: "text/event-stream" };
+  const cases: Case[] = [
+    ["GET", "/", (h) => h.call("GET", "/")],
+    ["GET", "/health/live", (h) => h.call("GET", "/health/live")],
+    ["GET", "/health/ready", (h) => h.call("GET", "/health/ready")],
+    ["POST", "/auth/login", (h) => h.call("POST", "/auth/login", { form: { username: USERNAME, password: PASSWORD } })],
+    ["POST", "/auth/login", (h) => h.call("POST", "/auth/login", { form: { username: USERNAME, password: "mala" } })],
+    ["POST", "/auth/login", (h) => h.call("POST", "/auth/login", { form: { username: USERNAME } })],
+    ["POST", "/auth/login", (h) => h.call("POST", "/auth/login", { body: "{", headers: json })],
+    [
+      "POST",
+      "/auth/login",
+      (h) => h.call("POST", "/auth/login", { body: "a", headers: { "content-type": "text/plain" } }),
+    ],
+    ["POST", "/auth/login", (h) => h.call("POST", "/auth/login", { body: "x".repeat(70_000), headers: json })],
+    ["POST", "/products/", (h) => h.call("POST", "/products/", { token: h.token, json: SHOES })],
+    ["POST", "/products/", (h) => h.call("POST", "/products/", { json: SHOES })],
+    ["POST", "/products/", (h) => h.call("POST", "/products/", { json: SHOES, headers: { authorization: "Basic x" } })],
+    ["POST", "/products/", (h) => h.call("POST", "/products/", { token: "no-es-un-jwt", json: SHOES })],
+    ["POST", "/products/", (h) => h.call("POST", "/products/", { token: h.token, json: { ...SHOES, name: " " } })],
+    ["POST", "/products/", (h) => h.call("POST", "/products/", { token: h.token, json: { ...SHOES, embedding: [1] } })],
+    [
+      "POST",
+      "/products/",
+      (h) => h.call("POST", "/products/", { token: h.token, json: { name: "x", description: "" } }),
+    ],
+    ["POST", "/products/", (h) => h.call("POST", "/products/", { token: h.token, body: "{", headers: json })],
+    [
+      "POST",
+      "/products/",
+      (h) => h.call("POST", "/products/", { token: h.token, json: SHOES, headers: { "idempotency-key": "" } }),
+    ],
+    ["POST", "/products/", (h) => h.call("POST", "/products/", { token: h.token, form: { name: "x" } })],
+    ["GET", "/products/", (h) => h.call("GET", "/products/", { token: h.token })],
+    ["GET", "/products/", (h) => h.call("GET", "/products/?limit=abc", { token: h.token })],
+    ["GET", "/products/", (h) => h.call("GET", "/products/?cursor=x", { token: h.token })],
+    ["GET", "/products/", (h) => h.call("GET", "/products/?category=", { token: h.token })],
+    ["GET", "/products/", (h) => h.call("GET", "/products/?page=2", { token: h.token })],
+    ["GET", "/products/categories", (h) => h.call("GET", "/products/categories", { token: h.token })],
+    ["GET", "/products/categories", (h) => h.call("GET", "/products/categories")],
+    ["GET", "/products/{id}", (h) => h.call("GET", "/products/42", { token: h.token })],
+    ["GET", "/products/{id}", (h) => h.call("GET", "/products/42")],
+    ["PATCH", "/products/{id}", (h) => h.call("PATCH", "/products/42", { token: h.token, json: { name: "x" } })],
+    ["PATCH", "/products/{id}", (h) => h.call("PATCH", "/products/42", { token: h.token, json: {} })],
+    ["PUT", "/products/{id}", (h) => h.call("PUT", "/products/42", { token: h.token, json: { name: "x" } })],
+    ["DELETE", "/products/{id}", (h) => h.call("DELETE", "/products/42", { token: h.token })],
+    ["POST", "/products/search", (h) => h.call("POST", "/products/search", { token: h.token, json: { query: "x" } })],
+    ["POST", "/products/search", (h) => h.call("POST", "/products/search", { token: h.token, json: {} })],
+    [
+      "POST",
+      "/products/search",
+      (h) => h.call("POST", "/products/search", { token: h.token, json: { query: "x", limit: 999 } }),
+    ],
+    [
+      "POST",
+      "/products/search",
+      (h) => h.call("POST", "/products/search", { token: h.token, json: { query: "x", mode: "hybrid", alpha: 2 } }),
+    ],
+    ...[
+      { query: " " },
+      { query: "x", alpha: 0.5 },
+      { query: "x", mode: "lexical" },
+      { query: "x", category: "" },
+      { query: "x", category: Array.from({ length: 21 }, (_, i) => `c${i}`) },
+    ].map(
+      (json): Case => ["POST", "/products/search", (h) => h.call("POST", "/products/search", { token: h.token, json })],
+    ),
+    [
+      "POST",
+      "/products/search",
+      (h) => h.call("POST", "/products/search", { token: h.token, json: { query: "x" }, headers: events }),
+    ],
+    ["POST", "/products/bulk", (h) => h.call("POST", "/products/bulk", { token: h.token, json: [SHOES] })],
+    ["POST", "/products/bulk", (h) => h.call("POST", "/products/bulk", { token: h.token, json: { a: 1 } })],
+    ["POST", "/products/bulk", (h) => h.call("POST", "/products/bulk", { token: h.token, json: [] })],
+    ["POST", "/products/bulk", (h) => h.call("POST", "/products/bulk", { token: h.token, form: { a: "b" } })],
+    [
+      "POST",
+      "/products/bulk",
+      (h) => h.call("POST", "/products/bulk", { token: h.token, json: [SHOES, SHOES, SHOES, SHOES] }),
+    ],
+  ];
+
+  test("in normal operation and on bad requests", async () => {
+    const { document } = await documentOf();
+    const h = await createHarness({ settings: { bulk: { maxBytes: 1024 * 1024, maxItems: 3 } } });
+    for (const [method, path, send] of cases) expectDocumented(document, method, path, await send(h));
+  }, 30_000);
+
+  test("when a product exists: conflicts, changes, deletion", async () => {
+    const { document } = await documentOf();
+    const h = await createHarness();
+    const created = await h.call("POST", "/products/", { token: h.token, json: SHOES });
+    const id = created.json.id as number;
+    const other = await h.call("POST", "/products/", { token: h.token, json: { ...SHOES, sku: "OTRO" } });
+    const sent: [string, string, Awaited<ReturnType<Harness["call"]>>][] = [
+      ["POST", "/products/", await h.call("POST", "/products/", { token: h.token, json: SHOES })],
+      ["GET", "/products/{id}", await h.call("GET", `/products/${id}`, { token: h.token })],
+      ["PATCH", "/products/{id}", await h.call("PATCH", `/products/${id}`, { token: h.token, json: { name: "y" } })],
+      [
+        "PATCH",
+        "/products/{id}",
+        await h.call("PATCH", `/products/${other.json.id}`, { token: h.token, json: { sku: SHOES.sku } }),
+      ],
+      ["PUT", "/products/{id}", await h.call("PUT", `/products/${id}`, { token: h.token, json: SHOES })],
+      ["DELETE", "/products/{id}", await h.call("DELETE", `/products/${id}`, { token: h.token })],
+    ];
+    for (const [method, path, response] of sent) expectDocumented(document, method, path, response);
+  }, 30_000);
+
+  test("when a dependency fails, a client is throttled or spends its budget", async () => {
+    const { document } = await documentOf({ rateLimits: LIMITS });
+    const h = await createHarness({ rateLimits: LIMITS });
+    const sent: [string, string, Awaited<ReturnType<Harness["call"]>>][] = [];
+    for (let i = 0; i <= USERNAME_POLICY.maxFailures; i++) {
+      const form = { username: USERNAME, password: "mala" };
+      sent.push(["POST", "/auth/login", await h.call("POST", "/auth/login", { form })]);
+    }
+    for (let i = 0; i < 2; i++) {
+      const search = { token: h.token, json: { query: "zapatillas" } };
+      sent.push(["POST", "/products/search", await h.call("POST", "/products/search", search)]);
+    }
+    h.embedder.mode = "fail";
+    sent.push(["POST", "/products/", await h.call("POST", "/products/", { token: h.token, json: SHOES })]);
+    for (let i = 0; i < 3; i++) {
+      sent.push(["DELETE", "/products/{id}", await h.call("DELETE", "/products/42", { token: h.token })]);
+    }
+    h.startup.embedderLoaded = false;
+    sent.push(["GET", "/health/ready", await h.call("GET", "/health/ready")]);
+    h.health.down = true;
+    sent.push(["GET", "/", await h.call("GET", "/")]);
+    sent.push(["GET", "/health/ready", await h.call("GET", "/health/ready")]);
+
+    const statuses = new Set(sent.map(([, , response]) => response.status));
+    for (const status of [401, 429, 503]) expect(statuses).toContain(status);
+    for (const [method, path, response] of sent) expectDocumented(document, method, path, response);
+  }, 30_000);
+
+  test("GET /metrics on the service's port, with and without its token", async () => {
+    const metricsToken = "token-de-metricas-0123456789";
+    const { document, h } = await documentOf({ metricsToken });
+    const scrape = { headers: { authorization: `Bearer ${metricsToken}` } };
+    const sent = [await h.call("GET", "/metrics", scrape), await h.call("GET", "/metrics", { token: h.token })];
+    expect(sent.map((response) => response.status)).toEqual([200, 401]);
+    for (const response of sent) expectDocumented(document, "GET", "/metrics", response);
+  });
+
+  test("a body announced over the limit is 413 on any route, GET / included", async () => {
+    const { document, h } = await documentOf();
+    const response = await h.call("GET", "/", { headers: { "content-length": String(64 * 1024 + 1) } });
+    expect(response.status).toBe(413);
+    expectDocumented(document, "GET", "/", response);
+  });
+});
+
+/** The answer's status is documented for the operation and, for an error, its `detail` is one of the examples. */
+function expectDocumented(
+  document: Document,
+  method: string,
+  path: string,
+  response: Awaited<ReturnType<Harness["call"]>>,
+) {
+  const operation = document.paths[path]?.[method.toLowerCase()];
+  expect(operation, `${method} ${path} in the document`).toBeDefined();
+  const status = String(response.status);
+  const documented = operation?.responses[status];
+  expect(documented, `${method} ${path} documents ${status}`).toBeDefined();
+  if (response.status < 400) return;
+  const examples = Object.values(documented?.content?.["application/json"]?.examples ?? {});
+  const details = examples.map((example) => shape(example.value.detail));
+  expect(details, `${method} ${path} ${status}: "${response.json.detail}"`).toContain(shape(response.json.detail));
+}
+
+describe("the document", () => {
+  test("says who may call each operation: public ones need nothing, the catalogue a token", async () => {
+    const { document } = await documentOf();
+    const token: Record<string, string[]>[] = [{ bearerAuth: [] }, { oauth2: [] }];
+    for (const { method, path, operation } of operations(document)) {
+      const expected = path.startsWith("/products") ? token : [];
+      expect({ method, path, security: operation.security }).toEqual({ method, path, security: expected });
+    }
+    expect(document.components.securitySchemes.oauth2).toMatchObject({
+      type: "oauth2",
+      flows: { password: { tokenUrl: "/auth/login", scopes: {} } },
+    });
+    expect(document.servers).toEqual([expect.objectContaining({ url: "/" })]);
+    expect(document.info.license?.name).toBe("MIT");
+  });
+
+  test("GET /metrics is there only when served on this port, behind the metrics token and not a user's", async () => {
+    expect((await documentOf()).document.paths["/metrics"]).toBeUndefined();
+    const { document } = await documentOf({ metricsToken: "token-de-metricas-0123456789" });
+    expect(document.paths["/metrics"]?.get?.security).toEqual([{ metricsToken: [] }]);
+    expect(document.components.securitySchemes.metricsToken).toMatchObject({ type: "http", scheme: "bearer" });
+    expect(Object.keys(document.paths["/metrics"]?.get?.responses["200"]?.content ?? {})).toEqual(["text/plain"]);
+  });
+
+  test("the search's defaults are this service's: documented, and what a body without mode gets", async () => {
+    const searchDefaults = { mode: "hybrid" as const, alpha: 0.6 };
+    const { document, h } = await documentOf({ searchDefaults });
+    const body = document.paths["/products/search"]?.post?.requestBody?.content["application/json"]?.schema;
+    expect(body?.properties.mode?.default).toBe("hybrid");
+    expect(body?.properties.alpha?.description).toContain("0.6");
+    await h.call("POST", "/products/", { token: h.token, json: SHOES });
+    const search = await h.call("POST", "/products/search", {
+      token: h.token,
+      json: { query: "zapatillas", alpha: 0.5 },
+    });
+    expect(search.status).toBe(200);
+    expect(search.json.results[0].fused_score).toBeNumber();
+  });
+
+  test("the search's event stream is documented with an example of the events it sends, in their order", async () => {
+    const { document, h } = await documentOf();
+    await h.call("POST", "/products/", { token: h.token, json: SHOES });
+    const headers = { accept: "text/event-stream" };
+    const sent = await h.call("POST", "/products/search", { token: h.token, json: { query: "zapatillas" }, headers });
+    expect(sent.headers.get("content-type")).toStartWith("text/event-stream");
+    const documented = document.paths["/products/search"]?.post?.responses["200"]?.content?.["text/event-stream"];
+    for (const event of ["results", "delta", "reset", "done", "error"]) {
+      expect(documented?.schema.description).toContain(`\`${event}\``);
+    }
+    const names = (text: string) => [...new Set(text.match(/^event: .+$/gm))];
+    expect(names(documented?.example ?? "")).toEqual(names(sent.text));
+    const data = (text: string) =>
+      text
+        .split("\n")
+        .filter((line) => line.startsWith("data: "))
+        .map((line) => Object.keys(JSON.parse(line.slice(6))).sort());
+    expect(new Set(data(documented?.example ?? "").map(String))).toEqual(new Set(data(sent.text).map(String)));
+  });
+
+  test("with SEARCH_REQUIRES_AUTH=false the search is public and never answers 401", async () => {
+    const { document } = await documentOf({ settings: { searchRequiresAuth: false } });
+    const search = document.paths["/products/search"]?.post;
+    expect(search?.security).toEqual([]);
+    expect(Object.keys(search?.responses ?? {})).not.toContain("401");
+  });
+
+  test("every response is described in Spanish, every error answer has example bodies and each header is defined", async () => {
+    const { document } = await documentOf({ rateLimits: LIMITS });
+    for (const { method, path, operation } of operations(document)) {
+      expect(operation.summary).toBeString();
+      expect(operation.description, `${method} ${path}`).toBeString();
+      expect(Object.keys(operation.responses).some((status) => status.startsWith("4"))).toBe(true);
+      for (const [status, response] of Object.entries(operation.responses)) {
+        const where = `${method} ${path} ${status}`;
+        expect(response.description, where).not.toMatch(/^Response for status/);
+        if (Number(status) >= 400) {
+          const media = response.content?.["application/json"];
+          expect(media?.schema, where).toEqual({ $ref: "#/components/schemas/Problem" });
+          expect(Object.keys(media?.examples ?? {}).length, where).toBeGreaterThan(0);
+        }
+        expect(response.headers?.["X-Request-Id"]).toBeDefined();
+        for (const header of Object.values(response.headers ?? {})) {
+          const name = header.$ref.replace("#/components/headers/", "");
+          expect(document.components.headers[name], `${where}: ${name}`).toBeDefined();
+        }
+      }
+    }
+    const remove = document.paths["/products/{id}"]?.delete?.responses["204"];
+    expect(remove?.content).toBeUndefined();
+  });
+});
