@@ -381,11 +381,7 @@ async function setUpTranslation(config: Config, embedder: Embedder, log: Logger)
   }
   log.info({ event: "translation", enabled: true, translator: translator.name, apertium: apertium.prefix });
   return {
-    wrap: (inner) =>
-      new TranslatingEmbedder(inner, translator, {
-        log: (event) => log.warn(event),
-        queryMemory: config.queryCacheSize,
-      }),
+    wrap: (inner) => new TranslatingEmbedder(inner, translator, { log: (event) => log.warn(event) }),
     translator: new RememberingTranslator(translator, config.queryCacheSize),
     close: () => translator.close(),
   };

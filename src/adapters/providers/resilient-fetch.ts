@@ -13,14 +13,6 @@ export interface RetryPolicy {
   maxDelayMs: number;
 }
 
-export const DEFAULT_RETRY_POLICY: RetryPolicy = {
-  attemptTimeoutMs: 15_000,
-  budgetMs: 30_000,
-  maxRetries: 3,
-  baseDelayMs: 500,
-  maxDelayMs: 8_000,
-};
-
 export type ProviderLog = (event: Record<string, unknown>) => void;
 
 export interface ResilientFetchOptions {

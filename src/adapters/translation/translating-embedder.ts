@@ -1,29 +1,26 @@
 import type { Vector } from "../../domain/vector.ts";
-import { LruCache } from "../../lib/lru-cache.ts";
 import type { Embedder, EmbeddingPurpose } from "../../ports/embedder.ts";
 import type { Translation, Translator } from "../../ports/translator.ts";
 
 export interface TranslatingEmbedderOptions {
   /** Receives a warning when translation fails (the texts are then embedded as they are). */
   log?: (event: Record<string, unknown>) => void;
-  /** Translations of this many recent queries kept in memory, so a repeated query is not translated again (default 0). */
-  queryMemory?: number;
 }
 
 /**
  * An embedder that hands its embedder English: every text the translator reads as Spanish is
- * translated first, queries and documents alike (the stored product keeps its own text; only the
- * vector comes from the translation). It answers in the embedder's own vector space (`model`,
+ * translated first (the stored product keeps its own text; only the vector comes from the
+ * translation). The service embeds product texts through it; a search translates its query once
+ * itself (domain/search-and-recommend.ts), for the embedding and the lexical side together. It answers in the embedder's own vector space (`model`,
  * `dimension`), so its vectors and the embedder's stay comparable.
  *
  * Translation never fails an embedding: when the translator cannot answer (missing, timed out,
  * crashed), the texts of that call are embedded as they are and a `translation_failed` warning is
- * logged. Put it in front of a query cache, so that the cache keys on the text actually embedded.
+ * logged.
  */
 export class TranslatingEmbedder implements Embedder {
   readonly model: string;
   readonly dimension: number;
-  private readonly remembered: LruCache<string, string>;
 
   constructor(
     private readonly embedder: Embedder,
@@ -32,7 +29,6 @@ export class TranslatingEmbedder implements Embedder {
   ) {
     this.model = embedder.model;
     this.dimension = embedder.dimension;
-    this.remembered = new LruCache(options.queryMemory ?? 0);
   }
 
   async embed(texts: readonly string[], purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
@@ -44,36 +40,26 @@ export class TranslatingEmbedder implements Embedder {
     purpose: EmbeddingPurpose,
     signal: AbortSignal | undefined,
   ): Promise<readonly string[]> {
-    const english = texts.map((text) => (purpose === "query" ? this.remembered.get(text) : undefined));
-    const missing = english.flatMap((text, i) => (text === undefined ? [i] : []));
-    if (missing.length === 0) return english as string[];
+    if (texts.length === 0) return texts;
     const started = performance.now();
     try {
-      const translations = await this.translator.toEnglish(
-        missing.map((i) => texts[i] as string),
-        signal,
-      );
-      if (translations.length !== missing.length) {
-        throw new Error(`${translations.length} translations for ${missing.length} texts`);
+      const translations = await this.translator.toEnglish(texts, signal);
+      if (translations.length !== texts.length) {
+        throw new Error(`${translations.length} translations for ${texts.length} texts`);
       }
-      missing.forEach((textIndex, n) => {
-        const translation = (translations[n] as Translation).text;
-        english[textIndex] = translation;
-        if (purpose === "query") this.remembered.set(texts[textIndex] as string, translation);
-      });
+      return translations.map((translation: Translation) => translation.text);
     } catch (error) {
       signal?.throwIfAborted();
       this.options.log?.({
         event: "translation_failed",
         translator: this.translator.name,
         purpose,
-        texts: missing.length,
+        texts: texts.length,
         ms: Math.round(performance.now() - started),
         error,
       });
-      // Embedded as they are, and not remembered: the next time may translate them.
-      for (const i of missing) english[i] = texts[i];
+      // Embedded as they are: the next call may translate them.
+      return texts;
     }
-    return english as string[];
   }
 }

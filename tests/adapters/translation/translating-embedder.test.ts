@@ -34,12 +34,12 @@ class DictionaryTranslator implements Translator {
   async close(): Promise<void> {}
 }
 
-function setup(queryMemory = 0) {
+function setup() {
   const embedder = new FakeEmbedder(16);
   const translator = new DictionaryTranslator({ "funda de sofá": "sofa cover" });
   const events: Record<string, unknown>[] = [];
   const log = (event: Record<string, unknown>) => events.push(event);
-  const translating = new TranslatingEmbedder(embedder, translator, { log, queryMemory });
+  const translating = new TranslatingEmbedder(embedder, translator, { log });
   return { embedder, translator, events, translating };
 }
 
@@ -78,32 +78,6 @@ describe("TranslatingEmbedder", () => {
     await translating.embed(["funda de sofá", "velvet cushion"], "document");
     expect(embedder.calls.map((call) => call.text)).toEqual(["funda de sofá", "velvet cushion"]);
     expect(events).toHaveLength(1);
-  });
-
-  test("a repeated query is translated once; documents, and failed translations, are not remembered", async () => {
-    const { embedder, translator, translating } = setup(10);
-    translator.mode = "failure";
-    await translating.embed(["funda de sofá"], "query");
-    translator.mode = "ok";
-    await translating.embed(["funda de sofá"], "query");
-    await translating.embed(["funda de sofá", "velvet cushion"], "query");
-    await translating.embed(["funda de sofá"], "document");
-    await translating.embed(["funda de sofá"], "document");
-    expect(translator.asked).toEqual([
-      "funda de sofá",
-      "funda de sofá",
-      "velvet cushion",
-      "funda de sofá",
-      "funda de sofá",
-    ]);
-    expect(embedder.calls.map((call) => call.text)).toEqual([
-      "funda de sofá",
-      "sofa cover",
-      "sofa cover",
-      "velvet cushion",
-      "sofa cover",
-      "sofa cover",
-    ]);
   });
 
   test("nothing to embed asks nothing", async () => {
