@@ -6,8 +6,9 @@
 import { Command, CommanderError } from "commander";
 import packageJson from "../../package.json" with { type: "json" };
 import { DataDirInUse } from "../adapters/pglite/data-dir-lock.ts";
-import { EmbeddingSpaceMismatch } from "../adapters/postgres/schema.ts";
+import { EmbeddingSpaceMismatch, SchemaBehind } from "../adapters/postgres/schema.ts";
 import { DomainError } from "../domain/errors.ts";
+import { UpkeepBusy } from "../domain/reembed-catalogue.ts";
 import { type CliOutput, EXIT, type RegisterCommand, UsageError } from "./commands/command.ts";
 import { registerHealthcheck } from "./commands/healthcheck.ts";
 import { registerImport } from "./commands/import.ts";
@@ -111,7 +112,13 @@ function argumentTerm(argument: { name(): string; required: boolean }): string {
 
 /** One readable line for the operator; a stack only for the unexpected. */
 function describeFailure(error: unknown): string {
-  if (error instanceof ConfigError || error instanceof EmbeddingSpaceMismatch || error instanceof DataDirInUse) {
+  if (
+    error instanceof ConfigError ||
+    error instanceof EmbeddingSpaceMismatch ||
+    error instanceof SchemaBehind ||
+    error instanceof UpkeepBusy ||
+    error instanceof DataDirInUse
+  ) {
     return error.message;
   }
   if (error instanceof DomainError) {

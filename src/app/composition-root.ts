@@ -7,16 +7,21 @@
  * A provider's SDK is imported only when that provider is configured. `close()` closes what was
  * opened, newest first.
  */
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { MemoryRateLimitCounters } from "../adapters/in-process/rate-limit-counters.ts";
 import { openPglite } from "../adapters/pglite/pglite-client.ts";
 import { PostgresDatabaseHealth } from "../adapters/postgres/database-health.ts";
 import { SqlEmbeddingSpace } from "../adapters/postgres/embedding-space.ts";
+import { PrimaryWatch } from "../adapters/postgres/primary-watch.ts";
 import { PostgresProductRepository } from "../adapters/postgres/product-repository.ts";
 import { PostgresQueryEmbeddingCache } from "../adapters/postgres/query-embedding-cache.ts";
 import { PostgresRateLimitCounters } from "../adapters/postgres/rate-limit-counters.ts";
-import { applyMigrations, missingMigrations, prepareDatabase } from "../adapters/postgres/schema.ts";
-import { connectPostgres, type SqlClient } from "../adapters/postgres/sql-client.ts";
+import { type ReadWriteClients, readYourWrites } from "../adapters/postgres/read-write-clients.ts";
+import { applyMigrations, checkSchema, missingMigrations, prepareDatabase } from "../adapters/postgres/schema.ts";
+import { connectPostgres, type PostgresOptions, type SqlClient } from "../adapters/postgres/sql-client.ts";
+import { SqlUpkeepLease } from "../adapters/postgres/upkeep-lease.ts";
 import { PostgresUserRepository } from "../adapters/postgres/user-repository.ts";
 import { SqlVectorIndex, vectorSessionSettings } from "../adapters/postgres/vector-index.ts";
 import { LocalEmbedder } from "../adapters/providers/local-embedder.ts";
@@ -36,6 +41,7 @@ import type { Generator } from "../ports/generator.ts";
 import type { PasswordHasher } from "../ports/password-hasher.ts";
 import type { RateLimitCounters } from "../ports/rate-limit-counters.ts";
 import type { Translator } from "../ports/translator.ts";
+import type { UpkeepLease } from "../ports/upkeep-lease.ts";
 import type { VectorIndex } from "../ports/vector-index.ts";
 import type { Config, RemoteProvider } from "./config.ts";
 import type { Logger } from "./logger.ts";
@@ -60,6 +66,8 @@ export interface RootOptions {
    */
   serving?: boolean;
   overrides?: Overrides;
+  /** Who is being served now (the HTTP request's user id), for read-your-writes; unset: nobody. */
+  caller?: () => string | undefined;
 }
 
 export interface TranslationSetup {
@@ -104,7 +112,7 @@ export class CompositionRoot {
     return this.once("documentEmbedder", async () => (await this.translation()).wrap(await this.embedder()));
   }
 
-  /** The database (PGlite in DATA_DIR, or DATABASE_URL), opened but not migrated. */
+  /** The database (PGlite in DATA_DIR, or DATABASE_URL: the primary's pool), opened but not migrated. */
   database(): Promise<SqlClient> {
     return this.once("database", async () => {
       const client = this.overrides.database ?? (await this.openDatabase());
@@ -113,31 +121,121 @@ export class CompositionRoot {
     });
   }
 
-  /** The database with every migration applied, holding embeddings of the configured embedder's space (else EmbeddingSpaceMismatch). */
-  store(): Promise<SqlClient> {
-    return this.once("store", async () => {
-      const [client, embedder] = await Promise.all([this.database(), this.embedder()]);
-      await this.migrate(client, (migrator, space) => prepareDatabase(migrator, space), embedder);
+  /**
+   * The service's watch over DATABASE_URL's hosts (which one is the primary, if any), started; none
+   * for the embedded database, the operator's commands, or a database a test hands over.
+   */
+  primaryWatch(): Promise<PrimaryWatch | undefined> {
+    return this.once("primaryWatch", async () => {
+      const url = this.config.databaseUrl;
+      if (url === undefined || !this.options.serving || this.overrides.database !== undefined) return undefined;
+      const watch = new PrimaryWatch(url, {
+        transactionPooler: this.config.databaseTransactionPooler,
+        log: (event) => (event.state === "writable" ? this.log.info : this.log.warn)(event),
+      });
+      this.closers.push(() => watch.close());
+      await watch.probe();
+      watch.start();
+      return watch;
+    });
+  }
+
+  /** Whether the database takes writes now (false while DATABASE_URL reaches only standbys). */
+  async writable(): Promise<boolean> {
+    const watch = await this.primaryWatch();
+    return watch === undefined || watch.state === "writable";
+  }
+
+  /**
+   * True when the service starts on a database that takes no writes (DATABASE_URL reaches only hot
+   * standbys): nothing is migrated, writes answer 503 until a primary appears, no upkeep runs. The
+   * operator's commands write: for them a missing primary is an error.
+   */
+  readOnlyStart(): Promise<boolean> {
+    return this.once("readOnlyStart", async () => {
+      const url = this.config.databaseUrl;
+      if (url === undefined || this.overrides.database !== undefined) return false;
+      if (this.options.serving) return !(await this.writable());
+      const probe = new PrimaryWatch(url, { transactionPooler: this.config.databaseTransactionPooler });
+      const state = await probe.probe().finally(() => probe.close());
+      if (state !== "writable") {
+        throw new Error(
+          `DATABASE_URL reaches no primary (${state === "read-only" ? "every host that answers is a hot standby" : "no host answers"}): ` +
+            "this command writes, so run it against the primary",
+        );
+      }
+      return false;
+    });
+  }
+
+  /** Where reads go: DATABASE_READ_URL's pool, else the database's own (any host of it, on a read-only start). */
+  readDatabase(): Promise<SqlClient> {
+    return this.once("readDatabase", async () => {
+      const { databaseReadUrl, databaseUrl } = this.config;
+      let url = databaseReadUrl;
+      if (url === undefined) {
+        if (databaseUrl === undefined || !(await this.readOnlyStart())) return this.database();
+        // Told target_session_attrs=primary, a pool would wait for a primary forever.
+        url = anyHost(databaseUrl);
+      }
+      const client = connectPostgres(url, this.postgresOptions());
+      this.closers.push(() => client.close());
       return client;
     });
   }
 
-  /** Whether every migration this program knows is recorded (readiness). */
+  /** The repositories' pools: reads (with read-your-writes when they are standbys) and the guarded writes. */
+  pools(): Promise<ReadWriteClients> {
+    return this.once("pools", async () => {
+      const [primary, watch, reads] = await Promise.all([this.database(), this.primaryWatch(), this.readDatabase()]);
+      const writes = watch ? watch.guard(primary) : primary;
+      if (reads === primary) return { reads: primary, writes, wrote: async () => {} };
+      return readYourWrites(reads, writes, {
+        caller: this.options.caller ?? (() => undefined),
+        waitMs: this.config.readYourWritesWaitMs,
+        log: (event) => this.log.debug(event),
+      });
+    });
+  }
+
+  /**
+   * The database with every migration applied, holding embeddings of the configured embedder's
+   * space (else EmbeddingSpaceMismatch). On a read-only start nothing is migrated: the schema is
+   * checked instead (SchemaBehind when it is older than this program needs).
+   */
+  store(): Promise<SqlClient> {
+    return this.once("store", async () => {
+      const [client, embedder] = await Promise.all([this.database(), this.embedder()]);
+      if (await this.readOnlyStart()) {
+        await checkSchema(await this.readDatabase(), { model: embedder.model, dimension: embedder.dimension });
+        this.log.warn({
+          event: "read_only_start",
+          message:
+            "DATABASE_URL reaches only hot standbys: searches and reads are served, writes answer 503 until a primary answers; no migration, no upkeep",
+        });
+      } else {
+        await this.migrate(client, (migrator, space) => prepareDatabase(migrator, space), embedder);
+      }
+      return client;
+    });
+  }
+
+  /** Whether every migration this program knows is recorded (readiness; read where reads go). */
   async migrationsApplied(): Promise<boolean> {
-    return (await missingMigrations(await this.database())).length === 0;
+    return (await missingMigrations(await this.readDatabase())).length === 0;
   }
 
   async products(): Promise<PostgresProductRepository> {
-    const [client, embedder] = await Promise.all([this.store(), this.embedder()]);
+    const [, embedder, pools] = await Promise.all([this.store(), this.embedder(), this.pools()]);
     return this.once(
       "products",
-      async () => new PostgresProductRepository(client, embedder.dimension, this.config.vectorSearch),
+      async () => new PostgresProductRepository(pools, embedder.dimension, this.config.vectorSearch),
     );
   }
 
   async users(): Promise<PostgresUserRepository> {
-    const client = await this.store();
-    return this.once("users", async () => new PostgresUserRepository(client));
+    const [, pools] = await Promise.all([this.store(), this.pools()]);
+    return this.once("users", async () => new PostgresUserRepository(pools));
   }
 
   passwordHasher(): PasswordHasher {
@@ -149,21 +247,23 @@ export class CompositionRoot {
     return this.once("manageUsers", async () => new ManageUsers({ users, hasher: this.passwordHasher() }));
   }
 
+  /** A round trip where reads go: the service answers as long as it can search. */
   async databaseHealth(): Promise<PostgresDatabaseHealth> {
-    return new PostgresDatabaseHealth(await this.database());
+    return new PostgresDatabaseHealth(await this.readDatabase());
   }
 
   async queryEmbeddingCache(): Promise<PostgresQueryEmbeddingCache | undefined> {
     const { config, log } = this;
     if (config.queryCacheDays <= 0) return undefined;
-    const client = await this.store();
+    const [, pools, watch] = await Promise.all([this.store(), this.pools(), this.primaryWatch()]);
     return this.once(
       "queryCache",
       async () =>
-        new PostgresQueryEmbeddingCache(client, {
+        new PostgresQueryEmbeddingCache(pools, {
           retentionDays: config.queryCacheDays,
           maxRows: config.queryCacheMaxRows,
           log: (event) => log.warn(event),
+          writable: () => watch === undefined || watch.state === "writable",
         }),
     );
   }
@@ -173,24 +273,43 @@ export class CompositionRoot {
    * directory, so the counts are exact and PGlite's single backend is spared a statement per
    * request); in the database for a server, so every replica counts together.
    */
-  async rateLimitCounters(): Promise<RateLimitCounters> {
-    if (this.config.databaseUrl === undefined) return new MemoryRateLimitCounters(this.clock);
-    const client = await this.store();
-    return new PostgresRateLimitCounters(client, { log: (event) => this.log.warn(event) });
+  async rateLimitCounters(): Promise<{ counters: RateLimitCounters; fallback?: RateLimitCounters }> {
+    const inProcess = new MemoryRateLimitCounters(this.clock);
+    if (this.config.databaseUrl === undefined) return { counters: inProcess };
+    const [, { writes }] = await Promise.all([this.store(), this.pools()]);
+    // While the primary takes no writes, each instance counts in its own memory: never unlimited.
+    return {
+      counters: new PostgresRateLimitCounters(writes, { log: (event) => this.log.warn(event) }),
+      fallback: inProcess,
+    };
   }
 
-  /** The vector index of the stored embeddings (the adapter's primitives). */
+  /** The vector index of the stored embeddings (the adapter's primitives), on the primary. */
   async vectorIndex(): Promise<VectorIndex> {
-    const [client, embedder] = await Promise.all([this.store(), this.embedder()]);
-    return this.once("vectorIndex", async () => this.openVectorIndex(client, embedder.dimension));
+    const [, embedder, { writes }] = await Promise.all([this.store(), this.embedder(), this.pools()]);
+    return this.once("vectorIndex", async () => this.openVectorIndex(writes, embedder.dimension));
+  }
+
+  /**
+   * The lease that lets one process at a time, of every instance on the database, build the vector
+   * index or re-embed (on a PostgreSQL server; the embedded database has one process).
+   */
+  async upkeepLease(): Promise<UpkeepLease | undefined> {
+    if (this.config.databaseUrl === undefined) return undefined;
+    const [, { writes }] = await Promise.all([this.store(), this.pools()]);
+    return this.once(
+      "upkeepLease",
+      async () => new SqlUpkeepLease(writes, { holder: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}` }),
+    );
   }
 
   /** The policy that keeps the vector index fit: the service looks now and then, the commands after a load. */
   async maintainVectorIndex(): Promise<MaintainVectorIndex> {
-    const index = await this.vectorIndex();
+    const [index, lease] = await Promise.all([this.vectorIndex(), this.upkeepLease()]);
     return this.once(
       "maintainVectorIndex",
-      async () => new MaintainVectorIndex({ index, policy: this.config.vectorSearch, log: (e) => this.log.warn(e) }),
+      async () =>
+        new MaintainVectorIndex({ index, lease, policy: this.config.vectorSearch, log: (e) => this.log.warn(e) }),
     );
   }
 
@@ -211,7 +330,8 @@ export class CompositionRoot {
       this.documentEmbedder(),
     ]);
     await this.migrate(client, applyMigrations, embedder);
-    return new ReembedCatalogue({ space: new SqlEmbeddingSpace(client), embedder: documents });
+    const lease = await this.upkeepLease();
+    return new ReembedCatalogue({ space: new SqlEmbeddingSpace(client), embedder: documents, lease });
   }
 
   /** The ordered chain of GENERATION_PROVIDERS (a remote provider's SDK is imported only when it is named). */
@@ -239,15 +359,19 @@ export class CompositionRoot {
 
   private async openDatabase(): Promise<SqlClient> {
     const { config } = this;
-    const sessionSettings = vectorSessionSettings(config.vectorSearch);
-    if (config.databaseUrl !== undefined) {
-      return connectPostgres(config.databaseUrl, {
-        sessionSettings,
-        ...(this.options.serving ? { queryTimeoutMs: config.databaseTimeoutMs } : {}),
-      });
-    }
+    if (config.databaseUrl !== undefined) return connectPostgres(config.databaseUrl, this.postgresOptions());
     const assets = await resolveRuntimeAssets({ pglite: true });
-    return openPglite(resolve(config.dataDir), assets.pglite, sessionSettings);
+    return openPglite(resolve(config.dataDir), assets.pglite, vectorSessionSettings(config.vectorSearch));
+  }
+
+  /** A PostgreSQL pool's options: the search settings, and the service's statement limit. */
+  private postgresOptions(): PostgresOptions {
+    const { config } = this;
+    return {
+      sessionSettings: vectorSessionSettings(config.vectorSearch),
+      transactionPooler: config.databaseTransactionPooler,
+      ...(this.options.serving ? { queryTimeoutMs: config.databaseTimeoutMs } : {}),
+    };
   }
 
   /**
@@ -262,7 +386,10 @@ export class CompositionRoot {
     const space = { model: embedder.model, dimension: embedder.dimension };
     const { databaseUrl } = this.config;
     if (this.options.serving && databaseUrl !== undefined && this.overrides.database === undefined) {
-      const migrator = connectPostgres(databaseUrl, { maxConnections: 1 });
+      const migrator = connectPostgres(databaseUrl, {
+        maxConnections: 1,
+        transactionPooler: this.config.databaseTransactionPooler,
+      });
       await migrate(migrator, space).finally(() => migrator.close());
     } else {
       await migrate(client, space);
@@ -273,13 +400,32 @@ export class CompositionRoot {
     const { databaseUrl } = this.config;
     return new SqlVectorIndex(client, dimension, {
       server: databaseUrl !== undefined,
+      // Behind a transaction pooler a session's advisory lock stays on whichever server connection
+      // took it: the upkeep lease alone keeps builds one at a time there.
+      advisoryLock: !this.config.databaseTransactionPooler,
       buildMemory: this.config.vectorIndexBuildMemory,
       // A build takes minutes at 100,000 products: on a connection of its own (its advisory lock is the
       // connection's), without the service's statement limit.
-      ...(databaseUrl === undefined ? {} : { openBuilder: () => connectPostgres(databaseUrl, { maxConnections: 1 }) }),
+      ...(databaseUrl === undefined
+        ? {}
+        : {
+            openBuilder: () =>
+              connectPostgres(databaseUrl, {
+                maxConnections: 1,
+                transactionPooler: this.config.databaseTransactionPooler,
+              }),
+          }),
       log: (event) => this.log.info(event),
     });
   }
+}
+
+/** `url` (a multi-host one too) with target_session_attrs=prefer-standby: it takes whichever host answers. */
+function anyHost(url: string): string {
+  const [base = url, query = ""] = url.split("?", 2);
+  const params = new URLSearchParams(query);
+  params.set("target_session_attrs", "prefer-standby");
+  return `${base}?${params}`;
 }
 
 /** The embedder EMBEDDING_PROVIDER names; `log` receives its calls and retries. */

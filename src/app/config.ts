@@ -65,6 +65,15 @@ export interface Config {
   version: string;
   /** Unset: the embedded PGlite database in dataDir. */
   databaseUrl: string | undefined;
+  /**
+   * Where reads and searches go (DATABASE_READ_URL: standbys, multi-host allowed); unset: DATABASE_URL.
+   * Writes, migrations, rate-limit counters, idempotency records and upkeep always go to DATABASE_URL.
+   */
+  databaseReadUrl: string | undefined;
+  /** A transaction-pooling proxy (pgbouncer) sits in front of the database: no prepared statements nor startup parameters. */
+  databaseTransactionPooler: boolean;
+  /** How long a caller's read waits on a standby for its own last write before going to the primary, in ms. */
+  readYourWritesWaitMs: number;
   /** Unset: a random secret generated once and kept in dataDir. */
   jwtSecret: string | undefined;
   algorithm: JwtAlgorithm;
@@ -158,6 +167,14 @@ export function loadConfig(env: Env): Config {
   const databaseUrl = read.optional("DATABASE_URL");
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     problems.push("DATABASE_URL: must be a postgres:// or postgresql:// connection string");
+  }
+  const databaseReadUrl = read.optional("DATABASE_READ_URL");
+  if (databaseReadUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseReadUrl)) {
+    problems.push(
+      "DATABASE_READ_URL: must be a postgres:// or postgresql:// connection string (several hosts allowed)",
+    );
+  } else if (databaseReadUrl !== undefined && databaseUrl === undefined) {
+    problems.push("DATABASE_READ_URL: needs DATABASE_URL too (the primary, where writes go)");
   }
   const adminUsername = read.optional("ADMIN_USERNAME") ?? "admin";
   if (adminUsername.length > USERNAME_MAX_LENGTH) {
@@ -259,6 +276,9 @@ export function loadConfig(env: Env): Config {
     projectName: read.optional("PROJECT_NAME") ?? "sku-search",
     version: read.optional("VERSION") ?? "1.0.0",
     databaseUrl,
+    databaseReadUrl,
+    databaseTransactionPooler: read.boolean("DATABASE_TRANSACTION_POOLER", false),
+    readYourWritesWaitMs: read.integer("READ_YOUR_WRITES_WAIT_MS", 1_000, 0, 60_000),
     jwtSecret,
     algorithm: read.oneOf("ALGORITHM", JWT_ALGORITHMS, "HS256"),
     accessTokenExpireMinutes: read.integer("ACCESS_TOKEN_EXPIRE_MINUTES", 30, 1, 60 * 24 * 365),

@@ -6,7 +6,7 @@
 import { CachingEmbedder } from "../adapters/cache/caching-embedder.ts";
 import { createHttpApp } from "../adapters/http/app.ts";
 import { JwtTokenService } from "../adapters/http/auth/jwt-token-service.ts";
-import { requestLogFields } from "../adapters/http/core/request-context.ts";
+import { currentRequestCaller, requestLogFields } from "../adapters/http/core/request-context.ts";
 import { metricsApp } from "../adapters/http/metrics/metrics-routes.ts";
 import { PrometheusMetrics } from "../adapters/metrics/prometheus-metrics.ts";
 import { countProducts } from "../adapters/postgres/catalog-stats.ts";
@@ -53,9 +53,13 @@ function rateLimitPolicies(config: Config): Partial<Record<"search" | "write", R
  */
 export async function createHttpService(config: Config, baseLog: Logger, overrides: Overrides = {}) {
   let root: CompositionRoot | undefined;
-  const metrics = createMetrics(config, async () => (root ? countProducts(await root.database()) : Number.NaN));
+  const metrics = createMetrics(config, async () => (root ? countProducts(await root.readDatabase()) : Number.NaN));
   const log = tapLogger(baseLog, { fields: requestLogFields, observe: metrics?.observe });
-  root = new CompositionRoot(config, log, { serving: true, overrides });
+  root = new CompositionRoot(config, log, {
+    serving: true,
+    overrides,
+    caller: currentRequestCaller,
+  });
   try {
     return await wire(root, log, metrics);
   } catch (error) {
@@ -88,7 +92,11 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     expireMinutes: config.accessTokenExpireMinutes,
   });
 
-  const admin = await timed("admin", manageUsers.ensureAdmin(config.adminUsername, config.adminPassword));
+  // On a standby nothing can be written: the first admin is made by an instance on the primary.
+  const readOnlyStart = await root.readOnlyStart();
+  const admin = readOnlyStart
+    ? { generatedPassword: null }
+    : await timed("admin", manageUsers.ensureAdmin(config.adminUsername, config.adminPassword));
   if (admin.generatedPassword !== null) {
     // Never in the logs: in a file only this user can read, which the log line names.
     const passwordFile = writeInitialAdminPassword(config.dataDir, admin.generatedPassword);
@@ -132,11 +140,14 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     startup: {
       migrationsApplied: () => root.migrationsApplied(),
       embedderLoaded: () => !(embedder instanceof LocalEmbedder) || embedder.loaded,
+      writable: () => root.writable(),
     },
     rateLimiter: new RateLimiter({
       policies: rateLimitPolicies(config),
-      counters: await root.rateLimitCounters(),
-      log: (event) => log.warn(event),
+      ...(await root.rateLimitCounters()),
+      clock,
+      // One line per request counted in memory would flood the log: the metrics count them.
+      log: (event) => (event.event === "rate_limit_fallback" ? log.debug : log.warn)(event),
     }),
     // On the main port only behind its token; with METRICS_PORT, `metricsApp` serves it instead.
     metrics: metrics && config.metrics.port === undefined ? { metrics, token: config.metrics.token } : undefined,

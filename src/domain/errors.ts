@@ -72,9 +72,24 @@ export class GenerationUnavailable extends DomainError {
 
 /** The database did not answer. */
 export class DatabaseUnavailable extends DomainError {
-  readonly kind = "DatabaseUnavailable";
+  readonly kind: string = "DatabaseUnavailable";
   constructor(message = "La base de datos no está disponible", options?: ErrorOptions) {
     super(message, options);
+  }
+}
+
+/**
+ * The database takes no writes now: a hot standby (the service started read-only), or a primary
+ * lost and its standby not yet promoted. Reads and searches go on; a write may be retried.
+ */
+export class DatabaseReadOnly extends DatabaseUnavailable {
+  override readonly kind = "DatabaseReadOnly";
+  constructor(options?: ErrorOptions) {
+    super(
+      "La base de datos solo admite lecturas en este momento (réplica en espera o cambio de primaria en curso): " +
+        "no se ha guardado nada. Inténtelo de nuevo más tarde",
+      options,
+    );
   }
 }
 

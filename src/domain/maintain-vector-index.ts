@@ -1,3 +1,4 @@
+import type { UpkeepLease } from "../ports/upkeep-lease.ts";
 import type { VectorIndex } from "../ports/vector-index.ts";
 
 export const VECTOR_INDEX_MODES = ["auto", "off"] as const;
@@ -23,7 +24,7 @@ export type IndexDecision =
   | "too-small"
   /** Products were written since the last look: a load is under way, build once it pauses. */
   | "writes-under-way"
-  /** Another process (or an earlier call) is building it. */
+  /** Another process (or an earlier call) is building it, or another instance holds the upkeep lease. */
   | "busy"
   /** The database failed; the next look tries again. */
   | "failed";
@@ -31,6 +32,11 @@ export type IndexDecision =
 export interface Deps {
   index: VectorIndex;
   policy: VectorIndexPolicy;
+  /**
+   * Held for the whole look, so that of several instances on one database only one looks (and
+   * builds) at a time, and never while a re-embed runs; absent: this process is the only one.
+   */
+  lease?: UpkeepLease | undefined;
   /** `vector_index_failed` {error} when a look fails. */
   log?: (event: Record<string, unknown>) => void;
 }
@@ -77,7 +83,22 @@ export class MaintainVectorIndex {
     return this.looking;
   }
 
-  private async look({ loadFinished }: { loadFinished: boolean }): Promise<IndexDecision> {
+  private async look(options: { loadFinished: boolean }): Promise<IndexDecision> {
+    const { lease } = this.deps;
+    try {
+      if (lease && !(await lease.acquire())) return "busy";
+    } catch (error) {
+      this.deps.log?.({ event: "vector_index_failed", error });
+      return "failed";
+    }
+    try {
+      return await this.lookHolding(options);
+    } finally {
+      await lease?.release().catch((error: unknown) => this.deps.log?.({ event: "upkeep_lease_failed", error }));
+    }
+  }
+
+  private async lookHolding({ loadFinished }: { loadFinished: boolean }): Promise<IndexDecision> {
     const { index, policy } = this.deps;
     try {
       const writes = await index.writeCount();

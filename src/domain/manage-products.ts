@@ -92,7 +92,7 @@ export class ManageProducts {
     checkedId(id);
     const normalized = normalizeChanges(changes);
     for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt++) {
-      const current = await this.deps.products.get(id);
+      const current = await this.deps.products.get(id, { latest: true });
       if (!current) throw new ProductNotFound(id);
       const update = await this.nextState(current, normalized, signal);
       signal?.throwIfAborted();

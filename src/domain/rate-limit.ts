@@ -1,4 +1,5 @@
-import type { RateLimitCounters } from "../ports/rate-limit-counters.ts";
+import type { Clock } from "../ports/clock.ts";
+import type { RateLimitCounters, WindowCount } from "../ports/rate-limit-counters.ts";
 import { RateLimitExceeded } from "./errors.ts";
 
 /** What a client may spend: `limit` requests per window of `windowMs`. */
@@ -36,16 +37,37 @@ export interface RateLimiterDeps {
   /** A bucket without a policy is not limited. */
   policies: Partial<Record<RateLimitBucket, RateLimitPolicy>>;
   counters: RateLimitCounters;
-  /** Receives `rate_limit_unavailable` when the counters fail (the request is let through). */
+  /**
+   * Counts in their place while `counters` fail or are slow (the database takes no writes: a
+   * standby, a primary lost). Each instance then limits on its own, so N instances let a client
+   * through up to N times its limit, but none lets it through unlimited. Absent: a failing counter
+   * lets the request through.
+   */
+  fallback?: RateLimitCounters | undefined;
+  /** How long `counters` may take before the fallback counts instead, in ms (default 500). */
+  countersTimeoutMs?: number;
+  /** After `counters` failed, how long the fallback counts alone before they are tried again, in ms (default 5000). */
+  retryCountersAfterMs?: number;
+  /** For the retry time above (default: the system's). */
+  clock?: Clock;
+  /**
+   * `rate_limit_unavailable` {bucket, error, fallback} when the counters fail (once per outage when a
+   * fallback counts), `rate_limit_fallback` {bucket} for each request the fallback counted (metrics),
+   * `rate_limit_restored` when the counters answer again.
+   */
   log?: (event: Record<string, unknown>) => void;
 }
 
 /**
  * Per-client request budgets. `client` identifies who spends: a user, or an address for anonymous
- * clients. When the counters cannot be reached the request passes: the limit protects budgets, and
- * refusing every client because the counter store is down would turn its outage into ours.
+ * clients. When the counters cannot be reached, the fallback counts (visible as
+ * `rate_limit_fallback` events and in the metrics); without one the request passes: refusing every
+ * client because the counter store is down would turn its outage into ours.
  */
 export class RateLimiter {
+  /** While the counters are failing: the time (clock ms) to try them again. */
+  private countersFailedUntil: number | undefined;
+
   constructor(private readonly deps: RateLimiterDeps) {}
 
   /** True when the bucket has a limit at all. */
@@ -60,21 +82,60 @@ export class RateLimiter {
 
   /**
    * Counts one request of `client` against `bucket`. Returns the state for the answer's headers,
-   * or null when the bucket is not limited or the counters failed; throws RateLimitExceeded (with
+   * or null when the bucket is not limited or nothing could count; throws RateLimitExceeded (with
    * the state) when the client is over its limit.
    */
   async spend(bucket: RateLimitBucket, client: string): Promise<RateLimitState | null> {
     const policy = this.deps.policies[bucket];
     if (!policy) return null;
-    let count: Awaited<ReturnType<RateLimitCounters["hit"]>>;
-    try {
-      count = await this.deps.counters.hit(`${bucket}:${client}`, policy.windowMs);
-    } catch (error) {
-      this.deps.log?.({ event: "rate_limit_unavailable", bucket, error });
-      return null;
-    }
+    const count = await this.count(bucket, `${bucket}:${client}`, policy.windowMs);
+    if (count === null) return null;
     const state = rateLimitState(policy, count.hits, count.resetMs);
     if (!state.allowed) throw new RateLimitExceeded(state);
     return state;
+  }
+
+  private async count(bucket: RateLimitBucket, key: string, windowMs: number): Promise<WindowCount | null> {
+    const { fallback, log } = this.deps;
+    const now = (this.deps.clock ?? { now: () => Date.now() }).now();
+    if (fallback && this.countersFailedUntil !== undefined && now < this.countersFailedUntil) {
+      log?.({ event: "rate_limit_fallback", bucket });
+      return fallback.hit(key, windowMs);
+    }
+    try {
+      const count = await this.hitCounters(key, windowMs);
+      if (this.countersFailedUntil !== undefined) {
+        this.countersFailedUntil = undefined;
+        log?.({ event: "rate_limit_restored", bucket });
+      }
+      return count;
+    } catch (error) {
+      if (!fallback) {
+        log?.({ event: "rate_limit_unavailable", bucket, error, fallback: false });
+        return null;
+      }
+      if (this.countersFailedUntil === undefined) {
+        log?.({ event: "rate_limit_unavailable", bucket, error, fallback: true });
+      }
+      this.countersFailedUntil = now + (this.deps.retryCountersAfterMs ?? 5_000);
+      log?.({ event: "rate_limit_fallback", bucket });
+      return fallback.hit(key, windowMs);
+    }
+  }
+
+  /** The counters' answer, or a rejection once they took longer than countersTimeoutMs (with a fallback to turn to). */
+  private hitCounters(key: string, windowMs: number): Promise<WindowCount> {
+    const pending = this.deps.counters.hit(key, windowMs);
+    if (!this.deps.fallback) return pending;
+    const timeoutMs = this.deps.countersTimeoutMs ?? 500;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const slow = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`the rate limit counters took longer than ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    pending.catch(() => {});
+    return Promise.race([pending, slow]).finally(() => clearTimeout(timer));
   }
 }

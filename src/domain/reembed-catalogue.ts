@@ -1,5 +1,6 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { EmbeddingSpace, EmbeddingSpaceStore, ProductText } from "../ports/embedding-space.ts";
+import type { UpkeepLease } from "../ports/upkeep-lease.ts";
 import { embedMany } from "./embed.ts";
 import { embeddingText } from "./product.ts";
 import type { Vector } from "./vector.ts";
@@ -25,6 +26,18 @@ export interface Deps {
   space: EmbeddingSpaceStore;
   /** The embedder whose space the catalogue moves to (documents). */
   embedder: Embedder;
+  /** Held from start to switch: no instance builds the vector index meanwhile, and no second re-embed runs. */
+  lease?: UpkeepLease | undefined;
+}
+
+/** Another process holds the upkeep lease (an index build or a re-embed is under way): nothing was done. */
+export class UpkeepBusy extends Error {
+  constructor() {
+    super(
+      "another instance is doing the catalogue's upkeep now (a vector index build or a re-embed): try again when it has finished",
+    );
+    this.name = "UpkeepBusy";
+  }
 }
 
 /**
@@ -39,6 +52,16 @@ export class ReembedCatalogue {
   constructor(private readonly deps: Deps) {}
 
   async execute(options: ReembedOptions = {}): Promise<{ products: number }> {
+    const { lease } = this.deps;
+    if (lease && !(await lease.acquire())) throw new UpkeepBusy();
+    try {
+      return await this.run(options);
+    } finally {
+      await lease?.release();
+    }
+  }
+
+  private async run(options: ReembedOptions): Promise<{ products: number }> {
     const { space: store, embedder } = this.deps;
     const batchSize = Math.max(1, Math.floor(options.batchSize ?? 64));
     const space = { model: embedder.model, dimension: embedder.dimension };

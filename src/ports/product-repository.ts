@@ -103,7 +103,12 @@ export interface ProductRepository {
   /** Deletes the key records older than `ttlHours`; returns how many. */
   pruneIdempotencyKeys(ttlHours: number): Promise<number>;
 
-  get(id: number): Promise<StoredProduct | null>;
+  /**
+   * The product, or null. `latest`: as the last committed write left it, from where writes go (an
+   * update writes over what it read); otherwise from where reads go, which may lag a little behind
+   * (a standby) but never behind the caller's own writes.
+   */
+  get(id: number, options?: { latest?: boolean }): Promise<StoredProduct | null>;
   list(query: ListQuery): Promise<ProductPage>;
   /** Writes the new state over version `expectedVersion` only; the version then grows by one. */
   update(id: number, expectedVersion: number, update: ProductUpdate): Promise<UpdateResult>;

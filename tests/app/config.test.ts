@@ -28,6 +28,9 @@ describe("loadConfig", () => {
       projectName: "sku-search",
       version: "1.0.0",
       databaseUrl: undefined,
+      databaseReadUrl: undefined,
+      databaseTransactionPooler: false,
+      readYourWritesWaitMs: 1000,
       jwtSecret: undefined,
       algorithm: "HS256",
       accessTokenExpireMinutes: 30,
@@ -127,6 +130,21 @@ describe("loadConfig", () => {
       logLevel: "debug",
     });
     expect(loadConfig({ DATABASE_URL: "postgres://localhost/skus" }).databaseUrl).toBe("postgres://localhost/skus");
+  });
+
+  test("a read pool: DATABASE_READ_URL (several hosts allowed) beside DATABASE_URL, never alone", () => {
+    const config = loadConfig({
+      DATABASE_URL: "postgres://db1:5432,db2:5432/skus?target_session_attrs=primary",
+      DATABASE_READ_URL: "postgres://db2:5432,db1:5432/skus?target_session_attrs=prefer-standby",
+      DATABASE_TRANSACTION_POOLER: "true",
+      READ_YOUR_WRITES_WAIT_MS: "250",
+    });
+    expect(config.databaseReadUrl).toBe("postgres://db2:5432,db1:5432/skus?target_session_attrs=prefer-standby");
+    expect(config.databaseTransactionPooler).toBe(true);
+    expect(config.readYourWritesWaitMs).toBe(250);
+    expect(configError({ DATABASE_READ_URL: "postgres://db2/skus" }).problems).toEqual([
+      "DATABASE_READ_URL: needs DATABASE_URL too (the primary, where writes go)",
+    ]);
   });
 
   test("values are trimmed, and enumerations and booleans ignore case", () => {
@@ -247,6 +265,8 @@ describe("loadConfig", () => {
     ["ALGORITHM", "RS256"],
     ["DATABASE_URL", "mysql://x"],
     ["DATABASE_URL", "localhost:5432"],
+    ["DATABASE_READ_URL", "mysql://x"],
+    ["READ_YOUR_WRITES_WAIT_MS", "-1"],
     ["SEARCH_REQUIRES_AUTH", "maybe"],
     ["GENERATION_PROVIDERS", "foo"],
     ["GENERATION_PROVIDERS", "local,foo"],

@@ -68,10 +68,61 @@ describe("RateLimiter", () => {
     for (let i = 0; i < 5; i++) expect(await rateLimiter.spend("write", "user:1")).toBeNull();
   });
 
-  test("when the counters fail, the request passes and the failure is logged", async () => {
+  test("when the counters fail and there is no fallback, the request passes and the failure is logged", async () => {
     const { counters, events, rateLimiter } = limiter();
     counters.down = true;
     expect(await rateLimiter.spend("search", "user:1")).toBeNull();
-    expect(events).toEqual([{ event: "rate_limit_unavailable", bucket: "search", error: expect.any(Error) }]);
+    expect(events).toEqual([
+      { event: "rate_limit_unavailable", bucket: "search", error: expect.any(Error), fallback: false },
+    ]);
+  });
+
+  describe("with a fallback counting in the process", () => {
+    function withFallback(counters: { hit: MemoryRateLimitCounters["hit"] }) {
+      const clock = new FakeClock();
+      const fallback = new MemoryRateLimitCounters(clock);
+      const events: Record<string, unknown>[] = [];
+      const rateLimiter = new RateLimiter({
+        policies: { search: { limit: 2, windowMs: MINUTE } },
+        counters,
+        fallback,
+        countersTimeoutMs: 50,
+        retryCountersAfterMs: 5_000,
+        clock,
+        log: (event) => events.push(event),
+      });
+      return { clock, rateLimiter, events };
+    }
+
+    test("failing counters: the fallback counts and refuses past the limit (never open), visibly", async () => {
+      const counters = new MemoryRateLimitCounters(new FakeClock());
+      counters.down = true;
+      const { rateLimiter, events } = withFallback(counters);
+      expect(await rateLimiter.spend("search", "user:1")).toMatchObject({ remaining: 1 });
+      expect(await rateLimiter.spend("search", "user:1")).toMatchObject({ remaining: 0 });
+      expect(rateLimiter.spend("search", "user:1")).rejects.toBeInstanceOf(RateLimitExceeded);
+      // One warning for the outage, and a counted event per request for the metrics.
+      expect(events.filter((event) => event.event === "rate_limit_unavailable")).toHaveLength(1);
+      expect(events.filter((event) => event.event === "rate_limit_fallback")).toHaveLength(3);
+    });
+
+    test("counters that hang are given up after the timeout: the fallback counts", async () => {
+      const { rateLimiter, events } = withFallback({ hit: () => new Promise(() => {}) });
+      expect(await rateLimiter.spend("search", "user:1")).toMatchObject({ remaining: 1 });
+      expect(events.map((event) => event.event)).toEqual(["rate_limit_unavailable", "rate_limit_fallback"]);
+    });
+
+    test("the counters are tried again once the retry time has passed, and take over again", async () => {
+      const counters = new MemoryRateLimitCounters(new FakeClock());
+      counters.down = true;
+      const { clock, rateLimiter, events } = withFallback(counters);
+      await rateLimiter.spend("search", "user:1");
+      counters.down = false;
+      // Within the retry time the counters are not asked (they would have counted 1 here).
+      expect(await rateLimiter.spend("search", "user:1")).toMatchObject({ remaining: 0 });
+      clock.advance(5_000);
+      expect(await rateLimiter.spend("search", "user:1")).toMatchObject({ remaining: 1 });
+      expect(events.at(-1)).toEqual({ event: "rate_limit_restored", bucket: "search" });
+    });
   });
 });

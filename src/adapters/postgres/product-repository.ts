@@ -17,6 +17,7 @@ import type {
   UpdateResult,
 } from "../../ports/product-repository.ts";
 import { type CopyField, encodeCopyRows } from "./binary-copy.ts";
+import { poolsOf, type ReadWriteClients } from "./read-write-clients.ts";
 import { HALF_PRECISION_COPY_FROM_DIMENSION, TEXT_SEARCH_CONFIGS, vectorParam } from "./schema.ts";
 import type { SqlClient } from "./sql-client.ts";
 import type { VectorSearchSettings } from "./vector-index.ts";
@@ -59,20 +60,30 @@ export const DEFAULT_SEARCH_PLAN = { filterExactMaxRows: 30_000, efSearch: 100 }
  *
  * Bulk writes load their rows with binary COPY into a temporary table, then insert and update from
  * it in two statements: a vector as text would cost more to parse than to store.
+ *
+ * With a read pool (DATABASE_READ_URL), reads and searches go there; writes, and the reads a write
+ * depends on (idempotency records, the products an import or an update writes over), go to the
+ * primary, and each committed write is reported (`wrote`) for read-your-writes.
  */
 export class PostgresProductRepository implements ProductRepository {
   private readonly scansHalfCopy: boolean;
+  private readonly reads: SqlClient;
+  private readonly writes: SqlClient;
+  private readonly pools: ReadWriteClients;
 
   /**
    * `dimension`: that of the stored embeddings (it decides how search scans); `search`: how filtered
    * searches choose their plan, and the session's hnsw.ef_search (vector-index.ts).
    */
   constructor(
-    private readonly db: SqlClient,
+    db: SqlClient | ReadWriteClients,
     private readonly dimension: number,
     private readonly search: Pick<VectorSearchSettings, "filterExactMaxRows" | "efSearch"> = DEFAULT_SEARCH_PLAN,
   ) {
     this.scansHalfCopy = dimension >= HALF_PRECISION_COPY_FROM_DIMENSION;
+    this.pools = poolsOf(db);
+    this.reads = this.pools.reads;
+    this.writes = this.pools.writes;
   }
 
   async add(
@@ -97,8 +108,11 @@ export class PostgresProductRepository implements ProductRepository {
       return toProduct(row);
     };
     try {
-      if (!idempotency) return { created: await insert(this.db) };
-      return await this.addIdempotently(insert, idempotency);
+      const result = idempotency
+        ? await this.addIdempotently(insert, idempotency)
+        : { created: await insert(this.writes) };
+      await this.pools.wrote();
+      return result;
     } catch (error) {
       if (isUniqueViolation(error, "products_sku")) return { skuTaken: product.sku as string };
       throw error;
@@ -109,7 +123,7 @@ export class PostgresProductRepository implements ProductRepository {
     insert: (db: SqlClient) => Promise<Product>,
     { userId, key, fingerprint, ttlHours }: IdempotencyRecord,
   ): Promise<AddResult> {
-    const created = await this.db
+    const created = await this.writes
       .transaction(async (tx) => {
         const stored = await insert(tx);
         // A record of the key younger than its ttl wins: then this transaction stores nothing. Two
@@ -138,7 +152,7 @@ export class PostgresProductRepository implements ProductRepository {
   }
 
   async findIdempotentAnswer(userId: number, key: string, ttlHours: number): Promise<IdempotentAnswer | null> {
-    const [row] = await this.db.query<{ fingerprint: string; response: ProductRow | string }>(
+    const [row] = await this.writes.query<{ fingerprint: string; response: ProductRow | string }>(
       `SELECT fingerprint, response FROM idempotency_keys
        WHERE user_id = $1 AND key = $2 AND created_at > now() - make_interval(hours => $3)`,
       [userId, key, ttlHours],
@@ -150,15 +164,16 @@ export class PostgresProductRepository implements ProductRepository {
   }
 
   async pruneIdempotencyKeys(ttlHours: number): Promise<number> {
-    const rows = await this.db.query(
+    const rows = await this.writes.query(
       "DELETE FROM idempotency_keys WHERE created_at <= now() - make_interval(hours => $1) RETURNING key",
       [ttlHours],
     );
     return rows.length;
   }
 
-  async get(id: number): Promise<StoredProduct | null> {
-    const [row] = await this.db.query<StoredRow>(`SELECT ${STORED_COLUMNS} FROM products WHERE id = $1`, [id]);
+  async get(id: number, options: { latest?: boolean } = {}): Promise<StoredProduct | null> {
+    const db = options.latest ? this.writes : this.reads;
+    const [row] = await db.query<StoredRow>(`SELECT ${STORED_COLUMNS} FROM products WHERE id = $1`, [id]);
     return row ? toStored(row) : null;
   }
 
@@ -168,14 +183,14 @@ export class PostgresProductRepository implements ProductRepository {
     const filter = categoryFilter(params, query.categories);
     if (filter) conditions.push(filter.sql);
     const counted = `SELECT count(*) AS n FROM products${where(conditions)}`;
-    const [count] = await this.db.query<{ n: number | string }>(counted, [...params]);
+    const [count] = await this.reads.query<{ n: number | string }>(counted, [...params]);
     const ascending = query.order === "id";
     if (query.after !== undefined) {
       params.push(query.after);
       conditions.push(`id ${ascending ? ">" : "<"} $${params.length}`);
     }
     params.push(query.limit + 1);
-    const rows = await this.db.query<ProductRow>(
+    const rows = await this.reads.query<ProductRow>(
       `SELECT ${PRODUCT_COLUMNS} FROM products${where(conditions)}
        ORDER BY id ${ascending ? "ASC" : "DESC"} LIMIT $${params.length}`,
       params,
@@ -190,7 +205,7 @@ export class PostgresProductRepository implements ProductRepository {
   async update(id: number, expectedVersion: number, { fields, embedding }: ProductUpdate): Promise<UpdateResult> {
     let rows: StoredRow[];
     try {
-      rows = await this.db.query<StoredRow>(
+      rows = await this.writes.query<StoredRow>(
         `UPDATE products SET name = $3, description = $4, category = $5, sku = $6,
            embedding = COALESCE($7::vector, embedding), content_digest = COALESCE($8, content_digest),
            version = version + 1, updated_at = now()
@@ -212,17 +227,22 @@ export class PostgresProductRepository implements ProductRepository {
       throw error;
     }
     const [row] = rows;
-    if (row) return { updated: toStored(row) };
-    const [exists] = await this.db.query("SELECT 1 FROM products WHERE id = $1", [id]);
+    if (row) {
+      await this.pools.wrote();
+      return { updated: toStored(row) };
+    }
+    const [exists] = await this.writes.query("SELECT 1 FROM products WHERE id = $1", [id]);
     return exists ? { conflict: true } : { missing: true };
   }
 
   async remove(id: number): Promise<boolean> {
-    return (await this.db.query("DELETE FROM products WHERE id = $1 RETURNING id", [id])).length > 0;
+    const removed = (await this.writes.query("DELETE FROM products WHERE id = $1 RETURNING id", [id])).length > 0;
+    if (removed) await this.pools.wrote();
+    return removed;
   }
 
   async categories(): Promise<{ name: string; products: number }[]> {
-    const rows = await this.db.query<{ name: string; products: number | string }>(
+    const rows = await this.reads.query<{ name: string; products: number | string }>(
       "SELECT category AS name, count(*) AS products FROM products GROUP BY category ORDER BY count(*) DESC, category",
     );
     return rows.map((row) => ({ name: row.name, products: Number(row.products) }));
@@ -230,9 +250,10 @@ export class PostgresProductRepository implements ProductRepository {
 
   async findBySkus(skus: readonly string[]): Promise<StoredProduct[]> {
     if (skus.length === 0) return [];
-    const rows = await this.db.query<StoredRow>(`SELECT ${STORED_COLUMNS} FROM products WHERE sku = ANY($1::text[])`, [
-      [...skus],
-    ]);
+    const rows = await this.writes.query<StoredRow>(
+      `SELECT ${STORED_COLUMNS} FROM products WHERE sku = ANY($1::text[])`,
+      [[...skus]],
+    );
     return rows.map(toStored);
   }
 
@@ -267,7 +288,7 @@ export class PostgresProductRepository implements ProductRepository {
         embedding ? { vector: embedding.vector } : null,
       ];
     });
-    const { inserted, updated, ids } = await this.db.transaction(async (tx) => {
+    const { inserted, updated, ids } = await this.writes.transaction(async (tx) => {
       await tx.query(
         `CREATE TEMPORARY TABLE product_writes (
            position integer NOT NULL, id bigint, expected_version integer, sku text, name text NOT NULL,
@@ -306,12 +327,13 @@ export class PostgresProductRepository implements ProductRepository {
         ids: positions.map((row) => Number(row.id)),
       };
     });
+    await this.pools.wrote();
     const lost = writes.flatMap((write, i) =>
       write.kind === "update" && !updated.has(ids[i] as number) ? [ids[i] as number] : [],
     );
     const stillThere = new Set<number>();
     if (lost.length > 0) {
-      const rows = await this.db.query<{ id: number | string }>(
+      const rows = await this.writes.query<{ id: number | string }>(
         "SELECT id FROM products WHERE id = ANY($1::bigint[])",
         [lost],
       );
@@ -340,7 +362,7 @@ export class PostgresProductRepository implements ProductRepository {
     // finalists' full vectors, stored out of the row past 512 dimensions, are read for the exact
     // cosine (a row carries its out-of-row vector as a pointer until the cosine reads it). The rows
     // come from the scan itself: no second lookup by id (0.26 ms of 4.6 at 100,000 × 3072).
-    const rows = await this.db.query<ProductRow & { version: number; distance: number }>(
+    const rows = await this.reads.query<ProductRow & { version: number; distance: number }>(
       `WITH dense AS (${dense}),
        finalists AS (SELECT * FROM dense ORDER BY near LIMIT $${params.length})
        SELECT ${PRODUCT_COLUMNS}, version, embedding <=> $1::vector AS distance
@@ -356,7 +378,7 @@ export class PostgresProductRepository implements ProductRepository {
     const params: unknown[] = [vectorParam(embedding), [...texts], query.candidates];
     const filter = categoryFilter(params, query.categories);
     const dense = await this.denseCandidates(params, filter, query.candidates, "id");
-    const rows = await this.db.query<ProductRow & { version: number; distance: number; lexical: number }>(
+    const rows = await this.reads.query<ProductRow & { version: number; distance: number; lexical: number }>(
       `WITH q AS (SELECT $1::vector AS v, (${LEXICAL_QUERY_SQL}) AS t),
        dense AS (${dense}),
        lexical AS (
@@ -411,7 +433,7 @@ export class PostgresProductRepository implements ProductRepository {
 
   /** The products of `categories`, counting at most `cap` of them (through the btree on category). */
   private async countUpTo(categories: readonly string[], cap: number): Promise<number> {
-    const [row] = await this.db.query<{ n: number | string }>(
+    const [row] = await this.reads.query<{ n: number | string }>(
       "SELECT count(*) AS n FROM (SELECT 1 FROM products WHERE category = ANY($1::text[]) LIMIT $2) AS matching",
       [[...categories], cap],
     );
@@ -420,7 +442,7 @@ export class PostgresProductRepository implements ProductRepository {
 
   async versions(ids: readonly number[]): Promise<Map<number, number>> {
     if (ids.length === 0) return new Map();
-    const rows = await this.db.query<{ id: number | string; version: number }>(
+    const rows = await this.reads.query<{ id: number | string; version: number }>(
       "SELECT id, version FROM products WHERE id = ANY($1::bigint[])",
       [[...ids]],
     );

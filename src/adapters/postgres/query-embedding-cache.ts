@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import pgvector from "pgvector";
 import type { Vector } from "../../domain/vector.ts";
 import type { QueryEmbeddingCache, QueryKey } from "../../ports/query-embedding-cache.ts";
+import { poolsOf, type ReadWriteClients } from "./read-write-clients.ts";
 import { vectorParam } from "./schema.ts";
 import type { SqlClient } from "./sql-client.ts";
 
@@ -14,6 +15,8 @@ export interface PostgresQueryEmbeddingCacheOptions {
   pruneEvery?: number;
   /** Receives a warning when a background prune fails. */
   log?: (event: Record<string, unknown>) => void;
+  /** False while the database takes no writes (a standby, a primary lost): then `put` stores nothing. */
+  writable?: () => boolean;
 }
 
 /**
@@ -21,19 +24,24 @@ export interface PostgresQueryEmbeddingCacheOptions {
  * kept across restarts. Entries expire after `retentionDays` (so a provider's silent model update
  * is picked up eventually) and at most `maxRows` are kept. Pruning runs in the background now and
  * then, never on a search's path; the table may pass `maxRows` by up to `pruneEvery` rows per replica
- * in between.
+ * in between. Entries are read from the read pool and written to the primary; while the database
+ * takes no writes, nothing is written (the search embeds and goes on).
  */
 export class PostgresQueryEmbeddingCache implements QueryEmbeddingCache {
   private puts = 0;
   private pruning: Promise<number> | null = null;
+  private readonly reads: SqlClient;
+  private readonly writes: SqlClient;
 
   constructor(
-    private readonly db: SqlClient,
+    db: SqlClient | ReadWriteClients,
     private readonly options: PostgresQueryEmbeddingCacheOptions,
-  ) {}
+  ) {
+    ({ reads: this.reads, writes: this.writes } = poolsOf(db));
+  }
 
   async get(key: QueryKey): Promise<Vector | null> {
-    const [row] = await this.db.query<{ embedding: string }>(
+    const [row] = await this.reads.query<{ embedding: string }>(
       `SELECT embedding::text AS embedding FROM query_embeddings
        WHERE key = $1 AND created_at > now() - make_interval(days => $2)`,
       [digest(key), this.options.retentionDays],
@@ -42,7 +50,8 @@ export class PostgresQueryEmbeddingCache implements QueryEmbeddingCache {
   }
 
   async put(key: QueryKey, vector: Vector): Promise<void> {
-    await this.db.query(
+    if (this.options.writable?.() === false) return;
+    await this.writes.query(
       `INSERT INTO query_embeddings (key, model, embedding) VALUES ($1, $2, $3::vector)
        ON CONFLICT (key) DO UPDATE SET embedding = EXCLUDED.embedding, created_at = now()`,
       [digest(key), key.model, vectorParam(vector)],
@@ -62,11 +71,11 @@ export class PostgresQueryEmbeddingCache implements QueryEmbeddingCache {
 
   /** Deletes the expired entries and the oldest beyond maxRows; returns how many. */
   async prune(): Promise<number> {
-    const expired = await this.db.query<{ key: string }>(
+    const expired = await this.writes.query<{ key: string }>(
       "DELETE FROM query_embeddings WHERE created_at <= now() - make_interval(days => $1) RETURNING key",
       [this.options.retentionDays],
     );
-    const surplus = await this.db.query<{ key: string }>(
+    const surplus = await this.writes.query<{ key: string }>(
       `DELETE FROM query_embeddings WHERE key IN (
          SELECT key FROM query_embeddings ORDER BY created_at DESC, key OFFSET $1
        ) RETURNING key`,

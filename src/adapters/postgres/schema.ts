@@ -168,6 +168,19 @@ const MIGRATIONS: readonly Migration[] = [
         )`);
     },
   },
+  {
+    version: 9,
+    name: "upkeep lease (one instance at a time)",
+    async apply(tx) {
+      // Who does the catalogue's upkeep now among the instances (upkeep-lease.ts).
+      await tx.query(`
+        CREATE TABLE upkeep_lease (
+          name text PRIMARY KEY,
+          holder text NOT NULL,
+          expires_at timestamptz NOT NULL
+        )`);
+    },
+  },
 ];
 
 /**
@@ -196,6 +209,50 @@ export async function missingMigrations(client: SqlClient): Promise<number[]> {
   const applied = new Set(rows.map((row) => Number(row.version)));
   return MIGRATION_VERSIONS.filter((version) => !applied.has(version));
 }
+
+/** The schema version this program needs (its last migration). */
+export const SCHEMA_VERSION = Math.max(...MIGRATION_VERSIONS);
+
+/** A read-only database (a hot standby) whose schema is older than this program needs: it cannot be migrated there. */
+export class SchemaBehind extends Error {
+  constructor(
+    readonly stored: number,
+    readonly needed: number,
+  ) {
+    super(
+      `The database's schema is at version ${stored}, but this program needs version ${needed}; the database is a ` +
+        "read-only hot standby, where migrations cannot run. Start the service (or any command) on the primary " +
+        "first: it migrates the schema, and the standby replays it. Then start this one again.",
+    );
+    this.name = "SchemaBehind";
+  }
+}
+
+/**
+ * On a read-only database (a hot standby): checks, changing nothing, that every migration is
+ * applied (else SchemaBehind) and that the stored embeddings are of `space` (else EmbeddingSpaceMismatch).
+ */
+export async function checkSchema(client: SqlClient, space: EmbeddingSpace): Promise<void> {
+  let applied: number[];
+  try {
+    applied = (await client.query<{ version: number }>("SELECT version FROM schema_migrations")).map((row) =>
+      Number(row.version),
+    );
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== UNDEFINED_TABLE) throw error;
+    applied = [];
+  }
+  if (MIGRATION_VERSIONS.some((version) => !applied.includes(version))) {
+    throw new SchemaBehind(Math.max(0, ...applied), SCHEMA_VERSION);
+  }
+  const [stored] = await client.query<EmbeddingSpace>("SELECT model, dimension FROM embedding_space");
+  if (!stored) throw new Error("embedding_space is empty: the schema was altered by hand");
+  const found = { model: stored.model, dimension: Number(stored.dimension) };
+  if (found.model !== space.model || found.dimension !== space.dimension)
+    throw new EmbeddingSpaceMismatch(found, space);
+}
+
+const UNDEFINED_TABLE = "42P01";
 
 /**
  * From this many dimensions the products table also keeps `embedding_half`, a half-precision copy

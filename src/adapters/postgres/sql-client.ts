@@ -1,5 +1,5 @@
 import postgres from "postgres";
-import { DatabaseUnavailable } from "../../domain/errors.ts";
+import { DatabaseReadOnly, DatabaseUnavailable } from "../../domain/errors.ts";
 import { encodeVector } from "./binary-copy.ts";
 
 /**
@@ -17,6 +17,12 @@ export interface SqlClient {
    * inside a transaction for a temporary table that is dropped on commit.
    */
   copyIn(table: string, columns: readonly string[], data: Uint8Array): Promise<void>;
+  /**
+   * Runs `fn` on one connection of the pool, held for it alone (no transaction): what a statement
+   * there sees, the next one sees too (read-your-writes waits on a standby, then reads on it).
+   * Absent where there is only one connection anyway (PGlite).
+   */
+  reserved?<R>(fn: (connection: SqlClient) => Promise<R>): Promise<R>;
   close(): Promise<void>;
 }
 
@@ -55,6 +61,13 @@ export interface PostgresOptions {
   queryTimeoutMs?: number;
   /** Settings every connection starts with (e.g. vectorSessionSettings). */
   sessionSettings?: Record<string, string>;
+  /**
+   * A transaction-pooling proxy (pgbouncer `pool_mode = transaction`) sits between us and the
+   * server (DATABASE_TRANSACTION_POOLER): a server connection is ours for one transaction only, so
+   * no named prepared statements (postgres.js `prepare: false`) and no startup parameters (pgbouncer
+   * refuses unknown ones: sessionSettings and statement_timeout then belong in its `connect_query`).
+   */
+  transactionPooler?: boolean;
 }
 
 /**
@@ -64,6 +77,7 @@ export interface PostgresOptions {
  */
 export function connectPostgres(url: string, options: PostgresOptions = {}): SqlClient {
   const { queryTimeoutMs } = options;
+  const pooled = options.transactionPooler === true;
   const sql = postgres(url, {
     max: options.maxConnections ?? 10,
     connect_timeout: options.connectTimeoutSeconds ?? 5,
@@ -74,20 +88,40 @@ export function connectPostgres(url: string, options: PostgresOptions = {}): Sql
     // server was long back. At most one second, so the pool heals within a second of the server.
     backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
     onnotice: () => {},
-    connection: {
-      ...options.sessionSettings,
-      ...(queryTimeoutMs === undefined ? {} : { statement_timeout: queryTimeoutMs }),
-    },
+    prepare: !pooled,
+    connection: pooled
+      ? {}
+      : {
+          ...options.sessionSettings,
+          ...(queryTimeoutMs === undefined ? {} : { statement_timeout: queryTimeoutMs }),
+        },
   });
   return {
-    ...postgresExecutor(sql, queryTimeoutMs),
+    ...postgresExecutor(sql, queryTimeoutMs, !pooled),
+    async reserved<R>(fn: (connection: SqlClient) => Promise<R>): Promise<R> {
+      let connection: postgres.ReservedSql;
+      try {
+        connection = await withTimeout(sql.reserve(), queryTimeoutMs, () => {});
+      } catch (error) {
+        throw asDatabaseUnavailable(error);
+      }
+      try {
+        return await fn(insideTransaction(postgresExecutor(connection, queryTimeoutMs, !pooled)));
+      } finally {
+        connection.release();
+      }
+    },
     close: () => sql.end({ timeout: options.closeTimeoutSeconds ?? 5 }),
   };
 }
 
 type Executor = Pick<SqlClient, "query" | "transaction" | "copyIn">;
 
-function postgresExecutor(sql: postgres.Sql | postgres.TransactionSql, timeoutMs: number | undefined): Executor {
+function postgresExecutor(
+  sql: postgres.Sql | postgres.TransactionSql | postgres.ReservedSql,
+  timeoutMs: number | undefined,
+  prepare: boolean,
+): Executor {
   return {
     async query<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
       // postgres.js types parameters as its own ParameterOrJSON union; ours are plain values.
@@ -96,7 +130,7 @@ function postgresExecutor(sql: postgres.Sql | postgres.TransactionSql, timeoutMs
         // bytes as binary, as it does any Uint8Array of a type postgres.js has no serializer for.
         param instanceof VectorParameter ? sql.typed(encodeVector(param.components), 0) : param,
       );
-      const pending = sql.unsafe(text, values as postgres.ParameterOrJSON<never>[], { prepare: true });
+      const pending = sql.unsafe(text, values as postgres.ParameterOrJSON<never>[], { prepare });
       try {
         const rows = await withTimeout(pending, timeoutMs, () => void pending.cancel());
         return rows as unknown as T[];
@@ -117,10 +151,11 @@ function postgresExecutor(sql: postgres.Sql | postgres.TransactionSql, timeoutMs
       }
     },
     async transaction<R>(fn: (tx: SqlClient) => Promise<R>): Promise<R> {
-      const run = (tx: postgres.TransactionSql) => fn(insideTransaction(postgresExecutor(tx, timeoutMs)));
+      const run = (tx: postgres.TransactionSql) => fn(insideTransaction(postgresExecutor(tx, timeoutMs, prepare)));
       try {
         // `begin` and `savepoint` type their result as UnwrapPromiseArray<R>, which is R for non-arrays.
-        return (await ("savepoint" in sql ? sql.savepoint(run) : sql.begin(run))) as R;
+        const begin = "savepoint" in sql ? sql.savepoint(run) : (sql as postgres.Sql).begin(run);
+        return (await begin) as R;
       } catch (error) {
         throw asDatabaseUnavailable(error);
       }
@@ -194,10 +229,17 @@ function isConnectionSqlState(code: string): boolean {
   );
 }
 
-/** Wraps a connection-class error in DatabaseUnavailable; returns any other error unchanged. */
+/** SQLSTATE of a write sent to a hot standby (or to a primary being demoted). */
+const READ_ONLY_SQL_TRANSACTION = "25006";
+
+/**
+ * Wraps a connection-class error in DatabaseUnavailable, a write refused by a standby in
+ * DatabaseReadOnly; returns any other error unchanged.
+ */
 export function asDatabaseUnavailable(error: unknown): unknown {
   if (error instanceof DatabaseUnavailable) return error;
   const code = (error as { code?: unknown } | null)?.code;
+  if (code === READ_ONLY_SQL_TRANSACTION) return new DatabaseReadOnly({ cause: error });
   if (typeof code === "string" && (CONNECTION_ERROR_CODES.has(code) || isConnectionSqlState(code))) {
     return new DatabaseUnavailable(undefined, { cause: error });
   }

@@ -1,6 +1,7 @@
 import { UserAlreadyExists } from "../../domain/errors.ts";
 import type { User, UserSummary } from "../../domain/user.ts";
 import type { UserRepository } from "../../ports/user-repository.ts";
+import { poolsOf, type ReadWriteClients } from "./read-write-clients.ts";
 import type { SqlClient } from "./sql-client.ts";
 
 interface UserRow {
@@ -12,12 +13,21 @@ interface UserRow {
 
 const UNIQUE_VIOLATION = "23505";
 
-/** Users over PostgreSQL or PGlite. Usernames are compared exactly (case-sensitive). */
+/**
+ * Users over PostgreSQL or PGlite. Usernames are compared exactly (case-sensitive). Lookups (every
+ * request's token check, logins) go to the read pool, so that they go on while the primary is lost;
+ * a password change reaches a standby after the replication lag.
+ */
 export class PostgresUserRepository implements UserRepository {
-  constructor(private readonly db: SqlClient) {}
+  private readonly reads: SqlClient;
+  private readonly writes: SqlClient;
+
+  constructor(db: SqlClient | ReadWriteClients) {
+    ({ reads: this.reads, writes: this.writes } = poolsOf(db));
+  }
 
   async findByUsername(username: string): Promise<User | null> {
-    const [row] = await this.db.query<UserRow>(
+    const [row] = await this.reads.query<UserRow>(
       "SELECT id, username, password_hash, token_version FROM users WHERE username = $1",
       [username],
     );
@@ -25,7 +35,7 @@ export class PostgresUserRepository implements UserRepository {
   }
 
   async findById(id: number): Promise<User | null> {
-    const [row] = await this.db.query<UserRow>(
+    const [row] = await this.reads.query<UserRow>(
       "SELECT id, username, password_hash, token_version FROM users WHERE id = $1",
       [id],
     );
@@ -34,7 +44,7 @@ export class PostgresUserRepository implements UserRepository {
 
   async create(username: string, passwordHash: string): Promise<User> {
     try {
-      const [row] = await this.db.query<UserRow>(
+      const [row] = await this.writes.query<UserRow>(
         "INSERT INTO users (username, password_hash) VALUES ($1, $2) RETURNING id, username, password_hash, token_version",
         [username, passwordHash],
       );
@@ -47,7 +57,7 @@ export class PostgresUserRepository implements UserRepository {
   }
 
   async updatePassword(username: string, passwordHash: string): Promise<boolean> {
-    const rows = await this.db.query(
+    const rows = await this.writes.query(
       "UPDATE users SET password_hash = $2, token_version = token_version + 1 WHERE username = $1 RETURNING id",
       [username, passwordHash],
     );
@@ -55,17 +65,17 @@ export class PostgresUserRepository implements UserRepository {
   }
 
   async remove(username: string): Promise<boolean> {
-    const rows = await this.db.query("DELETE FROM users WHERE username = $1 RETURNING id", [username]);
+    const rows = await this.writes.query("DELETE FROM users WHERE username = $1 RETURNING id", [username]);
     return rows.length > 0;
   }
 
   async count(): Promise<number> {
-    const [row] = await this.db.query<{ n: number | string | bigint }>("SELECT count(*) AS n FROM users");
+    const [row] = await this.writes.query<{ n: number | string | bigint }>("SELECT count(*) AS n FROM users");
     return Number(row?.n ?? 0);
   }
 
   async list(): Promise<UserSummary[]> {
-    const rows = await this.db.query<{ id: number | string; username: string; created_at: Date | string }>(
+    const rows = await this.reads.query<{ id: number | string; username: string; created_at: Date | string }>(
       "SELECT id, username, created_at FROM users ORDER BY username",
     );
     return rows.map((row) => ({ id: Number(row.id), username: row.username, createdAt: new Date(row.created_at) }));

@@ -72,6 +72,8 @@ export function vectorSessionSettings(settings: Pick<VectorSearchSettings, "efSe
 export interface SqlVectorIndexOptions {
   /** True for a PostgreSQL server (build CONCURRENTLY, under an advisory lock); false for PGlite. */
   server: boolean;
+  /** False behind a transaction pooler, where a session's lock cannot be held (default: true on a server). */
+  advisoryLock?: boolean;
   /**
    * A connection for the build, without a statement time limit (a build takes minutes at 100,000
    * products); closed after it. Unset: `db` itself.
@@ -161,7 +163,8 @@ export class SqlVectorIndex implements VectorIndex {
     const builder = this.options.openBuilder?.() ?? this.db;
     const started = performance.now();
     try {
-      if (this.options.server) {
+      const locking = this.options.server && this.options.advisoryLock !== false;
+      if (locking) {
         const [lock] = await builder.query<{ locked: boolean }>(
           `SELECT pg_try_advisory_lock(${BUILD_LOCK_KEY}) AS locked`,
         );
@@ -190,7 +193,7 @@ export class SqlVectorIndex implements VectorIndex {
         });
         return true;
       } finally {
-        if (this.options.server) await builder.query(`SELECT pg_advisory_unlock(${BUILD_LOCK_KEY})`);
+        if (locking) await builder.query(`SELECT pg_advisory_unlock(${BUILD_LOCK_KEY})`);
       }
     } finally {
       if (builder !== this.db) await builder.close();

@@ -69,8 +69,13 @@ export async function serve(config: Config): Promise<number> {
     await shutdown("the embedder could not be loaded", EXIT.failed);
     return stopped.promise;
   }
-  void maintainIndex.check();
-  indexTimer = setInterval(() => void maintainIndex.check(), VECTOR_INDEX_CHECK_MS);
+  // Upkeep only where writes go: none while DATABASE_URL reaches only standbys (a read-only start,
+  // a failover under way); of several instances, the one holding the upkeep lease looks.
+  const look = async () => {
+    if (await service.root.writable()) await maintainIndex.check();
+  };
+  void look();
+  indexTimer = setInterval(() => void look(), VECTOR_INDEX_CHECK_MS);
   indexTimer.unref();
   log.info({
     event: "started",
@@ -81,6 +86,8 @@ export async function serve(config: Config): Promise<number> {
         ? "/metrics (bearer token)"
         : "off",
     database: config.databaseUrl === undefined ? "pglite" : "postgresql",
+    reads: config.databaseReadUrl === undefined ? "database" : "DATABASE_READ_URL",
+    readOnly: await service.root.readOnlyStart(),
     embedder: service.embedder.model,
     version: config.version,
     // Where the start went: listening after `listeningMs` (its parts in startupMs), ready (model loaded) now.

@@ -1,4 +1,5 @@
 /** `index status|build|drop`: the vector index of the catalogue's embeddings (README "Vector index"). */
+import { UpkeepBusy } from "../../domain/reembed-catalogue.ts";
 import type { Config } from "../config.ts";
 import { createLogger } from "../logger.ts";
 import { type CliOutput, EXIT, type RegisterCommand } from "./command.ts";
@@ -24,9 +25,16 @@ async function vectorIndex(config: Config, action: IndexAction, output: CliOutpu
     const index = await root.vectorIndex();
     if (action === "build") {
       const started = performance.now();
-      if (!(await index.build()) && !(await index.status()).valid) {
-        output.err("no vector index was built: see `index status` (the dimension, or another build running)\n");
-        return EXIT.failed;
+      // One builder at a time among every instance on the database (the service's looks included).
+      const lease = await root.upkeepLease();
+      if (lease && !(await lease.acquire())) throw new UpkeepBusy();
+      try {
+        if (!(await index.build()) && !(await index.status()).valid) {
+          output.err("no vector index was built: see `index status` (the dimension, or another build running)\n");
+          return EXIT.failed;
+        }
+      } finally {
+        await lease?.release();
       }
       output.err(`vector index ready (${((performance.now() - started) / 1000).toFixed(1)} s)\n`);
     } else if (action === "drop") {

@@ -55,7 +55,11 @@ export async function createHarness(options: HarnessOptions = {}) {
   const generator = new FakeGenerator();
   const clock = new FakeClock();
   /** What readiness sees besides the database; `migrated` as an Error makes the migration check fail with it. */
-  const startup: { migrated: boolean | Error; embedderLoaded: boolean } = { migrated: true, embedderLoaded: true };
+  const startup: { migrated: boolean | Error; embedderLoaded: boolean; writable: boolean } = {
+    migrated: true,
+    embedderLoaded: true,
+    writable: true,
+  };
   const counters = new MemoryRateLimitCounters(clock);
   const metrics = new PrometheusMetrics({
     version: "1.0.0",
@@ -98,6 +102,7 @@ export async function createHarness(options: HarnessOptions = {}) {
         return startup.migrated;
       },
       embedderLoaded: () => startup.embedderLoaded,
+      writable: async () => startup.writable,
     },
     rateLimiter: new RateLimiter({ policies: options.rateLimits ?? {}, counters, log: (event) => log.warn(event) }),
     metrics: options.metricsToken === undefined ? undefined : { metrics, token: options.metricsToken },

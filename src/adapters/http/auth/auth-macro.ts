@@ -3,6 +3,7 @@ import { type Authenticate, TOKEN_REFUSALS } from "../../../domain/authenticate.
 import { anonymousCaller, type Caller, type Permission, permits, userCaller } from "../../../domain/caller.ts";
 import { NotAuthenticated } from "../../../domain/errors.ts";
 import { UnreadBody } from "../core/body.ts";
+import { rememberRequestCaller } from "../core/request-context.ts";
 import { problem, SECURITY } from "../core/route-docs.ts";
 
 export const MALFORMED_AUTHORIZATION = "El encabezado Authorization debe tener la forma 'Bearer <token>'";
@@ -58,8 +59,11 @@ export function authMacro({ authenticate, anonymousPermissions }: AuthMacroDeps)
    * Who calls, when the permission needs a caller: the user of the bearer token, who holds every
    * permission (API keys and their scopes will be checked here too); NotAuthenticated otherwise.
    */
-  const identify = async (request: Request): Promise<Caller> =>
-    userCaller(await authenticate.userForToken(bearerToken(request.headers.get("authorization"))));
+  const identify = async (request: Request): Promise<Caller> => {
+    const user = await authenticate.userForToken(bearerToken(request.headers.get("authorization")));
+    rememberRequestCaller(`user:${user.id}`);
+    return userCaller(user);
+  };
 
   return new Elysia({ name: "auth-macro" }).macro({
     auth: (permission: Permission) => {

@@ -11,6 +11,8 @@ interface RequestScope {
   /** Aborts with DeadlineExceeded once the request's time budget is spent. */
   deadline: AbortController;
   timer: ReturnType<typeof setTimeout>;
+  /** Who is served, once the route has checked the token (read-your-writes keys on it). */
+  caller?: string;
 }
 
 /**
@@ -52,6 +54,17 @@ export function requestLogFields(): { requestId?: string } {
 /** The id of the request being served (the app's onRequest sends it back as X-Request-Id). */
 export function currentRequestId(): string | undefined {
   return scope.getStore()?.requestId;
+}
+
+/** Records who the request being served is for (the auth macro, once the token is checked). */
+export function rememberRequestCaller(caller: string): void {
+  const current = scope.getStore();
+  if (current) current.caller = caller;
+}
+
+/** Who the request being served is for, or undefined (anonymous, or outside a request): read-your-writes. */
+export function currentRequestCaller(): string | undefined {
+  return scope.getStore()?.caller;
 }
 
 /** Stops the request's clock once it is answered: its id and milliseconds, for its log line. */

@@ -15,7 +15,13 @@ export interface StartupState {
   migrationsApplied(): Promise<boolean>;
   /** The embedder can answer now (the offline model is loaded; a remote one always can). */
   embedderLoaded(): boolean;
+  /** The database takes writes now (false: only hot standbys answer; searches and reads still do). Unset: always. */
+  writable?(): Promise<boolean>;
 }
+
+export const READ_ONLY_PROBE_MESSAGE =
+  "Lista en modo de solo lectura: búsquedas y lecturas atendidas desde una réplica en espera; las escrituras " +
+  "responden 503 hasta que haya una base de datos primaria";
 
 /** Not ready: 503 naming the part that is not, with Retry-After. */
 export class NotReady extends HttpProblem {
@@ -91,11 +97,30 @@ export function healthRoutes({ health, startup }: { health: DatabaseHealth; star
         });
         if (!applied) throw new NotReady(NOT_READY.migrationsMissing);
         if (!startup.embedderLoaded()) throw new NotReady(NOT_READY.embedder);
-        return { message: READY_PROBE_MESSAGE };
+        const writable = (await startup.writable?.()) ?? true;
+        return writable
+          ? { message: READY_PROBE_MESSAGE, read_only: false }
+          : { message: READ_ONLY_PROBE_MESSAGE, read_only: true };
       },
       {
         response: {
-          200: message("Lista para atender peticiones", READY_PROBE_MESSAGE),
+          200: t.Object(
+            {
+              message: t.String(),
+              read_only: t.Boolean({
+                description:
+                  "true cuando la base de datos solo admite lecturas (réplica en espera, o cambio de primaria en " +
+                  "curso): se atienden búsquedas y lecturas, las escrituras responden 503 con Retry-After",
+              }),
+            },
+            {
+              description: "Lista para atender peticiones",
+              examples: [
+                { message: READY_PROBE_MESSAGE, read_only: false },
+                { message: READ_ONLY_PROBE_MESSAGE, read_only: true },
+              ],
+            },
+          ),
           503: answers.unavailable("Aún no puede atender peticiones: `detail` nombra la parte que falla.", {
             "Base de datos caída": new NotReady(NOT_READY.database),
             "Migraciones sin comprobar": new NotReady(NOT_READY.migrationsUnchecked),
@@ -108,7 +133,8 @@ export function healthRoutes({ health, startup }: { health: DatabaseHealth; star
           summary: "Preparación: base de datos, migraciones y modelo de embeddings",
           description:
             "200 cuando la base de datos responde, sus migraciones están aplicadas y el modelo de embeddings está " +
-            "cargado; si no, 503 con Retry-After y un detail que nombra la parte que falla.",
+            "cargado (read_only dice si admite escrituras); si no, 503 con Retry-After y un detail que nombra la " +
+            "parte que falla.",
           security: SECURITY.none,
         },
       },

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { READ_ONLY_PROBE_MESSAGE } from "../../../../src/adapters/http/health/health-routes.ts";
 import { DatabaseUnavailable } from "../../../../src/domain/errors.ts";
 import { createHarness } from "../harness.ts";
 
@@ -26,7 +27,15 @@ describe("GET /health/ready", () => {
     const h = await createHarness();
     const response = await h.call("GET", "/health/ready");
     expect(response.status).toBe(200);
-    expect(response.json).toEqual({ message: READY });
+    expect(response.json).toEqual({ message: READY, read_only: false });
+  });
+
+  test("on a database that takes no writes (a standby): 200, saying read-only", async () => {
+    const h = await createHarness();
+    h.startup.writable = false;
+    const response = await h.call("GET", "/health/ready");
+    expect(response.status).toBe(200);
+    expect(response.json).toEqual({ message: READ_ONLY_PROBE_MESSAGE, read_only: true });
   });
 
   test("503 naming each failing part, with Retry-After", async () => {
