@@ -1,7 +1,7 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { BulkWrite, BulkWriteOutcome, ProductRepository } from "../ports/product-repository.ts";
 import { embedMany } from "./embed.ts";
-import { DomainError } from "./errors.ts";
+import { DatabaseReadOnly, DomainError } from "./errors.ts";
 import {
   contentDigest,
   embeddingText,
@@ -133,6 +133,9 @@ export class ImportProducts {
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason;
         if (!(error instanceof DomainError)) throw error;
+        // A database that takes no writes (a standby) before anything was written: the request
+        // itself is refused (503), as every other write is.
+        if (error instanceof DatabaseReadOnly && i === 0) throw error;
         // The embedder or the database failed: nothing of this chunk or any later one was written.
         const detail = `No se guardó: ${error.message}`;
         for (const rest of chunks.slice(i)) {
