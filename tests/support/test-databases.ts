@@ -18,6 +18,12 @@ export interface TestDatabase {
 }
 
 export const POSTGRES_URL = Bun.env.TEST_DATABASE_URL ?? "";
+/**
+ * A pgbouncer in transaction pooling mode in front of TEST_DATABASE_URL's server, passing any
+ * database name through (.ci/pgbouncer.sh): the contract then runs through it too, as the service
+ * does with DATABASE_TRANSACTION_POOLER=true.
+ */
+export const PGBOUNCER_URL = Bun.env.TEST_PGBOUNCER_URL ?? "";
 
 /** Registers `tests` once per database, inside a describe block named after it. */
 export function forEachDatabase(tests: (db: TestDatabase, engine: "pglite" | "postgres") => void): void {
@@ -82,6 +88,51 @@ export function forEachDatabase(tests: (db: TestDatabase, engine: "pglite" | "po
       async beforeAll() {
         admin = connectPostgres(POSTGRES_URL, { maxConnections: 1 });
         await admin.query("CREATE EXTENSION IF NOT EXISTS vector");
+      },
+      afterAll: () => admin.close(),
+    });
+    afterEach(() => db.cleanup());
+    tests(db, "postgres");
+  });
+
+  const throughPgbouncer = Boolean(PGBOUNCER_URL && POSTGRES_URL);
+  describe.skipIf(!throughPgbouncer)("PostgreSQL through pgbouncer, transaction pooling (TEST_PGBOUNCER_URL)", () => {
+    // A session setting would not survive transaction pooling: each test gets a database of its own.
+    let admin: SqlClient;
+    let database = "";
+    let clients: SqlClient[] = [];
+    let counter = 0;
+    const connect = () => {
+      const url = new URL(PGBOUNCER_URL);
+      url.pathname = `/${database}`;
+      const client = connectPostgres(url.toString(), { maxConnections: 2, transactionPooler: true });
+      clients.push(client);
+      return client;
+    };
+    const db: TestDatabase = {
+      async fresh() {
+        database = `bouncer_${process.pid}_${++counter}`;
+        await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+        await admin.query(`CREATE DATABASE ${database}`);
+        const url = new URL(POSTGRES_URL);
+        url.pathname = `/${database}`;
+        const owner = connectPostgres(url.toString(), { maxConnections: 1 });
+        await owner.query("CREATE EXTENSION IF NOT EXISTS vector").finally(() => owner.close());
+        return connect();
+      },
+      async another() {
+        return connect();
+      },
+      async cleanup() {
+        await Promise.all(clients.map((client) => client.close()));
+        clients = [];
+        if (database) await admin.query(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+        database = "";
+      },
+    };
+    blockHooks(!throughPgbouncer, {
+      async beforeAll() {
+        admin = connectPostgres(POSTGRES_URL, { maxConnections: 1 });
       },
       afterAll: () => admin.close(),
     });
