@@ -9,6 +9,7 @@ PORT="${2:-56432}"
 WORK="${PGBOUNCER_WORK_DIR:-/tmp/sku-search-pgbouncer}"
 [ "$(id -u)" = 0 ] || { echo "run as root: it installs pgbouncer and runs it as the postgres user" >&2; exit 1; }
 if ! command -v pgbouncer >/dev/null 2>&1; then
+  apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null
 fi
 if [ -f "$WORK/pgbouncer.pid" ]; then kill "$(cat "$WORK/pgbouncer.pid")" 2>/dev/null || true; sleep 0.5; fi
