@@ -1,9 +1,13 @@
 /**
- * A seeded generator of hostile requests against the whole service in process (config → container →
- * app, on PGlite in memory): broken JSON, wrong types, deep nesting, huge strings, NUL and lone
- * surrogates, odd methods and paths, malformed and tampered tokens, injection strings. Whatever it
- * sends, the service answers without a 5xx, every error body is exactly {"detail": string}, and a
- * rejected request leaves the catalogue as it was.
+ * A seeded generator of hostile requests against the whole service (config → container → app, on
+ * PGlite in memory): broken JSON, wrong types, deep nesting, huge strings, NUL and lone surrogates,
+ * odd methods and paths, long and badly encoded query strings, malformed and tampered tokens,
+ * injection strings, handed to the app in process; then, written by hand on TCP sockets to the
+ * service listening on loopback, what no `fetch` sends: requests without Host, CONNECT,
+ * absolute-form targets, odd methods and versions, oversized headers, bad percent-encoding, huge
+ * query strings, broken framing. Whatever it sends, the service answers without a 5xx (Bun's own
+ * 505 for a version line that is not HTTP/1.x is the one accepted), every error body of the app is
+ * exactly {"detail": string}, and a rejected request leaves the catalogue as it was.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
@@ -15,11 +19,14 @@ import type { EmbeddingPurpose } from "../../src/ports/embedder.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { openNewPglite } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
+import { type RawAnswer, sendRaw } from "../support/raw-http.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 
 setDefaultTimeout(120_000);
 
-const REQUESTS = 3_000;
+/** Requests handed to the app in process, then written on sockets to the listening service: 10,000 in all. */
+const REQUESTS = 6_000;
+const RAW_REQUESTS = 4_000;
 const SEED = 20261123;
 const ADMIN = { username: "admin", password: "una-contraseña-larga" };
 
@@ -31,6 +38,8 @@ class NeverZeroEmbedder extends FakeEmbedder {
 }
 
 let container: HttpService;
+let server: ReturnType<HttpService["app"]["listen"]>;
+let port = 0;
 let database: SqlClient;
 let token: string;
 const tempDir = useTempDirs("fuzz");
@@ -58,9 +67,14 @@ beforeAll(async () => {
     }),
   );
   token = ((await login.json()) as { access_token: string }).access_token;
+  server = container.app.listen({ hostname: "127.0.0.1", port: 0, reusePort: false });
+  port = server.server?.port ?? 0;
 });
 
-afterAll(() => container?.close());
+afterAll(async () => {
+  await container?.app.stop();
+  await container?.close();
+});
 
 /** mulberry32: a small seeded generator, so a failure can be replayed. */
 function seeded(seed: number) {
@@ -107,6 +121,30 @@ const STRINGS = [
   "\r\n\t",
   ...INJECTIONS,
 ];
+
+/** Query strings: too long, badly percent-encoded, repeated, of the wrong type. */
+const QUERY_PATHS = [
+  `/products?category=${"x".repeat(101)}`,
+  `/products?category=a&category=${"x".repeat(101)}`,
+  `/products?category=${"x".repeat(5_000)}`,
+  "/products?category=%E0%A4%A",
+  "/products?category=%ZZ&limit=%",
+  "/products?category=a,b&category=[c]",
+  "/products?limit=1.5",
+  "/products?limit=1e3&order=%00",
+  `/products?${"a=1&".repeat(2_000)}`,
+  "/products/search?query=caf%C3%A9&limit=3",
+  "/products/search?query=&limit=abc",
+  `/products/search?query=${"q".repeat(600)}`,
+  `/products/search?query=x&category=${"x".repeat(101)}`,
+  "/products/search?query=x&mode=hybrid&alpha=2",
+  "/products/search?query=x&alpha=0.5",
+  "/products/search?query=%C0%AF&key=secreto",
+  "/products/search?query=x&query=y&limit=2&limit=3",
+];
+
+/** Last-Event-ID values: ends of streams, other events, garbage. */
+const LAST_EVENT_IDS = ["x:end", "x:1", "", "end", ":end", "\u00ff", "a".repeat(300)];
 
 /** JSON text fragments a parser treats as strings, including escapes of NUL and lone surrogates. */
 const RAW_STRINGS = ['"\\u0000"', '"\\ud800"', '"abc\\udfff"', '"\\ud83d"', '"ok"', '"\\x41"', "'single'"];
@@ -220,6 +258,7 @@ function request(random: ReturnType<typeof seeded>): Request | null {
         "/openapi/json",
         "/%ZZ",
         "/products/search#frag",
+        ...QUERY_PATHS,
       ]);
   const headers = new Headers();
   const auth = authorization(random);
@@ -227,6 +266,8 @@ function request(random: ReturnType<typeof seeded>): Request | null {
     if (auth !== undefined) headers.set("authorization", auth);
     if (random.chance(0.1)) headers.set("idempotency-key", random.pick(["k1", "", "ñ", "x".repeat(300), "k 2"]));
     if (random.chance(0.05)) headers.set("content-length", random.pick(["10000000", "-1", "abc"]));
+    if (random.chance(0.1)) headers.set("accept", "text/event-stream");
+    if (random.chance(0.05)) headers.set("last-event-id", random.pick(LAST_EVENT_IDS));
     const hasBody = method !== "GET" && method !== "HEAD" && random.chance(0.95);
     let sent: string | undefined;
     if (hasBody) {
@@ -246,7 +287,37 @@ async function catalogueSize(): Promise<number> {
   return Number(row?.n);
 }
 
-test(`${REQUESTS} hostile requests: no 5xx, every error {"detail": string}, rejected ones change nothing`, async () => {
+/** What is wrong with one answer: a 5xx, an error body that is not {"detail": string}, a changed catalogue. */
+async function problemsOf(
+  described: string,
+  answer: { status: number; headers: { get(name: string): string | null }; text: string; method: string },
+  size: number,
+): Promise<{ problems: string[]; size: number }> {
+  const { status, headers, text, method } = answer;
+  const problems: string[] = [];
+  if (status >= 500) problems.push(`${described}: ${status} ${text.slice(0, 200)}`);
+  if (status >= 400 && method !== "HEAD") {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    const keys = parsed && typeof parsed === "object" ? Object.keys(parsed) : [];
+    if (keys.length !== 1 || typeof (parsed as { detail?: unknown }).detail !== "string") {
+      problems.push(`${described}: ${status} body is not {"detail": string}: ${text.slice(0, 200)}`);
+    }
+  }
+  // Only an accepted create or delete changes how many products there are.
+  const created = status === 201 && !headers.get("idempotent-replayed");
+  const removed = status === 204 && method === "DELETE";
+  const now = await catalogueSize();
+  if (now !== size + (created ? 1 : 0) - (removed ? 1 : 0))
+    problems.push(`${described}: ${status} changed the catalogue`);
+  return { problems, size: now };
+}
+
+test(`${REQUESTS} hostile requests in process: no 5xx, every error {"detail": string}, rejected ones change nothing`, async () => {
   const random = seeded(SEED);
   const failures: string[] = [];
   let sent = 0;
@@ -259,27 +330,163 @@ test(`${REQUESTS} hostile requests: no 5xx, every error {"detail": string}, reje
     const described = `#${sent} ${built.method} ${built.url.slice(0, 80)}`;
     const response = await container.app.handle(built);
     statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
-    const text = await response.text();
-    if (response.status >= 500) failures.push(`${described}: ${response.status} ${text.slice(0, 200)}`);
-    if (response.status >= 400 && built.method !== "HEAD") {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        parsed = undefined;
-      }
-      const keys = parsed && typeof parsed === "object" ? Object.keys(parsed) : [];
-      if (keys.length !== 1 || typeof (parsed as { detail?: unknown }).detail !== "string") {
-        failures.push(`${described}: ${response.status} body is not {"detail": string}: ${text.slice(0, 200)}`);
-      }
-    }
-    const created = response.status === 201 && !response.headers.get("idempotent-replayed");
-    const now = await catalogueSize();
-    if (now !== size + (created ? 1 : 0)) failures.push(`${described}: ${response.status} changed the catalogue`);
-    size = now;
+    const answer = { status: response.status, headers: response.headers, text: await response.text() };
+    const checked = await problemsOf(described, { ...answer, method: built.method }, size);
+    failures.push(...checked.problems);
+    size = checked.size;
   }
   expect(failures).toEqual([]);
   // The generator reached the service's checks, not just its router.
   for (const status of [200, 201, 400, 401, 404, 405, 413, 415, 422])
     expect(statuses.get(status) ?? 0).toBeGreaterThan(0);
+});
+
+/** One request as written on the wire: its bytes, and a line that names it in a failure. */
+interface RawRequest {
+  bytes: string;
+  method: string;
+  described: string;
+}
+
+const RAW_METHODS = [
+  "GET",
+  "GET",
+  "POST",
+  "POST",
+  "HEAD",
+  "PUT",
+  "PATCH",
+  "DELETE",
+  "OPTIONS",
+  "CONNECT",
+  "TRACE",
+  "PROPFIND",
+  "BREW",
+  "get",
+  "M-SEARCH",
+  "X".repeat(300),
+];
+
+const RAW_TARGETS = [
+  "/",
+  "/health/live",
+  "/products",
+  "/products/",
+  "/products/1",
+  "/products/search",
+  "/products/search?query=cafetera&limit=2",
+  "/products/categories",
+  "/openapi/json",
+  "/ui",
+  "http://localhost/products",
+  "http://evil.example/products/search?query=x",
+  "https://evil.example/",
+  "http://[::1]/health/live",
+  "http://user:pass@localhost:99999/",
+  "*",
+  "example.com:443",
+  "localhost:80",
+  "",
+  "/%",
+  "/%ZZ",
+  "/products/%C0%AF",
+  "/products?category=%",
+  "/products?category=%E0%A4%A",
+  `/products?category=${"x".repeat(101)}`,
+  "/products/search?query=%FF%FE&limit=%",
+  "/products/9999999999999999999",
+  "/products/-1",
+  "/products/1.5",
+  "/../../etc/passwd",
+  `/products?q=${"a".repeat(8_000)}`,
+  `/products/search?query=x&${"b=2&".repeat(16_000)}`,
+  `/products?q=${"a".repeat(200_000)}`,
+  ...QUERY_PATHS,
+];
+
+/** Versions Bun's parser refuses itself (505, or 400 for a request line without one). */
+const BAD_VERSIONS = ["HTTP/2.0", "HTTP/0.9", "http/1.1", "HTTP/1.1 extra", ""];
+
+function rawRequest(random: ReturnType<typeof seeded>): RawRequest {
+  const method = random.pick(RAW_METHODS);
+  const target = random.pick(RAW_TARGETS);
+  const version = random.chance(0.06) ? random.pick(BAD_VERSIONS) : random.chance(0.25) ? "HTTP/1.0" : "HTTP/1.1";
+  const headers: string[] = [];
+  const host = random.chance(0.6)
+    ? "localhost"
+    : random.pick([undefined, undefined, "", "bad host", "[::1", "a@b", "x:99999", "example.com:443", "ñ.example"]);
+  if (host !== undefined) headers.push(`Host: ${host}`);
+  if (random.chance(0.05)) headers.push("Host: otro");
+  const auth = authorization(random);
+  if (auth !== undefined) headers.push(`Authorization: ${auth}`);
+  if (random.chance(0.15)) headers.push("Accept: text/event-stream");
+  if (random.chance(0.05)) headers.push(`Last-Event-ID: ${random.pick(LAST_EVENT_IDS)}`);
+  if (random.chance(0.05)) headers.push(`X-Grande: ${"h".repeat(random.pick([9_000, 17_000, 70_000, 300_000]))}`);
+  if (random.chance(0.03)) headers.push("Sin dos puntos");
+  if (random.chance(0.03)) headers.push("X-Nul: a\u0000b");
+  if (random.chance(0.03)) headers.push("X-Plegada: a\r\n  b");
+  if (random.chance(0.05)) headers.push(`X-Request-Id: ${random.pick(["ok-1", "", "ñ", "x".repeat(500)])}`);
+  let payload = "";
+  const framing = random.next();
+  if (method !== "GET" && method !== "HEAD" && random.chance(0.8)) {
+    const made = body(random);
+    payload = made.text;
+    if (made.contentType) headers.push(`Content-Type: ${made.contentType}`);
+  }
+  const length = Buffer.byteLength(payload);
+  if (framing < 0.85) {
+    if (payload) headers.push(`Content-Length: ${length}`);
+  } else if (framing < 0.9) {
+    headers.push("Transfer-Encoding: chunked");
+    payload = `${length.toString(16)}\r\n${payload}\r\n0\r\n\r\n`;
+  } else if (framing < 0.93) {
+    headers.push("Transfer-Encoding: chunked", `Content-Length: ${length}`);
+    payload = `${length.toString(16)}\r\n${payload}\r\n0\r\n\r\n`;
+  } else if (framing < 0.96) {
+    headers.push(`Content-Length: ${random.pick(["-1", "abc", "1, 2", "99999999999999999999"])}`);
+  } else {
+    headers.push(`Content-Length: ${length}`, `Content-Length: ${length + 1}`);
+  }
+  headers.push("Connection: close");
+  const eol = random.chance(0.05) ? "\n" : "\r\n";
+  const requestLine = [method, target, version].filter((part) => part !== "").join(" ");
+  return {
+    bytes: `${requestLine}${eol}${headers.join(eol)}${eol}${eol}${payload}`,
+    method,
+    described: `${requestLine.slice(0, 100)} [${headers.map((header) => header.slice(0, 30)).join(" | ")}]`,
+  };
+}
+
+test(`${RAW_REQUESTS} hostile requests on sockets: no 5xx but Bun's 505, every error of the app {"detail": string}`, async () => {
+  const random = seeded(SEED + 1);
+  const failures: string[] = [];
+  let size = await catalogueSize();
+  const statuses = new Map<number | "none", number>();
+  const bunOwn = new Map<number, number>();
+  for (let sent = 1; sent <= RAW_REQUESTS; sent++) {
+    const raw = rawRequest(random);
+    const described = `raw #${sent} ${raw.described}`;
+    const answer: RawAnswer = await sendRaw(port, raw.bytes, 2_000);
+    const status = answer.status ?? "none";
+    statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    if (answer.status === undefined) continue;
+    // Answers of Bun's own parser (framing, version) carry none of the app's headers.
+    if (!answer.headers.has("x-request-id")) {
+      bunOwn.set(answer.status, (bunOwn.get(answer.status) ?? 0) + 1);
+      if (answer.status >= 500 && answer.status !== 505) failures.push(`${described}: Bun's own ${answer.status}`);
+      continue;
+    }
+    const headers = { get: (name: string) => answer.headers.get(name) ?? null };
+    const checked = await problemsOf(
+      described,
+      { status: answer.status, headers, text: answer.body, method: raw.method },
+      size,
+    );
+    failures.push(...checked.problems);
+    size = checked.size;
+  }
+  console.log("raw fuzz: statuses", Object.fromEntries(statuses), "of which Bun's own", Object.fromEntries(bunOwn));
+  expect(failures).toEqual([]);
+  // The requests reached the app's checks, not only Bun's parser.
+  for (const status of [200, 400, 401, 404, 405, 413, 422]) expect(statuses.get(status) ?? 0).toBeGreaterThan(0);
 });

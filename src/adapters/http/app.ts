@@ -12,7 +12,7 @@ import { loginRoutes } from "./auth/login-routes.ts";
 import type { BulkLimits } from "./bulk/bulk-body.ts";
 import { BULK_PATH, bulkRoutes } from "./bulk/bulk-routes.ts";
 import { corsRoutes, corsVerdict } from "./core/cors.ts";
-import { notFound, payloadTooLarge, toProblem } from "./core/errors.ts";
+import { invalidRequestUrl, notFound, payloadTooLarge, toProblem } from "./core/errors.ts";
 import { rateLimits } from "./core/rate-limit.ts";
 import { currentRequestId, endRequest, inRequestScope } from "./core/request-context.ts";
 import { docsAssetRoutes } from "./docs/docs-assets.ts";
@@ -134,7 +134,7 @@ export function createHttpApp(deps: HttpDeps) {
         const cors = corsVerdict(corsOrigins, request);
         if (cors.kind === "allowed") Object.assign(set.headers, cors.headers);
         // Refuse a declared oversized body before anything reads it; the body readers bound the rest.
-        const limit = bodyLimit(new URL(request.url).pathname);
+        const limit = bodyLimit(requestUrl(request).pathname);
         if (Number(request.headers.get("content-length")) > limit) throw payloadTooLarge(limit);
       })
       .onError(({ code, error, path, request, route, set }) => {
@@ -203,6 +203,17 @@ function routeTable(instances: readonly { routes: readonly { method: string; pat
       return [...new Set(matching.flatMap((route) => route.methods))];
     },
   };
+}
+
+/**
+ * The request's URL, or 400. Bun builds it from the target and the Host header, and gives a bare
+ * path when there is no Host (an HTTP/1.0 request may omit it) or the Host is not a host
+ * (`Host: a b`, `x:99999`), and CONNECT's `host:port` as it is: no route can answer those.
+ */
+function requestUrl(request: Request): URL {
+  const url = URL.parse(request.url);
+  if (url?.protocol !== "http:" && url?.protocol !== "https:") throw invalidRequestUrl();
+  return url;
 }
 
 function routeKey(path: string): string {

@@ -5,6 +5,7 @@
 import { describe, expect, test } from "bun:test";
 import { ManageUsers } from "../../../src/domain/manage-users.ts";
 import { MAX_JSON_DEPTH } from "../../../src/lib/json/json-depth.ts";
+import { sendRaw } from "../../support/raw-http.ts";
 import { createHarness, PASSWORD, USERNAME } from "./harness.ts";
 
 const LAPTOP = { name: "Portátil", description: "Ordenador portátil ligero", category: "informática" };
@@ -54,6 +55,55 @@ describe("bodies are checked for nesting before they are parsed or validated", (
     }
     expect(h.products.products).toEqual([]);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+  });
+});
+
+describe("query strings and request targets that no route can take are 4xx {detail}", () => {
+  test("a category in the query over 100 characters is 422 naming it, alone or repeated", async () => {
+    const h = await createHarness();
+    const long = "x".repeat(101);
+    for (const path of [`/products?category=${long}`, `/products?category=a&category=${long}`]) {
+      const response = await h.call("GET", path, { token: h.token });
+      expect({ path, status: response.status }).toEqual({ path, status: 422 });
+      expect(response.json.detail).toContain("'category'");
+    }
+  });
+
+  test("a limit in the query that is not a whole number in range is 422 naming it", async () => {
+    const h = await createHarness();
+    for (const limit of ["1.5", "0", "abc", "1e3"]) {
+      const response = await h.call("GET", `/products?limit=${limit}`, { token: h.token });
+      expect({ limit, status: response.status }).toEqual({ limit, status: 422 });
+      expect(response.json).toEqual({ detail: "Campo 'limit': debe ser un entero entre 1 y 100" });
+    }
+  });
+
+  test("without a usable Host (HTTP/1.0 may omit it), or CONNECT's host:port: 400 {detail}", async () => {
+    const h = await createHarness();
+    const server = h.app.listen({ hostname: "127.0.0.1", port: 0, reusePort: false });
+    try {
+      const port = server.server?.port ?? 0;
+      for (const request of [
+        "GET /health/live HTTP/1.0\r\n\r\n",
+        "GET /health/live HTTP/1.1\r\nHost: a b\r\nConnection: close\r\n\r\n",
+        "GET /health/live HTTP/1.1\r\nHost: x:99999\r\nConnection: close\r\n\r\n",
+        "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nConnection: close\r\n\r\n",
+      ]) {
+        const answer = await sendRaw(port, request);
+        expect({ request, status: answer.status }).toEqual({ request, status: 400 });
+        expect(JSON.parse(answer.body)).toEqual({
+          detail: "La dirección de la petición no es válida: falta la cabecera Host, no es válida, o no es una ruta",
+        });
+      }
+      // An absolute-form target names the host itself.
+      const absolute = await sendRaw(
+        port,
+        "GET http://localhost/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+      );
+      expect(absolute.status).toBe(200);
+    } finally {
+      await h.app.stop();
+    }
   });
 });
 

@@ -1,3 +1,4 @@
+import { TransformDecodeCheckError } from "@sinclair/typebox/value";
 import { NotFoundError, ParseError, ValidationError } from "elysia";
 import {
   ConcurrentModification,
@@ -61,6 +62,12 @@ export function toProblem(error: unknown): Problem {
   if (error instanceof ValidationError) {
     // A response that breaks its own schema is our bug, not the client's.
     return error.type === "response" ? INTERNAL_ERROR : { status: 422, detail: validationDetail(error) };
+  }
+  if (error instanceof TransformDecodeCheckError) {
+    // A value that passed its check but not its decoding: only a request's values are decoded (an
+    // answer is encoded), so it is the client's. Elysia lets this one through unwrapped (its query
+    // arrays: a value checked as a string, then split and checked as a list).
+    return { status: 422, detail: `Un parámetro no es válido: ${expectation(error.error.schema as FieldSchema)}` };
   }
   if (error instanceof ParseError) {
     // Errors thrown by a route's parse hook (our body readers) arrive wrapped.
@@ -128,9 +135,19 @@ export const malformedJson = () => new HttpProblem(400, "El cuerpo de la petici�
 
 export const malformedForm = () => new HttpProblem(400, "El formulario de la petición no es válido");
 
+export const invalidRequestUrl = () =>
+  new HttpProblem(
+    400,
+    "La dirección de la petición no es válida: falta la cabecera Host, no es válida, o no es una ruta",
+  );
+
 /** JSON Schema keywords this adapter's body schemas use. */
 export interface FieldSchema {
   type?: string;
+  /** A query parameter's name (see `validationDetail`). */
+  title?: string;
+  /** t.Numeric's branches: a numeric string, or the number. */
+  anyOf?: readonly FieldSchema[];
   minLength?: number;
   maxLength?: number;
   minimum?: number;
@@ -154,6 +171,15 @@ export const fieldDetail = {
 
 /** The first offending field of a failed validation, in one of fieldDetail's sentences. */
 function validationDetail(error: ValidationError): string {
+  if (error.type === "property") {
+    // One value, refused while it was decoded (a t.Numeric query parameter out of its range): its
+    // schema is at hand but not its name, which such a schema carries as its `title`.
+    const schema = error.validator as unknown as { schema?: FieldSchema } & FieldSchema;
+    const property = schema.schema ?? schema;
+    return property.title
+      ? fieldDetail.invalid(property.title, property)
+      : `Un parámetro no es válido: ${expectation(property)}`;
+  }
   const path = error.valueError?.path ?? "";
   const field = decodePointer(path.split("/")[1] ?? "");
   if (!field) return NOT_AN_OBJECT;
@@ -169,6 +195,8 @@ function shortName(field: string): string {
 }
 
 function expectation(schema: FieldSchema): string {
+  const number = schema.anyOf?.find((branch) => branch.type === "number" || branch.type === "integer");
+  if (number) return expectation(number);
   if (schema.enum) return `debe ser uno de: ${schema.enum.join(", ")}`;
   if (schema.type === "string") {
     const { minLength, maxLength } = schema;

@@ -22,7 +22,7 @@ import type { RateLimits } from "../core/rate-limit.ts";
 import { requestContext } from "../core/request-context.ts";
 import { answers, documented, messageOf, problem, UNAVAILABLE } from "../core/route-docs.ts";
 import {
-  categoryFilter,
+  categoryQuery,
   integer,
   NewProductBody,
   PRODUCT_EXAMPLE,
@@ -35,6 +35,8 @@ const ListQuery = t.Object(
   {
     limit: t.Optional(
       t.Numeric({
+        // Names the parameter in the 422 of a value refused while decoding (core/errors.ts).
+        title: "limit",
         minimum: LIST_LIMIT.min,
         maximum: LIST_LIMIT.max,
         multipleOf: 1,
@@ -47,7 +49,7 @@ const ListQuery = t.Object(
         description: "id: por id ascendente (por defecto); newest: los más recientes primero",
       }),
     ),
-    category: categoryFilter,
+    category: categoryQuery,
   },
   { additionalProperties: false },
 );

@@ -80,6 +80,21 @@ export const categoryFilter = t.Optional(
   ),
 );
 
+/**
+ * The same filter in a query string: `?category=a&category=b`. Its texts are not bounded here: for
+ * a query, Elysia puts a list beside the single text and, when the text alone fails its schema,
+ * takes it as a one-item list and checks it again while decoding, outside validation (a 100-character
+ * limit there made a longer value a 500). The use cases check each category (normalizeCategories)
+ * and name the field in their 422.
+ */
+export const categoryQuery = t.Optional(
+  t.Union([t.String(), t.Array(t.String(), { minItems: 1, maxItems: MAX_CATEGORIES })], {
+    description:
+      `Una categoría (de hasta ${PRODUCT_FIELD_MAX_LENGTH.category} caracteres); repetido, hasta ${MAX_CATEGORIES}: ` +
+      "solo productos de esas categorías",
+  }),
+);
+
 /** A product as the service answers it (never its embedding). */
 export const productFields = {
   id: productIdField(),
