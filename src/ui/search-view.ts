@@ -156,7 +156,7 @@ export class SearchView {
         } else if (event === "done") {
           finished = true;
           this.finish(payload);
-        } else if (event === "error") {
+        } else if (event === "failure") {
           finished = true;
           this.fail(payload.detail);
         }

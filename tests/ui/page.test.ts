@@ -9,6 +9,7 @@ import type { Browser, Page } from "playwright-core";
 import { loadConfig } from "../../src/app/config.ts";
 import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import { createLogger } from "../../src/app/logger.ts";
+import { GenerationUnavailable } from "../../src/domain/errors.ts";
 import type { GenerationEvent, Generator, Recommendation, RecommendationRequest } from "../../src/ports/generator.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { CHROMIUM_PATH, hasChromium, launchChromium } from "../support/chromium.ts";
@@ -53,6 +54,8 @@ class PausingWriter implements Generator {
   /** false: writes straight through. */
   pause = true;
   draft = false;
+  /** Fails (as a chain whose every writer failed) after the opening words. */
+  fail = false;
   /** Recommendations whose request was cancelled while waiting. */
   cancelled = 0;
   private gate = Promise.withResolvers<void>();
@@ -74,6 +77,7 @@ class PausingWriter implements Generator {
     }
     const [opening, rest] = this.parts(request);
     yield { type: "delta", text: opening };
+    if (this.fail) throw new GenerationUnavailable();
     if (this.pause) {
       const aborted = new Promise<never>((_, reject) =>
         signal?.addEventListener(
@@ -299,6 +303,23 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     // Following the citation takes the reader (and the keyboard focus) to the product.
     await citation.click();
     expect(await activeId(page)).toBe(`result-${coffee.id}`);
+  });
+
+  test("a recommendation that fails half-written says why (the stream's failure event), keeping the products", async () => {
+    const page = await openPage({ loggedIn: true });
+    await page.getByLabel("¿Qué buscas?").waitFor();
+    writer.fail = true;
+    try {
+      await page.getByLabel("¿Qué buscas?").fill("molinillo");
+      await page.getByLabel("¿Qué buscas?").press("Enter");
+      await page.locator("#recommendation-state", { hasText: "No se ha podido terminar" }).waitFor();
+      expect(await text(page, "#recommendation-state")).toBe(
+        "No se ha podido terminar la recomendación: Ningún proveedor pudo generar la recomendación",
+      );
+      expect(await page.locator("#results > li").count()).toBeGreaterThan(0);
+    } finally {
+      writer.fail = false;
+    }
   });
 
   test("a new search stops the one still being written", async () => {

@@ -20,6 +20,7 @@ import { apiDocs } from "./docs/openapi.ts";
 import { healthRoutes, NotReady, type StartupState } from "./health/health-routes.ts";
 import { type MetricsRoutesDeps, metricsRoutes } from "./metrics/metrics-routes.ts";
 import { productRoutes } from "./products/product-routes.ts";
+import { RECONNECT_MS } from "./search/event-stream.ts";
 import { searchRoutes } from "./search/search-routes.ts";
 import { uiRoutes } from "./ui/ui-routes.ts";
 
@@ -38,6 +39,8 @@ export interface HttpSettings {
   bulk: BulkLimits;
   /** Exact origins (`https://shop.example`) whose browser scripts may call the API; none: CORS is off. */
   corsOrigins: readonly string[];
+  /** The search's event stream `retry:`, in ms; unset: RECONNECT_MS (tests shorten it). */
+  eventStreamReconnectMs?: number;
 }
 
 export type LogEvent = Record<string, unknown>;
@@ -106,7 +109,13 @@ export function createHttpApp(deps: HttpDeps) {
   const healthFeature = healthRoutes({ health, startup });
   const login = loginRoutes({ authenticate, maxBodyBytes, trustProxy: settings.trustProxy });
   const products = productRoutes({ createProduct, manageProducts, maxBodyBytes, auth, rateLimits: limits });
-  const searchFeature = searchRoutes({ search, maxBodyBytes, auth, rateLimits: limits });
+  const searchFeature = searchRoutes({
+    search,
+    maxBodyBytes,
+    auth,
+    rateLimits: limits,
+    reconnectMs: settings.eventStreamReconnectMs ?? RECONNECT_MS,
+  });
   const bulk = bulkRoutes({ importProducts, limits: settings.bulk, auth, rateLimits: limits });
   const metrics = deps.metrics ? metricsRoutes(deps.metrics) : new Elysia();
   // The search page, with a Content-Security-Policy of its own.

@@ -13,8 +13,14 @@ export const CORS_EXPOSED_HEADERS = [
   "WWW-Authenticate",
 ];
 
-/** What it may send: the token, JSON, and our own request headers. */
-export const CORS_ALLOWED_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "X-Request-Id"];
+/** What it may send: the token, JSON, our own request headers, and the id an event stream resumes from. */
+export const CORS_ALLOWED_HEADERS = [
+  "Authorization",
+  "Content-Type",
+  "Idempotency-Key",
+  "Last-Event-ID",
+  "X-Request-Id",
+];
 export const CORS_ALLOWED_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
 /** How long a browser may reuse a preflight's answer, in seconds. */
 const PREFLIGHT_MAX_AGE_SECONDS = 600;

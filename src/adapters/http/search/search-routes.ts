@@ -1,64 +1,102 @@
 import { Elysia } from "elysia";
-import type { SearchAndRecommend } from "../../../domain/search-and-recommend.ts";
+import type { SearchAndRecommend, SearchRequest } from "../../../domain/search-and-recommend.ts";
 import type { AuthMacro } from "../auth/auth-macro.ts";
 import { jsonBody } from "../core/body.ts";
 import type { RateLimits } from "../core/rate-limit.ts";
 import { requestContext } from "../core/request-context.ts";
-import { searchEventStream, wantsEventStream } from "./event-stream.ts";
-import { resultsView, scoredView, searchAnswers, searchBody } from "./search-schemas.ts";
+import { endsStream, searchEventStream, wantsEventStream } from "./event-stream.ts";
+import {
+  BODY_ANSWERS,
+  resultsView,
+  SEARCH_DESCRIPTION,
+  SearchHeaders,
+  scoredView,
+  searchAnswers,
+  searchBody,
+  searchQuery,
+} from "./search-schemas.ts";
 
 export interface SearchRoutesDeps {
   search: SearchAndRecommend;
   maxBodyBytes: number;
   auth: AuthMacro;
   rateLimits: RateLimits;
+  /** The event stream's `retry:`, in ms (event-stream.ts's RECONNECT_MS). */
+  reconnectMs: number;
+}
+
+/** What a search's handler takes from Elysia's context. */
+interface SearchContext {
+  request: Request;
+  signal: AbortSignal;
+  requestId: string;
 }
 
 /**
- * POST /products/search as the contract has it: the JSON answer, or with `Accept:
- * text/event-stream` the same search as server-sent events. Takes "search" (which the service may
- * open to anyone) and the search budget.
+ * POST /products/search as the contract has it, and GET /products/search with the same fields as
+ * query parameters (what EventSource can send): the JSON answer, or with `Accept:
+ * text/event-stream` the same search as server-sent events. A reconnect after a stream's last
+ * event (its Last-Event-ID ends in `:end`) gets 204 before anything is counted or run, which stops
+ * EventSource. Takes "search" (which the service may open to anyone) and the search budget.
  */
-export function searchRoutes({ search, maxBodyBytes, auth, rateLimits }: SearchRoutesDeps) {
+export function searchRoutes({ search, maxBodyBytes, auth, rateLimits, reconnectMs }: SearchRoutesDeps) {
+  const answer = async ({ request, signal, requestId }: SearchContext, searchRequest: SearchRequest) => {
+    if (wantsEventStream(request)) {
+      const closed = new AbortController();
+      const stream = await searchEventStream(search.stream(searchRequest, AbortSignal.any([signal, closed.signal])), {
+        streamId: requestId,
+        reconnectMs,
+        abort: () => closed.abort(new DOMException("the client closed the stream", "AbortError")),
+        view: resultsView,
+      });
+      // Elysia sends a Response as it is; the route's schema describes the JSON answer only.
+      return stream as never;
+    }
+    const { query, recommendation, results, citedIds } = await search.execute(searchRequest, signal);
+    return { query, recommendation, results: results.map(scoredView), cited_ids: citedIds };
+  };
+  // Runs before the rate-limit macro's check (a route's own hooks run before its macros'): a
+  // reconnect to an ended stream costs no search. A Response, sent as it is: Elysia 1.4's `handle`
+  // answers nothing at all for `status(204)` returned from a hook.
+  const streamEnded = ({ request, set }: { request: Request; set: { status?: number | string } }) => {
+    if (!wantsEventStream(request) || !endsStream(request.headers.get("last-event-id"))) return undefined;
+    set.status = 204;
+    return new Response(null, { status: 204 }) as never;
+  };
+  const tags = ["products"];
+
   return new Elysia({ name: "search", prefix: "/products" })
     .use(requestContext)
     .use(auth)
     .use(rateLimits)
-    .post(
-      "/search",
-      async ({ body, request, signal }) => {
-        if (wantsEventStream(request)) {
-          const closed = new AbortController();
-          const stream = await searchEventStream(
-            search.stream(body, AbortSignal.any([signal, closed.signal])),
-            () => closed.abort(new DOMException("the client closed the stream", "AbortError")),
-            resultsView,
-            {},
-          );
-          // Elysia sends a Response as it is; the route's schema describes the JSON answer only.
-          return stream as never;
-        }
-        const { query, recommendation, results, citedIds } = await search.execute(body, signal);
-        return { query, recommendation, results: results.map(scoredView), cited_ids: citedIds };
+    .post("/search", (context) => answer(context, context.body), {
+      auth: "search",
+      rateLimit: "search",
+      headers: SearchHeaders,
+      beforeHandle: ({ request, set }) => streamEnded({ request, set }),
+      parse: jsonBody(maxBodyBytes),
+      body: searchBody(search.defaults),
+      response: { ...searchAnswers(search.defaults, "body"), ...BODY_ANSWERS },
+      detail: {
+        tags,
+        summary: "Búsqueda semántica con recomendación generada",
+        description: SEARCH_DESCRIPTION,
       },
-      {
-        auth: "search",
-        rateLimit: "search",
-        parse: jsonBody(maxBodyBytes),
-        body: searchBody(search.defaults),
-        response: searchAnswers(search.defaults),
-        detail: {
-          tags: ["products"],
-          summary: "Búsqueda semántica con recomendación generada",
-          description:
-            "Convierte la consulta en un embedding, ordena los productos por similitud coseno con él (o, con " +
-            "mode hybrid, combinada con la coincidencia de palabras), se queda con los limit primeros (de las " +
-            "categorías pedidas, si se piden) y un modelo de lenguaje escribe una recomendación basada solo en " +
-            "ellos; si el primer proveedor falla, la escribe el siguiente.\n\n" +
-            "Con `Accept: text/event-stream` la respuesta llega como eventos, según se escribe: results, delta, " +
-            "reset, done y, si algo falla a mitad, error (ver la respuesta 200). Un error antes de los resultados " +
-            'responde igual que sin eventos: su estado y `{"detail"}` en JSON.',
-        },
+    })
+    .get("/search", (context) => answer(context, context.query), {
+      auth: "search",
+      rateLimit: "search",
+      headers: SearchHeaders,
+      beforeHandle: ({ request, set }) => streamEnded({ request, set }),
+      query: searchQuery(search.defaults),
+      response: searchAnswers(search.defaults, "query"),
+      detail: {
+        tags,
+        summary: "La misma búsqueda, con los campos en la URL (para EventSource)",
+        description:
+          "Los mismos campos que POST /products/search, como parámetros de la URL (category, repetido para " +
+          "varias), y las mismas respuestas. Es la forma que puede pedir `EventSource` del navegador, que solo " +
+          "hace GET: con `Accept: text/event-stream` la respuesta llega como eventos.",
       },
-    );
+    });
 }

@@ -18,13 +18,14 @@ import { type FieldSchema, fieldDetail } from "../core/errors.ts";
 import { answers, documented, messageOf, problem, UNAVAILABLE } from "../core/route-docs.ts";
 import {
   categoryFilter,
+  categoryQuery,
   integer,
   PRODUCT_EXAMPLE,
   productFields,
   productIdField,
   productView,
 } from "../products/product-schemas.ts";
-import { HEARTBEAT_MS, searchFrame } from "./event-stream.ts";
+import { eventIds, FAILURE_EVENT, HEARTBEAT_MS, RECONNECT_MS, searchFrame } from "./event-stream.ts";
 
 const searchLimitField = integer({
   minimum: SEARCH_LIMIT.min,
@@ -35,6 +36,29 @@ const searchLimitField = integer({
 
 const SEARCH_QUERY_EXAMPLE = "algo para correr por el monte cuando llueve";
 
+const QUERY_DESCRIPTION =
+  "Lo que se busca, en lenguaje natural; no hace falta que contenga palabras del nombre o la descripción del " +
+  "producto";
+
+const modeDescription = (defaults: SearchDefaults) =>
+  "Cómo se ordenan los productos. semantic: por la similitud coseno del embedding; hybrid: por una combinación de " +
+  "esa similitud y la coincidencia de palabras en nombre, categoría y descripción. En este servicio, por defecto " +
+  `${defaults.mode}.`;
+
+const alphaDescription = (defaults: SearchDefaults) =>
+  "Solo con mode hybrid: peso de la similitud semántica frente a la coincidencia de palabras, de 0 (solo palabras) " +
+  `a 1 (solo semántica). En este servicio, por defecto ${defaults.alpha}.`;
+
+/** What the search's description says of its two forms and of its event stream. */
+export const SEARCH_DESCRIPTION =
+  "Convierte la consulta en un embedding, ordena los productos por similitud coseno con él (o, con mode hybrid, " +
+  "combinada con la coincidencia de palabras), se queda con los limit primeros (de las categorías pedidas, si se " +
+  "piden) y un modelo de lenguaje escribe una recomendación basada solo en ellos; si el primer proveedor falla, la " +
+  "escribe el siguiente.\n\n" +
+  "Con `Accept: text/event-stream` la respuesta llega como eventos, según se escribe: results, delta, reset, done " +
+  `y, si algo falla a mitad, ${FAILURE_EVENT} (ver la respuesta 200). Un error antes de los resultados responde ` +
+  'igual que sin eventos: su estado y `{"detail"}` en JSON. Una reconexión con el Last-Event-ID del último evento ' +
+  "de un flujo (done o failure) recibe 204: la búsqueda ya terminó.";
 /**
  * The search's body. `defaults`: how this service ranks when the request does not say; Elysia
  * fills a missing `mode` with the schema's default, so that default must be the service's own.
@@ -42,32 +66,13 @@ const SEARCH_QUERY_EXAMPLE = "algo para correr por el monte cuando llueve";
 export function searchBody(defaults: SearchDefaults) {
   return t.Object(
     {
-      query: t.String({
-        maxLength: QUERY_MAX_LENGTH,
-        description:
-          "Lo que se busca, en lenguaje natural; no hace falta que contenga palabras del nombre o la descripción " +
-          "del producto",
-      }),
+      query: t.String({ maxLength: QUERY_MAX_LENGTH, description: QUERY_DESCRIPTION }),
       limit: t.Optional(searchLimitField),
       category: categoryFilter,
       mode: t.Optional(
-        t.UnionEnum([...SEARCH_MODES], {
-          default: defaults.mode,
-          description:
-            "Cómo se ordenan los productos. semantic: por la similitud coseno del embedding; hybrid: por una " +
-            "combinación de esa similitud y la coincidencia de palabras en nombre, categoría y descripción. " +
-            `En este servicio, por defecto ${defaults.mode}.`,
-        }),
+        t.UnionEnum([...SEARCH_MODES], { default: defaults.mode, description: modeDescription(defaults) }),
       ),
-      alpha: t.Optional(
-        t.Number({
-          minimum: 0,
-          maximum: 1,
-          description:
-            "Solo con mode hybrid: peso de la similitud semántica frente a la coincidencia de palabras, de 0 " +
-            `(solo palabras) a 1 (solo semántica). En este servicio, por defecto ${defaults.alpha}.`,
-        }),
-      ),
+      alpha: t.Optional(t.Number({ minimum: 0, maximum: 1, description: alphaDescription(defaults) })),
     },
     {
       additionalProperties: false,
@@ -81,6 +86,50 @@ export function searchBody(defaults: SearchDefaults) {
     },
   );
 }
+
+/**
+ * GET /products/search's query string: the body's fields. The numbers are t.Numeric (a query holds
+ * text), titled so that a value refused while it is decoded is named in the 422 (core/errors.ts);
+ * `category` repeats. A missing mode is the service's own (the use case's default).
+ */
+export function searchQuery(defaults: SearchDefaults) {
+  return t.Object(
+    {
+      query: t.String({ maxLength: QUERY_MAX_LENGTH, description: QUERY_DESCRIPTION }),
+      limit: t.Optional(
+        t.Numeric({
+          title: "limit",
+          minimum: SEARCH_LIMIT.min,
+          maximum: SEARCH_LIMIT.max,
+          multipleOf: 1,
+          description: `${searchLimitField.description} (por defecto ${SEARCH_LIMIT.default})`,
+        }),
+      ),
+      category: categoryQuery,
+      mode: t.Optional(t.UnionEnum([...SEARCH_MODES], { description: modeDescription(defaults) })),
+      alpha: t.Optional(t.Numeric({ title: "alpha", minimum: 0, maximum: 1, description: alphaDescription(defaults) })),
+    },
+    { additionalProperties: false },
+  );
+}
+
+/** The headers the search reads besides Authorization (documented as the search's parameters). */
+export const SearchHeaders = t.Object({
+  accept: t.Optional(
+    t.String({
+      description: "`text/event-stream` pide la respuesta como eventos enviados por el servidor; si no, JSON.",
+      examples: ["text/event-stream"],
+    }),
+  ),
+  "last-event-id": t.Optional(
+    t.String({
+      description:
+        "El id del último evento recibido, al reconectar (EventSource lo envía solo). El de un último evento " +
+        "(acaba en `:end`) recibe 204; cualquier otro repite la búsqueda desde el principio.",
+      examples: ["4f1c2e9a-7b3d-4c8e-9f0a-1b2c3d4e5f60:end"],
+    }),
+  ),
+});
 
 const SearchResponse = t.Object({
   query: t.String({ description: "La consulta, tal como se envió" }),
@@ -125,9 +174,14 @@ const RECOMMENDATION_EXAMPLE = [
   "son impermeables y agarran bien en barro.",
 ];
 
+/** The example stream's id (a request id). */
+const STREAM_ID_EXAMPLE = "4f1c2e9a-7b3d-4c8e-9f0a-1b2c3d4e5f60";
+
 /** The event-stream answer of a search, for the OpenAPI document. */
 const SEARCH_EVENTS =
-  "Eventos enviados por el servidor, cada uno `event: <nombre>` y `data: <JSON>`, en este orden:\n\n" +
+  `El flujo empieza con \`retry: ${RECONNECT_MS}\` (milisegundos que un cliente espera antes de reconectar). ` +
+  "Cada evento lleva `id: <flujo>:<n>` (el último, `id: <flujo>:end`; <flujo> es el X-Request-Id de la " +
+  "respuesta), `event: <nombre>` y `data: <JSON>`, en este orden:\n\n" +
   "- `results`, una vez, en cuanto se encuentran los productos: `{query, results}`, como en la respuesta JSON.\n" +
   "- `delta`, varias veces: `{text}`, el siguiente trozo de la recomendación según la escribe el modelo (sin la " +
   "etiqueta del proveedor).\n" +
@@ -136,16 +190,21 @@ const SEARCH_EVENTS =
   "- `done`, al final: `{recommendation, cited_ids, provider, model, position}`: la recomendación entera, con su " +
   "etiqueta, igual que en la respuesta JSON; los productos que cita; quién la escribió y su lugar en la cadena de " +
   "proveedores (0: el primero). provider, model y position son null si no se encontró ningún producto.\n\n" +
-  "Si algo falla después de results, el flujo termina con `error`: `{detail, status}`, el mensaje y el estado " +
-  "HTTP que habría tenido la respuesta (p. ej. 503). " +
-  `Cada ${HEARTBEAT_MS / 1000} s sin eventos llega un comentario \`: heartbeat\`.`;
+  `Si algo falla después de results, el flujo termina con \`${FAILURE_EVENT}\`: \`{detail, status}\`, el mensaje y ` +
+  "el estado HTTP que habría tenido la respuesta (p. ej. 503); no se llama `error` porque EventSource da ese nombre " +
+  "a sus propios fallos de conexión. " +
+  `Cada ${HEARTBEAT_MS / 1000} s sin eventos llega un comentario \`: heartbeat\`. Tras done o ${FAILURE_EVENT} el ` +
+  "servidor cierra el flujo; EventSource reconecta con `Last-Event-ID: <flujo>:end` y recibe 204, que lo detiene.";
 
+const exampleIds = eventIds(STREAM_ID_EXAMPLE);
 const SEARCH_EVENTS_EXAMPLE = [
+  `retry: ${RECONNECT_MS}\n\n`,
   searchFrame(
     { type: "results", query: SEARCH_QUERY_EXAMPLE, results: [{ ...PRODUCT_EXAMPLE, score: 0.83 }] },
     resultsView,
+    exampleIds,
   ),
-  ...RECOMMENDATION_EXAMPLE.map((text) => searchFrame({ type: "delta", text }, resultsView)),
+  ...RECOMMENDATION_EXAMPLE.map((text) => searchFrame({ type: "delta", text }, resultsView, exampleIds)),
   searchFrame(
     {
       type: "done",
@@ -154,14 +213,25 @@ const SEARCH_EVENTS_EXAMPLE = [
       writer: { provider: "OPENAI", model: "gpt-4o-mini", position: 0 },
     },
     resultsView,
+    exampleIds,
   ),
 ].join("");
 
-/** The search's answers besides 401 (the auth macro documents it when the search needs a token). */
-export function searchAnswers(defaults: SearchDefaults) {
+/** What POST /products/search answers about its body besides the 422. */
+export const BODY_ANSWERS = {
+  400: answers.unreadable(["json"]),
+  415: answers.unsupportedMediaType(mediaTypesOf(["json"])),
+};
+
+/**
+ * The search's answers besides 401 (the auth macro documents it when the search needs a token), as
+ * POST takes its fields (`body`; BODY_ANSWERS too) or GET (`query`).
+ */
+export function searchAnswers(defaults: SearchDefaults, from: "body" | "query" = "body") {
   const { properties } = searchBody(defaults);
   const refusal = (request: Parameters<typeof checkSearchRequest>[0]) =>
     messageOf(() => checkSearchRequest(request, defaults));
+  const fields = from === "body" ? "El cuerpo no cumple" : "Los parámetros de la URL no cumplen";
   return {
     200: documented(
       SearchResponse,
@@ -174,20 +244,24 @@ export function searchAnswers(defaults: SearchDefaults) {
       },
       { "text/event-stream": { description: SEARCH_EVENTS, example: SEARCH_EVENTS_EXAMPLE } },
     ),
-    400: answers.unreadable(["json"]),
-    415: answers.unsupportedMediaType(mediaTypesOf(["json"])),
-    422: problem({
+    204: t.Void({
       description:
-        "El cuerpo no cumple el esquema o las reglas de la búsqueda: `detail` nombra el primer campo que falla.",
+        "Con `Accept: text/event-stream` y el Last-Event-ID del último evento de un flujo (`<flujo>:end`): esa " +
+        "búsqueda ya terminó y no hay nada más que enviar (EventSource deja de reconectar). No cuenta en el cupo.",
+    }),
+    422: problem({
+      description: `${fields} el esquema o las reglas de la búsqueda: \`detail\` nombra el primer campo que falla.`,
       examples: {
         "Falta la consulta": fieldDetail.missing("query"),
         "Consulta vacía": refusal({ query: " " }),
         "limit fuera de rango": fieldDetail.invalid("limit", searchLimitField),
         "Categoría vacía": refusal({ query: SEARCH_QUERY_EXAMPLE, category: "" }),
+        "Categoría demasiado larga": refusal({ query: SEARCH_QUERY_EXAMPLE, category: "x".repeat(101) }),
         "Demasiadas categorías": fieldDetail.invalid("category", properties.category as FieldSchema),
         "mode no válido": fieldDetail.invalid("mode", properties.mode),
         "alpha fuera de rango": fieldDetail.invalid("alpha", properties.alpha),
         "alpha sin mode hybrid": refusal({ query: SEARCH_QUERY_EXAMPLE, mode: "semantic", alpha: 0.5 }),
+        ...(from === "query" ? { "Parámetro desconocido": fieldDetail.notAllowed("top_k") } : {}),
       },
     }),
     503: answers.unavailable(

@@ -192,7 +192,7 @@ describe("POST /products/search: filters and streaming", () => {
     expect(response.json.detail).toContain("embeddings");
   });
 
-  test("a streamed search whose writers all fail after the results ends with an error event", async () => {
+  test("a streamed search whose writers all fail after the results ends with a failure event (not `error`)", async () => {
     const h = await createHarness();
     await create(h, LAPTOP);
     h.generator.fail = true;
@@ -202,23 +202,156 @@ describe("POST /products/search: filters and streaming", () => {
       headers: { accept: "text/event-stream" },
     });
     const events = parseEvents(response.text);
-    expect(events.map((event) => event.event)).toEqual(["results", "error"]);
+    expect(events.map((event) => event.event)).toEqual(["results", "failure"]);
     expect(events[1]?.data).toEqual({ detail: "Ningún proveedor pudo generar la recomendación", status: 503 });
+    const requestId = response.headers.get("x-request-id");
+    expect(events.map((event) => event.id)).toEqual([`${requestId}:1`, `${requestId}:end`]);
   });
 });
 
-/** The events of a text/event-stream body, comments (heartbeats) left out. */
+/** The events of a text/event-stream body, comments (heartbeats) and the `retry:` block left out. */
 // biome-ignore lint/suspicious/noExplicitAny: tests read whatever shape each event carries.
-function parseEvents(text: string): { event: string; data: Record<string, any> }[] {
+function parseEvents(text: string): { event: string; id?: string; data: Record<string, any> }[] {
   return text
     .split("\n\n")
-    .filter((block) => block.trim() !== "" && !block.startsWith(":"))
+    .filter((block) => /^data: /m.test(block))
     .map((block) => {
       const event = /^event: (.*)$/m.exec(block)?.[1] ?? "message";
+      const id = /^id: (.*)$/m.exec(block)?.[1];
       const data = JSON.parse(/^data: (.*)$/m.exec(block)?.[1] ?? "null");
-      return { event, data };
+      return { event, id, data };
     });
 }
+
+describe("the search's event stream works with standard clients", () => {
+  const streamed = { accept: "text/event-stream" };
+
+  test("the stream begins with retry:, and every event has an id: <request id>:1, :2, ... and :end for done", async () => {
+    const h = await createHarness({ settings: { eventStreamReconnectMs: 1234 } });
+    await create(h, LAPTOP);
+    const response = await h.call("POST", "/products/search", {
+      token: h.token,
+      json: { query: "laptop" },
+      headers: { ...streamed, "x-request-id": "busqueda-7" },
+    });
+    expect(response.text).toStartWith("retry: 1234\n\n");
+    const events = parseEvents(response.text);
+    expect(events.length).toBeGreaterThan(2);
+    expect(events.map((event) => event.id)).toEqual([
+      ...events.slice(0, -1).map((_, i) => `busqueda-7:${i + 1}`),
+      "busqueda-7:end",
+    ]);
+    expect(events.at(-1)?.event).toBe("done");
+  });
+
+  test("a reconnect carrying the id of a stream's last event gets 204: no search runs and none is counted", async () => {
+    const h = await createHarness({ rateLimits: { search: { limit: 2, windowMs: 60_000 } } });
+    await create(h, LAPTOP);
+    // Each search embeds its query once.
+    const searches = () => h.embedder.calls.filter((call) => call.purpose === "query").length;
+    const first = await h.call("GET", "/products/search?query=laptop", { token: h.token, headers: streamed });
+    expect(first.status).toBe(200);
+    const last = parseEvents(first.text).at(-1)?.id as string;
+    for (const method of ["GET", "POST"]) {
+      const reconnect = await h.call(method, "/products/search?query=laptop", {
+        token: h.token,
+        headers: { ...streamed, "last-event-id": last },
+        ...(method === "POST" ? { json: { query: "laptop" } } : {}),
+      });
+      expect({ method, status: reconnect.status, text: reconnect.text }).toEqual({ method, status: 204, text: "" });
+    }
+    expect(searches()).toBe(1);
+    // The budget of 2 still has its second search.
+    expect((await h.call("GET", "/products/search?query=laptop", { token: h.token })).status).toBe(200);
+    expect((await h.call("GET", "/products/search?query=laptop", { token: h.token })).status).toBe(429);
+  });
+
+  test("a reconnect after a stream was cut before its end runs the search again, from results", async () => {
+    const h = await createHarness();
+    await create(h, LAPTOP);
+    const again = await h.call("GET", "/products/search?query=laptop", {
+      token: h.token,
+      headers: { ...streamed, "last-event-id": "otra-busqueda:2" },
+    });
+    expect(again.status).toBe(200);
+    expect(parseEvents(again.text).map((event) => event.event)[0]).toBe("results");
+  });
+
+  test("a Last-Event-ID without Accept: text/event-stream is ignored: the JSON answer", async () => {
+    const h = await createHarness();
+    await create(h, LAPTOP);
+    const response = await h.call("GET", "/products/search?query=laptop", {
+      token: h.token,
+      headers: { "last-event-id": "x:end" },
+    });
+    expect(response.status).toBe(200);
+    expect(response.json.results).toHaveLength(1);
+  });
+});
+
+describe("GET /products/search", () => {
+  test("takes the body's fields as query parameters and answers the same JSON as POST", async () => {
+    const h = await createHarness();
+    for (const product of [LAPTOP, MOUSE, CHAIR]) await create(h, product);
+    const body = { query: "ergonómico", limit: 2, category: ["muebles", "periféricos"], mode: "hybrid", alpha: 0.5 };
+    const posted = await h.call("POST", "/products/search", { token: h.token, json: body });
+    const got = await h.call(
+      "GET",
+      "/products/search?query=ergon%C3%B3mico&limit=2&category=muebles&category=perif%C3%A9ricos&mode=hybrid&alpha=0.5",
+      { token: h.token },
+    );
+    expect(got.status).toBe(200);
+    expect(got.json).toEqual(posted.json);
+    const one = await h.call("GET", "/products/search?query=silla&category=muebles", { token: h.token });
+    expect(one.json.results.map((product: { name: string }) => product.name)).toEqual([CHAIR.name]);
+  });
+
+  test("with Accept: text/event-stream it streams, as POST does", async () => {
+    const h = await createHarness();
+    await create(h, LAPTOP);
+    const response = await h.call("GET", "/products/search?query=laptop&limit=1", {
+      token: h.token,
+      headers: { accept: "text/event-stream" },
+    });
+    expect(response.headers.get("content-type")).toStartWith("text/event-stream");
+    expect(response.headers.get("x-request-id")).toBeTruthy();
+    const events = parseEvents(response.text);
+    expect(events[0]?.event).toBe("results");
+    expect(events.at(-1)?.event).toBe("done");
+  });
+
+  test("bad parameters are 422 naming the field; no token is 401 when the search needs one", async () => {
+    const h = await createHarness();
+    const cases: [string, string][] = [
+      ["limit=3", "Campo 'query': es obligatorio"],
+      ["query=%20", "El campo 'query' no puede estar vacío"],
+      ["query=x&limit=0", "Campo 'limit': debe ser un entero entre 1 y 50"],
+      ["query=x&limit=2.5", "Campo 'limit': debe ser un entero entre 1 y 50"],
+      ["query=x&limit=muchos", "Campo 'limit': debe ser un entero entre 1 y 50"],
+      [`query=x&category=${"x".repeat(101)}`, "El campo 'category' admite como máximo 100 caracteres"],
+      ["query=x&mode=keyword", "Campo 'mode': debe ser uno de: semantic, hybrid"],
+      ["query=x&mode=hybrid&alpha=2", "Campo 'alpha': debe ser un número entre 0 y 1"],
+      ["query=x&alpha=0.5", 'El campo \'alpha\' solo se usa con "mode": "hybrid"'],
+      ["query=x&top_k=3", "Campo 'top_k': no está permitido"],
+    ];
+    for (const [query, detail] of cases) {
+      const response = await h.call("GET", `/products/search?${query}`, { token: h.token });
+      expect({ query, status: response.status, json: response.json }).toEqual({ query, status: 422, json: { detail } });
+    }
+    expect((await h.call("GET", "/products/search?query=x")).status).toBe(401);
+  });
+
+  test("no log line holds what the query string carries (a `key` parameter will carry credentials)", async () => {
+    const h = await createHarness();
+    await create(h, LAPTOP);
+    const secret = "clave-que-no-debe-salir-en-los-registros";
+    for (const query of [`query=laptop&key=${secret}`, `key=${secret}`]) {
+      await h.call("GET", `/products/search?${query}`, { token: h.token, headers: { accept: "text/event-stream" } });
+    }
+    expect(h.logs.length).toBeGreaterThan(0);
+    expect(JSON.stringify(h.logs)).not.toContain(secret);
+  });
+});
 
 describe("POST /products/search: hybrid mode", () => {
   test("mode hybrid adds fused_score and lets an exact word match rank first; semantic has no fused_score", async () => {
