@@ -2,22 +2,19 @@
  * `bun run lint:openapi`: lints the OpenAPI document the running service serves with Redocly CLI's
  * `recommended` rules (redocly.yaml), and fails on any error or warning.
  *
- * It starts the service as `bun start` does (src/app/main.ts) on a temporary DATA_DIR and a free
- * loopback port, fetches GET /openapi/json into dist/openapi.json and lints that file; then again
- * with SEARCH_REQUIRES_AUTH=false and METRICS_TOKEN set, whose document differs (a public search,
- * GET /metrics). The one problem
+ * It starts the service as `bun start` does (scripts/served-openapi.ts), fetches GET /openapi/json
+ * into dist/openapi.json and lints that file; then again with SEARCH_REQUIRES_AUTH=false and
+ * METRICS_TOKEN set, whose document differs (a public search, GET /metrics). The one problem
  * accepted is listed in .redocly.lint-ignore.yaml: `no-path-trailing-slash` on the contract's own
  * `POST /products/`. Redocly runs with its usage reports and update check off.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { freePort } from "./free-port.ts";
+import { servedDocument } from "./served-openapi.ts";
 
 const root = join(import.meta.dir, "..");
 const documentPath = join(root, "dist", "openapi.json");
 const redocly = join(root, "node_modules", "@redocly", "cli", "bin", "cli.js");
-const STARTUP_TIMEOUT_MS = 120_000;
 
 // The settings that change the document: a public search (no 401), and GET /metrics on the service's port.
 const variants: { name: string; env: Record<string, string> }[] = [
@@ -42,42 +39,6 @@ for (const variant of variants) {
   }
 }
 process.exit(failed ? 1 : 0);
-
-/** GET /openapi/json of the service started with these settings on an empty temporary database. */
-async function servedDocument(settings: Record<string, string>): Promise<string> {
-  const dataDir = mkdtempSync(join(tmpdir(), "sku-search-openapi-"));
-  const port = await freePort();
-  const child = Bun.spawn([process.execPath, "src/app/main.ts"], {
-    cwd: root,
-    // Only what the service needs: no DATABASE_URL or provider key from the caller's environment.
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? dataDir,
-      HOST: "127.0.0.1",
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      QUERY_TRANSLATION: "off",
-      LOG_LEVEL: "error",
-      ...settings,
-    },
-    stdout: "inherit",
-    stderr: "inherit",
-  });
-  try {
-    const deadline = Date.now() + STARTUP_TIMEOUT_MS;
-    while (Date.now() < deadline) {
-      if (child.exitCode !== null) throw new Error(`the service exited with code ${child.exitCode} while starting`);
-      const response = await fetch(`http://127.0.0.1:${port}/openapi/json`).catch(() => undefined);
-      if (response?.ok) return await response.text();
-      await Bun.sleep(200);
-    }
-    throw new Error(`GET /openapi/json did not answer within ${STARTUP_TIMEOUT_MS / 1000} s`);
-  } finally {
-    child.kill("SIGTERM");
-    await child.exited;
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-}
 
 async function lint(): Promise<{ errors: number; warnings: number; ignored: number }> {
   const { stdout, exitCode } = await run(

@@ -34,6 +34,11 @@ export const ERROR_HEADERS = {
     schema: { type: "integer", minimum: 1 },
     example: RETRY_AFTER_SECONDS.database,
   },
+  Allow: {
+    description: "Los métodos que admite la ruta.",
+    schema: { type: "string" },
+    example: "GET, HEAD, POST",
+  },
 } as const;
 
 export type ErrorHeader = keyof typeof ERROR_HEADERS;
@@ -93,6 +98,19 @@ export function documented<T extends TSchema>(
   alternatives?: Record<string, AlternativeContent>,
 ): T {
   return { ...schema, description, examples: [example], ...(alternatives ? { [ALTERNATIVES]: alternatives } : {}) };
+}
+
+/** Where a schema keeps what the document shows instead of it, until completeDocument swaps them. */
+export const DOCUMENTED_AS = "x-documented-as";
+
+/**
+ * A request value's schema that the document shows as `shown`: for a value the route reads itself,
+ * with answers of its own, where Elysia's validation would answer differently (a product id in the
+ * path, which is any text to the router and a 404 unless it is a positive integer; the
+ * Idempotency-Key header, whose malformed value is a 400).
+ */
+export function documentedAs<T extends TSchema>(schema: T, shown: Record<string, unknown>): T {
+  return { ...schema, [DOCUMENTED_AS]: shown };
 }
 
 /** The message of the error `refuse` throws: an example taken from the code that writes it. */

@@ -17,11 +17,12 @@ import { openapi } from "@elysiajs/openapi";
 import { Elysia, t } from "elysia";
 import { RateLimitExceeded } from "../../../domain/errors.ts";
 import { type RateLimitBucket, type RateLimitPolicy, rateLimitState } from "../../../domain/rate-limit.ts";
-import { INTERNAL_ERROR, payloadTooLarge } from "../core/errors.ts";
+import { INTERNAL_ERROR, invalidRequestUrl, notFound, payloadTooLarge } from "../core/errors.ts";
 import { RATE_LIMIT_EXTENSION, rateLimitHeaders } from "../core/rate-limit.ts";
 import {
   ALTERNATIVES,
   type AlternativeContent,
+  DOCUMENTED_AS,
   ERROR_HEADERS,
   PROBLEM_DOC,
   ProblemBody,
@@ -147,8 +148,16 @@ interface OpenApiDocument {
 
 interface Operation {
   responses?: Record<string, ResponseObject>;
-  parameters?: { description?: string | undefined; schema?: ParameterSchema }[];
+  parameters?: Parameter[];
   [key: string]: unknown;
+}
+
+interface Parameter {
+  name?: string;
+  in?: string;
+  description?: string | undefined;
+  schema?: ParameterSchema;
+  example?: unknown;
 }
 
 interface ParameterSchema {
@@ -163,7 +172,10 @@ interface ParameterSchema {
 interface ResponseObject {
   description: string;
   headers?: Record<string, unknown>;
-  content?: Record<string, { schema?: Record<string, unknown>; [key: string]: unknown }>;
+  content?: Record<
+    string,
+    { schema?: Record<string, unknown>; examples?: Record<string, unknown>; [key: string]: unknown }
+  >;
 }
 
 function isDocument(value: unknown): value is OpenApiDocument {
@@ -206,6 +218,10 @@ function completeDocument(generated: OpenApiDocument, settings: ApiDocsSettings)
     return problemResponse(doc);
   };
   for (const [path, item] of Object.entries(document.paths)) {
+    // As app.ts's Allow names them: a GET answers HEAD too.
+    const allowed = Object.keys(item).flatMap((method) =>
+      method === "get" ? ["GET", "HEAD"] : [method.toUpperCase()],
+    );
     for (const operation of Object.values(item)) {
       // The bucket the route declared (core/rate-limit.ts's macro): its policy, then out of the document.
       const bucket = operation[RATE_LIMIT_EXTENSION] as RateLimitBucket | undefined;
@@ -220,8 +236,10 @@ function completeDocument(generated: OpenApiDocument, settings: ApiDocsSettings)
         // The plugin writes `content: {type: "void"}` for t.Void(), which means no body at all.
         else if (isVoid(response)) delete response.content;
       }
-      for (const [status, doc] of Object.entries(appAnswers(path, policy, settings))) {
-        responses[status] ??= toResponse(doc);
+      for (const [status, doc] of Object.entries(appAnswers(path, allowed, policy, settings))) {
+        const own = responses[status];
+        if (own) addExamples(own, doc);
+        else responses[status] = toResponse(doc);
       }
       // The rate-limit headers are set once the request is counted: on its success, and on the 429 that refuses it.
       const rateLimitRefs: Record<string, unknown> = {};
@@ -241,7 +259,9 @@ function completeDocument(generated: OpenApiDocument, settings: ApiDocsSettings)
       }
       operation.responses = responses;
       for (const parameter of operation.parameters ?? []) {
-        if (parameter.schema) parameter.schema = plainNumber(parameter.schema);
+        // Elysia names headers in lower case; the document as the HTTP specifications do.
+        if (parameter.in === "header" && parameter.name) parameter.name = headerName(parameter.name);
+        if (parameter.schema) documentParameter(parameter, parameter.schema);
         parameter.description ??= parameter.schema?.description;
       }
     }
@@ -250,17 +270,83 @@ function completeDocument(generated: OpenApiDocument, settings: ApiDocsSettings)
     ...document.components,
     headers: { ...document.components?.headers, ...headers },
   };
+  integersAsIntegers(document);
   return document;
 }
 
-/** The answers app.ts itself may give on any operation, whatever its route says. */
+/** "last-event-id" → "Last-Event-ID", "idempotency-key" → "Idempotency-Key". */
+function headerName(lowerCase: string): string {
+  return lowerCase
+    .split("-")
+    .map((word) => (word === "id" ? "ID" : `${word.charAt(0).toUpperCase()}${word.slice(1)}`))
+    .join("-");
+}
+
+/** A parameter's schema as clients should see it: `documentedAs`'s, or a t.Numeric as its number. */
+function documentParameter(parameter: Parameter, schema: ParameterSchema) {
+  const shown = schema[DOCUMENTED_AS] as Record<string, unknown> | undefined;
+  if (!shown) {
+    parameter.schema = plainNumber(schema);
+    return;
+  }
+  const { description, example, ...rest } = shown;
+  parameter.schema = rest;
+  if (typeof description === "string") parameter.description = description;
+  if (example !== undefined) parameter.example = example;
+}
+
+/**
+ * `integer` wherever a schema says `number` with `multipleOf: 1` (product-schemas.ts's `integer`:
+ * Elysia's own integer type also takes numeric strings in a body), so generated clients and
+ * validators see integers as integers.
+ */
+function integersAsIntegers(node: unknown): void {
+  if (Array.isArray(node)) {
+    for (const item of node) integersAsIntegers(item);
+    return;
+  }
+  if (typeof node !== "object" || node === null) return;
+  const schema = node as Record<string, unknown>;
+  if (schema.type === "number" && schema.multipleOf === 1) {
+    schema.type = "integer";
+    delete schema.multipleOf;
+  }
+  for (const value of Object.values(schema)) integersAsIntegers(value);
+}
+
+/** A route's own error answer, with the examples of the app's answer of the same status added. */
+function addExamples(response: ResponseObject, { description, examples }: ResolvedProblemDoc) {
+  const json = response.content?.["application/json"];
+  if (!json?.examples) return;
+  response.description = `${response.description} O bien: ${description}`;
+  for (const [label, detail] of Object.entries(examples))
+    json.examples[slug(label)] = { summary: label, value: { detail } };
+}
+
+/**
+ * The answers app.ts itself may give on any operation, whatever its route says; `allowed`: the
+ * methods of the operation's path (its 405 names them).
+ */
 function appAnswers(
   path: string,
+  allowed: readonly string[],
   policy: RateLimitPolicy | undefined,
   settings: ApiDocsSettings,
 ): Record<string, ResolvedProblemDoc> {
   const limit = settings.bodyLimit(path);
   const answers: Record<string, ResolvedProblemDoc> = {
+    400: {
+      description:
+        "La dirección de la petición no es válida: sin cabecera Host (HTTP/1.0 puede omitirla) o con una que no " +
+        "es un host, o un destino que no es una ruta (CONNECT).",
+      examples: { "Dirección no válida": invalidRequestUrl().message },
+      headers: [],
+    },
+    405: {
+      description: `La ruta existe pero no con el método de la petición: \`Allow\` nombra los que admite (${allowed.join(", ")}).`,
+      examples: { "Método no permitido": notFound(allowed).detail },
+      headers: ["Allow"],
+    },
     413: {
       description: `El cuerpo supera el máximo de ${limit} bytes; si Content-Length ya lo dice, se rechaza sin leerlo.`,
       examples: { "Cuerpo demasiado grande": payloadTooLarge(limit).message },

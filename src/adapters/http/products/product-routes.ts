@@ -20,7 +20,7 @@ import { jsonBody, mediaTypesOf } from "../core/body.ts";
 import { fieldDetail, HttpProblem, NOT_AN_OBJECT } from "../core/errors.ts";
 import type { RateLimits } from "../core/rate-limit.ts";
 import { requestContext } from "../core/request-context.ts";
-import { answers, documented, messageOf, problem, UNAVAILABLE } from "../core/route-docs.ts";
+import { answers, documented, documentedAs, messageOf, problem, UNAVAILABLE } from "../core/route-docs.ts";
 import {
   categoryQuery,
   integer,
@@ -64,7 +64,34 @@ const CategoriesResponse = t.Object({
   categories: t.Array(t.Object({ name: t.String(), products: integer({ description: "Productos de la categoría" }) })),
 });
 
-const ProductIdParams = t.Object({ id: t.String({ description: "El id del producto (entero positivo)" }) });
+/** Any text to the router: an id that is not a positive integer names no product (404, `productId`). */
+const ProductIdParams = t.Object({
+  id: documentedAs(t.String({ description: "El id del producto (entero positivo)" }), {
+    type: "integer",
+    minimum: 1,
+    description: "El id del producto",
+    example: PRODUCT_EXAMPLE.id,
+  }),
+});
+
+/** Printable ASCII, 1 to 255 characters, as Stripe and the IETF idempotency-key draft use. */
+const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
+
+/** Read by `idempotencyKey` (a malformed one is 400, not the 422 of a schema). */
+const CreateHeaders = t.Object({
+  "idempotency-key": t.Optional(
+    documentedAs(t.String(), {
+      type: "string",
+      minLength: 1,
+      maxLength: 255,
+      pattern: IDEMPOTENCY_KEY.source,
+      description:
+        "Opcional. Repetir la misma petición con la misma clave durante 24 horas devuelve la primera respuesta " +
+        "(con Idempotent-Replayed: true) sin crear otro producto; la misma clave con otro cuerpo es un 422.",
+      example: "alta-zapatillas-2026-11-25-001",
+    }),
+  ),
+});
 
 const malformedIdempotencyKey = () =>
   new HttpProblem(400, "La cabecera Idempotency-Key debe tener entre 1 y 255 caracteres ASCII visibles");
@@ -169,6 +196,7 @@ export function productRoutes({ createProduct, manageProducts, maxBodyBytes, aut
         auth: "products.write",
         rateLimit: "write",
         parse: json,
+        headers: CreateHeaders,
         body: "NewProduct",
         response: {
           201: "Product",
@@ -296,9 +324,6 @@ function productId(raw: string): number {
   if (!/^[1-9][0-9]{0,15}$/.test(raw)) throw new ProductNotFound(raw);
   return Number(raw);
 }
-
-/** Printable ASCII, 1 to 255 characters, as Stripe and the IETF idempotency-key draft use. */
-const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
 
 /** The Idempotency-Key header's value, or undefined without one; 400 when it is malformed. */
 function idempotencyKey(header: string | undefined): string | undefined {

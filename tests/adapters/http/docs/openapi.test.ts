@@ -34,6 +34,7 @@ interface OperationDoc {
   description?: string;
   security: Record<string, string[]>[];
   requestBody?: { content: Record<string, { schema: { properties: Record<string, PropertyDoc> } }> };
+  parameters?: { name: string; in: string; required?: boolean; schema: object }[];
   responses: Record<string, ResponseDoc>;
 }
 
@@ -41,7 +42,11 @@ interface Document {
   info: { license?: { name: string } };
   servers: { url: string }[];
   paths: Record<string, Record<string, OperationDoc>>;
-  components: { securitySchemes: Record<string, unknown>; headers: Record<string, unknown> };
+  components: {
+    securitySchemes: Record<string, unknown>;
+    headers: Record<string, unknown>;
+    schemas: Record<string, { properties: object }>;
+  };
 }
 
 async function documentOf(options: HarnessOptions = {}) {
@@ -139,6 +144,37 @@ describe("every answer the service gives is documented for its operation, with a
       "POST",
       "/products/search",
       (h) => h.call("POST", "/products/search", { token: h.token, json: { query: "x" }, headers: events }),
+    ],
+    [
+      "POST",
+      "/products/search",
+      (h) =>
+        h.call("POST", "/products/search", {
+          token: h.token,
+          json: { query: "x" },
+          headers: { ...events, "last-event-id": "a:end" },
+        }),
+    ],
+    ["GET", "/products/search", (h) => h.call("GET", "/products/search?query=x&limit=2", { token: h.token })],
+    ["GET", "/products/search", (h) => h.call("GET", "/products/search?query=x", { token: h.token, headers: events })],
+    [
+      "GET",
+      "/products/search",
+      (h) =>
+        h.call("GET", "/products/search?query=x", { token: h.token, headers: { ...events, "last-event-id": "a:end" } }),
+    ],
+    ["GET", "/products/search", (h) => h.call("GET", "/products/search?query=x")],
+    ...["limit=3", "query=%20", "query=x&limit=0", "query=x&limit=2.5", "query=x&top_k=1", "query=x&alpha=0.5"].map(
+      (query): Case => [
+        "GET",
+        "/products/search",
+        (h) => h.call("GET", `/products/search?${query}`, { token: h.token }),
+      ],
+    ),
+    [
+      "GET",
+      "/products/search",
+      (h) => h.call("GET", `/products/search?query=x&category=${"c".repeat(101)}`, { token: h.token }),
     ],
     ["POST", "/products/bulk", (h) => h.call("POST", "/products/bulk", { token: h.token, json: [SHOES] })],
     ["POST", "/products/bulk", (h) => h.call("POST", "/products/bulk", { token: h.token, json: { a: 1 } })],
@@ -242,6 +278,63 @@ function expectDocumented(
 }
 
 describe("the document", () => {
+  test("a method a path does not take is 405 with Allow, documented on each of the path's operations", async () => {
+    const { document, h } = await documentOf();
+    for (const [method, path, documentedPath] of [
+      ["GET", "/auth/login", "/auth/login"],
+      ["POST", "/products/42", "/products/{id}"],
+      ["DELETE", "/health/live", "/health/live"],
+    ] as const) {
+      const response = await h.call(method, path, { token: h.token });
+      expect(response.status).toBe(405);
+      const operationsOfPath = Object.values(document.paths[documentedPath] ?? {});
+      expect(operationsOfPath.length).toBeGreaterThan(0);
+      for (const operation of operationsOfPath) {
+        const documented = operation.responses["405"];
+        expect(documented?.headers?.Allow).toEqual({ $ref: "#/components/headers/Allow" });
+        expect(documented?.description).toContain(response.headers.get("allow") as string);
+        const examples = Object.values(documented?.content?.["application/json"]?.examples ?? {});
+        expect(examples.map((example) => example.value)).toContainEqual(response.json);
+      }
+    }
+  });
+
+  test("every operation documents the 400 of a request URL without a usable Host", async () => {
+    const { document } = await documentOf();
+    for (const { method, path, operation } of operations(document)) {
+      const examples = Object.values(operation.responses["400"]?.content?.["application/json"]?.examples ?? {});
+      expect(
+        examples.map((example) => example.value.detail),
+        `${method} ${path}`,
+      ).toContain("La dirección de la petición no es válida: falta la cabecera Host, no es válida, o no es una ruta");
+    }
+  });
+
+  test("types as generated clients read them: integers are integers, the path id too; Idempotency-Key is a header", async () => {
+    const { document } = await documentOf();
+    const text = JSON.stringify(document);
+    // No number that means a whole one is left as `number` (a generated client would take 2.5).
+    expect(text).not.toContain('"multipleOf":1');
+    expect(document.components.schemas.Product?.properties).toMatchObject({ id: { type: "integer" } });
+    const parameters = (method: string, path: string) => document.paths[path]?.[method]?.parameters;
+    for (const method of ["get", "patch", "put", "delete"]) {
+      expect(parameters(method, "/products/{id}")).toEqual([
+        expect.objectContaining({ name: "id", in: "path", required: true, schema: { type: "integer", minimum: 1 } }),
+      ]);
+    }
+    expect(parameters("post", "/products/")).toContainEqual(
+      expect.objectContaining({ name: "Idempotency-Key", in: "header", required: false }),
+    );
+    const searchBody = document.paths["/products/search"]?.post?.requestBody?.content["application/json"]?.schema;
+    expect(searchBody?.properties.limit).toMatchObject({ type: "integer", minimum: 1, maximum: 50 });
+    expect(parameters("get", "/products/search")).toContainEqual(
+      expect.objectContaining({ name: "limit", in: "query", schema: expect.objectContaining({ type: "integer" }) }),
+    );
+    expect(parameters("get", "/products/search")).toContainEqual(
+      expect.objectContaining({ name: "Last-Event-ID", in: "header" }),
+    );
+  });
+
   test("says who may call each operation: public ones need nothing, the catalogue a token", async () => {
     const { document } = await documentOf();
     const token: Record<string, string[]>[] = [{ bearerAuth: [] }, { oauth2: [] }];
@@ -287,11 +380,14 @@ describe("the document", () => {
     const sent = await h.call("POST", "/products/search", { token: h.token, json: { query: "zapatillas" }, headers });
     expect(sent.headers.get("content-type")).toStartWith("text/event-stream");
     const documented = document.paths["/products/search"]?.post?.responses["200"]?.content?.["text/event-stream"];
-    for (const event of ["results", "delta", "reset", "done", "error"]) {
+    for (const event of ["results", "delta", "reset", "done", "failure"]) {
       expect(documented?.schema.description).toContain(`\`${event}\``);
     }
     const names = (text: string) => [...new Set(text.match(/^event: .+$/gm))];
     expect(names(documented?.example ?? "")).toEqual(names(sent.text));
+    // The fields of each block (retry:, then id:, event:, data:), as sent.
+    const fields = (text: string) => [...new Set(text.split("\n\n").map((block) => block.replace(/: .*$/gm, "")))];
+    expect(fields(documented?.example ?? "")).toEqual(fields(sent.text));
     const data = (text: string) =>
       text
         .split("\n")

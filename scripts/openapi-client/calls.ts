@@ -1,0 +1,114 @@
+/**
+ * A client of the service as a user would write it from the OpenAPI document alone: the types
+ * openapi-typescript generates from it (dist/openapi-client/schema.ts) and openapi-fetch. It calls
+ * every operation, passing what one answer gives to the next (a created product's id to its
+ * path), so `tsc -p scripts/openapi-client` proves the document's types fit together. Type-checked
+ * by scripts/check-openapi-client.ts (`bun run lint:openapi`); `EveryOperation` makes an operation
+ * without its call here an error.
+ */
+import createClient from "openapi-fetch";
+import type { paths } from "../../dist/openapi-client/schema.ts";
+
+type Method = "get" | "put" | "post" | "delete" | "patch" | "head" | "options" | "trace";
+
+/** The methods a path has (openapi-typescript writes `method?: never` for the others). */
+type MethodsOf<Item> = {
+  [M in Method & keyof Item]-?: [NonNullable<Item[M]>] extends [never] ? never : M;
+}[Method & keyof Item];
+
+/** A call for each operation of the document. */
+export type EveryOperation = { [Path in keyof paths]: { [M in MethodsOf<paths[Path]>]: () => Promise<unknown> } };
+
+/** Every operation, called in an order that makes sense (log in, create, read, change, search, delete). */
+export function everyOperation(baseUrl: string, login: { username: string; password: string }, metricsToken: string) {
+  // The JSON answers (the search also streams as text/event-stream; GET /metrics is text).
+  const client = createClient<paths, `${string}/json`>({ baseUrl });
+  const text = createClient<paths, "text/plain">({ baseUrl });
+  let token = "";
+  let productId = 0;
+  const authorized = () => ({ Authorization: `Bearer ${token}` });
+  const product = { name: "Cafetera espresso", description: "Cafetera de 15 bares", category: "cocina" };
+
+  const calls = {
+    "/": { get: () => client.GET("/") },
+    "/health/live": { get: () => client.GET("/health/live") },
+    "/health/ready": { get: () => client.GET("/health/ready") },
+    "/auth/login": {
+      post: async () => {
+        const { data } = await client.POST("/auth/login", {
+          body: login,
+          bodySerializer: ({ username, password }) => new URLSearchParams({ username, password }),
+        });
+        if (data) token = data.access_token;
+        return data?.expires_in;
+      },
+    },
+    "/products/": {
+      post: async () => {
+        const { data, response } = await client.POST("/products/", {
+          headers: { ...authorized(), "idempotency-key": "alta-cafetera-1" },
+          body: { ...product, sku: "CAF-15" },
+        });
+        if (data) productId = data.id;
+        return response.headers.get("Idempotent-Replayed");
+      },
+      get: async () => {
+        const { data } = await client.GET("/products/", {
+          headers: authorized(),
+          params: { query: { limit: 20, order: "newest", category: ["cocina", "hogar"] } },
+        });
+        const next: string | null | undefined = data?.next_cursor;
+        return next ? client.GET("/products/", { headers: authorized(), params: { query: { cursor: next } } }) : data;
+      },
+    },
+    "/products/categories": {
+      get: async () => {
+        const { data } = await client.GET("/products/categories", { headers: authorized() });
+        const counts: number[] = data?.categories.map((category) => category.products) ?? [];
+        return counts;
+      },
+    },
+    "/products/{id}": {
+      get: () => client.GET("/products/{id}", { headers: authorized(), params: { path: { id: productId } } }),
+      patch: () =>
+        client.PATCH("/products/{id}", {
+          headers: authorized(),
+          params: { path: { id: productId } },
+          body: { sku: null },
+        }),
+      put: () =>
+        client.PUT("/products/{id}", { headers: authorized(), params: { path: { id: productId } }, body: product }),
+      delete: () => client.DELETE("/products/{id}", { headers: authorized(), params: { path: { id: productId } } }),
+    },
+    "/products/search": {
+      post: async () => {
+        const { data, error } = await client.POST("/products/search", {
+          headers: authorized(),
+          body: { query: "algo para hacer café", limit: 5, category: "cocina", mode: "hybrid", alpha: 0.75 },
+        });
+        if (error) return error.detail;
+        // No body: the 204 of a reconnect to an ended event stream (not asked for here).
+        if (!data) return undefined;
+        const cited: number[] = data.cited_ids;
+        const first = data.results.find((result) => cited.includes(result.id));
+        return first && client.GET("/products/{id}", { headers: authorized(), params: { path: { id: first.id } } });
+      },
+      get: async () => {
+        const { data } = await client.GET("/products/search", {
+          headers: authorized(),
+          params: { query: { query: "cafetera", limit: 3, category: ["cocina"], mode: "semantic" } },
+        });
+        const scores: number[] = data?.results.map((result) => result.score) ?? [];
+        return scores;
+      },
+    },
+    "/products/bulk": {
+      post: () =>
+        client.POST("/products/bulk", { headers: authorized(), body: [product, { ...product, sku: "CAF-16" }] }),
+    },
+    "/metrics": {
+      get: () => text.GET("/metrics", { headers: { Authorization: `Bearer ${metricsToken}` }, parseAs: "text" }),
+    },
+  } satisfies EveryOperation;
+  return calls;
+}
