@@ -61,7 +61,8 @@ export interface HttpDeps {
   settings: HttpSettings;
   /**
    * Structured events: `{level: "info", event: "request", method, path, route, status, ms, requestId}`
-   * per request (`route` is the matched pattern, e.g. "/products/:id"; absent when none matched), and
+   * per request (`route` is the matched pattern, e.g. "/products/:id"; absent when none matched;
+   * `path` never holds the query string, which may carry credentials: auth/auth-macro.ts), and
    * `{level: "error", event: "request_failed", ..., error}` with the real Error behind every 5xx
    * (level "warn" for GET /health/ready's 503).
    */

@@ -58,6 +58,9 @@ export function authMacro({ authenticate, anonymousPermissions }: AuthMacroDeps)
   /**
    * Who calls, when the permission needs a caller: the user of the bearer token, who holds every
    * permission (API keys and their scopes will be checked here too); NotAuthenticated otherwise.
+   * Search-only keys will also be read here from a `key` query parameter, for the routes that
+   * EventSource calls (GET /products/search: it cannot send headers); a query string never reaches
+   * the logs (app.ts logs the path alone), so such a key will not either.
    */
   const identify = async (request: Request): Promise<Caller> => {
     const user = await authenticate.userForToken(bearerToken(request.headers.get("authorization")));
