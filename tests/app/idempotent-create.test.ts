@@ -7,7 +7,7 @@
 import { expect, setDefaultTimeout, test } from "bun:test";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { loadConfig } from "../../src/app/config.ts";
-import { type Container, createContainer } from "../../src/app/container.ts";
+import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { EmbeddingPurpose } from "../../src/ports/embedder.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
@@ -24,7 +24,7 @@ const schema = `idempotent_create_${process.pid}`;
 const tempDir = useTempDirs("idempotent-create");
 const skipped = !POSTGRES_URL;
 let admin: SqlClient;
-let container: Container;
+let container: HttpService;
 
 /**
  * Holds each product's embedding until `gathered` creates wait for one, then lets them all go: each
@@ -65,7 +65,7 @@ blockHooks(skipped, {
       WRITE_RATE_LIMIT: "1000",
     });
     const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
-    container = await createContainer(config, silent, {
+    container = await createHttpService(config, silent, {
       embedder,
       database: connectPostgres(url.toString(), { maxConnections: 10 }),
       passwordHasher: lowCostHasher(),
