@@ -140,6 +140,38 @@ test.skipIf(skipped).each([
 );
 
 test.skipIf(skipped)(
+  "a reserved connection killed between two statements runs none of the later ones, and its release leaves the new session alone",
+  async () => {
+    await withAdmin((admin) => admin.query("TRUNCATE written"));
+    const client = pool();
+    const reserved = client.reserved;
+    if (!reserved) throw new Error("the PostgreSQL client reserves connections");
+    const backend = Promise.withResolvers<number>();
+    const resume = Promise.withResolvers<void>();
+    // Outside a transaction each statement commits by itself: the first one stays.
+    const reservation = failureOf(
+      reserved(async (connection) => {
+        const [row] = await connection.query<{ pid: number }>(
+          "INSERT INTO written VALUES (1) RETURNING pg_backend_pid() AS pid",
+        );
+        backend.resolve(row?.pid as number);
+        await resume.promise;
+        await connection.query("INSERT INTO written VALUES (2)");
+      }),
+    );
+
+    await cluster.killServerProcess(await backend.promise);
+    expect(await client.query("SELECT 1 AS n")).toEqual([{ n: 1 }]);
+    resume.resolve();
+    expect(await reservation).toBeInstanceOf(DatabaseUnavailable);
+
+    // Before the fix: [1, 2], statement 2 run on the pool's new session.
+    expect(await writtenRows()).toEqual([1]);
+    for (const n of [2, 3, 4]) expect(await client.query(`SELECT ${n} AS n`)).toEqual([{ n }]);
+  },
+);
+
+test.skipIf(skipped)(
   "a bulk write killed once its COPY was sent fails, stores nothing, and no statement of it runs on the new session",
   async () => {
     const relay: HeldRelay = await startHeldRelay(cluster.url);
