@@ -160,6 +160,32 @@ function repositoryContract(open: RepositoryFactory): void {
     expect(await products.searchByVector([1, 0, 0, 0], { limit: 10 })).toHaveLength(1);
   });
 
+  test("nine concurrent adds of one product with a sku under one key store it once; the other eight get its answer", async () => {
+    const { products } = await open(4);
+    const record = { userId: 1, key: "pedido-9", fingerprint: "f", ttlHours: 24 };
+    const results = await Promise.all(
+      Array.from({ length: 9 }, () => products.add(row({ ...shoe, sku: "ZAP-42" }, [1, 0, 0, 0]), record)),
+    );
+    // Before the key was claimed first, the eight others waited on the sku instead and got skuTaken (409).
+    const created = results.flatMap((result) => ("created" in result ? [result.created] : []));
+    expect(created).toEqual([{ id: expect.any(Number), ...shoe, sku: "ZAP-42" }]);
+    expect(results.filter((result) => !("created" in result))).toEqual(
+      Array(8).fill({ alreadyAnswered: { fingerprint: "f", product: created[0] } }),
+    );
+    expect(await products.findBySkus(["ZAP-42"])).toHaveLength(1);
+  });
+
+  test("adds under one key whose sku another product has record no key: each is skuTaken", async () => {
+    const { products } = await open(4);
+    await stored(products.add(row({ ...lamp, sku: "LAM-1" }, [0, 1, 0, 0])));
+    const record = { userId: 1, key: "pedido-10", fingerprint: "f", ttlHours: 24 };
+    const results = await Promise.all(
+      Array.from({ length: 3 }, () => products.add(row({ ...shoe, sku: "LAM-1" }, [1, 0, 0, 0]), record)),
+    );
+    expect(results).toEqual(Array(3).fill({ skuTaken: "LAM-1" }));
+    expect(await products.findIdempotentAnswer(1, "pedido-10", 24)).toBeNull();
+  });
+
   test("health answers", async () => {
     const { health } = await open(4);
     await health.ping();

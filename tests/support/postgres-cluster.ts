@@ -6,7 +6,7 @@
  * pgvector); as root, the servers run as the `postgres` user. (initdb --auth=trust already lets
  * 127.0.0.1 replicate, and PostgreSQL 15's defaults stream: wal_level replica, 10 WAL senders.)
  */
-import { chownSync, existsSync, rmSync } from "node:fs";
+import { chownSync, existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { freePort } from "../../scripts/free-port.ts";
 import { makeTempDir } from "./temp-dirs.ts";
@@ -36,6 +36,13 @@ export interface PostgresCluster {
   kill(): Promise<void>;
   /** `pg_ctl promote` on a standby: resolves once it accepts writes. */
   promote(): Promise<void>;
+  /**
+   * `kill -9` of one server process, as a crash would: the server then ends every other session and
+   * restarts them all (crash recovery). Resolves once it accepts connections again.
+   */
+  killServerProcess(pid: number): Promise<void>;
+  /** The server's log so far (its errors, and every statement that failed with the statement's text). */
+  log(): string;
   stop(): Promise<void>;
 }
 
@@ -74,6 +81,10 @@ async function runCluster(dir: string, port: number, extraOptions = ""): Promise
   const pgCtl = (action: string) => sh(`${PG_BIN}/pg_ctl -D ${data} -l ${dir}/server.log -w -o '${options}' ${action}`);
   await pgCtl("start");
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  const log = () => readFileSync(join(dir, "server.log"), "utf8");
+  // A connection can succeed in the moment between a process's death and the postmaster's reaction
+  // to it: the server is back when its log says so.
+  const timesReady = () => log().split("database system is ready to accept connections").length;
   return {
     url,
     host: "127.0.0.1",
@@ -86,6 +97,12 @@ async function runCluster(dir: string, port: number, extraOptions = ""): Promise
       for (let i = 0; i < 200 && (await accepts(port)); i++) await Bun.sleep(25);
     },
     promote: () => pgCtl("promote"),
+    log,
+    async killServerProcess(pid: number) {
+      const readyBefore = timesReady();
+      process.kill(pid, "SIGKILL");
+      while (timesReady() === readyBefore) await Bun.sleep(20);
+    },
     async stop() {
       await pgCtl("stop -m immediate").catch(() => {});
       rmSync(dir, { recursive: true, force: true });

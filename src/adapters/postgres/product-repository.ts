@@ -125,20 +125,26 @@ export class PostgresProductRepository implements ProductRepository {
   ): Promise<AddResult> {
     const created = await this.writes
       .transaction(async (tx) => {
-        const stored = await insert(tx);
-        // A record of the key younger than its ttl wins: then this transaction stores nothing. Two
-        // creates with one key wait for each other on the primary key, so only one product is kept.
-        const recorded = await tx.query(
+        // The key is claimed before the product is stored: a concurrent create with the same key
+        // waits here, on the key's primary key, until this transaction ends, then finds the answer
+        // (or claims the key itself if this one rolled back). Stored first, the product made it wait
+        // on the sku instead, and fail as skuTaken (issue 18: 9 × 409 where 8 replays were due).
+        // A record younger than its ttl wins: then this transaction stores nothing. The claim's
+        // product_id and response are placeholders no one else sees: they are set before commit.
+        const claimed = await tx.query(
           `INSERT INTO idempotency_keys (user_id, key, fingerprint, product_id, response)
-           VALUES ($1, $2, $3, $4, $5::jsonb)
-           ON CONFLICT (user_id, key) DO UPDATE
-             SET fingerprint = EXCLUDED.fingerprint, product_id = EXCLUDED.product_id,
-                 response = EXCLUDED.response, created_at = now()
-             WHERE idempotency_keys.created_at <= now() - make_interval(hours => $6)
+           VALUES ($1, $2, $3, 0, 'null'::jsonb)
+           ON CONFLICT (user_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, created_at = now()
+             WHERE idempotency_keys.created_at <= now() - make_interval(hours => $4)
            RETURNING key`,
-          [userId, key, fingerprint, stored.id, JSON.stringify(stored), ttlHours],
+          [userId, key, fingerprint, ttlHours],
         );
-        if (recorded.length === 0) throw KEY_ALREADY_ANSWERED;
+        if (claimed.length === 0) throw KEY_ALREADY_ANSWERED;
+        const stored = await insert(tx);
+        await tx.query(
+          "UPDATE idempotency_keys SET product_id = $3, response = $4::jsonb WHERE user_id = $1 AND key = $2",
+          [userId, key, stored.id, JSON.stringify(stored)],
+        );
         return stored;
       })
       .catch((error) => {

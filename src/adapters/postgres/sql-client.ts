@@ -72,8 +72,10 @@ export interface PostgresOptions {
 
 /**
  * A pooled postgres.js client. Connects lazily: nothing is sent until the first query. A broken
- * connection is replaced on the next query (postgres.js 3.4.9 needed a patch for that, see
- * patches/), so the client heals by itself once the server is back.
+ * connection is replaced on the next query, so the client heals by itself once the server is back;
+ * a transaction (or a reserved connection) whose connection broke fails, and none of its later
+ * statements runs on the new one.
+ * postgres.js 3.4.9 needed a patch for both (patches/, README "PostgreSQL restarts").
  */
 export function connectPostgres(url: string, options: PostgresOptions = {}): SqlClient {
   const { queryTimeoutMs } = options;
