@@ -139,7 +139,10 @@ export async function startStandby(primary: PostgresCluster, options: StandbyOpt
   const name = `standby_${(await freePort()).toString()}`;
   const data = join(dir, "data");
   await sh(
-    `${PG_BIN}/pg_basebackup -h ${primary.host} -p ${primary.port} -U postgres -D ${data} -R -X stream -c fast -d 'application_name=${name}'`,
+    // A replication slot of its own (-C -S, named in the standby's settings by -R): the primary keeps
+    // every WAL segment until this standby has it, however busy the machine (without one, a loaded run
+    // failed with "requested WAL segment has already been removed" before the standby started).
+    `${PG_BIN}/pg_basebackup -h ${primary.host} -p ${primary.port} -U postgres -D ${data} -R -X stream -C -S ${name} -c fast -d 'application_name=${name}'`,
   );
   const delay = options.applyDelayMs ? `-c recovery_min_apply_delay=${options.applyDelayMs}ms` : "";
   const standby = await runCluster(dir, await freePort(), `-c hot_standby_feedback=on ${delay}`);

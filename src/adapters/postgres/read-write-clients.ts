@@ -1,3 +1,4 @@
+import { DatabaseUnavailable } from "../../domain/errors.ts";
 import type { SqlClient } from "./sql-client.ts";
 
 /**
@@ -35,7 +36,7 @@ export interface ReadYourWritesOptions {
   waitMs: number;
   /** How long after a write the caller's reads are checked, in ms (default 30 s: far beyond any lag measured). */
   windowMs?: number;
-  /** `read_your_writes` {outcome: "replayed" | "primary"} for each read of a caller with a recent write. */
+  /** `read_your_writes` {outcome: "replayed" | "primary" | "standby_without_primary"} for each read of a caller with a recent write. */
   log?: (event: Record<string, unknown>) => void;
 }
 
@@ -91,7 +92,15 @@ export function readYourWrites(reads: SqlClient, writes: SqlClient, options: Rea
       }
     }
     options.log?.({ event: "read_your_writes", outcome: "primary" });
-    return run(writes);
+    try {
+      return await run(writes);
+    } catch (error) {
+      // No primary to read from (killed, being replaced): the standby's answer, maybe without the
+      // caller's last write, rather than none. Searches keep answering through a failover.
+      if (!(error instanceof DatabaseUnavailable)) throw error;
+      options.log?.({ event: "read_your_writes", outcome: "standby_without_primary" });
+      return run(reads);
+    }
   };
 
   const routedReads: SqlClient = {
