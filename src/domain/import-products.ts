@@ -209,12 +209,16 @@ export class ImportProducts {
     const vectorOf = new Map<Plan, Vector>();
     for (const plan of needed) if (plan.item.embedding) vectorOf.set(plan, plan.item.embedding);
     const toEmbed = needed.filter((plan) => !vectorOf.has(plan));
-    const vectors = await embedMany(
-      this.deps.embedder,
-      toEmbed.map((plan) => embeddingText(plan.item.product)),
-      "document",
-      signal,
-    );
+    // No call at all when nothing is to be embedded: the offline model would be loaded for nothing.
+    const vectors =
+      toEmbed.length === 0
+        ? []
+        : await embedMany(
+            this.deps.embedder,
+            toEmbed.map((plan) => embeddingText(plan.item.product)),
+            "document",
+            signal,
+          );
     for (const [i, plan] of toEmbed.entries()) vectorOf.set(plan, vectors[i] as Vector);
     return { plans, vectorOf };
   }
