@@ -262,7 +262,7 @@ export class PostgresProductRepository implements ProductRepository {
     { withEmbeddings }: { withEmbeddings: boolean },
   ): Promise<ExportedProduct[]> {
     // The vector as pgvector's text: the shortest decimal of each float32, which reads back to the same float32.
-    const rows = await this.db.query<ProductRow & { embedding?: string }>(
+    const rows = await this.reads.query<ProductRow & { embedding?: string }>(
       `SELECT ${PRODUCT_COLUMNS}${withEmbeddings ? ", embedding::text AS embedding" : ""}
        FROM products WHERE id > $1 ORDER BY id LIMIT $2`,
       [afterId, limit],
