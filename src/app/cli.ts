@@ -10,6 +10,7 @@ import { EmbeddingSpaceMismatch, SchemaBehind } from "../adapters/postgres/schem
 import { DomainError } from "../domain/errors.ts";
 import { UpkeepBusy } from "../domain/reembed-catalogue.ts";
 import { type CliOutput, EXIT, type RegisterCommand, UsageError } from "./commands/command.ts";
+import { registerExport } from "./commands/export.ts";
 import { registerHealthcheck } from "./commands/healthcheck.ts";
 import { registerImport } from "./commands/import.ts";
 import { registerReembed } from "./commands/reembed.ts";
@@ -25,6 +26,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerServe,
   registerUsers,
   registerImport,
+  registerExport,
   registerReembed,
   registerVectorIndex,
   registerHealthcheck,

@@ -31,6 +31,7 @@ import { BunPasswordHasher } from "../adapters/security/bun-password-hasher.ts";
 import { ApertiumTranslator, findApertium } from "../adapters/translation/apertium.ts";
 import { RememberingTranslator } from "../adapters/translation/remembering-translator.ts";
 import { TranslatingEmbedder } from "../adapters/translation/translating-embedder.ts";
+import { ExportCatalogue } from "../domain/export-catalogue.ts";
 import { ImportProducts } from "../domain/import-products.ts";
 import { MaintainVectorIndex } from "../domain/maintain-vector-index.ts";
 import { ManageUsers } from "../domain/manage-users.ts";
@@ -316,6 +317,24 @@ export class CompositionRoot {
   async importProducts(): Promise<ImportProducts> {
     const [products, embedder] = await Promise.all([this.products(), this.documentEmbedder()]);
     return new ImportProducts({ products, embedder, log: (event) => this.log.info(event) });
+  }
+
+  /**
+   * Exporting the catalogue. The database is migrated but not checked against the embedder: an
+   * export states the space its embeddings are in, as the database records it, so a catalogue can
+   * be exported before (or after) the embedder changes. The embedder is made (for the migrations
+   * of a new database) but never loaded.
+   */
+  async exportCatalogue(): Promise<ExportCatalogue> {
+    const [client, embedder] = await Promise.all([this.database(), this.embedder()]);
+    await this.migrate(client, applyMigrations, embedder);
+    const space = new SqlEmbeddingSpace(client);
+    const { dimension } = await space.current();
+    return new ExportCatalogue({
+      products: new PostgresProductRepository(client, dimension, this.config.vectorSearch),
+      space: () => space.current(),
+      clock: this.clock,
+    });
   }
 
   /**

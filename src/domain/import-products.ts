@@ -1,4 +1,5 @@
 import type { Embedder } from "../ports/embedder.ts";
+import type { EmbeddingSpace } from "../ports/embedding-space.ts";
 import type { BulkWrite, BulkWriteOutcome, ProductRepository } from "../ports/product-repository.ts";
 import { embedMany } from "./embed.ts";
 import { DatabaseReadOnly, DomainError } from "./errors.ts";
@@ -40,6 +41,13 @@ export interface ImportOptions {
   signal?: AbortSignal;
   /** Called after each chunk is written, with the results so far. */
   onChunk?: (results: readonly ImportItemResult[]) => void;
+  /**
+   * The vector space the items' `embedding` fields were made in: a catalogue export's header says
+   * it. When it is the embedder's, an item's embedding is stored as it is (checked like any
+   * embedding) instead of embedding its text; otherwise the field is ignored and the text embedded.
+   * Absent (POST /products/bulk, an ordinary file): an item with an `embedding` is refused.
+   */
+  embeddings?: EmbeddingSpace;
 }
 
 export interface Deps {
@@ -51,10 +59,14 @@ export interface Deps {
 }
 
 /**
- * Fields an import item must not have. Any other field besides name, description, category and
- * sku (a catalogue export's own id, path, brand...) is ignored: it is not stored.
+ * Fields an import item must not have, unless the import is of a catalogue export whose
+ * embeddings are in the embedder's space (ImportOptions.embeddings). Any other field besides name,
+ * description, category and sku (a catalogue export's own id, path, brand...) is ignored: it is not stored.
  */
 const REFUSED_FIELDS = ["embedding"];
+
+/** What an import does with an item's `embedding` field. */
+type EmbeddingField = "refuse" | "take" | "ignore";
 
 const DEFAULT_CHUNK_SIZE = 512;
 
@@ -62,6 +74,8 @@ const DEFAULT_CHUNK_SIZE = 512;
 interface ValidItem {
   index: number;
   product: NewProduct & { sku?: string };
+  /** The embedding the item came with (a catalogue export's, in the embedder's space): stored instead of embedding its text. */
+  embedding?: Vector;
   /** The item of the same sku just before this one in the import, if any. */
   previous?: ValidItem;
 }
@@ -88,23 +102,44 @@ function sameSku(item: ValidItem): ValidItem[] {
  * each had been written in turn: the first `created` (or compared with the stored product), each
  * later one `updated`, or `unchanged` when its fields are those of the item before it. So a
  * repeated sku costs no extra statement or embedding, and nothing is written twice in one chunk.
+ *
+ * A catalogue export restores without embedding anything when its embeddings are of the
+ * embedder's model and dimension (ImportOptions.embeddings): each item's vector is checked (its
+ * length, finite, not all zeros) and stored as the embedding of its text.
  */
 export class ImportProducts {
   constructor(private readonly deps: Deps) {}
+
+  /** The vector space of the embeddings it stores: the embedder's. */
+  get space(): EmbeddingSpace {
+    return { model: this.deps.embedder.model, dimension: this.deps.embedder.dimension };
+  }
+
+  /** Whether embeddings made in `space` are stored as they are (else the texts are embedded again). */
+  takesEmbeddingsOf(space: EmbeddingSpace): boolean {
+    return space.model === this.space.model && space.dimension === this.space.dimension;
+  }
 
   async execute(items: readonly ImportInput[], options: ImportOptions = {}): Promise<ImportReport> {
     const results: (ImportItemResult | undefined)[] = new Array(items.length);
     const valid: ValidItem[] = [];
     const lastWithSku = new Map<string, ValidItem>();
+    const embeddingField: EmbeddingField =
+      options.embeddings === undefined ? "refuse" : this.takesEmbeddingsOf(options.embeddings) ? "take" : "ignore";
     for (const [index, item] of items.entries()) {
-      const checked = "problem" in item ? item : checkItem(item.value);
+      const checked = "problem" in item ? item : checkItem(item.value, embeddingField, this.deps.embedder.dimension);
       if ("problem" in checked) {
         results[index] = { index, status: "failed", detail: checked.problem };
         continue;
       }
       const sku = checked.product.sku;
       const previous = sku === undefined ? undefined : lastWithSku.get(sku);
-      const validItem: ValidItem = { index, product: checked.product, ...(previous ? { previous } : {}) };
+      const validItem: ValidItem = {
+        index,
+        product: checked.product,
+        ...(checked.embedding ? { embedding: checked.embedding } : {}),
+        ...(previous ? { previous } : {}),
+      };
       if (sku !== undefined) lastWithSku.set(sku, validItem);
       valid.push(validItem);
     }
@@ -170,14 +205,21 @@ export class ImportProducts {
         return { item, current, digest, kind: current ? "update" : "insert", embed: current?.contentDigest !== digest };
       }),
     );
-    const toEmbed = plans.filter((plan) => plan.kind !== "unchanged" && plan.embed);
-    const vectors = await embedMany(
-      this.deps.embedder,
-      toEmbed.map((plan) => embeddingText(plan.item.product)),
-      "document",
-      signal,
-    );
-    const vectorOf = new Map<Plan, Vector>(toEmbed.map((plan, i) => [plan, vectors[i] as Vector]));
+    const needed = plans.filter((plan) => plan.kind !== "unchanged" && plan.embed);
+    const vectorOf = new Map<Plan, Vector>();
+    for (const plan of needed) if (plan.item.embedding) vectorOf.set(plan, plan.item.embedding);
+    const toEmbed = needed.filter((plan) => !vectorOf.has(plan));
+    // No call at all when nothing is to be embedded: the offline model would be loaded for nothing.
+    const vectors =
+      toEmbed.length === 0
+        ? []
+        : await embedMany(
+            this.deps.embedder,
+            toEmbed.map((plan) => embeddingText(plan.item.product)),
+            "document",
+            signal,
+          );
+    for (const [i, plan] of toEmbed.entries()) vectorOf.set(plan, vectors[i] as Vector);
     return { plans, vectorOf };
   }
 
@@ -274,14 +316,27 @@ function sameFields(current: ProductFields, product: ProductFields): boolean {
   );
 }
 
-/** The item as a valid product, or why it is not one (a Spanish sentence naming the field). */
-function checkItem(item: unknown): { product: NewProduct & { sku?: string } } | { problem: string } {
+/**
+ * The item as a valid product (with its embedding when `embeddingField` is "take" and it has one),
+ * or why it is not one (a Spanish sentence naming the field).
+ */
+function checkItem(
+  item: unknown,
+  embeddingField: EmbeddingField,
+  dimension: number,
+): { product: NewProduct & { sku?: string }; embedding?: Vector } | { problem: string } {
   if (item === null || typeof item !== "object" || Array.isArray(item)) {
     return { problem: "Cada elemento debe ser un objeto con name, description, category y, opcionalmente, sku" };
   }
   const fields = item as Record<string, unknown>;
   const refused = REFUSED_FIELDS.find((key) => Object.hasOwn(fields, key));
-  if (refused !== undefined) return { problem: `Campo '${refused}': no está permitido` };
+  if (refused !== undefined && embeddingField === "refuse") return { problem: `Campo '${refused}': no está permitido` };
+  let embedding: Vector | undefined;
+  if (embeddingField === "take" && fields.embedding !== undefined) {
+    const problem = embeddingProblem(fields.embedding, dimension);
+    if (problem) return { problem: `Campo 'embedding': ${problem}` };
+    embedding = fields.embedding as Vector;
+  }
   for (const field of ["name", "description", "category"] as const) {
     if (fields[field] === undefined) return { problem: `Campo '${field}': es obligatorio` };
     if (typeof fields[field] !== "string") return { problem: `Campo '${field}': debe ser un texto` };
@@ -297,9 +352,21 @@ function checkItem(item: unknown): { product: NewProduct & { sku?: string } } | 
         category: fields.category as string,
         sku: fields.sku as string | null | undefined,
       }),
+      ...(embedding ? { embedding } : {}),
     };
   } catch (error) {
     if (error instanceof DomainError) return { problem: error.message };
     throw error;
   }
+}
+
+/** Why a given embedding cannot be stored (Spanish), or null: the checks every computed embedding passes (embed.ts). */
+function embeddingProblem(value: unknown, dimension: number): string | null {
+  if (!Array.isArray(value) || !value.every((component) => typeof component === "number")) {
+    return "debe ser una lista de números";
+  }
+  if (value.length !== dimension) return `debe tener ${dimension} números, tiene ${value.length}`;
+  const infinite = value.findIndex((component) => !Number.isFinite(component));
+  if (infinite >= 0) return `el número ${infinite} no es finito`; // JSON reads 1e999 as Infinity
+  return value.some((component) => component !== 0) ? null : "es un vector de ceros, que no tiene dirección";
 }

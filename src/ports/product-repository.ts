@@ -77,6 +77,11 @@ export interface ProductPage {
   more: boolean;
 }
 
+/** A product as a catalogue export holds it: its fields, and its embedding when it was asked for. */
+export interface ExportedProduct extends Product {
+  embedding?: Vector;
+}
+
 export interface SearchQuery {
   limit: number;
   /** Only products of these categories; absent: all. */
@@ -116,6 +121,12 @@ export interface ProductRepository {
   remove(id: number): Promise<boolean>;
   /** Every category with how many products it has, most products first (then by name). */
   categories(): Promise<{ name: string; products: number }[]>;
+
+  /**
+   * Up to `limit` products with an id above `afterId`, by id, each with its embedding when
+   * `withEmbeddings`: the whole catalogue read a page at a time, whatever its size.
+   */
+  productsAfter(afterId: number, limit: number, options: { withEmbeddings: boolean }): Promise<ExportedProduct[]>;
 
   /** The stored products holding these skus (those that exist). */
   findBySkus(skus: readonly string[]): Promise<StoredProduct[]>;

@@ -219,10 +219,12 @@ export class SearchView {
       ...segmentsOf(text).map((segment) => {
         if (segment.kind === "text") return segment.text;
         const name = this.hits.get(segment.id)?.hit.name ?? `producto ${segment.id}`;
+        // The name read out starts with the text shown ("#3, Cafetera espresso"), so that one who
+        // sees the link can say or find it by what it shows (WCAG 2.5.3, axe's label-content-name-mismatch).
         return h("a", {
           className: "cite",
           text: `#${segment.id}`,
-          attrs: { href: `#result-${segment.id}`, title: name, "aria-label": `${name} (producto ${segment.id})` },
+          attrs: { href: `#result-${segment.id}`, title: name, "aria-label": `#${segment.id}, ${name}` },
         });
       }),
     );

@@ -215,6 +215,45 @@ function repositoryContract(open: RepositoryFactory): void {
     }
   });
 
+  test("productsAfter reads the catalogue by id, a page at a time, with embeddings that write back the same", async () => {
+    const { products } = await open(LONG);
+    const random = seededRandom(11);
+    // Any double: a database keeps the nearest float32, which is what must come back.
+    const vectors = Array.from({ length: 5 }, () => Array.from({ length: LONG }, () => (random() - 0.5) / 7));
+    const added: Product[] = [];
+    for (const [i, vector] of vectors.entries()) {
+      added.push(
+        await stored(products.add(row({ ...shoe, name: `p${i}`, ...(i === 1 ? { sku: "S-1" } : {}) }, vector))),
+      );
+    }
+    await products.remove((added[2] as Product).id);
+    const kept = [0, 1, 3, 4];
+
+    const first = await products.productsAfter(0, 2, { withEmbeddings: false });
+    expect(first).toEqual([added[0], added[1]] as Product[]);
+    const rest = await products.productsAfter((added[1] as Product).id, 10, { withEmbeddings: true });
+    expect(rest.map(({ embedding: _, ...product }) => product)).toEqual([added[3], added[4]] as Product[]);
+    expect(await products.productsAfter((added[4] as Product).id, 10, { withEmbeddings: true })).toEqual([]);
+
+    const all = await products.productsAfter(0, 10, { withEmbeddings: true });
+    expect(all.map((product) => product.id)).toEqual(kept.map((i) => (added[i] as Product).id));
+    for (const [k, product] of all.entries()) {
+      const written = vectors[kept[k] as number] as number[];
+      for (const [j, x] of (product.embedding as number[]).entries()) expect(x).toBeCloseTo(written[j] as number, 6);
+    }
+    // What an import of an export does: the vectors read, written again (as the import writes), read back the same.
+    const copies = await products.writeMany(
+      all.map(({ name, description, category, embedding }) => ({
+        kind: "insert",
+        row: { product: { name, description, category }, embedding: embedding as number[], contentDigest: "d" },
+      })),
+    );
+    const lastId = (added[4] as Product).id;
+    const copied = await products.productsAfter(lastId, 10, { withEmbeddings: true });
+    expect(copied).toHaveLength(copies.length);
+    expect(copied.map((product) => product.embedding)).toEqual(all.map((product) => product.embedding));
+  });
+
   test("the query cache gives back what was put, under the same model, dimension and text only", async () => {
     const { queryCache } = await open(4);
     const key = { model: "m", dimension: 4, text: "cafetera italiana" };

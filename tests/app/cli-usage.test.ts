@@ -33,6 +33,7 @@ const EVERY_COMMAND = [
   "users remove <username>",
   "users list",
   "import <file>",
+  "export <file>",
   "reembed",
   "index status",
   "index build",

@@ -233,3 +233,69 @@ describe("ImportProducts", () => {
     expect(products.products.length).toBeLessThan(6);
   });
 });
+
+describe("ImportProducts of a catalogue export", () => {
+  /** A vector of the embedder's 32 dimensions unlike any it would compute. */
+  const given = (i: number) => Array.from({ length: 32 }, (_, k) => (k === i % 32 ? 1 : 0.25));
+  const exportSpace = () => ({ model: embedder.model, dimension: embedder.dimension });
+
+  test("with the embedder's model and dimension, stores each item's embedding and embeds nothing", async () => {
+    const report = await importer.execute(
+      items(product(0, { embedding: given(0) }), product(1, { embedding: given(1), id: 7 })),
+      { embeddings: exportSpace() },
+    );
+    expect(report.counts).toMatchObject({ created: 2, failed: 0 });
+    expect(embedder.batches).toEqual([]);
+    expect(products.embeddingOf(1)).toEqual(given(0));
+    expect(products.embeddingOf(2)).toEqual(given(1));
+  });
+
+  test("an item without an embedding is embedded; a changed text takes its new embedding from the file", async () => {
+    await importer.execute(items(product(0)));
+    embedder.batches = [];
+    const report = await importer.execute(
+      items(product(0, { name: "Nuevo nombre", embedding: given(5) }), product(1)),
+      { embeddings: exportSpace() },
+    );
+    expect(report.counts).toMatchObject({ created: 1, updated: 1, failed: 0 });
+    expect(embedder.batches).toEqual([1]);
+    expect(products.embeddingOf(1)).toEqual(given(5));
+  });
+
+  test("an unusable embedding fails its item, saying why, like a provider's would be refused", async () => {
+    const report = await importer.execute(
+      items(
+        product(0, { embedding: [1, 2, 3] }),
+        product(1, { embedding: new Array(32).fill(0) }),
+        product(2, { embedding: [...given(2).slice(1), Number.POSITIVE_INFINITY] }),
+        product(3, { embedding: "0.1,0.2" }),
+        product(4, { embedding: given(4) }),
+      ),
+      { embeddings: exportSpace() },
+    );
+    expect(report.items.map((item) => item.detail ?? item.status)).toEqual([
+      "Campo 'embedding': debe tener 32 números, tiene 3",
+      "Campo 'embedding': es un vector de ceros, que no tiene dirección",
+      "Campo 'embedding': el número 31 no es finito",
+      "Campo 'embedding': debe ser una lista de números",
+      "created",
+    ]);
+    expect(products.products).toHaveLength(1);
+  });
+
+  test("of another model or dimension, the embeddings are ignored and the texts embedded", async () => {
+    for (const space of [
+      { model: "otro-modelo", dimension: 32 },
+      { model: embedder.model, dimension: 64 },
+    ]) {
+      expect(importer.takesEmbeddingsOf(space)).toBe(false);
+    }
+    const report = await importer.execute(items(product(0, { embedding: [1, 2] })), {
+      embeddings: { model: "otro-modelo", dimension: 2 },
+    });
+    expect(report.counts).toMatchObject({ created: 1, failed: 0 });
+    expect(embedder.batches).toEqual([1]);
+    expect(products.embeddingOf(1)).toHaveLength(32);
+    expect(importer.takesEmbeddingsOf(exportSpace())).toBe(true);
+  });
+});

@@ -7,6 +7,7 @@ import type {
   BulkWrite,
   BulkWriteOutcome,
   EmbeddedProduct,
+  ExportedProduct,
   HybridQuery,
   IdempotencyRecord,
   IdempotentAnswer,
@@ -140,6 +141,19 @@ export class MemoryProductRepository implements ProductRepository {
     return [...counts]
       .map(([name, products]) => ({ name, products }))
       .sort((a, b) => b.products - a.products || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async productsAfter(
+    afterId: number,
+    limit: number,
+    { withEmbeddings }: { withEmbeddings: boolean },
+  ): Promise<ExportedProduct[]> {
+    this.checkUp();
+    return [...this.rows.values()]
+      .filter((row) => row.product.id > afterId)
+      .sort((a, b) => a.product.id - b.product.id)
+      .slice(0, limit)
+      .map((row) => ({ ...publicView(row.product), ...(withEmbeddings ? { embedding: [...row.embedding] } : {}) }));
   }
 
   async findBySkus(skus: readonly string[]): Promise<StoredProduct[]> {

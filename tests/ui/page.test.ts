@@ -12,6 +12,7 @@ import { createLogger } from "../../src/app/logger.ts";
 import { GenerationUnavailable } from "../../src/domain/errors.ts";
 import type { GenerationEvent, Generator, Recommendation, RecommendationRequest } from "../../src/ports/generator.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+import { seriousAccessibilityViolations } from "../support/axe.ts";
 import { CHROMIUM_PATH, hasChromium, launchChromium } from "../support/chromium.ts";
 import { openNewPglite } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
@@ -210,6 +211,11 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     await page.getByLabel("¿Qué buscas?").waitFor();
   }
 
+  /** axe finds nothing serious or critical in the page as it is now (`where` names it in a failure). */
+  async function expectAccessible(page: Page, where: string): Promise<void> {
+    expect({ where, violations: await seriousAccessibilityViolations(page) }).toEqual({ where, violations: [] });
+  }
+
   const activeId = (page: Page) => page.evaluate("document.activeElement && document.activeElement.id");
   const storedSession = async (page: Page) =>
     JSON.parse((await page.evaluate("sessionStorage.getItem('sku-search.session')")) ?? "null");
@@ -221,6 +227,7 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     const page = await openPage({ catalogue: false });
     expect(await page.title()).toBe("Iniciar sesión · sku-search");
     expect(await page.getByLabel("Usuario").inputValue()).toBe("admin");
+    await expectAccessible(page, "the login");
     await page.getByLabel("Contraseña").fill("no-es-esta");
     await page.getByRole("button", { name: "Entrar" }).click();
     await page.locator("#login-error", { hasText: "Usuario o contraseña incorrectos" }).waitFor();
@@ -293,13 +300,15 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     expect(await text(page, "#recommendation-state")).toBe("");
     const citation = page.locator("#recommendation-text a.cite");
     expect(await citation.getAttribute("href")).toBe(`#result-${coffee.id}`);
-    expect(await citation.getAttribute("aria-label")).toBe(`Cafetera espresso (producto ${coffee.id})`);
+    // Its accessible name starts with what it shows, then names the product.
+    expect(await citation.getAttribute("aria-label")).toBe(`#${coffee.id}, Cafetera espresso`);
     // The cited product is highlighted, and only it.
     expect(await page.locator("#results > li.cited").count()).toBe(1);
     const cited = page.locator(`#result-${coffee.id}`);
     expect(await cited.getAttribute("class")).toContain("cited");
     expect(await cited.locator(".cited-badge").isVisible()).toBe(true);
     expect(await results.nth(1).locator(".cited-badge").isVisible()).toBe(false);
+    await expectAccessible(page, "a search with its results and recommendation");
     // Following the citation takes the reader (and the keyboard focus) to the product.
     await citation.click();
     expect(await activeId(page)).toBe(`result-${coffee.id}`);
@@ -382,10 +391,12 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     expect(await activeId(page)).toBe("products-title");
     await page.locator("#products-total", { hasText: "6 productos." }).waitFor();
     expect(await page.locator("#products-body tr").count()).toBe(6);
+    await expectAccessible(page, "the products");
 
     await page.getByRole("button", { name: "Nuevo producto" }).click();
     const dialog = page.getByRole("dialog", { name: "Nuevo producto" });
     expect(await activeId(page)).toBe("product-name");
+    await expectAccessible(page, "the new product dialog");
     await dialog.getByLabel("Nombre").fill("Tetera de hierro");
     await dialog.getByLabel("Descripción").fill("Tetera japonesa de hierro fundido");
     await dialog.getByLabel("Categoría").fill("Cocina");
@@ -490,6 +501,7 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     expect(failures).toHaveLength(2);
     expect(failures[0]).toStartWith("línea 5: ");
     expect(failures[1]).toStartWith("línea 253: ");
+    await expectAccessible(page, "an import finished, with its failures");
     expect((await api("GET", "/products?category=Lote&limit=1")).json.total).toBe(250);
     const imported = (await api("GET", "/products?order=newest&limit=1")).json.items[0];
     expect(imported).toMatchObject({ name: "Producto 250", description: "Descripción, con coma 250", sku: "LOTE-250" });

@@ -1,13 +1,16 @@
 /**
  * The products of an import file, read as a stream (a 1 GB file is never loaded whole): JSON Lines,
  * a JSON array, or CSV with a header row (name, description, category and optionally sku), each
- * possibly gzip-compressed.
+ * possibly gzip-compressed. A JSON Lines file whose first line is a catalogue export's header
+ * (catalogue-export.ts) is an export: the header is not an item, and says what the embeddings are.
  */
 import { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
+import type { ExportHeader } from "../../domain/export-catalogue.ts";
 import { decodeUtf8, firstNonSpace, ITEM_BYTES_PROBLEM, type Piece, withoutBom } from "../../lib/item-bytes.ts";
 import { MAX_JSON_DEPTH } from "../../lib/json/json-depth.ts";
 import { type JsonItem, type JsonItemsFormat, jsonItems, MalformedItems } from "../../lib/json/json-items.ts";
+import { EXPORT_FORMAT_KEY, EXPORT_FORMAT_VERSION } from "./catalogue-export.ts";
 import { CsvRecordSplitter, csvFields } from "./csv-records.ts";
 
 export const FILE_FORMATS = ["jsonl", "json", "csv"] as const;
@@ -39,6 +42,8 @@ export interface FileSource {
    */
   bytesDone(): number;
   items: AsyncGenerator<JsonItem>;
+  /** The header of a catalogue export (its first line); absent for any other file. */
+  exportHeader?: ExportHeader;
 }
 
 /** The readers are handed the content in pieces of at most this size, so progress moves item by item. */
@@ -58,13 +63,59 @@ export async function openImportFile(path: string, format?: FileFormat): Promise
     gzip ? Readable.from(file.stream()).pipe(createGunzip()) : file.stream();
   const chosen = format ?? (await formatOf(path, content));
   const position = { bytes: 0 };
-  const items = await started(
+  const reader =
     chosen === "csv"
       ? csvItems(sliced(content(), position))
-      : jsonFileItems(sliced(content(), position), chosen === "json" ? "array" : "lines"),
-  );
+      : jsonFileItems(sliced(content(), position), chosen === "json" ? "array" : "lines");
+  const first = await reader.next();
+  const exportHeader = chosen === "jsonl" && !first.done ? exportHeaderOf(first.value) : undefined;
+  const items = (async function* () {
+    if (first.done) return;
+    if (exportHeader === undefined) yield first.value;
+    yield* reader;
+  })();
   const bytesTotal = gzip ? await gzipContentSize(file) : file.size;
-  return { format: chosen, gzip, bytesTotal, bytesDone: () => position.bytes, items };
+  return {
+    format: chosen,
+    gzip,
+    bytesTotal,
+    bytesDone: () => position.bytes,
+    items,
+    ...(exportHeader ? { exportHeader } : {}),
+  };
+}
+
+/**
+ * The export header `item` is, or undefined when it is not one (an ordinary first product). A
+ * header this program cannot read makes the file unreadable: its embeddings must not be guessed at.
+ */
+function exportHeaderOf(item: JsonItem): ExportHeader | undefined {
+  if (!("value" in item) || item.value === null || typeof item.value !== "object") return undefined;
+  const header = item.value as Record<string, unknown>;
+  if (!Object.hasOwn(header, EXPORT_FORMAT_KEY)) return undefined;
+  const version = header[EXPORT_FORMAT_KEY];
+  if (version !== EXPORT_FORMAT_VERSION) {
+    throw new UnreadableImport(
+      `export header: format version ${JSON.stringify(version)} is not one this program reads (${EXPORT_FORMAT_VERSION})`,
+    );
+  }
+  const { model, dimension, embeddings, exported_at: exportedAt } = header;
+  const date = typeof exportedAt === "string" ? new Date(exportedAt) : undefined;
+  if (
+    typeof model !== "string" ||
+    model === "" ||
+    typeof dimension !== "number" ||
+    !Number.isInteger(dimension) ||
+    dimension < 1 ||
+    typeof embeddings !== "boolean" ||
+    date === undefined ||
+    Number.isNaN(date.getTime())
+  ) {
+    throw new UnreadableImport(
+      "export header: it must name the model (text), dimension (a whole number), embeddings (true or false) and exported_at (a date)",
+    );
+  }
+  return { model, dimension, embeddings, exportedAt: date };
 }
 
 /**
@@ -79,16 +130,6 @@ async function* sliced(chunks: AsyncIterable<Uint8Array>, position: { bytes: num
       yield slice;
     }
   }
-}
-
-/** `items` with its first item read already (its failure thrown now), then the rest as they come. */
-async function started(items: AsyncGenerator<JsonItem>): Promise<AsyncGenerator<JsonItem>> {
-  const first = await items.next();
-  return (async function* () {
-    if (first.done) return;
-    yield first.value;
-    yield* items;
-  })();
 }
 
 /** JSON items of the file; a JSON array that is not one makes the whole file unreadable. */

@@ -1,3 +1,4 @@
+import pgvector from "pgvector";
 import { publicView } from "../../domain/manage-products.ts";
 import type { HybridCandidate, Product, StoredProduct, VersionedHit } from "../../domain/product.ts";
 import type { Vector } from "../../domain/vector.ts";
@@ -6,6 +7,7 @@ import type {
   BulkWrite,
   BulkWriteOutcome,
   EmbeddedProduct,
+  ExportedProduct,
   HybridQuery,
   IdempotencyRecord,
   IdempotentAnswer,
@@ -252,6 +254,24 @@ export class PostgresProductRepository implements ProductRepository {
       "SELECT category AS name, count(*) AS products FROM products GROUP BY category ORDER BY count(*) DESC, category",
     );
     return rows.map((row) => ({ name: row.name, products: Number(row.products) }));
+  }
+
+  async productsAfter(
+    afterId: number,
+    limit: number,
+    { withEmbeddings }: { withEmbeddings: boolean },
+  ): Promise<ExportedProduct[]> {
+    // The vector as pgvector's text: the shortest decimal of each float32, which reads back to the same float32.
+    const rows = await this.reads.query<ProductRow & { embedding?: string }>(
+      `SELECT ${PRODUCT_COLUMNS}${withEmbeddings ? ", embedding::text AS embedding" : ""}
+       FROM products WHERE id > $1 ORDER BY id LIMIT $2`,
+      [afterId, limit],
+    );
+    return rows.map((row) => {
+      const product: ExportedProduct = toProduct(row);
+      if (row.embedding !== undefined) product.embedding = pgvector.fromSql(row.embedding) as Vector;
+      return product;
+    });
   }
 
   async findBySkus(skus: readonly string[]): Promise<StoredProduct[]> {

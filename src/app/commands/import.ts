@@ -4,7 +4,8 @@
  * otherwise one JSON progress line every few seconds. Ctrl-C stops after the batch being written:
  * what is stored stays, and running the command again resumes (products with a sku are upserted
  * by it, and an unchanged text is not embedded again). It loads no web framework and no language
- * model: only the database, the embedder and translation (composition-root.ts).
+ * model: only the database, the embedder and translation (composition-root.ts). A catalogue export
+ * (`export FILE`) with the embeddings of the configured model is restored without embedding anything.
  */
 import { createWriteStream } from "node:fs";
 import cliProgress from "cli-progress";
@@ -16,8 +17,10 @@ import {
   UnreadableImport,
 } from "../../adapters/import/file-items.ts";
 import { DomainError } from "../../domain/errors.ts";
+import type { ExportHeader } from "../../domain/export-catalogue.ts";
 import type { ImportItemResult, ImportProducts, ImportStatus } from "../../domain/import-products.ts";
 import type { JsonItem } from "../../lib/json/json-items.ts";
+import type { EmbeddingSpace } from "../../ports/embedding-space.ts";
 import { type Config, secretsOf } from "../config.ts";
 import { createLogger } from "../logger.ts";
 import { type CliOutput, EXIT, type RegisterCommand, UsageError } from "./command.ts";
@@ -31,7 +34,7 @@ export const registerImport: RegisterCommand = (program, run, output) => {
     .command("import")
     .argument("<file>")
     .description(
-      "import products from JSON Lines, a JSON array or CSV (header: name,description,category[,sku]), gzip accepted",
+      "import products from JSON Lines, a JSON array, CSV (header: name,description,category[,sku]) or an export, gzip accepted",
     )
     .option("--format <format>", "jsonl, json or csv (default: from the file's name, else its first bytes)")
     .option("--batch-size <n>", `products read and stored together (default ${IMPORT_BATCH_SIZE})`)
@@ -139,16 +142,23 @@ async function runImport(
   };
 
   let status = 0;
+  let embeddings: "restored" | "computed" | undefined;
   try {
     progress.phase("opening the database, loading the embedding model and translation");
     const importer = await prepare();
-    progress.phase("importing (the first batch also loads the model)");
+    const header = source.exportHeader;
+    if (header?.embeddings) {
+      embeddings = importer.takesEmbeddingsOf(header) ? "restored" : "computed";
+      output.err(`${describeExportEmbeddings(header, embeddings, importer.space)}\n`);
+    }
+    progress.phase(embeddings === "restored" ? "importing" : "importing (the first batch also loads the model)");
     let batch: JsonItem[] = [];
     let offset = 0;
     const flush = async () => {
       if (batch.length === 0) return;
       const outcome = await importer.execute(batch, {
         signal: controller.signal,
+        ...(header?.embeddings ? { embeddings: header } : {}),
         // Each chunk written moves the display, not only each batch.
         onChunk: (results) =>
           progress.update(source.bytesDone(), done() + results.length, counts, performance.now() - started),
@@ -192,6 +202,7 @@ async function runImport(
     event: status === INTERRUPTED ? "import_interrupted" : "import_done",
     file: path,
     format: source.format,
+    ...(embeddings ? { embeddings } : {}),
     items: done(),
     ...counts,
     seconds: Math.round(seconds * 10) / 10,
@@ -210,6 +221,20 @@ async function runImport(
   }
   if (status === 0 && counts.failed > 0) return 1;
   return status;
+}
+
+/** What the import does with an export's embeddings, and why: one line for the operator. */
+function describeExportEmbeddings(
+  header: ExportHeader,
+  embeddings: "restored" | "computed",
+  configured: EmbeddingSpace,
+): string {
+  const of = (space: EmbeddingSpace) => `${space.model} (${space.dimension} dimensions)`;
+  return embeddings === "restored"
+    ? `export of ${header.exportedAt.toISOString()}: its embeddings are of the configured model, ${of(header)}: ` +
+        "they are stored as they are, no text is embedded"
+    : `export of ${header.exportedAt.toISOString()}: its embeddings are of ${of(header)}, not of the configured ` +
+        `model ${of(configured)}: they are ignored and the texts embedded again`;
 }
 
 const consoleOutput: CliOutput = {

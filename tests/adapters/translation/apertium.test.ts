@@ -134,6 +134,11 @@ describe("findApertium", () => {
 });
 
 const apertium = findApertium();
+if (!apertium.found) {
+  console.warn(
+    `tests/adapters/translation/apertium.test.ts: the tests on the real Apertium are SKIPPED: ${apertium.reason} (install it with .ci/apertium.sh)`,
+  );
+}
 
 // CI installs Apertium (.ci/apertium.sh), so these run there; elsewhere they need `apt-get install apertium-eng-spa`.
 describe.skipIf(!apertium.found)("ApertiumTranslator on the real Apertium", () => {

@@ -88,6 +88,11 @@ describe("TranslatingEmbedder", () => {
 });
 
 const apertium = findApertium();
+if (!apertium.found) {
+  console.warn(
+    `tests/adapters/translation/translating-embedder.test.ts: the tests on the real Apertium are SKIPPED: ${apertium.reason} (install it with .ci/apertium.sh)`,
+  );
+}
 
 // Without translation the offline model ranks another product first for each of these queries.
 describe.skipIf(!apertium.found)("the offline model behind Apertium (real)", () => {
