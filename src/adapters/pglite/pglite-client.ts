@@ -95,9 +95,11 @@ function pgliteExecutor(db: PGlite) {
 
 /** Parameters as PGlite takes them: a vector in pgvector's text form `[1,2,3]`. */
 function textParams(params: readonly unknown[]): unknown[] {
-  // toSql only accepts a plain array; a Float32Array must be copied first.
+  // toSql only accepts a plain array; a Float32Array must be copied first. Each component is first
+  // rounded to the float4 the server stores (Math.fround): the shortest decimal of an unrounded double
+  // could parse to a float4 one unit away, as a binary parameter never does.
   return params.map((param) =>
-    param instanceof VectorParameter ? pgvector.toSql(Array.from(param.components)) : param,
+    param instanceof VectorParameter ? pgvector.toSql(Array.from(param.components, Math.fround)) : param,
   );
 }
 
