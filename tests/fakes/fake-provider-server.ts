@@ -38,6 +38,7 @@ export class FakeProviderServer {
   /** Every request received, in order. */
   readonly requests: RecordedRequest[] = [];
   private readonly scripted: Reply[] = [];
+  private readonly arrivals = new Set<() => void>();
 
   private constructor(
     private readonly server: ReturnType<typeof Bun.serve>,
@@ -65,6 +66,19 @@ export class FakeProviderServer {
   enqueue(...replies: Reply[]): this {
     this.scripted.push(...replies);
     return this;
+  }
+
+  /** Resolves once `count` requests have arrived (since the last reset): what a test waits for instead of a guessed time. */
+  received(count: number): Promise<void> {
+    if (this.requests.length >= count) return Promise.resolve();
+    return new Promise((resolve) => {
+      const check = () => {
+        if (this.requests.length < count) return;
+        this.arrivals.delete(check);
+        resolve();
+      };
+      this.arrivals.add(check);
+    });
   }
 
   /** The requests whose path contains `fragment`. */
@@ -99,6 +113,7 @@ export class FakeProviderServer {
       clientGone: new Promise<void>((resolve) => request.signal.addEventListener("abort", () => resolve())),
     };
     this.requests.push(recorded);
+    for (const arrived of [...this.arrivals]) arrived();
     const reply = this.scripted.shift() ?? (await this.handler(recorded));
     if ("hang" in reply) {
       return new Promise<Response>((resolve) => {
