@@ -86,16 +86,18 @@ export class FakeTimers implements Timers {
   }
 
   /**
-   * Waits until a timer of `ms` (as asked: a sleep or a time limit) is set, then moves the clock on
-   * to its due time, firing it and whatever falls due before.
+   * Waits until a timer of `ms` (as asked: a sleep or a time limit) is set and still set once the
+   * code running now has settled (a turn of the event loop: a limit on a wait that was about to end
+   * is cancelled by then), then moves the clock on to its due time, firing it and whatever falls
+   * due before.
    */
   async elapse(ms: number): Promise<void> {
-    let timer: Scheduled | undefined;
-    await this.until(() => {
-      timer = [...this.scheduled].find((each) => each.ms === ms);
-      return timer !== undefined;
-    });
-    await this.advance((timer as Scheduled).due - this.current);
+    for (;;) {
+      await this.until(() => this.find(ms) !== undefined);
+      await new Promise((resolve) => setImmediate(resolve));
+      const timer = this.find(ms);
+      if (timer !== undefined) return this.advance(timer.due - this.current);
+    }
   }
 
   /** The length of the next sleep asked for: each call answers the one after the last it answered, waiting for it if need be. */
@@ -107,6 +109,10 @@ export class FakeTimers implements Timers {
   /** The lengths (as asked) of the timers set and neither fired nor cancelled. */
   pending(): number[] {
     return [...this.scheduled].map((timer) => timer.ms);
+  }
+
+  private find(ms: number): Scheduled | undefined {
+    return [...this.scheduled].find((timer) => timer.ms === ms);
   }
 
   private schedule(ms: number, fire: () => void): () => void {
