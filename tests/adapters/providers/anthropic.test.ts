@@ -25,7 +25,7 @@ import {
 import { FakeProviderServer } from "../../fakes/fake-provider-server.ts";
 import { FakeTimers } from "../../fakes/fake-timers.ts";
 import { rejection } from "../../support/rejection.ts";
-import { drain, shownText } from "../../support/streams.ts";
+import { drain, drainAfterFirst, shownText } from "../../support/streams.ts";
 
 const API_KEY = "sk-ant-test-0123456789-secret";
 const MODEL = "claude-test-model";
@@ -309,8 +309,9 @@ describe("AnthropicGenerator.stream", () => {
   });
 
   test("a stream cut mid-answer fails after its first pieces, and is not sent again", async () => {
-    server.enqueue(anthropicStream(["Le ", "recomiendo "], { end: "cut", delayMs: 5 }));
-    const { events, error } = await drain(generator().anthropic.stream(request));
+    const cut = Promise.withResolvers<void>();
+    server.enqueue(anthropicStream(["Le ", "recomiendo "], { end: "cut", endAfter: cut.promise }));
+    const { events, error } = await drainAfterFirst(generator().anthropic.stream(request), cut.resolve);
     expect(shownText(events)).toStartWith("Le ");
     expect(error).toBeInstanceOf(Error);
     expect(server.requests).toHaveLength(1);

@@ -29,7 +29,7 @@ import {
 import { FakeProviderServer, type RecordedRequest, sseEvent } from "../../fakes/fake-provider-server.ts";
 import { FakeTimers } from "../../fakes/fake-timers.ts";
 import { rejection } from "../../support/rejection.ts";
-import { drain, shownText } from "../../support/streams.ts";
+import { drain, drainAfterFirst, shownText } from "../../support/streams.ts";
 
 const API_KEY = "AIzaSyTEST-not-a-real-key-0123456789";
 const DIMENSION = 3072;
@@ -406,8 +406,9 @@ describe("GoogleGenerator.stream", () => {
   });
 
   test("a stream cut mid-answer fails after its first pieces, and the SDK does not open it again", async () => {
-    server.enqueue(generationStreamReply(["Le ", "recomiendo "], { end: "cut", delayMs: 5 }));
-    const { events, error } = await drain(generator().generator.stream(request));
+    const cut = Promise.withResolvers<void>();
+    server.enqueue(generationStreamReply(["Le ", "recomiendo "], { end: "cut", endAfter: cut.promise }));
+    const { events, error } = await drainAfterFirst(generator().generator.stream(request), cut.resolve);
     expect(shownText(events)).toStartWith("Le ");
     expect(error).toBeInstanceOf(Error);
     expect(server.requests).toHaveLength(1);
@@ -418,8 +419,9 @@ describe("GoogleGenerator.stream", () => {
       candidates: [{ content: { role: "model", parts: [{ text: "Le " }] }, continuationToken: "tok-1", index: 0 }],
       modelVersion: "gemini-2.5-flash-lite",
     });
-    server.enqueue({ events: [checkpoint, ": keep-alive\n\n"], end: "cut", delayMs: 5 });
-    const { events, error } = await drain(generator().generator.stream(request));
+    const cut = Promise.withResolvers<void>();
+    server.enqueue({ events: [checkpoint, ": keep-alive\n\n"], end: "cut", endAfter: cut.promise });
+    const { events, error } = await drainAfterFirst(generator().generator.stream(request), cut.resolve);
     expect(shownText(events)).toBe("Le ");
     expect(error).toBeInstanceOf(Error);
     expect(server.requests).toHaveLength(1);

@@ -35,7 +35,7 @@ import {
 import { FakeProviderServer, type RecordedRequest } from "../../fakes/fake-provider-server.ts";
 import { FakeTimers } from "../../fakes/fake-timers.ts";
 import { rejection } from "../../support/rejection.ts";
-import { drain, shape, shownText } from "../../support/streams.ts";
+import { drain, drainAfterFirst, shape, shownText } from "../../support/streams.ts";
 
 const API_KEY = "sk-test-0123456789abcdefSECRET";
 /**
@@ -478,8 +478,9 @@ describe("OpenAIGenerator.stream", () => {
   });
 
   test("a stream cut mid-answer fails after its first pieces, and is not sent again", async () => {
-    server.enqueue(chatStreamReply(["Le ", "recomiendo "], { end: "cut", delayMs: 5 }));
-    const { events, error } = await drain(generator().stream(request));
+    const cut = Promise.withResolvers<void>();
+    server.enqueue(chatStreamReply(["Le ", "recomiendo "], { end: "cut", endAfter: cut.promise }));
+    const { events, error } = await drainAfterFirst(generator().stream(request), cut.resolve);
     expect(shownText(events)).toStartWith("Le ");
     expect(error).toBeInstanceOf(OpenAIRequestFailed);
     expect(server.requests).toHaveLength(1);
@@ -538,9 +539,10 @@ describe("OpenAIGenerator.stream", () => {
   });
 
   test("in a chain, a stream cut mid-answer is withdrawn and the local writer's text replaces it", async () => {
-    server.enqueue(chatStreamReply(["Le ", "recomiendo "], { end: "cut", delayMs: 5 }));
+    const cut = Promise.withResolvers<void>();
+    server.enqueue(chatStreamReply(["Le ", "recomiendo "], { end: "cut", endAfter: cut.promise }));
     const chain = new GeneratorChain([generator(), new LocalGenerator()]);
-    const { events, error } = await drain(chain.stream(request));
+    const { events, error } = await drainAfterFirst(chain.stream(request), cut.resolve);
     expect(error).toBeUndefined();
     expect(shape(events)).toEqual(["delta", "reset", "delta", "done"]);
     const local = await new LocalGenerator().generate(request);
