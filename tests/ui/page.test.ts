@@ -17,7 +17,8 @@ import { openNewPglite } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
 import { blockHooks } from "../support/skipped-blocks.ts";
 
-setDefaultTimeout(30_000);
+// Generous: a page test takes 1 to 7 s here, but at load 24 on 2 cores one took over 30 s.
+setDefaultTimeout(120_000);
 
 if (!hasChromium) {
   console.warn(`tests/ui/page.test.ts: SKIPPED, ${CHROMIUM_PATH} is missing (install it with .ci/chromium.sh)`);
