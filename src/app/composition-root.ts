@@ -41,6 +41,7 @@ import type { Embedder } from "../ports/embedder.ts";
 import type { Generator } from "../ports/generator.ts";
 import type { PasswordHasher } from "../ports/password-hasher.ts";
 import type { RateLimitCounters } from "../ports/rate-limit-counters.ts";
+import type { Timers } from "../ports/timers.ts";
 import type { Translator } from "../ports/translator.ts";
 import type { UpkeepLease } from "../ports/upkeep-lease.ts";
 import type { VectorIndex } from "../ports/vector-index.ts";
@@ -57,6 +58,8 @@ export interface Overrides {
   clock?: Clock | undefined;
   /** Tests: argon2id at a low cost, where hashing is not what they test. */
   passwordHasher?: PasswordHasher | undefined;
+  /** Tests: the clock, waits and time limits of the providers, the generator chain and translation. */
+  timers?: Timers | undefined;
 }
 
 export interface RootOptions {
@@ -96,13 +99,16 @@ export class CompositionRoot {
 
   /** The embedder EMBEDDING_PROVIDER names (the offline model is loaded on its first use or `load()`). */
   embedder(): Promise<Embedder> {
-    return this.once("embedder", async () => this.overrides.embedder ?? createEmbedder(this.config, this.log));
+    return this.once(
+      "embedder",
+      async () => this.overrides.embedder ?? createEmbedder(this.config, this.log, this.overrides.timers),
+    );
   }
 
   /** Spanish → English translation of the texts to embed, as QUERY_TRANSLATION says. */
   translation(): Promise<TranslationSetup> {
     return this.once("translation", async () => {
-      const setup = await setUpTranslation(this.config, await this.embedder(), this.log);
+      const setup = await setUpTranslation(this.config, await this.embedder(), this.log, this.overrides.timers);
       this.closers.push(() => setup.close());
       return setup;
     });
@@ -355,7 +361,10 @@ export class CompositionRoot {
 
   /** The ordered chain of GENERATION_PROVIDERS (a remote provider's SDK is imported only when it is named). */
   generator(): Promise<Generator> {
-    return this.once("generator", async () => this.overrides.generator ?? createGenerator(this.config, this.log));
+    return this.once(
+      "generator",
+      async () => this.overrides.generator ?? createGenerator(this.config, this.log, this.overrides.timers),
+    );
   }
 
   /** Closes what was opened, newest first. */
@@ -447,15 +456,15 @@ function anyHost(url: string): string {
   return `${base}?${params}`;
 }
 
-/** The embedder EMBEDDING_PROVIDER names; `log` receives its calls and retries. */
-async function createEmbedder(config: Config, log: Logger): Promise<Embedder> {
+/** The embedder EMBEDDING_PROVIDER names; `log` receives its calls and retries; `timers` (tests) time them. */
+async function createEmbedder(config: Config, log: Logger, timers: Timers | undefined): Promise<Embedder> {
   const { embeddingProvider: provider, embeddingDimensions: dimension } = config;
   if (provider === "local") {
     const assets = await resolveRuntimeAssets({ localModel: true });
     return new LocalEmbedder(config.localModelDir ?? assets.modelDir ?? INSTALLED_MODEL_DIR);
   }
   const options = {
-    ...clientOptions(config, provider, "embedding", log),
+    ...clientOptions(config, provider, "embedding", log, timers),
     // Both providers have a default embedding model, so config always sets one.
     model: config.providers[provider].embeddingModel as string,
     dimension,
@@ -469,9 +478,9 @@ async function createEmbedder(config: Config, log: Logger): Promise<Embedder> {
  * The ordered chain of GENERATION_PROVIDERS; each link has GENERATION_TIMEOUT_MS, its retries
  * included. A remote provider's adapter (and its SDK) is loaded only when the chain names it.
  */
-async function createGenerator(config: Config, log: Logger): Promise<Generator> {
+async function createGenerator(config: Config, log: Logger, timers: Timers | undefined): Promise<Generator> {
   const options = (provider: RemoteProvider) => ({
-    ...clientOptions(config, provider, "generation", log),
+    ...clientOptions(config, provider, "generation", log, timers),
     model: config.providers[provider].generationModel,
   });
   const links = await Promise.all(
@@ -492,6 +501,7 @@ async function createGenerator(config: Config, log: Logger): Promise<Generator> 
   return new GeneratorChain(links, {
     timeoutMs: config.generationTimeoutMs,
     log: (event) => (event.event === "generation_failed" ? log.warn(event) : log.info(event)),
+    timers,
   });
 }
 
@@ -499,12 +509,14 @@ async function createGenerator(config: Config, log: Logger): Promise<Generator> 
  * How an adapter reaches its provider. A compatible server (a base URL) may need no key: the SDKs
  * insist on one, so it gets a placeholder the server ignores. Its events name the `kind` of call
  * (for the metrics); each call's outcome is a debug line, retries and giving up are warnings.
+ * `timers` (tests) time its retries; the real ones by default.
  */
 function clientOptions(
   config: Config,
   provider: RemoteProvider,
   kind: "embedding" | "generation",
   log: Logger,
+  timers: Timers | undefined,
 ): ProviderClientOptions {
   const settings = config.providers[provider];
   return {
@@ -512,15 +524,22 @@ function clientOptions(
     baseUrl: settings.baseUrl,
     retry: config.providerRetry,
     log: (event) => (event.event === "provider_call" ? log.debug : log.warn)({ ...event, kind }),
+    timers,
   };
 }
 
 /**
  * Translation of the texts to embed, as QUERY_TRANSLATION says: `auto` is on for the English-only
  * offline model when Apertium answers. Says once in the log whether it is on, and why not. Never
- * stops the service: without Apertium, texts are embedded as they are.
+ * stops the service: without Apertium, texts are embedded as they are. `timers` (tests) time its
+ * calls; the real ones by default.
  */
-async function setUpTranslation(config: Config, embedder: Embedder, log: Logger): Promise<TranslationSetup> {
+async function setUpTranslation(
+  config: Config,
+  embedder: Embedder,
+  log: Logger,
+  timers: Timers | undefined,
+): Promise<TranslationSetup> {
   const off = (reason: string, warn = false, details: Record<string, unknown> = {}): TranslationSetup => {
     (warn ? log.warn : log.info)({ event: "translation", enabled: false, reason, ...details });
     return { wrap: (inner) => inner, translator: undefined, close: async () => {} };
@@ -534,7 +553,7 @@ async function setUpTranslation(config: Config, embedder: Embedder, log: Logger)
   if (!apertium.found) {
     return off(`${apertium.reason}; Spanish texts are embedded as they are (English-only matching)`, mode === "on");
   }
-  const translator = new ApertiumTranslator(apertium.pipelines, { timeoutMs });
+  const translator = new ApertiumTranslator(apertium.pipelines, { timeoutMs, timers });
   try {
     await translator.start();
   } catch (error) {

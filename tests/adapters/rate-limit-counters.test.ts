@@ -3,7 +3,6 @@ import { MemoryRateLimitCounters } from "../../src/adapters/in-process/rate-limi
 import { PostgresRateLimitCounters } from "../../src/adapters/postgres/rate-limit-counters.ts";
 import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
-import { systemClock } from "../../src/ports/clock.ts";
 import type { RateLimitCounters } from "../../src/ports/rate-limit-counters.ts";
 import { FakeClock } from "../fakes/fake-clock.ts";
 import { openNewPglite } from "../support/new-database.ts";
@@ -17,8 +16,12 @@ let keys = 0;
 /** A key no other test has used (the database ones share a table). */
 const freshKey = () => `test:${process.pid}:${++keys}`;
 
-/** What every store must do; windows are short, so the reset is real time passing. */
-function countersContract(counters: () => RateLimitCounters) {
+/**
+ * What every store must do. `pass(ms)` lets that much time pass on the store's clock: a fake clock
+ * moved on for the memory counters; real time for the SQL ones, whose clock is the database's
+ * (waiting longer than a window always ends it, however slow the machine).
+ */
+function countersContract(counters: () => RateLimitCounters, pass: (ms: number) => Promise<void>) {
   test("counts hits per key within a window, with the time left", async () => {
     const key = freshKey();
     const first = await counters().hit(key, 60_000);
@@ -34,7 +37,7 @@ function countersContract(counters: () => RateLimitCounters) {
     const key = freshKey();
     await counters().hit(key, 100);
     await counters().hit(key, 100);
-    await Bun.sleep(130);
+    await pass(130);
     const next = await counters().hit(key, 100);
     expect(next.hits).toBe(1);
     expect(next.resetMs).toBeGreaterThan(50);
@@ -50,8 +53,21 @@ function countersContract(counters: () => RateLimitCounters) {
 }
 
 describe("memory counters", () => {
-  const counters = new MemoryRateLimitCounters(systemClock);
-  countersContract(() => counters);
+  const clock = new FakeClock();
+  const counters = new MemoryRateLimitCounters(clock);
+  countersContract(
+    () => counters,
+    async (ms) => clock.advance(ms),
+  );
+
+  test("a window ends exactly windowMs after its first hit", async () => {
+    const key = freshKey();
+    await counters.hit(key, 1_000);
+    clock.advance(999);
+    expect(await counters.hit(key, 1_000)).toEqual({ hits: 2, resetMs: 1 });
+    clock.advance(1);
+    expect(await counters.hit(key, 1_000)).toEqual({ hits: 1, resetMs: 1_000 });
+  });
 
   test("keep at most maxKeys keys, dropping ended windows first, then the oldest", async () => {
     const clock = new FakeClock();
@@ -88,7 +104,10 @@ function sqlCounters(
       afterAll: () => opened.close(),
     });
 
-    countersContract(() => counters);
+    countersContract(
+      () => counters,
+      (ms) => Bun.sleep(ms),
+    );
 
     test("replicas on the same database count together", async () => {
       const key = freshKey();

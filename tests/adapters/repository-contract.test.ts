@@ -644,7 +644,8 @@ describe.skipIf(!POSTGRES_URL)("PostgreSQL server: connections", () => {
     const client = connectPostgres(POSTGRES_URL, { maxConnections: 1, closeTimeoutSeconds: 0 });
     try {
       const tag = `victim_${process.pid}`;
-      const running = client.query(`SELECT pg_sleep(5) AS ${tag}`).catch((error: unknown) => error);
+      // Long enough that it is still running when found, however loaded the machine: it is killed, never waited for.
+      const running = client.query(`SELECT pg_sleep(60) AS ${tag}`).catch((error: unknown) => error);
       for (let killed = 0; killed === 0; await Bun.sleep(20)) {
         const rows = await admin.query<{ ok: boolean }>(
           `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity

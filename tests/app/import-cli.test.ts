@@ -14,7 +14,8 @@ import { FakeProviderServer } from "../fakes/fake-provider-server.ts";
 import { withNewDatabase } from "../support/new-database.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 
-setDefaultTimeout(120_000);
+// Generous: these tests start several `bun` processes each; at load 24 on 2 cores two took over 120 s.
+setDefaultTimeout(300_000);
 
 const PROJECT = join(import.meta.dir, "../..");
 const tempDir = useTempDirs("import-cli", { concurrent: true });

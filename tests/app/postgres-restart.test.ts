@@ -1,8 +1,10 @@
 /**
- * The service on a PostgreSQL server that restarts under load heals by itself: from a few seconds
- * after the server is back, every request succeeds and the pool is whole again. (postgres.js 3.4.9
+ * The service on a PostgreSQL server that restarts under load heals by itself: once the server is
+ * back, every request succeeds again and the pool is whole. (postgres.js 3.4.9
  * on Bun kept connections that had a write pending when the server cut them; each then hung every
- * query on it for the connect timeout, forever: patches/postgres@3.4.9.patch.)
+ * query on it for the connect timeout, forever: patches/postgres@3.4.9.patch.) How long healing
+ * takes is measured by bench/db-restart.ts; this test counts requests, never time, so a loaded
+ * machine makes it slower, not wrong.
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
@@ -12,7 +14,7 @@ import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { callApp } from "../support/app-client.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
 import { canRunPostgresCluster, type PostgresCluster, startPostgresCluster } from "../support/postgres-cluster.ts";
-import { loadThroughRestarts } from "../support/restart-load.ts";
+import { loadDuringRestarts, requestRound } from "../support/restart-load.ts";
 import { blockHooks } from "../support/skipped-blocks.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 
@@ -21,9 +23,8 @@ setDefaultTimeout(120_000);
 const POOL_SIZE = 10;
 const WORKERS = 16;
 const RESTARTS = 3;
-/** After the server is back: time allowed to heal, then time every request must succeed in. */
-const HEAL_MS = 2_000;
-const OBSERVE_MS = 3_000;
+/** Once a round of WORKERS requests at once has all succeeded, every request of this many more rounds must. */
+const ROUNDS_AFTER_HEALING = 10;
 
 let cluster: PostgresCluster;
 let container: HttpService;
@@ -61,24 +62,24 @@ async function tearDown() {
 }
 
 test.skipIf(skipped)(
-  `${WORKERS} clients through ${RESTARTS} fast restarts: a few seconds later every request succeeds and the pool is whole`,
+  `${WORKERS} clients through ${RESTARTS} fast restarts: once healed, every request succeeds and the pool is whole`,
   async () => {
     const login = await callApp(container.app, "POST", "/auth/login", {
       form: { username: "admin", password: "una-contraseña-larga" },
     });
     const token = login.json.access_token as string;
-    const observed = await loadThroughRestarts(container.app, cluster, token, {
-      workers: WORKERS,
-      restarts: RESTARTS,
-      healMs: HEAL_MS,
-      observeMs: OBSERVE_MS,
-    });
+    await loadDuringRestarts(container.app, cluster, token, { workers: WORKERS, restarts: RESTARTS });
 
-    const failed = observed.filter((request) => request.status !== 200 && request.status !== 201);
-    expect(observed.length).toBeGreaterThan(100);
+    const succeeded = (status: number) => status === 200 || status === 201;
+    // Healed: a round in which every request succeeds (a pool that never heals fails by the test's time limit).
+    let round = 0;
+    while (!(await requestRound(container.app, token, WORKERS, round++)).every(succeeded));
+    // From then on every request succeeds: a connection left dead would fail each request given to it.
+    const failed: number[] = [];
+    for (let after = 0; after < ROUNDS_AFTER_HEALING; after++) {
+      failed.push(...(await requestRound(container.app, token, WORKERS, round++)).filter((s) => !succeeded(s)));
+    }
     expect(failed).toEqual([]);
-    // A connection left dead would hold a request for the whole connect timeout (5 s).
-    expect(observed.filter((request) => request.ms > 2_000)).toEqual([]);
 
     // Every connection of the pool at once: each must open and answer (a dead one would hang 5 s, then fail).
     const backends = await Promise.all(

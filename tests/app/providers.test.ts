@@ -18,6 +18,7 @@ import {
   type Reply,
   type ReplyHandler,
 } from "../fakes/fake-provider-server.ts";
+import { FakeTimers } from "../fakes/fake-timers.ts";
 import { type CallOptions, callApp } from "../support/app-client.ts";
 import { openNewPglite, withNewDatabase } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
@@ -60,23 +61,42 @@ const hang: Reply = { hang: true };
 
 afterAll(() => Promise.all([openai.server.stop(), anthropic.server.stop(), google.server.stop()]));
 
+/**
+ * The services run on fake timers (see start): these limits run out only when a test lets them,
+ * and the retries' backoffs pass at once. The budget is long so that the SDKs' own time limit
+ * (real time: the budget + 1 s) cannot cut in on a loaded machine either.
+ */
 const providerEnv = () => ({
   ...KEYS,
   OPENAI_BASE_URL: `${openai.server.url}/v1`,
   ANTHROPIC_BASE_URL: anthropic.server.url,
   GOOGLE_BASE_URL: google.server.url,
   PROVIDER_TIMEOUT_MS: "2000",
-  PROVIDER_RETRY_BUDGET_MS: "3000",
+  PROVIDER_RETRY_BUDGET_MS: "60000",
   PROVIDER_MAX_RETRIES: "1",
   GENERATION_TIMEOUT_MS: "1500",
 });
 
-/** Every log event, whatever its level. */
+/** Every log event, whatever its level; `whenLogged` resolves once the events satisfy a condition. */
 function capturingLogger() {
   const events: Record<string, unknown>[] = [];
-  const push = (level: string) => (event: Record<string, unknown>) => events.push({ level, ...event });
+  const watchers = new Set<() => void>();
+  const push = (level: string) => (event: Record<string, unknown>) => {
+    events.push({ level, ...event });
+    for (const watcher of [...watchers]) watcher();
+  };
   const logger: Logger = { debug: push("debug"), info: push("info"), warn: push("warn"), error: push("error") };
-  return { logger, events };
+  const whenLogged = (condition: () => boolean) =>
+    new Promise<void>((resolve) => {
+      const check = () => {
+        if (!condition()) return;
+        watchers.delete(check);
+        resolve();
+      };
+      watchers.add(check);
+      check();
+    });
+  return { logger, events, whenLogged };
 }
 
 const open: HttpService[] = [];
@@ -103,18 +123,19 @@ async function start(env: Record<string, string>, database?: SqlClient) {
     ...providerEnv(),
     ...env,
   });
-  const { logger, events } = capturingLogger();
+  const { logger, events, whenLogged } = capturingLogger();
+  const timers = new FakeTimers({ sleepsEndAtOnce: true });
   const container = await createHttpService(
     { ...config, dataDir: env.DATA_DIR ?? (await dataDirWithDatabase()) },
     logger,
-    { passwordHasher: lowCostHasher(), ...(database ? { database } : {}) },
+    { passwordHasher: lowCostHasher(), timers, ...(database ? { database } : {}) },
   );
   open.push(container);
   const call = (method: string, path: string, init: CallOptions = {}) => callApp(container.app, method, path, init);
   const token = (await call("POST", "/auth/login", { form: ADMIN })).json.access_token as string;
   const create = (product: unknown) => call("POST", "/products/", { json: product, token });
   const search = (query: string) => call("POST", "/products/search", { json: { query }, token });
-  return { container, events, call, create, search };
+  return { container, events, whenLogged, timers, call, create, search };
 }
 
 const chatRequests = () => openai.server.requestsTo("/chat/completions");
@@ -156,7 +177,7 @@ describe("with provider keys, the service uses the real providers", () => {
 
   test("when OpenAI fails at generation, Anthropic answers; then Google; then the local generator", async () => {
     const metricsToken = "token-de-metricas-0123456789";
-    const { create, search, events, call } = await start({ METRICS_TOKEN: metricsToken });
+    const { create, search, events, whenLogged, timers, call } = await start({ METRICS_TOKEN: metricsToken });
     await create(COFFEE);
 
     openai.answer("/chat/completions", serverError);
@@ -171,7 +192,12 @@ describe("with provider keys, the service uses the real providers", () => {
     expect(anthropic.server.requests).toHaveLength(2); // one per search: a 401 is not retried
 
     google.answer(":generateContent", () => hang);
-    const fourth = await search("espresso");
+    const googleCalls = google.server.requests.length;
+    const searching = search("espresso");
+    await google.server.received(googleCalls + 1);
+    // Google's link runs out of its GENERATION_TIMEOUT_MS; the local generator answers.
+    await timers.elapse(1500);
+    const fourth = await searching;
     expect(fourth.status).toBe(200);
     expect(fourth.json.recommendation).toStartWith("[LOCAL - recomendador-local-v1] ");
     expect(fourth.json.results[0]).toMatchObject(COFFEE);
@@ -198,8 +224,8 @@ describe("with provider keys, the service uses the real providers", () => {
     const id = fourth.headers.get("x-request-id");
     const linesOfSearch = () => events.filter((event) => event.requestId === id).map((event) => event.event);
     // The request line is written just after the answer, and Google's cancelled call ends (and is
-    // logged) whenever its request is torn down, on a busy machine a while after: up to 5 s for both.
-    for (let waited = 0; waited < 5000 && linesOfSearch().length < 12; waited += 10) await Bun.sleep(10);
+    // logged) whenever its request is torn down, on a busy machine a while after.
+    await whenLogged(() => linesOfSearch().length >= 12);
     // Sorted: Google's cancelled call may end after the search has answered.
     expect(linesOfSearch().sort()).toEqual([
       "generation_answered",

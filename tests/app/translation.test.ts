@@ -13,6 +13,7 @@ import { loadConfig } from "../../src/app/config.ts";
 import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import type { Logger } from "../../src/app/logger.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+import { FakeTimers } from "../fakes/fake-timers.ts";
 import { callApp } from "../support/app-client.ts";
 import { openNewPglite } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
@@ -53,9 +54,14 @@ function fakeApertiumDir(): string {
   return dir;
 }
 
+/**
+ * Translation's time limits (TRANSLATION_TIMEOUT_MS) run on fake timers here: a restart of the fake
+ * pipelines may take longer than the limit on a loaded machine, which would make a test fail by
+ * its speed alone.
+ */
 async function setUp(env: Record<string, string>, embedder = new FakeEmbedder(16)) {
   const { logger, events } = capturingLogger();
-  const root = new CompositionRoot(loadConfig(env), logger, { overrides: { embedder } });
+  const root = new CompositionRoot(loadConfig(env), logger, { overrides: { embedder, timers: new FakeTimers() } });
   closing.push(() => root.close());
   const translation = await root.translation();
   return { translation, events, embedder };
@@ -119,6 +125,7 @@ async function service(env: Record<string, string>) {
     database: await openNewPglite(),
     embedder,
     passwordHasher: lowCostHasher(),
+    timers: new FakeTimers(),
   });
   closing.push(() => container.close());
   const call = (method: string, path: string, json?: unknown) => callApp(container.app, method, path, { json, token });

@@ -128,8 +128,8 @@ export interface AnthropicStreamOptions {
   stopReason?: string;
   /** An `event: error` after the pieces, in place of the end: how the API reports a failure mid-stream. */
   error?: AnthropicErrorType;
-  /** Wait before each event, in ms. */
-  delayMs?: number;
+  /** The stream ends (as `end` says) only once this settles: see the Reply of FakeProviderServer. */
+  endAfter?: Promise<unknown>;
   /** "close" (default): the stop events, then the end. "cut" or "hang": after the pieces, the connection is cut or left open. */
   end?: StreamEnd;
 }
@@ -164,5 +164,5 @@ export function anthropicStream(pieces: readonly string[], options: AnthropicStr
       event("message_stop", {}),
     );
   }
-  return { events, end, ...(options.delayMs === undefined ? {} : { delayMs: options.delayMs }) };
+  return { events, end, ...(options.endAfter === undefined ? {} : { endAfter: options.endAfter }) };
 }

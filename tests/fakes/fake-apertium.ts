@@ -8,10 +8,11 @@
  *   fake-apertium.ts [-z] echo            the segment as it came
  *
  * Segments with these words misbehave: "cuelga" (never answered), "revienta" (half an answer,
- * then the process exits), "despacio" (answered after 300 ms). With FAKE_APERTIUM_LOG set, every
- * segment received is appended to that file.
+ * then the process exits), "despacio" (answered only once the file FAKE_APERTIUM_HOLD names
+ * exists, so that a test decides when, rather than guessing how long is long enough). With
+ * FAKE_APERTIUM_LOG set, every segment received is appended to that file.
  */
-import { appendFileSync } from "node:fs";
+import { appendFileSync, existsSync } from "node:fs";
 
 const SPANISH: Record<string, string> = {
   funda: "cover",
@@ -54,6 +55,7 @@ const ENGLISH = new Set(["the", "velvet", "cover", "for", "sofa", "coffee", "mak
 // Options (-z, the mode file's -g) are taken and ignored, as the real programs take theirs.
 const [mode = "echo", language = "es"] = process.argv.slice(2).filter((arg) => !arg.startsWith("-"));
 const log = process.env.FAKE_APERTIUM_LOG;
+const hold = process.env.FAKE_APERTIUM_HOLD;
 
 function analyse(segment: string): string {
   const known = (word: string) => (language === "es" ? word.toLowerCase() in SPANISH : ENGLISH.has(word.toLowerCase()));
@@ -84,7 +86,8 @@ for await (const chunk of Bun.stdin.stream()) {
       process.stdout.write(answer(segment).slice(0, 3));
       process.exit(3);
     }
-    if (segment.includes("despacio")) await Bun.sleep(300);
+    // Nothing announces a file's creation to this process: it looks every 10 ms.
+    while (segment.includes("despacio") && hold !== undefined && !existsSync(hold)) await Bun.sleep(10);
     process.stdout.write(`${answer(segment)}\u0000`);
     nul = pending.indexOf("\u0000");
   }

@@ -133,8 +133,8 @@ export interface GenerationStreamOptions {
   blockReason?: string;
   /** An error event (`data: {"error": ...}`) after the pieces, in place of the finish. */
   error?: { code: number; status: string };
-  /** Wait before each event, in ms. */
-  delayMs?: number;
+  /** The stream ends (as `end` says) only once this settles: see the Reply of FakeProviderServer. */
+  endAfter?: Promise<unknown>;
   /** "close" (default): the finish event, then the end. "cut" or "hang": after the pieces, the connection is cut or left open. */
   end?: StreamEnd;
 }
@@ -179,7 +179,7 @@ export function generationStreamReply(pieces: readonly string[], options: Genera
           }),
     );
   }
-  return { events, end, ...(options.delayMs === undefined ? {} : { delayMs: options.delayMs }) };
+  return { events, end, ...(options.endAfter === undefined ? {} : { endAfter: options.endAfter }) };
 }
 
 /** A `data:` event ended by a blank line in CRLF, as the Gemini API ends them. */

@@ -156,8 +156,8 @@ export interface ChatStreamOptions {
   refusal?: readonly string[];
   /** An error event after the pieces, in place of the finish: how OpenAI reports a failure mid-stream. */
   error?: { message: string; type: string };
-  /** Wait before each event, in ms. */
-  delayMs?: number;
+  /** The stream ends (as `end` says) only once this settles: see the Reply of FakeProviderServer. */
+  endAfter?: Promise<unknown>;
   /**
    * "close" (default): the finish chunk and `data: [DONE]`, then the end. "cut" or "hang": after
    * the pieces, the connection is cut or left open, with no finish.
@@ -191,5 +191,5 @@ export function chatStreamReply(pieces: readonly string[], options: ChatStreamOp
     if (options.finishReason !== null) events.push(chunk({}, options.finishReason ?? "stop"));
     events.push(sseEvent("[DONE]"));
   }
-  return { events, end, ...(options.delayMs === undefined ? {} : { delayMs: options.delayMs }) };
+  return { events, end, ...(options.endAfter === undefined ? {} : { endAfter: options.endAfter }) };
 }

@@ -28,9 +28,18 @@ export type Reply =
   | { hang: true }
   /**
    * A `text/event-stream` answer written one server-sent event at a time (each string a whole
-   * event, its blank line included), `delayMs` before each; then it ends as `end` says (default close).
+   * event, its blank line included); then it ends as `end` says (default close), once `endAfter`
+   * has settled when given. A cut connection may drop what the client had not read yet (a loaded
+   * machine reads late), so a test that wants its client to see the pieces before the cut lets
+   * the end come once the client has read them, never after a guessed delay.
    */
-  | { events: readonly string[]; delayMs?: number; end?: StreamEnd; status?: number; headers?: Record<string, string> };
+  | {
+      events: readonly string[];
+      end?: StreamEnd;
+      endAfter?: Promise<unknown>;
+      status?: number;
+      headers?: Record<string, string>;
+    };
 
 export type ReplyHandler = (request: RecordedRequest) => Reply | Promise<Reply>;
 
@@ -38,6 +47,7 @@ export class FakeProviderServer {
   /** Every request received, in order. */
   readonly requests: RecordedRequest[] = [];
   private readonly scripted: Reply[] = [];
+  private readonly arrivals = new Set<() => void>();
 
   private constructor(
     private readonly server: ReturnType<typeof Bun.serve>,
@@ -65,6 +75,19 @@ export class FakeProviderServer {
   enqueue(...replies: Reply[]): this {
     this.scripted.push(...replies);
     return this;
+  }
+
+  /** Resolves once `count` requests have arrived (since the last reset): what a test waits for instead of a guessed time. */
+  received(count: number): Promise<void> {
+    if (this.requests.length >= count) return Promise.resolve();
+    return new Promise((resolve) => {
+      const check = () => {
+        if (this.requests.length < count) return;
+        this.arrivals.delete(check);
+        resolve();
+      };
+      this.arrivals.add(check);
+    });
   }
 
   /** The requests whose path contains `fragment`. */
@@ -99,6 +122,7 @@ export class FakeProviderServer {
       clientGone: new Promise<void>((resolve) => request.signal.addEventListener("abort", () => resolve())),
     };
     this.requests.push(recorded);
+    for (const arrived of [...this.arrivals]) arrived();
     const reply = this.scripted.shift() ?? (await this.handler(recorded));
     if ("hang" in reply) {
       return new Promise<Response>((resolve) => {
@@ -106,7 +130,7 @@ export class FakeProviderServer {
       });
     }
     if ("events" in reply) {
-      return new Response(eventStream(reply.events, reply.delayMs ?? 0, reply.end ?? "close"), {
+      return new Response(eventStream(reply.events, reply.end ?? "close", reply.endAfter), {
         status: reply.status ?? 200,
         headers: { "content-type": "text/event-stream", "cache-control": "no-cache", ...reply.headers },
       });
@@ -118,16 +142,18 @@ export class FakeProviderServer {
 }
 
 /** The body of a streamed reply; it stops writing once the client has gone. */
-function eventStream(events: readonly string[], delayMs: number, end: StreamEnd): ReadableStream<Uint8Array> {
+function eventStream(
+  events: readonly string[],
+  end: StreamEnd,
+  endAfter: Promise<unknown> | undefined,
+): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   let gone = false;
   return new ReadableStream<Uint8Array>({
     async start(controller) {
-      for (const event of events) {
-        if (delayMs > 0) await Bun.sleep(delayMs);
-        if (gone) return;
-        controller.enqueue(encoder.encode(event));
-      }
+      for (const event of events) controller.enqueue(encoder.encode(event));
+      await endAfter;
+      if (gone) return;
       if (end === "close") controller.close();
       // Erroring the body makes Bun close the socket with the chunked answer unfinished; an
       // `undefined` reason keeps it from printing a stack trace.

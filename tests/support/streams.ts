@@ -15,6 +15,24 @@ export async function drain<E>(stream: AsyncIterable<E>): Promise<Drained<E>> {
   }
 }
 
+/**
+ * Like drain, but calls `then` once the first event is read: e.g. to let a fake server cut the
+ * connection only when the client has read that far.
+ */
+export async function drainAfterFirst<E>(stream: AsyncIterable<E>, then: () => void): Promise<Drained<E>> {
+  const events: E[] = [];
+  const iterator = stream[Symbol.asyncIterator]();
+  try {
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
+      if (events.push(next.value) === 1) then();
+    }
+    return { events };
+  } catch (error) {
+    if (events.length === 0) then();
+    return { events, error: error as Error };
+  }
+}
+
 /** What a client shows after these events: the deltas since the last reset, joined. */
 export function shownText(events: readonly { type: string; text?: string }[]): string {
   let text = "";

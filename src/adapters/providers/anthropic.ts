@@ -25,7 +25,7 @@ export class AnthropicGenerator implements Generator {
   private readonly model: string;
   private readonly client: Anthropic;
 
-  constructor({ apiKey, baseUrl, retry, log, model }: AnthropicGeneratorOptions) {
+  constructor({ apiKey, baseUrl, retry, log, timers, model }: AnthropicGeneratorOptions) {
     this.model = model;
     this.name = `anthropic/${model}`;
     this.client = new Anthropic({
@@ -39,7 +39,7 @@ export class AnthropicGenerator implements Generator {
       // Every retry happens in resilientFetch, with the real status and Retry-After in hand.
       maxRetries: 0,
       timeout: sdkTimeoutMs(retry),
-      fetch: resilientFetch({ provider: "anthropic", policy: retry, log }),
+      fetch: resilientFetch({ provider: "anthropic", policy: retry, log, timers }),
     });
   }
 

@@ -1,5 +1,6 @@
 import { GenerationUnavailable } from "../../domain/errors.ts";
 import type { GenerationEvent, Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
+import { systemTimers, type Timers } from "../../ports/timers.ts";
 import { describeError } from "./describe-error.ts";
 
 export type GenerationLog = (event: Record<string, unknown>) => void;
@@ -18,6 +19,8 @@ export interface GeneratorChainOptions {
   timeoutMs?: number;
   /** Receives one event per failed attempt (`generation_failed`, with `fallback` when a next link takes over) and one for the answering link. */
   log?: GenerationLog;
+  /** The clock of the latencies logged and the links' time limits (default: the real ones). */
+  timers?: Timers;
 }
 
 const DEFAULT_TIMEOUT_MS = 20_000;
@@ -48,6 +51,7 @@ export class GeneratorChain implements Generator {
   readonly name: string;
   private readonly links: readonly Required<ChainLink>[];
   private readonly log: GenerationLog;
+  private readonly timers: Timers;
 
   constructor(links: readonly (Generator | ChainLink)[], options: GeneratorChainOptions = {}) {
     if (links.length === 0) throw new Error("GeneratorChain needs at least one generator");
@@ -58,6 +62,7 @@ export class GeneratorChain implements Generator {
         : { generator: link, timeoutMs },
     );
     this.log = options.log ?? (() => {});
+    this.timers = options.timers ?? systemTimers;
     this.name = `chain(${this.links.map((link) => link.generator.name).join(", ")})`;
   }
 
@@ -65,9 +70,9 @@ export class GeneratorChain implements Generator {
     const failures: Error[] = [];
     for (const [position, { generator, timeoutMs }] of this.links.entries()) {
       signal?.throwIfAborted();
-      const started = performance.now();
-      const latencyMs = () => Math.round(performance.now() - started);
-      const turn = new LinkTurn(timeoutMs, signal);
+      const started = this.timers.now();
+      const latencyMs = () => Math.round(this.timers.now() - started);
+      const turn = new LinkTurn(timeoutMs, signal, this.timers);
       try {
         const recommendation = await turn.within(() => generator.generate(request, turn.signal));
         if (typeof recommendation?.text !== "string" || recommendation.text.trim() === "") {
@@ -106,9 +111,9 @@ export class GeneratorChain implements Generator {
     const failures: Error[] = [];
     for (const [position, { generator, timeoutMs }] of this.links.entries()) {
       signal?.throwIfAborted();
-      const started = performance.now();
-      const elapsedMs = () => Math.round(performance.now() - started);
-      const turn = new LinkTurn(timeoutMs, signal);
+      const started = this.timers.now();
+      const elapsedMs = () => Math.round(this.timers.now() - started);
+      const turn = new LinkTurn(timeoutMs, signal, this.timers);
       let events: AsyncIterator<GenerationEvent> | undefined;
       /** This link's text since its last reset. */
       let text = "";
@@ -211,6 +216,7 @@ class LinkTurn {
   constructor(
     private readonly timeoutMs: number,
     private readonly outer: AbortSignal | undefined,
+    private readonly timers: Timers,
   ) {
     outer?.addEventListener("abort", this.stopWithOuter, { once: true });
   }
@@ -227,15 +233,17 @@ class LinkTurn {
   within<T>(work: () => Promise<T>): Promise<T> {
     const { signal } = this.controller;
     if (signal.aborted) return Promise.reject(signal.reason);
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    let cancelTimer = () => {};
     let onAbort = () => {};
     const stopped = new Promise<never>((_, reject) => {
       onAbort = () => reject(signal.reason);
       signal.addEventListener("abort", onAbort, { once: true });
-      timer = setTimeout(() => this.controller.abort(new GenerationTimeout(this.timeoutMs)), this.timeoutMs);
+      cancelTimer = this.timers.after(this.timeoutMs, () =>
+        this.controller.abort(new GenerationTimeout(this.timeoutMs)),
+      );
     });
     return Promise.race([Promise.resolve().then(work), stopped]).finally(() => {
-      clearTimeout(timer);
+      cancelTimer();
       signal.removeEventListener("abort", onAbort);
     });
   }

@@ -46,7 +46,7 @@ function geminiClient(options: ProviderClientOptions): GoogleGenAI {
     apiVersion: GEMINI_API_VERSION,
     httpOptions: {
       baseUrl: options.baseUrl ?? GEMINI_API_BASE_URL,
-      fetch: resilientFetch({ provider: "google", policy: options.retry, log: options.log }),
+      fetch: resilientFetch({ provider: "google", policy: options.retry, log: options.log, timers: options.timers }),
       timeout: sdkTimeoutMs(options.retry),
     },
   });

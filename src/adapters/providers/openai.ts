@@ -51,7 +51,7 @@ function openAIClient(options: ProviderClientOptions): OpenAI {
     webhookSecret: null,
     maxRetries: 0,
     timeout: sdkTimeoutMs(options.retry),
-    fetch: resilientFetch({ provider: "openai", policy: options.retry, log: options.log }),
+    fetch: resilientFetch({ provider: "openai", policy: options.retry, log: options.log, timers: options.timers }),
     // Our own log events report retries and failures; the SDK stays silent even when OPENAI_LOG is set.
     logLevel: "off",
   });

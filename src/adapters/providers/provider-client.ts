@@ -1,4 +1,5 @@
 import type { GenerationEvent, Recommendation } from "../../ports/generator.ts";
+import type { Timers } from "../../ports/timers.ts";
 import type { ProviderLog, RetryPolicy } from "./resilient-fetch.ts";
 
 /** What every remote provider adapter needs to reach its API. */
@@ -10,6 +11,8 @@ export interface ProviderClientOptions {
   retry: RetryPolicy;
   /** Receives provider_retry / provider_gave_up events (never a key). */
   log?: ProviderLog | undefined;
+  /** The clock, backoff waits and attempt time limits of the retries (default: the real ones). */
+  timers?: Timers | undefined;
 }
 
 /**

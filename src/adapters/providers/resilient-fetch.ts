@@ -1,3 +1,4 @@
+import { systemTimers, type Timers } from "../../ports/timers.ts";
 import { describeError } from "./describe-error.ts";
 
 /** How one provider call (one SDK request) is retried. */
@@ -24,6 +25,8 @@ export interface ResilientFetchOptions {
   fetch?: typeof fetch;
   /** A number in [0, 1) for the jitter (default Math.random). */
   random?: () => number;
+  /** The clock, the backoff waits and the attempts' time limits (default: the real ones). */
+  timers?: Timers;
 }
 
 /** An attempt that got no answer within RetryPolicy.attemptTimeoutMs. */
@@ -52,12 +55,13 @@ export function resilientFetch(options: ResilientFetchOptions): typeof fetch {
   const log = options.log ?? (() => {});
   const send = options.fetch ?? fetch;
   const random = options.random ?? Math.random;
+  const timers = options.timers ?? systemTimers;
 
   const call = async (input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> => {
-    const started = performance.now();
+    const started = timers.now();
     let attempts = 0;
     const ended = (outcome: "ok" | "retried" | "failed" | "cancelled") =>
-      log({ event: "provider_call", provider, outcome, attempts, ms: Math.round(performance.now() - started) });
+      log({ event: "provider_call", provider, outcome, attempts, ms: Math.round(timers.now() - started) });
     try {
       const response = await withRetries(input, init, (count) => {
         attempts = count;
@@ -75,14 +79,14 @@ export function resilientFetch(options: ResilientFetchOptions): typeof fetch {
     init: RequestInit | undefined,
     counted: (attempts: number) => void,
   ): Promise<Response> => {
-    const deadline = performance.now() + policy.budgetMs;
+    const deadline = timers.now() + policy.budgetMs;
     const callerSignal = init?.signal ?? undefined;
     const replayable = isReplayable(init?.body);
     for (let attempt = 1; ; attempt++) {
       counted(attempt);
-      const remaining = deadline - performance.now();
+      const remaining = deadline - timers.now();
       const attemptTimeoutMs = Math.max(1, Math.min(policy.attemptTimeoutMs, remaining));
-      const timeout = AbortSignal.timeout(attemptTimeoutMs);
+      const timeout = timers.timeout(attemptTimeoutMs);
       const signal = callerSignal ? AbortSignal.any([callerSignal, timeout]) : timeout;
 
       let failure: { response: Response } | { error: Error };
@@ -103,7 +107,7 @@ export function resilientFetch(options: ResilientFetchOptions): typeof fetch {
           : backoffMs(attempt, policy, random);
       const reason = "response" in failure ? `HTTP ${failure.response.status}` : describeError(failure.error);
       const givesUp =
-        attempt > policy.maxRetries || !replayable || performance.now() + delayMs >= deadline || callerSignal?.aborted;
+        attempt > policy.maxRetries || !replayable || timers.now() + delayMs >= deadline || callerSignal?.aborted;
       log({
         event: givesUp ? "provider_gave_up" : "provider_retry",
         provider,
@@ -116,7 +120,7 @@ export function resilientFetch(options: ResilientFetchOptions): typeof fetch {
         throw failure.error;
       }
       if ("response" in failure) await failure.response.body?.cancel().catch(() => {});
-      await sleep(delayMs, callerSignal);
+      await timers.sleep(delayMs, callerSignal);
     }
   };
   return Object.assign(call, { preconnect: fetch.preconnect });
@@ -154,21 +158,6 @@ function isReplayable(body: RequestInit["body"]): boolean {
     body instanceof URLSearchParams ||
     body instanceof Blob
   );
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", stop);
-      resolve();
-    }, ms);
-    const stop = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    signal?.addEventListener("abort", stop, { once: true });
-  });
 }
 
 function asError(error: unknown): Error {

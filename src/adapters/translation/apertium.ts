@@ -9,6 +9,7 @@
  */
 import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { systemTimers, type Timers } from "../../ports/timers.ts";
 import type { Language, Translation, Translator } from "../../ports/translator.ts";
 import { NulPipe } from "./nul-pipe.ts";
 import { ACCENT_FIXES, preEdit, SHOP_VOCABULARY, type ShopVocabulary } from "./shop-vocabulary.ts";
@@ -125,6 +126,8 @@ export interface ApertiumTranslatorOptions {
   maxChars?: number;
   /** The shop's Spanish → English words and phrases put in before Apertium translates (default: vocabulary/*.tsv). */
   vocabulary?: ShopVocabulary;
+  /** The clock and the time limits (default: the real ones). */
+  timers?: Timers;
 }
 
 /** Repairs tried per text: words the analyser does not know are few in a query, many in a catalogue text. */
@@ -150,17 +153,20 @@ export class ApertiumTranslator implements Translator {
   private readonly english: NulPipe;
   private readonly maxChars: number;
   private readonly vocabulary: ShopVocabulary;
+  private readonly timers: Timers;
 
   constructor(
     pipelines: ApertiumPipelines,
     private readonly options: ApertiumTranslatorOptions,
   ) {
+    this.timers = options.timers ?? systemTimers;
     const pipe = (command: string) =>
       new NulPipe({
         command: ["sh", "-c", command],
         probe: "casa",
         startTimeoutMs: options.startTimeoutMs ?? 10_000,
         retryAfterMs: options.retryAfterMs ?? 5_000,
+        timers: this.timers,
       });
     this.translate = pipe(pipelines.translate);
     this.spanish = pipe(pipelines.analyseSpanish);
@@ -190,8 +196,8 @@ export class ApertiumTranslator implements Translator {
   }
 
   private async one(text: string, signal?: AbortSignal): Promise<Translation> {
-    const deadline = performance.now() + this.options.timeoutMs;
-    const left = () => deadline - performance.now();
+    const deadline = this.timers.now() + this.options.timeoutMs;
+    const left = () => deadline - this.timers.now();
     const [head, tail] = cut(text, this.maxChars);
     const expanded = expandAbbreviations(head);
     const flat = escapeForApertium(expanded.replace(/\s+/gu, " ").trim());

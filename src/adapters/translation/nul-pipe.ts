@@ -1,4 +1,5 @@
 import type { Subprocess } from "bun";
+import { systemTimers, type Timers } from "../../ports/timers.ts";
 
 /** Why a pipe could not answer. */
 export type PipeFailure = "timeout" | "aborted" | "died" | "start_failed" | "closed";
@@ -22,6 +23,8 @@ export interface NulPipeOptions {
   startTimeoutMs: number;
   /** After a failed start, calls fail at once for this long rather than starting it again and again. */
   retryAfterMs: number;
+  /** The clock and the time limits (default: the real ones). */
+  timers?: Timers;
 }
 
 interface Exchange {
@@ -64,20 +67,23 @@ export class NulPipe {
   private closed = false;
   /** How many times a process was started (for tests and logs). */
   starts = 0;
+  private readonly timers: Timers;
 
-  constructor(private readonly options: NulPipeOptions) {}
+  constructor(private readonly options: NulPipeOptions) {
+    this.timers = options.timers ?? systemTimers;
+  }
 
   /** Starts the process now (it otherwise starts on the first request); resolves when it answers the probe. */
   async start(): Promise<void> {
-    await this.ensureRunning(performance.now() + this.options.startTimeoutMs);
+    await this.ensureRunning(this.timers.now() + this.options.startTimeoutMs);
   }
 
   /** One answer per segment, in order. Segments must not contain NUL. */
   request(segments: readonly string[], timeoutMs: number, signal?: AbortSignal): Promise<string[]> {
-    const deadline = performance.now() + timeoutMs;
+    const deadline = this.timers.now() + timeoutMs;
     const turn = this.queue.then(() => this.run(segments, deadline, signal));
     this.queue = turn.catch(() => {});
-    return withDeadline(turn, deadline, signal);
+    return this.withDeadline(turn, deadline, signal);
   }
 
   /** Kills the process; later requests fail. */
@@ -89,22 +95,22 @@ export class NulPipe {
 
   private async run(segments: readonly string[], deadline: number, signal?: AbortSignal): Promise<string[]> {
     if (signal?.aborted) throw new PipeUnavailable("aborted", "the request was aborted");
-    if (performance.now() >= deadline) throw timedOut();
+    if (this.timers.now() >= deadline) throw timedOut();
     const running = await this.ensureRunning(deadline);
     if (segments.length === 0) return [];
-    return this.exchange(running, segments, deadline - performance.now(), signal);
+    return this.exchange(running, segments, deadline - this.timers.now(), signal);
   }
 
   private async ensureRunning(deadline: number): Promise<Running> {
     if (this.closed) throw new PipeUnavailable("closed", "the pipe was closed");
     if (this.running === null || this.running.dead) {
-      if (performance.now() - this.failedStartAt < this.options.retryAfterMs) {
+      if (this.timers.now() - this.failedStartAt < this.options.retryAfterMs) {
         throw new PipeUnavailable("start_failed", `it failed to start: ${this.lastStartError?.message ?? "unknown"}`);
       }
       this.running = this.spawn();
     }
     const running = this.running;
-    await withDeadline(running.ready, deadline);
+    await this.withDeadline(running.ready, deadline);
     return running;
   }
 
@@ -120,7 +126,7 @@ export class NulPipe {
         detached: true,
       });
     } catch (error) {
-      this.failedStartAt = performance.now();
+      this.failedStartAt = this.timers.now();
       this.lastStartError = error instanceof Error ? error : new Error(String(error));
       throw new PipeUnavailable("start_failed", `it failed to start: ${this.lastStartError.message}`);
     }
@@ -141,7 +147,7 @@ export class NulPipe {
     running.ready = this.exchange(running, [this.options.probe], this.options.startTimeoutMs).then(
       () => {},
       (error: Error) => {
-        this.failedStartAt = performance.now();
+        this.failedStartAt = this.timers.now();
         this.lastStartError = error;
         this.kill(running, error);
         throw new PipeUnavailable("start_failed", `it failed to start: ${error.message}`);
@@ -162,11 +168,11 @@ export class NulPipe {
       return Promise.reject(new PipeUnavailable("died", this.deathMessage(running, "it is not running")));
     const { promise, resolve, reject } = Promise.withResolvers<string[]>();
     const stop = (error: PipeUnavailable) => this.kill(running, error);
-    const timer = setTimeout(() => stop(timedOut()), Math.max(0, timeoutMs));
+    const cancelTimer = this.timers.after(Math.max(0, timeoutMs), () => stop(timedOut()));
     const onAbort = () => stop(new PipeUnavailable("aborted", "the request was aborted"));
     signal?.addEventListener("abort", onAbort, { once: true });
     const done = () => {
-      clearTimeout(timer);
+      cancelTimer();
       signal?.removeEventListener("abort", onAbort);
       running.exchange = null;
     };
@@ -234,9 +240,26 @@ export class NulPipe {
     running.exchange = null;
     this.kill(running, new PipeUnavailable("died", what));
     if (exchange === null) return;
-    void Promise.race([running.stderrRead, Bun.sleep(200)]).then(() =>
-      exchange.reject(new PipeUnavailable("died", this.deathMessage(running, what))),
-    );
+    let cancelTimer = () => {};
+    const grace = new Promise<void>((resolve) => {
+      cancelTimer = this.timers.after(200, resolve);
+    });
+    void Promise.race([running.stderrRead, grace]).then(() => {
+      cancelTimer();
+      exchange.reject(new PipeUnavailable("died", this.deathMessage(running, what)));
+    });
+  }
+
+  /** The promise, or a rejection once the deadline passes or the signal aborts (the work itself goes on). */
+  private withDeadline<T>(promise: Promise<T>, deadline: number, signal?: AbortSignal): Promise<T> {
+    const { promise: limit, reject } = Promise.withResolvers<never>();
+    const cancelTimer = this.timers.after(Math.max(0, deadline - this.timers.now()), () => reject(timedOut()));
+    const onAbort = () => reject(new PipeUnavailable("aborted", "the request was aborted"));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    return Promise.race([promise, limit]).finally(() => {
+      cancelTimer();
+      signal?.removeEventListener("abort", onAbort);
+    });
   }
 
   private deathMessage(running: Running, what: string): string {
@@ -257,18 +280,6 @@ export class NulPipe {
 
 function timedOut(): PipeUnavailable {
   return new PipeUnavailable("timeout", "no answer in time");
-}
-
-/** The promise, or a rejection once the deadline passes or the signal aborts (the work itself goes on). */
-function withDeadline<T>(promise: Promise<T>, deadline: number, signal?: AbortSignal): Promise<T> {
-  const { promise: limit, reject } = Promise.withResolvers<never>();
-  const timer = setTimeout(() => reject(timedOut()), Math.max(0, deadline - performance.now()));
-  const onAbort = () => reject(new PipeUnavailable("aborted", "the request was aborted"));
-  signal?.addEventListener("abort", onAbort, { once: true });
-  return Promise.race([promise, limit]).finally(() => {
-    clearTimeout(timer);
-    signal?.removeEventListener("abort", onAbort);
-  });
 }
 
 function concat(parts: readonly Uint8Array[]): Uint8Array {

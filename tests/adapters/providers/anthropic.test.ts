@@ -23,8 +23,9 @@ import {
   anthropicText,
 } from "../../fakes/fake-anthropic-server.ts";
 import { FakeProviderServer } from "../../fakes/fake-provider-server.ts";
+import { FakeTimers } from "../../fakes/fake-timers.ts";
 import { rejection } from "../../support/rejection.ts";
-import { drain, shownText } from "../../support/streams.ts";
+import { drain, drainAfterFirst, shownText } from "../../support/streams.ts";
 
 const API_KEY = "sk-ant-test-0123456789-secret";
 const MODEL = "claude-test-model";
@@ -33,18 +34,25 @@ const server = FakeProviderServer.start(anthropicHandler({ apiKey: API_KEY }));
 afterAll(() => server.stop());
 beforeEach(() => server.reset());
 
-const fast: RetryPolicy = { attemptTimeoutMs: 500, budgetMs: 2_500, maxRetries: 2, baseDelayMs: 5, maxDelayMs: 20 };
+/**
+ * On fake timers, whose backoffs pass at once and whose time limits run out only when a test moves
+ * the clock: never because a loaded machine is slow. The budget is long so that the SDK's own time
+ * limit (real time: the budget + 1 s) cannot cut in either.
+ */
+const fast: RetryPolicy = { attemptTimeoutMs: 10_000, budgetMs: 60_000, maxRetries: 2, baseDelayMs: 5, maxDelayMs: 20 };
 
 function generator(policy: Partial<RetryPolicy> = {}, apiKey = API_KEY) {
   const events: Record<string, unknown>[] = [];
+  const timers = new FakeTimers({ sleepsEndAtOnce: true });
   const anthropic = new AnthropicGenerator({
     apiKey,
     baseUrl: server.url,
     retry: { ...fast, ...policy },
     log: (event) => events.push(event),
     model: MODEL,
+    timers,
   });
-  return { anthropic, events };
+  return { anthropic, events, timers };
 }
 
 const request: RecommendationRequest = {
@@ -213,16 +221,20 @@ describe("AnthropicGenerator", () => {
     expect(`${error.message} ${JSON.stringify(error)} ${JSON.stringify(events)}`).not.toContain(wrongKey);
   });
 
-  test("a server that never answers rejects within the budget", async () => {
-    const policy = { attemptTimeoutMs: 300, budgetMs: 1_200, maxRetries: 10 };
+  test("a server that never answers rejects when the budget runs out, each attempt cancelled at its time limit", async () => {
+    // Two whole attempts and a third cut short by the budget, though retries remain.
+    const policy = { attemptTimeoutMs: 10_000, budgetMs: 25_000, maxRetries: 10 };
     server.enqueue(...Array.from({ length: 12 }, () => ({ hang: true }) as const));
-    const { anthropic, events } = generator(policy);
-    const started = performance.now();
-    const error = await rejection(anthropic.generate(request));
-    // Our budget ends it, well before the SDK's own timeout (budget + 1 s) would.
-    expect(performance.now() - started).toBeLessThan(policy.budgetMs + 900);
-    expect(server.requests.length).toBeGreaterThanOrEqual(2);
-    expect(server.requests.length).toBeLessThanOrEqual(policy.maxRetries + 1);
+    const { anthropic, events, timers } = generator(policy);
+    const failed = rejection(anthropic.generate(request));
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      await server.received(attempt);
+      await timers.advanceToNext();
+      await server.requests[attempt - 1]?.clientGone;
+    }
+    const error = await failed;
+    expect(server.requests).toHaveLength(3);
+    expect(timers.now()).toBe(policy.budgetMs);
     expect(events.map((event) => event.event).slice(-2)).toEqual(["provider_gave_up", "provider_call"]);
     expectNoKeyIn(error, events);
   });
@@ -247,16 +259,16 @@ describe("AnthropicGenerator", () => {
 
   test("aborting the signal mid-request rejects at once, without a retry", async () => {
     server.enqueue({ hang: true });
-    const { anthropic } = generator({ attemptTimeoutMs: 5_000, budgetMs: 8_000 });
+    const { anthropic, timers } = generator();
     const controller = new AbortController();
-    const started = performance.now();
     const pending = rejection(anthropic.generate(request, controller.signal));
-    while (server.requests.length === 0) await Bun.sleep(5);
+    await server.received(1);
     controller.abort();
     const error = await pending;
     expect(error).toBeInstanceOf(APIUserAbortError);
-    // Long before the attempt's own 5 s time limit.
-    expect(performance.now() - started).toBeLessThan(2_000);
+    // The abort ended it, not the attempt's time limit: on these timers no time has passed.
+    expect(timers.now()).toBe(0);
+    await server.requests[0]?.clientGone;
     expect(server.requests).toHaveLength(1);
   });
 
@@ -268,8 +280,6 @@ describe("AnthropicGenerator", () => {
 });
 
 describe("AnthropicGenerator.stream", () => {
-  /** Attempts long enough that only a cancellation, not a time limit, can close a hanging stream within a test. */
-  const patient = { attemptTimeoutMs: 30_000, budgetMs: 60_000 };
   const TEXT = "Le recomiendo la cafetera: es la que mejor encaja con lo que busca.";
 
   test("streams the text deltas, then done labelled ANTHROPIC and the model", async () => {
@@ -299,8 +309,9 @@ describe("AnthropicGenerator.stream", () => {
   });
 
   test("a stream cut mid-answer fails after its first pieces, and is not sent again", async () => {
-    server.enqueue(anthropicStream(["Le ", "recomiendo "], { end: "cut", delayMs: 5 }));
-    const { events, error } = await drain(generator().anthropic.stream(request));
+    const cut = Promise.withResolvers<void>();
+    server.enqueue(anthropicStream(["Le ", "recomiendo "], { end: "cut", endAfter: cut.promise }));
+    const { events, error } = await drainAfterFirst(generator().anthropic.stream(request), cut.resolve);
     expect(shownText(events)).toStartWith("Le ");
     expect(error).toBeInstanceOf(Error);
     expect(server.requests).toHaveLength(1);
@@ -338,10 +349,11 @@ describe("AnthropicGenerator.stream", () => {
   });
 
   test("aborting the signal mid-stream cancels the request: the server sees the connection closed", async () => {
-    server.enqueue(anthropicStream(["Uno ", "dos ", "tres"], { delayMs: 20, end: "hang" }));
+    // One piece, then nothing more until the client leaves: no later piece can be on its way when it aborts.
+    server.enqueue(anthropicStream(["Uno "], { end: "hang" }));
     const controller = new AbortController();
     const reason = new Error("the client went away");
-    const events = generator(patient).anthropic.stream(request, controller.signal);
+    const events = generator().anthropic.stream(request, controller.signal);
     expect((await events.next()).value).toEqual({ type: "delta", text: "Uno " });
     const pending = events.next();
     controller.abort(reason);
@@ -350,8 +362,8 @@ describe("AnthropicGenerator.stream", () => {
   });
 
   test("leaving the loop early cancels the request", async () => {
-    server.enqueue(anthropicStream(["Uno ", "dos ", "tres"], { delayMs: 20, end: "hang" }));
-    for await (const event of generator(patient).anthropic.stream(request)) {
+    server.enqueue(anthropicStream(["Uno ", "dos ", "tres"], { end: "hang" }));
+    for await (const event of generator().anthropic.stream(request)) {
       expect(event.type).toBe("delta");
       break;
     }

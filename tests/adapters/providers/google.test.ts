@@ -27,12 +27,18 @@ import {
   noTextReply,
 } from "../../fakes/fake-google-server.ts";
 import { FakeProviderServer, type RecordedRequest, sseEvent } from "../../fakes/fake-provider-server.ts";
+import { FakeTimers } from "../../fakes/fake-timers.ts";
 import { rejection } from "../../support/rejection.ts";
-import { drain, shownText } from "../../support/streams.ts";
+import { drain, drainAfterFirst, shownText } from "../../support/streams.ts";
 
 const API_KEY = "AIzaSyTEST-not-a-real-key-0123456789";
 const DIMENSION = 3072;
-const fast: RetryPolicy = { attemptTimeoutMs: 1_000, budgetMs: 3_000, maxRetries: 2, baseDelayMs: 5, maxDelayMs: 20 };
+/**
+ * On fake timers, whose backoffs pass at once and whose time limits run out only when a test moves
+ * the clock: never because a loaded machine is slow. The budget is long so that the SDK's own time
+ * limit (real time: the budget + 1 s) cannot cut in either.
+ */
+const fast: RetryPolicy = { attemptTimeoutMs: 10_000, budgetMs: 60_000, maxRetries: 2, baseDelayMs: 5, maxDelayMs: 20 };
 
 const server = FakeProviderServer.start(googleHandler());
 afterAll(() => server.stop());
@@ -42,6 +48,7 @@ type LogEvent = Record<string, unknown>;
 
 function embedder(retry: Partial<RetryPolicy> = {}) {
   const events: LogEvent[] = [];
+  const timers = new FakeTimers({ sleepsEndAtOnce: true });
   const instance = new GoogleEmbedder({
     apiKey: API_KEY,
     baseUrl: server.url,
@@ -49,20 +56,23 @@ function embedder(retry: Partial<RetryPolicy> = {}) {
     log: (event) => events.push(event),
     model: GOOGLE_DEFAULT_EMBEDDING_MODEL,
     dimension: DIMENSION,
+    timers,
   });
-  return { embedder: instance, events };
+  return { embedder: instance, events, timers };
 }
 
 function generator(retry: Partial<RetryPolicy> = {}) {
   const events: LogEvent[] = [];
+  const timers = new FakeTimers({ sleepsEndAtOnce: true });
   const instance = new GoogleGenerator({
     apiKey: API_KEY,
     baseUrl: server.url,
     retry: { ...fast, ...retry },
     log: (event) => events.push(event),
     model: GOOGLE_DEFAULT_GENERATION_MODEL,
+    timers,
   });
-  return { generator: instance, events };
+  return { generator: instance, events, timers };
 }
 
 /** The body of a batchEmbedContents request, as the SDK sends it. */
@@ -196,16 +206,22 @@ describe("GoogleEmbedder", () => {
     }
   });
 
-  test("a server that never answers rejects with a timeout within the budget", async () => {
+  test("a server that never answers rejects with a timeout when the budget runs out", async () => {
     server.enqueue(...Array.from({ length: 20 }, () => ({ hang: true as const })));
-    const budgetMs = 1_000;
-    const { embedder: google, events } = embedder({ attemptTimeoutMs: 250, budgetMs, maxRetries: 10 });
-    const started = performance.now();
-    const error = await rejection(google.embed(texts, "document"));
+    // Two whole attempts and a third cut short by the budget, though retries remain.
+    const budgetMs = 25_000;
+    const { embedder: google, events, timers } = embedder({ attemptTimeoutMs: 10_000, budgetMs, maxRetries: 10 });
+    const failed = rejection(google.embed(texts, "document"));
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      await server.received(attempt);
+      await timers.advanceToNext();
+      await server.requests[attempt - 1]?.clientGone;
+    }
+    const error = await failed;
     // Our budget ended it (the SDK's own time limit is set later than the budget).
     expect(error).toBeInstanceOf(ProviderTimeout);
-    expect(performance.now() - started).toBeLessThan(budgetMs + 500);
-    expect(server.requests.length).toBeGreaterThanOrEqual(2);
+    expect(server.requests).toHaveLength(3);
+    expect(timers.now()).toBe(budgetMs);
     expect(events.map((event) => event.event).slice(-2)).toEqual(["provider_gave_up", "provider_call"]);
     expectNoKey(error, events);
   });
@@ -348,27 +364,24 @@ describe("GoogleGenerator", () => {
 
   test("aborting the signal cancels the request in flight", async () => {
     server.enqueue({ hang: true });
-    // Attempts long enough that only the abort, not a timeout, can end this call.
-    const { generator: google, events } = generator({ attemptTimeoutMs: 30_000, budgetMs: 60_000 });
+    const { generator: google, events } = generator();
     const controller = new AbortController();
     const answer = rejection(google.generate(request, controller.signal));
-    while (server.requests.length === 0) await Bun.sleep(5);
+    await server.received(1);
     controller.abort(new Error("the chain moved on"));
     const error = await answer;
     expect(error).not.toBeInstanceOf(ProviderTimeout);
     expect(error.name).toBe("AbortError");
+    await server.requests[0]?.clientGone;
     expect(server.requests).toHaveLength(1);
-    expect(events).toEqual([
-      { event: "provider_call", provider: "google", outcome: "cancelled", attempts: 1, ms: expect.any(Number) },
-    ]);
+    // On these timers no time passes: the abort ended the call, not a time limit.
+    expect(events).toEqual([{ event: "provider_call", provider: "google", outcome: "cancelled", attempts: 1, ms: 0 }]);
   });
 });
 
 const STREAM_PATH = `/v1beta/models/${GOOGLE_DEFAULT_GENERATION_MODEL}:streamGenerateContent?alt=sse`;
 
 describe("GoogleGenerator.stream", () => {
-  /** Attempts long enough that only a cancellation, not a time limit, can close a hanging stream within a test. */
-  const patient = { attemptTimeoutMs: 30_000, budgetMs: 60_000 };
   test("streams the text of each event, then done labelled GOOGLE and the model", async () => {
     const { events, error } = await drain(generator().generator.stream(request));
     expect(error).toBeUndefined();
@@ -393,8 +406,9 @@ describe("GoogleGenerator.stream", () => {
   });
 
   test("a stream cut mid-answer fails after its first pieces, and the SDK does not open it again", async () => {
-    server.enqueue(generationStreamReply(["Le ", "recomiendo "], { end: "cut", delayMs: 5 }));
-    const { events, error } = await drain(generator().generator.stream(request));
+    const cut = Promise.withResolvers<void>();
+    server.enqueue(generationStreamReply(["Le ", "recomiendo "], { end: "cut", endAfter: cut.promise }));
+    const { events, error } = await drainAfterFirst(generator().generator.stream(request), cut.resolve);
     expect(shownText(events)).toStartWith("Le ");
     expect(error).toBeInstanceOf(Error);
     expect(server.requests).toHaveLength(1);
@@ -405,8 +419,9 @@ describe("GoogleGenerator.stream", () => {
       candidates: [{ content: { role: "model", parts: [{ text: "Le " }] }, continuationToken: "tok-1", index: 0 }],
       modelVersion: "gemini-2.5-flash-lite",
     });
-    server.enqueue({ events: [checkpoint, ": keep-alive\n\n"], end: "cut", delayMs: 5 });
-    const { events, error } = await drain(generator().generator.stream(request));
+    const cut = Promise.withResolvers<void>();
+    server.enqueue({ events: [checkpoint, ": keep-alive\n\n"], end: "cut", endAfter: cut.promise });
+    const { events, error } = await drainAfterFirst(generator().generator.stream(request), cut.resolve);
     expect(shownText(events)).toBe("Le ");
     expect(error).toBeInstanceOf(Error);
     expect(server.requests).toHaveLength(1);
@@ -449,10 +464,11 @@ describe("GoogleGenerator.stream", () => {
   });
 
   test("aborting the signal mid-stream cancels the request: the server sees the connection closed", async () => {
-    server.enqueue(generationStreamReply(["Uno ", "dos ", "tres"], { delayMs: 20, end: "hang" }));
+    // One piece, then nothing more until the client leaves: no later piece can be on its way when it aborts.
+    server.enqueue(generationStreamReply(["Uno "], { end: "hang" }));
     const controller = new AbortController();
     const reason = new Error("the client went away");
-    const events = generator(patient).generator.stream(request, controller.signal);
+    const events = generator().generator.stream(request, controller.signal);
     expect((await events.next()).value).toEqual({ type: "delta", text: "Uno " });
     const pending = events.next();
     controller.abort(reason);
@@ -461,8 +477,8 @@ describe("GoogleGenerator.stream", () => {
   });
 
   test("leaving the loop early cancels the request", async () => {
-    server.enqueue(generationStreamReply(["Uno ", "dos ", "tres"], { delayMs: 20, end: "hang" }));
-    for await (const event of generator(patient).generator.stream(request)) {
+    server.enqueue(generationStreamReply(["Uno ", "dos ", "tres"], { end: "hang" }));
+    for await (const event of generator().generator.stream(request)) {
       expect(event.type).toBe("delta");
       break;
     }

@@ -33,13 +33,17 @@ import {
   startFakeOpenAIServer,
 } from "../../fakes/fake-openai-server.ts";
 import { FakeProviderServer, type RecordedRequest } from "../../fakes/fake-provider-server.ts";
+import { FakeTimers } from "../../fakes/fake-timers.ts";
 import { rejection } from "../../support/rejection.ts";
-import { drain, shape, shownText } from "../../support/streams.ts";
+import { drain, drainAfterFirst, shape, shownText } from "../../support/streams.ts";
 
 const API_KEY = "sk-test-0123456789abcdefSECRET";
-const fast: RetryPolicy = { attemptTimeoutMs: 500, budgetMs: 2_500, maxRetries: 2, baseDelayMs: 5, maxDelayMs: 20 };
-/** Attempts long enough that only a cancellation, not a time limit, can close a hanging stream within a test. */
-const patient: RetryPolicy = { ...fast, attemptTimeoutMs: 30_000, budgetMs: 60_000 };
+/**
+ * On fake timers (below) an attempt's time limit runs out only when a test moves the clock past
+ * it, never because a loaded machine is slow; the budget is long so that the SDK's own time limit
+ * (real time: the budget + 1 s) cannot cut in either.
+ */
+const fast: RetryPolicy = { attemptTimeoutMs: 10_000, budgetMs: 60_000, maxRetries: 2, baseDelayMs: 5, maxDelayMs: 20 };
 
 const server = startFakeOpenAIServer();
 afterAll(() => server.stop());
@@ -50,7 +54,12 @@ function recorder() {
   return { events, log: (event: Record<string, unknown>) => events.push(event) };
 }
 
-function embedder(options: { dimension?: number; log?: (e: Record<string, unknown>) => void } = {}) {
+/** Retries' backoffs pass at once; a time limit runs out only when the test moves the clock. */
+const timersForTest = () => new FakeTimers({ sleepsEndAtOnce: true });
+
+function embedder(
+  options: { dimension?: number; log?: (e: Record<string, unknown>) => void; timers?: FakeTimers } = {},
+) {
   return new OpenAIEmbedder({
     apiKey: API_KEY,
     baseUrl: `${server.url}/v1`,
@@ -58,16 +67,18 @@ function embedder(options: { dimension?: number; log?: (e: Record<string, unknow
     model: OPENAI_DEFAULT_EMBEDDING_MODEL,
     dimension: options.dimension ?? 3072,
     log: options.log,
+    timers: options.timers ?? timersForTest(),
   });
 }
 
-function generator(log?: (e: Record<string, unknown>) => void, retry: RetryPolicy = fast) {
+function generator(log?: (e: Record<string, unknown>) => void, timers = timersForTest()) {
   return new OpenAIGenerator({
     apiKey: API_KEY,
     baseUrl: `${server.url}/v1`,
-    retry,
+    retry: fast,
     model: OPENAI_DEFAULT_GENERATION_MODEL,
     log,
+    timers,
   });
 }
 
@@ -150,10 +161,16 @@ describe("OpenAIEmbedder", () => {
   test("sends at most `concurrency` requests at once", async () => {
     let running = 0;
     let mostAtOnce = 0;
+    // Each request is held until two are in (or every one of the six has come): then the embedder
+    // must have had two in flight at once, whatever the machine's speed.
+    const held: (() => void)[] = [];
     const slowServer = FakeProviderServer.start(async (request) => {
       running++;
       mostAtOnce = Math.max(mostAtOnce, running);
-      await Bun.sleep(30);
+      const { promise, resolve } = Promise.withResolvers<void>();
+      held.push(resolve);
+      if (running >= 2 || slowServer.requests.length === 6) for (const release of held.splice(0)) release();
+      await promise;
       running--;
       const { input } = request.body as { input: string[] };
       return embeddingsReply(input.map((text) => bagOfWords(text, 8)));
@@ -168,6 +185,7 @@ describe("OpenAIEmbedder", () => {
         model: "text-embedding-3-large",
         dimension: 8,
         concurrency: 2,
+        timers: timersForTest(),
       });
       const vectors = await openai.embed(texts, "document");
       expect(slowServer.requests).toHaveLength(6);
@@ -229,13 +247,21 @@ describe("OpenAIEmbedder", () => {
     }
   });
 
-  test("a server that never answers makes it reject (timeout) within the budget", async () => {
+  test("a server that never answers: each attempt is cancelled at its time limit, then it rejects (timeout) within the budget", async () => {
     server.enqueue(...Array.from({ length: fast.maxRetries + 1 }, () => ({ hang: true }) as const));
     const { events, log } = recorder();
-    const error = await rejection(embedder({ log }).embed(["cafetera"], "document"));
+    const timers = timersForTest();
+    const failed = rejection(embedder({ log, timers }).embed(["cafetera"], "document"));
+    for (let attempt = 1; attempt <= fast.maxRetries + 1; attempt++) {
+      await server.received(attempt);
+      await timers.advance(fast.attemptTimeoutMs);
+      await server.requests[attempt - 1]?.clientGone;
+    }
+    const error = await failed;
     expect(error).toBeInstanceOf(OpenAIRequestFailed);
     expect(error.message).toContain("ProviderTimeout");
     expect(events.map((event) => event.event).slice(-2)).toEqual(["provider_gave_up", "provider_call"]);
+    expect(timers.now()).toBeLessThanOrEqual(fast.budgetMs);
   });
 
   test("a 200 whose body is not JSON rejects", async () => {
@@ -294,6 +320,7 @@ describe("OpenAIEmbedder", () => {
         apiKey: "ollama",
         baseUrl: `${compatible.url}/api/openai`,
         retry: fast,
+        timers: timersForTest(),
         model: "nomic-embed-text",
         dimension: 4,
       });
@@ -385,11 +412,13 @@ describe("OpenAIGenerator", () => {
     expect(await rejection(generator().generate(request))).toBeInstanceOf(OpenAIRequestFailed);
   });
 
-  test("a 429 then success", async () => {
+  test("a 429 then success, after waiting as long as it says", async () => {
     server.enqueue(rateLimited(0.01));
-    const recommendation = await generator().generate(request);
+    const timers = timersForTest();
+    const recommendation = await generator(undefined, timers).generate(request);
     expect(recommendation.text).toBe(FAKE_OPENAI_REPLY_TEXT);
     expect(server.requests).toHaveLength(2);
+    expect(timers.sleeps).toEqual([10]);
   });
 
   test("a 500 every time rejects after maxRetries + 1 requests, with no key in the error or the logs", async () => {
@@ -407,10 +436,11 @@ describe("OpenAIGenerator", () => {
     const controller = new AbortController();
     const reason = new Error("the chain moved on");
     const pending = rejection(generator().generate(request, controller.signal));
-    while (server.requests.length === 0) await Bun.sleep(5);
+    await server.received(1);
     controller.abort(reason);
     // The abort's own reason, not a timeout: the request was cancelled, not waited out.
     expect(await pending).toBe(reason);
+    await server.requests[0]?.clientGone;
     expect(server.requests).toHaveLength(1);
   });
 
@@ -448,8 +478,9 @@ describe("OpenAIGenerator.stream", () => {
   });
 
   test("a stream cut mid-answer fails after its first pieces, and is not sent again", async () => {
-    server.enqueue(chatStreamReply(["Le ", "recomiendo "], { end: "cut", delayMs: 5 }));
-    const { events, error } = await drain(generator().stream(request));
+    const cut = Promise.withResolvers<void>();
+    server.enqueue(chatStreamReply(["Le ", "recomiendo "], { end: "cut", endAfter: cut.promise }));
+    const { events, error } = await drainAfterFirst(generator().stream(request), cut.resolve);
     expect(shownText(events)).toStartWith("Le ");
     expect(error).toBeInstanceOf(OpenAIRequestFailed);
     expect(server.requests).toHaveLength(1);
@@ -486,10 +517,11 @@ describe("OpenAIGenerator.stream", () => {
   });
 
   test("aborting the signal mid-stream cancels the request: the server sees the connection closed", async () => {
-    server.enqueue(chatStreamReply(["Uno ", "dos ", "tres"], { delayMs: 20, end: "hang" }));
+    // One piece, then nothing more until the client leaves: no later piece can be on its way when it aborts.
+    server.enqueue(chatStreamReply(["Uno "], { end: "hang" }));
     const controller = new AbortController();
     const reason = new Error("the client went away");
-    const events = generator(undefined, patient).stream(request, controller.signal);
+    const events = generator().stream(request, controller.signal);
     expect((await events.next()).value).toEqual({ type: "delta", text: "Uno " });
     const pending = events.next();
     controller.abort(reason);
@@ -498,8 +530,8 @@ describe("OpenAIGenerator.stream", () => {
   });
 
   test("leaving the loop early cancels the request", async () => {
-    server.enqueue(chatStreamReply(["Uno ", "dos ", "tres"], { delayMs: 20, end: "hang" }));
-    for await (const event of generator(undefined, patient).stream(request)) {
+    server.enqueue(chatStreamReply(["Uno ", "dos ", "tres"], { end: "hang" }));
+    for await (const event of generator().stream(request)) {
       expect(event.type).toBe("delta");
       break;
     }
@@ -507,9 +539,10 @@ describe("OpenAIGenerator.stream", () => {
   });
 
   test("in a chain, a stream cut mid-answer is withdrawn and the local writer's text replaces it", async () => {
-    server.enqueue(chatStreamReply(["Le ", "recomiendo "], { end: "cut", delayMs: 5 }));
+    const cut = Promise.withResolvers<void>();
+    server.enqueue(chatStreamReply(["Le ", "recomiendo "], { end: "cut", endAfter: cut.promise }));
     const chain = new GeneratorChain([generator(), new LocalGenerator()]);
-    const { events, error } = await drain(chain.stream(request));
+    const { events, error } = await drainAfterFirst(chain.stream(request), cut.resolve);
     expect(error).toBeUndefined();
     expect(shape(events)).toEqual(["delta", "reset", "delta", "done"]);
     const local = await new LocalGenerator().generate(request);

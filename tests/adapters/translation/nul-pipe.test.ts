@@ -1,18 +1,26 @@
-import { afterEach, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { NulPipe, type PipeFailure, PipeUnavailable } from "../../../src/adapters/translation/nul-pipe.ts";
+import { FakeTimers } from "../../fakes/fake-timers.ts";
 import { useTempDirs } from "../../support/temp-dirs.ts";
+import { waitUntil } from "../../support/wait-until.ts";
 
 const FAKE = join(import.meta.dir, "../../fakes/fake-apertium.ts");
 const pipes: NulPipe[] = [];
 const tempDir = useTempDirs("nul-pipe");
+/** The pipes' time limits run out when a test lets them (`timers.elapse`), never because the machine is slow. */
+let timers: FakeTimers;
 
 function pipe(command: string[] = [process.execPath, FAKE, "-z", "echo"], retryAfterMs = 60_000): NulPipe {
-  const created = new NulPipe({ command, probe: "hola", startTimeoutMs: 10_000, retryAfterMs });
+  const created = new NulPipe({ command, probe: "hola", startTimeoutMs: 10_000, retryAfterMs, timers });
   pipes.push(created);
   return created;
 }
+
+beforeEach(() => {
+  timers = new FakeTimers();
+});
 
 afterEach(async () => {
   for (const created of pipes.splice(0)) await created.close();
@@ -33,9 +41,9 @@ function isRunning(pid: number): boolean {
   }
 }
 
-async function waitUntilGone(pid: number): Promise<boolean> {
-  for (let i = 0; i < 100 && isRunning(pid); i++) await Bun.sleep(20);
-  return !isRunning(pid);
+/** Resolves once the process is gone (a test that kills nothing fails by its own time limit). */
+function gone(pid: number): Promise<void> {
+  return waitUntil(() => !isRunning(pid));
 }
 
 async function failure(promise: Promise<unknown>): Promise<PipeFailure> {
@@ -72,9 +80,11 @@ describe("NulPipe", () => {
     const echo = pipe(shellWithChild(pidFile));
     await echo.start();
     const stuck = Number(readFileSync(pidFile, "utf8"));
-    expect(await failure(echo.request(["esto cuelga"], 300))).toBe("timeout");
+    const failed = failure(echo.request(["esto cuelga"], 300));
+    await timers.elapse(300);
+    expect(await failed).toBe("timeout");
     // The whole pipeline goes, not only the shell that runs it.
-    expect(await waitUntilGone(stuck)).toBe(true);
+    await gone(stuck);
     expect(await echo.request(["sigue"], 5000)).toEqual(["sigue"]);
     expect(echo.starts).toBe(2);
   });
@@ -88,13 +98,24 @@ describe("NulPipe", () => {
   });
 
   test("a request that times out while queued never reaches the process, which carries on", async () => {
-    const echo = pipe();
+    const dir = tempDir();
+    const [hold, log] = [join(dir, "hold"), join(dir, "log")];
+    const echo = pipe([
+      "sh",
+      "-c",
+      `FAKE_APERTIUM_HOLD='${hold}' FAKE_APERTIUM_LOG='${log}' exec '${process.execPath}' '${FAKE}' -z echo`,
+    ]);
     await echo.start();
+    // Held by the process until the test lets it answer.
     const slow = echo.request(["despacio"], 5000);
-    expect(await failure(echo.request(["impaciente"], 50))).toBe("timeout");
+    const impatient = failure(echo.request(["impaciente"], 50));
+    await timers.elapse(50);
+    expect(await impatient).toBe("timeout");
+    writeFileSync(hold, "");
     expect(await slow).toEqual(["despacio"]);
     expect(await echo.request(["después"], 5000)).toEqual(["después"]);
     expect(echo.starts).toBe(1);
+    expect(readFileSync(log, "utf8")).not.toContain("impaciente");
   });
 
   test("an aborted request fails at once", async () => {
@@ -108,11 +129,15 @@ describe("NulPipe", () => {
   });
 
   test("a program that cannot start fails, and is not started again until retryAfterMs has passed", async () => {
-    const broken = pipe(["sh", "-c", "echo 'no such data file' >&2; exit 1"]);
+    const broken = pipe(["sh", "-c", "echo 'no such data file' >&2; exit 1"], 60_000);
     const first = broken.request(["hola"], 5000);
     await expect(first).rejects.toThrow("no such data file");
+    await timers.advance(59_999);
     expect(await failure(broken.request(["hola"], 5000))).toBe("start_failed");
     expect(broken.starts).toBe(1);
+    await timers.advance(1);
+    await expect(broken.request(["hola"], 5000)).rejects.toThrow("no such data file");
+    expect(broken.starts).toBe(2);
   });
 
   test("close kills the process and later requests fail", async () => {
@@ -120,7 +145,7 @@ describe("NulPipe", () => {
     const echo = pipe(shellWithChild(pidFile));
     await echo.start();
     await echo.close();
-    expect(await waitUntilGone(Number(readFileSync(pidFile, "utf8")))).toBe(true);
+    await gone(Number(readFileSync(pidFile, "utf8")));
     expect(await failure(echo.request(["hola"], 1000))).toBe("closed");
   });
 });

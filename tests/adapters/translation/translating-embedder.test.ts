@@ -6,6 +6,7 @@ import { TranslatingEmbedder } from "../../../src/adapters/translation/translati
 import { embeddingText } from "../../../src/domain/product.ts";
 import type { Translation, Translator } from "../../../src/ports/translator.ts";
 import { FakeEmbedder } from "../../fakes/fake-embedder.ts";
+import { FakeTimers } from "../../fakes/fake-timers.ts";
 import { cosineSimilarity } from "../../fakes/memory-product-repository.ts";
 import { blockHooks } from "../../support/skipped-blocks.ts";
 
@@ -114,7 +115,8 @@ describe.skipIf(!apertium.found)("the offline model behind Apertium (real)", () 
   blockHooks(!apertium.found, {
     async beforeAll() {
       if (!apertium.found) return; // (narrows the type)
-      translator = new ApertiumTranslator(apertium.pipelines, { timeoutMs: 5000 });
+      // Fake timers: the first texts also start Apertium, which a loaded machine makes slow, never wrong.
+      translator = new ApertiumTranslator(apertium.pipelines, { timeoutMs: 5000, timers: new FakeTimers() });
       translating = new TranslatingEmbedder(model, translator);
       productVectors = await translating.embed(products.map(embeddingText), "document");
     },
