@@ -35,3 +35,8 @@ export function permits(caller: Caller, permission: Permission): boolean {
 export function rateLimitClient(caller: Caller): string | undefined {
   return caller.kind === "user" ? `user:${caller.user.id}` : undefined;
 }
+
+/** Whose an import job is (only they may read it): `user:<id>`; undefined for anonymous, who cannot import. */
+export function jobOwner(caller: Caller): string | undefined {
+  return caller.kind === "user" ? `user:${caller.user.id}` : undefined;
+}

@@ -118,6 +118,15 @@ export class ProductNotFound extends DomainError {
   }
 }
 
+/** No import job with that id belongs to the caller (another caller's is not found either). */
+export class JobNotFound extends DomainError {
+  readonly kind = "JobNotFound";
+  constructor(id: number | string) {
+    const shown = String(id);
+    super(`No existe ninguna importación con id '${shown.length > 40 ? `${shown.slice(0, 40)}…` : shown}'`);
+  }
+}
+
 /** Another product already has that sku. */
 export class SkuTaken extends DomainError {
   readonly kind = "SkuTaken";
@@ -134,13 +143,20 @@ export class ConcurrentModification extends DomainError {
   }
 }
 
-/** A client spent its request budget for the window (see rate-limit.ts). */
+/** A client spent its request budget for the window, or what is left cannot pay the request (see rate-limit.ts). */
 export class RateLimitExceeded extends DomainError {
   readonly kind = "RateLimitExceeded";
   constructor(
     /** Where the client stands: the HTTP adapter turns it into RateLimit-* and Retry-After headers. */
     readonly state: RateLimitState,
+    /** What the refused request cost, in units (a bulk import costs more than one). */
+    readonly cost = 1,
   ) {
-    super(`Demasiadas peticiones. Inténtelo de nuevo en ${state.resetSeconds} segundos`);
+    super(
+      cost > 1 && state.remaining > 0
+        ? `Esta petición cuesta ${cost} unidades del cupo y quedan ${state.remaining}. ` +
+            `Inténtelo de nuevo en ${state.resetSeconds} segundos`
+        : `Demasiadas peticiones. Inténtelo de nuevo en ${state.resetSeconds} segundos`,
+    );
   }
 }

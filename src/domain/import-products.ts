@@ -29,10 +29,28 @@ export interface ImportItemResult {
 export interface ImportReport {
   items: ImportItemResult[];
   counts: Record<ImportStatus, number>;
+  /**
+   * What stopped the import before its end (the embedder or the database failed for good): every
+   * item not yet stored then is reported failed with its message. Absent when it ran to the end.
+   */
+  stoppedBy?: DomainError;
 }
 
 /** One item to import as it was read: a value to check, or why it could not even be read (Spanish). */
 export type ImportInput = { value: unknown } | { problem: string };
+
+/** A product to import, validated and normalised (`checkImportInput`). */
+export type ImportProduct = NewProduct & { sku?: string };
+
+/**
+ * Writes a chunk's rows and returns the results of its items, which `resultsOf` makes from what
+ * became of each row (in the rows' order). A chunk with nothing to write (all unchanged) comes too,
+ * with no rows. A job records the results in the same transaction as the rows (import-jobs.ts).
+ */
+export type CommitChunk = (
+  writes: readonly BulkWrite[],
+  resultsOf: (outcomes: readonly BulkWriteOutcome[]) => ImportItemResult[],
+) => Promise<ImportItemResult[]>;
 
 export interface ImportOptions {
   /** Items embedded and written together (default 512): a provider outage fails only the chunks not yet stored. */
@@ -48,6 +66,8 @@ export interface ImportOptions {
    * Absent (POST /products/bulk, an ordinary file): an item with an `embedding` is refused.
    */
   embeddings?: EmbeddingSpace;
+  /** Where each chunk is written (default: the repository's writeMany). */
+  commit?: CommitChunk;
 }
 
 export interface Deps {
@@ -73,7 +93,7 @@ const DEFAULT_CHUNK_SIZE = 512;
 /** An item that passed validation, waiting for its chunk. */
 interface ValidItem {
   index: number;
-  product: NewProduct & { sku?: string };
+  product: ImportProduct;
   /** The embedding the item came with (a catalogue export's, in the embedder's space): stored instead of embedding its text. */
   embedding?: Vector;
   /** The item of the same sku just before this one in the import, if any. */
@@ -155,6 +175,10 @@ export class ImportProducts {
     const record = (outcomes: ImportItemResult[]) => {
       for (const outcome of outcomes) results[outcome.index] = outcome;
     };
+    const commit: CommitChunk =
+      options.commit ??
+      (async (writes, resultsOf) => resultsOf(writes.length === 0 ? [] : await this.deps.products.writeMany(writes)));
+    let stoppedBy: DomainError | undefined;
 
     let next = chunks.length > 0 ? this.prepare(chunks[0] as ValidItem[], options.signal) : undefined;
     for (let i = 0; i < chunks.length; i++) {
@@ -164,7 +188,7 @@ export class ImportProducts {
         next = i + 1 < chunks.length ? this.prepare(chunks[i + 1] as ValidItem[], options.signal) : undefined;
         next?.catch(() => {}); // its failure is reported when its turn comes
         options.signal?.throwIfAborted();
-        record(await this.write(prepared));
+        record(await this.write(prepared, commit));
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason;
         if (!(error instanceof DomainError)) throw error;
@@ -172,6 +196,7 @@ export class ImportProducts {
         // itself is refused (503), as every other write is.
         if (error instanceof DatabaseReadOnly && i === 0) throw error;
         // The embedder or the database failed: nothing of this chunk or any later one was written.
+        stoppedBy = error;
         const detail = `No se guardó: ${error.message}`;
         for (const rest of chunks.slice(i)) {
           record(rest.flatMap(sameSku).map((item) => failed(item.index, item.product.sku, detail)));
@@ -187,7 +212,7 @@ export class ImportProducts {
     for (const [outcome, count] of Object.entries(counts)) {
       if (count > 0) this.deps.log?.({ event: "import_items", outcome, count });
     }
-    return { items: finalResults, counts };
+    return { items: finalResults, counts, ...(stoppedBy ? { stoppedBy } : {}) };
   }
 
   /** What each item of a chunk needs: nothing (unchanged), a write, and an embedding when its text changed. */
@@ -223,13 +248,13 @@ export class ImportProducts {
     return { plans, vectorOf };
   }
 
-  private async write({ plans, vectorOf }: PreparedChunk): Promise<ImportItemResult[]> {
+  private async write({ plans, vectorOf }: PreparedChunk, commit: CommitChunk): Promise<ImportItemResult[]> {
     const writes: { plan: Plan; write: BulkWrite }[] = [];
-    const outcomes: ImportItemResult[] = [];
+    const unchanged: ImportItemResult[] = [];
     for (const plan of plans) {
       const { item, current, digest } = plan;
       if (plan.kind === "unchanged") {
-        outcomes.push(...results(plan, current?.id));
+        unchanged.push(...results(plan, current?.id));
         continue;
       }
       const vector = vectorOf.get(plan);
@@ -251,12 +276,13 @@ export class ImportProducts {
         });
       }
     }
-    if (writes.length === 0) return outcomes;
-    const written = await this.deps.products.writeMany(writes.map(({ write }) => write));
-    for (const [i, { plan }] of writes.entries()) {
-      outcomes.push(...outcomesOf(plan, written[i] as BulkWriteOutcome));
-    }
-    return outcomes;
+    return commit(
+      writes.map(({ write }) => write),
+      (written) => [
+        ...unchanged,
+        ...writes.flatMap(({ plan }, i) => outcomesOf(plan, written[i] as BulkWriteOutcome)),
+      ],
+    );
   }
 }
 
@@ -317,6 +343,14 @@ function sameFields(current: ProductFields, product: ProductFields): boolean {
 }
 
 /**
+ * The item of an ordinary import (no embeddings taken: an `embedding` field is refused) as a valid
+ * product, normalised, or why it is not one (a Spanish sentence naming the field).
+ */
+export function checkImportInput(input: ImportInput): { product: ImportProduct } | { problem: string } {
+  return "problem" in input ? input : checkItem(input.value, "refuse", 0);
+}
+
+/**
  * The item as a valid product (with its embedding when `embeddingField` is "take" and it has one),
  * or why it is not one (a Spanish sentence naming the field).
  */
@@ -324,7 +358,7 @@ function checkItem(
   item: unknown,
   embeddingField: EmbeddingField,
   dimension: number,
-): { product: NewProduct & { sku?: string }; embedding?: Vector } | { problem: string } {
+): { product: ImportProduct; embedding?: Vector } | { problem: string } {
   if (item === null || typeof item !== "object" || Array.isArray(item)) {
     return { problem: "Cada elemento debe ser un objeto con name, description, category y, opcionalmente, sku" };
   }

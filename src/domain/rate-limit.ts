@@ -15,22 +15,42 @@ export type RateLimitBucket = "search" | "write";
 export interface RateLimitState {
   allowed: boolean;
   limit: number;
-  /** Requests left in the window (0 once refused). */
+  /** Units left in the window (a request costs one, a bulk import more: `importCost`). */
   remaining: number;
   /** Whole seconds until the window ends (at least 1). */
   resetSeconds: number;
   windowSeconds: number;
 }
 
-/** The state after the window's `hits`-th request, `resetMs` before the window ends. */
-export function rateLimitState(policy: RateLimitPolicy, hits: number, resetMs: number): RateLimitState {
+/**
+ * The state once the window holds `hits` units, `resetMs` before it ends; `allowed` says whether the
+ * request was let through (by default: whether the hits fit the limit).
+ */
+export function rateLimitState(
+  policy: RateLimitPolicy,
+  hits: number,
+  resetMs: number,
+  allowed = hits <= policy.limit,
+): RateLimitState {
   return {
-    allowed: hits <= policy.limit,
+    allowed,
     limit: policy.limit,
     remaining: Math.max(0, policy.limit - hits),
     resetSeconds: Math.max(1, Math.ceil(resetMs / 1000)),
     windowSeconds: Math.max(1, Math.round(policy.windowMs / 1000)),
   };
+}
+
+/**
+ * Products of a bulk import that cost one unit of the write budget, as one single write does. So
+ * the page's batches of 100 cost one unit each, as before, and the largest import of the default
+ * BULK_MAX_ITEMS (5,000) costs 50 of the default 120: the budget bounds products, not requests.
+ */
+export const IMPORT_ITEMS_PER_UNIT = 100;
+
+/** What a bulk import of `items` products costs of the write budget: one unit per 100 started. */
+export function importCost(items: number): number {
+  return Math.max(1, Math.ceil(items / IMPORT_ITEMS_PER_UNIT));
 }
 
 export interface RateLimiterDeps {
@@ -81,29 +101,37 @@ export class RateLimiter {
   }
 
   /**
-   * Counts one request of `client` against `bucket`. Returns the state for the answer's headers,
-   * or null when the bucket is not limited or nothing could count; throws RateLimitExceeded (with
-   * the state) when the client is over its limit.
+   * Counts a request of `client` costing `units` (default 1) against `bucket`. Returns the state for
+   * the answer's headers, or null when the bucket is not limited or nothing could count; throws
+   * RateLimitExceeded (with the state) when the units do not fit what is left of the window: then
+   * nothing is spent. A request never costs more than a whole window (it could never pass).
    */
-  async spend(bucket: RateLimitBucket, client: string): Promise<RateLimitState | null> {
+  async spend(bucket: RateLimitBucket, client: string, units = 1): Promise<RateLimitState | null> {
     const policy = this.deps.policies[bucket];
     if (!policy) return null;
-    const count = await this.count(bucket, `${bucket}:${client}`, policy.windowMs);
+    const cost = Math.min(Math.max(1, Math.ceil(units)), policy.limit);
+    const count = await this.count(bucket, `${bucket}:${client}`, policy.windowMs, cost, policy.limit);
     if (count === null) return null;
-    const state = rateLimitState(policy, count.hits, count.resetMs);
-    if (!state.allowed) throw new RateLimitExceeded(state);
+    const state = rateLimitState(policy, count.hits, count.resetMs, count.counted);
+    if (!state.allowed) throw new RateLimitExceeded(state, cost);
     return state;
   }
 
-  private async count(bucket: RateLimitBucket, key: string, windowMs: number): Promise<WindowCount | null> {
+  private async count(
+    bucket: RateLimitBucket,
+    key: string,
+    windowMs: number,
+    cost: number,
+    limit: number,
+  ): Promise<WindowCount | null> {
     const { fallback, log } = this.deps;
     const now = (this.deps.clock ?? { now: () => Date.now() }).now();
     if (fallback && this.countersFailedUntil !== undefined && now < this.countersFailedUntil) {
       log?.({ event: "rate_limit_fallback", bucket });
-      return fallback.hit(key, windowMs);
+      return fallback.hit(key, windowMs, cost, limit);
     }
     try {
-      const count = await this.hitCounters(key, windowMs);
+      const count = await this.hitCounters(key, windowMs, cost, limit);
       if (this.countersFailedUntil !== undefined) {
         this.countersFailedUntil = undefined;
         log?.({ event: "rate_limit_restored", bucket });
@@ -119,13 +147,13 @@ export class RateLimiter {
       }
       this.countersFailedUntil = now + (this.deps.retryCountersAfterMs ?? 5_000);
       log?.({ event: "rate_limit_fallback", bucket });
-      return fallback.hit(key, windowMs);
+      return fallback.hit(key, windowMs, cost, limit);
     }
   }
 
   /** The counters' answer, or a rejection once they took longer than countersTimeoutMs (with a fallback to turn to). */
-  private hitCounters(key: string, windowMs: number): Promise<WindowCount> {
-    const pending = this.deps.counters.hit(key, windowMs);
+  private hitCounters(key: string, windowMs: number, cost: number, limit: number): Promise<WindowCount> {
+    const pending = this.deps.counters.hit(key, windowMs, cost, limit);
     if (!this.deps.fallback) return pending;
     const timeoutMs = this.deps.countersTimeoutMs ?? 500;
     let timer: ReturnType<typeof setTimeout> | undefined;

@@ -43,6 +43,24 @@ function countersContract(counters: () => RateLimitCounters, pass: (ms: number) 
     expect(next.resetMs).toBeGreaterThan(50);
   });
 
+  test("a cost is counted whole, or not at all when it would take the window past its limit", async () => {
+    const key = freshKey();
+    expect(await counters().hit(key, 60_000, 3, 5)).toMatchObject({ hits: 3, counted: true });
+    const refused = await counters().hit(key, 60_000, 3, 5);
+    expect(refused).toMatchObject({ hits: 3, counted: false });
+    expect(refused.resetMs).toBeGreaterThan(0);
+    expect(await counters().hit(key, 60_000, 2, 5)).toMatchObject({ hits: 5, counted: true });
+    expect(await counters().hit(key, 60_000, 1, 5)).toMatchObject({ hits: 5, counted: false });
+    expect(await counters().hit(key, 60_000)).toMatchObject({ hits: 6, counted: true });
+  });
+
+  test("costs sent at once never pass the limit together", async () => {
+    const key = freshKey();
+    const counts = await Promise.all(Array.from({ length: 10 }, () => counters().hit(key, 60_000, 3, 10)));
+    expect(counts.filter((count) => count.counted).length).toBe(3);
+    expect(Math.max(...counts.map((count) => count.hits))).toBe(9);
+  });
+
   test("hits sent at once are each counted once", async () => {
     const key = freshKey();
     const counts = await Promise.all(Array.from({ length: 20 }, () => counters().hit(key, 60_000)));

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { MemoryRateLimitCounters } from "../../src/adapters/in-process/rate-limit-counters.ts";
 import { RateLimitExceeded } from "../../src/domain/errors.ts";
-import { RateLimiter, rateLimitState } from "../../src/domain/rate-limit.ts";
+import { importCost, RateLimiter, rateLimitState } from "../../src/domain/rate-limit.ts";
 import { FakeClock } from "../fakes/fake-clock.ts";
 
 const MINUTE = 60_000;
@@ -52,6 +52,29 @@ describe("RateLimiter", () => {
       remaining: 1,
       resetSeconds: 60,
     });
+  });
+
+  test("a request of several units spends them all, or nothing when they do not fit what is left", async () => {
+    const { rateLimiter } = limiter();
+    const big = new RateLimiter({
+      policies: { write: { limit: 10, windowMs: MINUTE } },
+      counters: new MemoryRateLimitCounters(new FakeClock()),
+    });
+    expect(await big.spend("write", "user:1", 6)).toMatchObject({ allowed: true, remaining: 4 });
+    const refused = await big.spend("write", "user:1", 5).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(RateLimitExceeded);
+    expect((refused as RateLimitExceeded).state).toMatchObject({ allowed: false, remaining: 4 });
+    expect((refused as RateLimitExceeded).message).toBe(
+      "Esta petición cuesta 5 unidades del cupo y quedan 4. Inténtelo de nuevo en 60 segundos",
+    );
+    // What the refused request did not spend is still there.
+    expect(await big.spend("write", "user:1", 4)).toMatchObject({ allowed: true, remaining: 0 });
+    // A request never costs more than a whole window: a fresh window lets the largest through.
+    expect(await rateLimiter.spend("search", "user:9", 50)).toMatchObject({ allowed: true, remaining: 0 });
+  });
+
+  test("a bulk import costs one unit per 100 products started", () => {
+    expect([1, 100, 101, 1_500, 5_000].map(importCost)).toEqual([1, 1, 2, 15, 50]);
   });
 
   test("each client and each budget counts apart", async () => {

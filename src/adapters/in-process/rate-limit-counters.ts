@@ -27,7 +27,7 @@ export class MemoryRateLimitCounters implements RateLimitCounters {
     return this.windows.size;
   }
 
-  async hit(key: string, windowMs: number): Promise<WindowCount> {
+  async hit(key: string, windowMs: number, cost = 1, limit = Number.POSITIVE_INFINITY): Promise<WindowCount> {
     if (this.down) throw new DatabaseUnavailable();
     const now = this.clock.now();
     let window = this.windows.get(key);
@@ -37,8 +37,9 @@ export class MemoryRateLimitCounters implements RateLimitCounters {
       window = { startedAt: now, endsAt: now + windowMs, hits: 0 };
       this.windows.set(key, window);
     }
-    window.hits += 1;
-    return { hits: window.hits, resetMs: window.endsAt - now };
+    const counted = window.hits + cost <= limit;
+    if (counted) window.hits += cost;
+    return { hits: window.hits, resetMs: window.endsAt - now, counted };
   }
 
   private makeRoom(now: number): void {

@@ -38,25 +38,48 @@ interface RateLimitContext {
 }
 
 /**
+ * What a route spends: one unit of a bucket per request, counted before its handler (`"write"`), or
+ * units its handler counts once it knows them (`{ bucket: "write", spentBy: "handler" }`: the bulk
+ * import, which costs by its items and knows them only once it has read its body).
+ */
+export type RateLimitDeclaration = RateLimitBucket | { bucket: RateLimitBucket; spentBy: "handler" };
+
+/**
  * The `rateLimit` macro: a route declares the budget it spends, `{ rateLimit: "search" }` (POST
  * /products/search) or `"write"` (every catalogue write). Before its handler (after the auth
  * check and body validation, so a refused or malformed request costs nothing) the request is
  * counted against its client, by caller when the route identified one, else by address; the
  * answer gets the RateLimit-* headers, and RateLimitExceeded (429 with Retry-After) once the
- * budget is spent. The same declaration puts the policy in the OpenAPI document.
+ * budget is spent. A route whose handler spends (`spentBy: "handler"`) calls `spendRateLimit(units)`
+ * from its context, before it changes anything. The same declaration puts the policy in the
+ * OpenAPI document.
  */
 export function rateLimits({ limiter, trustProxy }: RateLimitDeps) {
+  const spend = async ({ request, server, set, caller }: RateLimitContext, bucket: RateLimitBucket, units: number) => {
+    if (!limiter.limits(bucket)) return;
+    const client =
+      (caller && rateLimitClient(caller)) ?? `address:${clientAddress(request, server, trustProxy) ?? "unknown"}`;
+    const state = await limiter.spend(bucket, client, units);
+    if (state) Object.assign(set.headers, rateLimitHeaders(state));
+  };
   return new Elysia({ name: "rate-limits" }).macro({
-    rateLimit: (bucket: RateLimitBucket) => ({
-      // An `x-` key is valid OpenAPI, but not in the operation type Elysia takes.
-      detail: { [RATE_LIMIT_EXTENSION]: bucket } as DocumentDecoration,
-      async beforeHandle({ request, server, set, caller }: RateLimitContext) {
-        if (!limiter.limits(bucket)) return;
-        const client =
-          (caller && rateLimitClient(caller)) ?? `address:${clientAddress(request, server, trustProxy) ?? "unknown"}`;
-        const state = await limiter.spend(bucket, client);
-        if (state) Object.assign(set.headers, rateLimitHeaders(state));
-      },
-    }),
+    rateLimit: (declaration: RateLimitDeclaration) => {
+      const bucket = typeof declaration === "string" ? declaration : declaration.bucket;
+      const byHandler = typeof declaration !== "string";
+      return {
+        // An `x-` key is valid OpenAPI, but not in the operation type Elysia takes.
+        detail: { [RATE_LIMIT_EXTENSION]: bucket } as DocumentDecoration,
+        async beforeHandle(context: RateLimitContext) {
+          if (!byHandler) await spend(context, bucket, 1);
+        },
+        resolve: (context: RateLimitContext) => ({
+          /** Counts `units` of the route's bucket (routes declared `spentBy: "handler"` only). */
+          spendRateLimit: async (units: number) => {
+            if (!byHandler) throw new Error(`the route spends its ${bucket} budget per request, before its handler`);
+            await spend(context, bucket, units);
+          },
+        }),
+      };
+    },
   });
 }

@@ -1,0 +1,461 @@
+import type { Clock } from "../ports/clock.ts";
+import type { ImportJobRepository, NewJobItem } from "../ports/import-job-repository.ts";
+import type { Timers } from "../ports/timers.ts";
+import { DatabaseUnavailable, DomainError, JobNotFound } from "./errors.ts";
+import {
+  checkImportInput,
+  type ImportInput,
+  type ImportItemResult,
+  type ImportProducts,
+  type ImportReport,
+  type ImportStatus,
+} from "./import-products.ts";
+
+/**
+ * Where a job stands, as Meilisearch's tasks say it (without `canceled`: a job cannot be cancelled):
+ * `enqueued` until a worker starts it; `processing` from then until it ends, also while it waits to
+ * be resumed (its request handed it over, or its process stopped); `succeeded` when every item has
+ * its result (some may have failed validation, each saying why); `failed` when the embedder failed
+ * for good, or an unexpected error stopped it: the items not stored by then are failed, saying why.
+ */
+export const IMPORT_JOB_STATUSES = ["enqueued", "processing", "succeeded", "failed"] as const;
+export type ImportJobStatus = (typeof IMPORT_JOB_STATUSES)[number];
+
+/** How many items are in each state; `pending`: without a result yet. */
+export type JobCounts = Record<ImportStatus | "pending", number>;
+
+export interface ImportJob {
+  id: number;
+  /** Whose it is (`jobOwner` of the caller that sent it). */
+  owner: string;
+  status: ImportJobStatus;
+  /** Items the import sent. */
+  total: number;
+  counts: JobCounts;
+  /** Why a failed job stopped before its end (Spanish); null otherwise. */
+  error: string | null;
+  /** Clock times (ms): arrival, first start by a worker, end. */
+  enqueuedAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+}
+
+/** A worker's hold on a job: `token` identifies the holder; it lapses at `until` unless renewed. */
+export interface JobLease {
+  token: string;
+  until: number;
+}
+
+/** The worker no longer holds the job's lease (another took the job over): nothing of its chunk was stored. */
+export class JobLeaseLost extends Error {
+  override readonly name = "JobLeaseLost";
+  constructor(readonly jobId: number) {
+    super(`the lease of import job ${jobId} was lost`);
+  }
+}
+
+export interface ImportJobSettings {
+  /**
+   * How long a hold on a job lasts unless renewed, in ms. The worker renews it a third of the way
+   * through and at each chunk it stores; after a crash, the job waits this long to be resumed.
+   */
+  leaseMs: number;
+  /** How long an idle worker waits between looks for work, in ms (a job sent to this process wakes it at once). */
+  pollMs: number;
+  /** Finished jobs are deleted this long after they finished, in ms (JOB_RETENTION_HOURS). */
+  retentionMs: number;
+  /** Items embedded and stored together: a chunk is the unit a handover or a restart can split a job at. */
+  chunkSize: number;
+}
+
+/**
+ * Half a minute of lease: a crashed worker's job is resumed within it. A chunk of 128 items takes
+ * 5 to 7 s to embed with the offline model under load (18-25 products/s), far inside it.
+ */
+export const DEFAULT_JOB_SETTINGS: ImportJobSettings = {
+  leaseMs: 30_000,
+  pollMs: 5_000,
+  retentionMs: 7 * 24 * 3_600_000,
+  chunkSize: 128,
+};
+
+/** Finished jobs are looked for deletion at most this often. */
+const PRUNE_EVERY_MS = 3_600_000;
+
+export interface Deps {
+  jobs: ImportJobRepository;
+  importProducts: ImportProducts;
+  /** Times of jobs and leases. */
+  clock: Clock;
+  /** The worker's waits (between looks for work, between lease renewals). */
+  timers: Pick<Timers, "sleep">;
+  settings?: Partial<ImportJobSettings>;
+  /**
+   * `import_job_created` {job, items, mode}, `import_job_handed_over` {job}, `import_job_finished`
+   * {job, status, counts}, `import_job_stopped` {job} (level info); `import_job_lease_lost`,
+   * `import_job_interrupted` {job, error} (the database failed: resumed later), `import_job_worker_failed`,
+   * `import_jobs_prune_failed` (warn); `import_job_failed` {job, error} (an unexpected error: error).
+   */
+  log?: (event: Record<string, unknown>) => void;
+}
+
+/** What became of a submitted import: done within its request (with the report), or a job to follow. */
+export type SubmitOutcome =
+  | { kind: "finished"; job: ImportJob; report: ImportReport }
+  | { kind: "accepted"; job: ImportJob };
+
+export interface SubmitOptions {
+  /** The client asked for a job at once (`Prefer: respond-async`): the import is not worked in its request. */
+  respondAsync: boolean;
+  /**
+   * Aborts when the request can wait no longer (its deadline nears, or its client went away): the
+   * import becomes a job at once, resumed by a worker from the first item not stored.
+   */
+  handover: AbortSignal;
+}
+
+/** A page of a job's report: the results after a position, and where the next page starts (null: none yet). */
+export interface JobReportPage {
+  job: ImportJob;
+  items: ImportItemResult[];
+  next: number | null;
+}
+
+/** How a job's work in this process ended. */
+type WorkEnd =
+  | { kind: "finished"; status: "succeeded" | "failed"; error: string | null; at: number }
+  /** Stopped on purpose (handover, shutdown): its lease released, the next claim resumes it. */
+  | { kind: "stopped" }
+  /** Another worker took it over (this one stalled past its lease). */
+  | { kind: "lost" }
+  /** The database failed: left for a worker to resume once the lease is released or lapses. */
+  | { kind: "interrupted" };
+
+const NOT_PROCESSED = "No se procesó";
+
+/**
+ * ImportJobs: a bulk import as a job that survives its request and its process, like Meilisearch's
+ * tasks. Every import is stored first, each item with its validated product (or its validation
+ * failure), and then worked a chunk at a time by ImportProducts: each chunk's products are written
+ * in the same transaction as their items' results, under the lease of the one worker holding the
+ * job. So whatever stops a job (its request handing it over, a restart, a crash), every item is
+ * either stored with its result or still pending, never both, never twice; the next worker resumes
+ * from the pending ones.
+ *
+ * `submit` works the import in its request until done (the report, as before jobs) or until the
+ * request hands it over (`handover`); `Prefer: respond-async` makes it a job at once. `run` is the
+ * worker loop `serve` runs: it claims the oldest job no live lease holds, works it, and waits
+ * (timers port) when there is none; it also deletes finished jobs past their retention.
+ */
+export class ImportJobs {
+  private readonly settings: ImportJobSettings;
+  /** Aborted to end an idle worker's wait at once: a job was sent to this process, or it stops. */
+  private wakeup = new AbortController();
+  private readonly stopping = new AbortController();
+  /** The works and worker loops under way, for `stop` to wait for. */
+  private readonly running = new Set<Promise<unknown>>();
+  private nextPruneAt = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly deps: Deps) {
+    this.settings = { ...DEFAULT_JOB_SETTINGS, ...deps.settings };
+  }
+
+  /** Stores the import as a job of `owner` and works it in the request, unless the client asked otherwise. */
+  async submit(owner: string, inputs: readonly ImportInput[], options: SubmitOptions): Promise<SubmitOutcome> {
+    const known = new Map<number, ImportItemResult>();
+    const items = inputs.map((input, index): NewJobItem => {
+      const checked = checkImportInput(input);
+      if ("product" in checked) return { product: checked.product };
+      const result: ImportItemResult = { index, status: "failed", detail: checked.problem };
+      known.set(index, result);
+      return { result };
+    });
+    const works = !options.respondAsync && !options.handover.aborted && !this.stopping.signal.aborted;
+    const lease = works ? this.newLease() : undefined;
+    const job = await this.deps.jobs.create({ owner, items, now: this.deps.clock.now(), ...(lease ? { lease } : {}) });
+    this.deps.log?.({ event: "import_job_created", job: job.id, items: job.total, mode: lease ? "request" : "job" });
+    if (!lease) {
+      this.wake();
+      return { kind: "accepted", job };
+    }
+
+    const work = this.track(this.work(job.id, lease, AbortSignal.any([options.handover, this.stopping.signal]), known));
+    const handedOver = new Promise<"handover">((resolve) => {
+      if (options.handover.aborted) resolve("handover");
+      options.handover.addEventListener("abort", () => resolve("handover"), { once: true });
+    });
+    const end = await Promise.race([work, handedOver]);
+    if (end === "handover" || end.kind !== "finished") {
+      this.deps.log?.({ event: "import_job_handed_over", job: job.id });
+      return { kind: "accepted", job: snapshot(job, known, { status: "processing" }) };
+    }
+    const results = inputs.map((_, index) => known.get(index) ?? failedItem(index, NOT_PROCESSED));
+    const { pending: _none, ...counts } = countsOf(results);
+    const report: ImportReport = { items: results, counts };
+    return {
+      kind: "finished",
+      job: snapshot(job, known, { status: end.status, error: end.error, finishedAt: end.at }),
+      report,
+    };
+  }
+
+  /** The caller's job; JobNotFound when there is none or it is another's. */
+  async get(owner: string, id: number): Promise<ImportJob> {
+    const job = await this.deps.jobs.get(id);
+    if (!job || job.owner !== owner) throw new JobNotFound(id);
+    return job;
+  }
+
+  /** The caller's job with up to `limit` of its results after position `after` (-1: from the first). */
+  async report(owner: string, id: number, page: { after: number; limit: number }): Promise<JobReportPage> {
+    const job = await this.get(owner, id);
+    const items = await this.deps.jobs.results(id, page.after, page.limit + 1);
+    const more = items.length > page.limit;
+    if (more) items.length = page.limit;
+    return { job, items, next: more ? (items.at(-1)?.index ?? null) : null };
+  }
+
+  /**
+   * The worker loop (`serve` runs one): works the oldest waiting job, then the next, and waits
+   * pollMs (or until woken) when there is none. Ends when `signal` aborts or `stop` is called,
+   * once the job under way has released its lease.
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    const stop = AbortSignal.any([signal, this.stopping.signal]);
+    const wakeOnStop = () => this.wake();
+    stop.addEventListener("abort", wakeOnStop, { once: true });
+    const loop = this.track(
+      (async () => {
+        while (!stop.aborted) {
+          await this.pruneIfDue();
+          let worked = false;
+          try {
+            worked = await this.workNext(stop);
+          } catch (error) {
+            this.deps.log?.({ event: "import_job_worker_failed", error });
+          }
+          if (worked || stop.aborted) continue;
+          const wakeup = this.wakeup;
+          await this.deps.timers.sleep(this.settings.pollMs, wakeup.signal).catch(() => {});
+          if (wakeup.signal.aborted && this.wakeup === wakeup) this.wakeup = new AbortController();
+        }
+      })(),
+    );
+    await loop;
+  }
+
+  /** Stops every work and worker loop of this process; resolves once each has released its job. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    this.wake();
+    await Promise.allSettled([...this.running]);
+  }
+
+  /** Ends an idle worker's wait: there is work. */
+  private wake(): void {
+    this.wakeup.abort();
+  }
+
+  /** Claims the oldest job no live lease holds and works it; false when there was none. */
+  private async workNext(stop: AbortSignal): Promise<boolean> {
+    const lease = this.newLease();
+    const job = await this.deps.jobs.claim(lease, this.deps.clock.now());
+    if (!job) return false;
+    await this.track(this.work(job.id, lease, stop, new Map()));
+    return true;
+  }
+
+  /**
+   * Works the job's pending items until they all have results, or `halt` aborts (then the lease is
+   * released for the next claim), or the lease is lost. `known` collects the results recorded.
+   */
+  private async work(
+    id: number,
+    lease: JobLease,
+    halt: AbortSignal,
+    known: Map<number, ImportItemResult>,
+  ): Promise<WorkEnd> {
+    const { jobs, importProducts, clock } = this.deps;
+    const lost = new AbortController();
+    const stop = AbortSignal.any([halt, lost.signal]);
+    const done = new AbortController();
+    const renewing = this.keepLease(id, lease, done.signal, lost);
+    try {
+      const pending = await jobs.pending(id);
+      const positions = pending.map((item) => item.position);
+      const atPosition = (result: ImportItemResult): ImportItemResult => ({
+        ...result,
+        index: positions[result.index] as number,
+      });
+      const report = await importProducts.execute(
+        pending.map((item) => ({ value: item.product })),
+        {
+          signal: stop,
+          chunkSize: this.settings.chunkSize,
+          commit: async (writes, resultsOf) => {
+            let results: ImportItemResult[] = [];
+            lease.until = clock.now() + this.settings.leaseMs;
+            await jobs.commit(id, lease, writes, (outcomes) => {
+              results = resultsOf(outcomes);
+              return results.map(atPosition);
+            });
+            for (const result of results) known.set(positions[result.index] as number, atPosition(result));
+            return results;
+          },
+        },
+      );
+      // The database failed: the chunks not stored stay pending, for a worker to resume.
+      if (report.stoppedBy instanceof DatabaseUnavailable) throw report.stoppedBy;
+      const rest = report.items.map(atPosition).filter((result) => !known.has(result.index));
+      return await this.finish(id, lease, known, rest, report.stoppedBy);
+    } catch (error) {
+      return await this.interrupted(id, lease, known, error, { halted: halt.aborted, lost: lost.signal.aborted });
+    } finally {
+      done.abort();
+      await renewing;
+    }
+  }
+
+  /** Records the last results (those the embedder's failure left failed) and ends the job. */
+  private async finish(
+    id: number,
+    lease: JobLease,
+    known: Map<number, ImportItemResult>,
+    rest: readonly ImportItemResult[],
+    stoppedBy: DomainError | undefined,
+  ): Promise<WorkEnd> {
+    const status = stoppedBy ? "failed" : "succeeded";
+    const error = stoppedBy?.message ?? null;
+    const at = this.deps.clock.now();
+    const ended = await this.deps.jobs.finish(id, lease.token, {
+      results: rest,
+      status,
+      ...(error === null ? {} : { error }),
+      now: at,
+    });
+    if (!ended) throw new JobLeaseLost(id);
+    for (const result of rest) known.set(result.index, result);
+    this.deps.log?.({ event: "import_job_finished", job: id, status, counts: countsOf([...known.values()]) });
+    return { kind: "finished", status, error, at };
+  }
+
+  /** A work that did not reach its end: why, and what that leaves the job in. */
+  private async interrupted(
+    id: number,
+    lease: JobLease,
+    known: Map<number, ImportItemResult>,
+    error: unknown,
+    { halted, lost }: { halted: boolean; lost: boolean },
+  ): Promise<WorkEnd> {
+    const { jobs, log } = this.deps;
+    if (lost || error instanceof JobLeaseLost) {
+      log?.({ event: "import_job_lease_lost", job: id });
+      return { kind: "lost" };
+    }
+    if (halted || error instanceof DatabaseUnavailable) {
+      if (!halted) log?.({ event: "import_job_interrupted", job: id, error });
+      // Released, the next claim resumes it at once; if this fails too, the lease lapses by itself.
+      await jobs.release(id, lease.token).catch((releaseError: unknown) => {
+        log?.({ event: "import_job_interrupted", job: id, error: releaseError });
+      });
+      if (halted) log?.({ event: "import_job_stopped", job: id });
+      this.wake();
+      return halted ? { kind: "stopped" } : { kind: "interrupted" };
+    }
+    // A bug: the job fails with every item not stored reported, rather than being retried forever.
+    log?.({ event: "import_job_failed", job: id, error });
+    try {
+      const rest = (await jobs.pending(id)).map((item) =>
+        failedItem(item.position, `No se guardó: error interno del servidor`, item.product.sku),
+      );
+      return await this.finish(id, lease, known, rest, new InternalFailure());
+    } catch (finishError) {
+      log?.({ event: "import_job_interrupted", job: id, error: finishError });
+      await jobs.release(id, lease.token).catch(() => {});
+      return { kind: "interrupted" };
+    }
+  }
+
+  /** Renews the lease a third of the way through it until `done`; aborts `lost` when another holds the job. */
+  private async keepLease(id: number, lease: JobLease, done: AbortSignal, lost: AbortController): Promise<void> {
+    const every = Math.max(1, Math.floor(this.settings.leaseMs / 3));
+    while (!done.aborted) {
+      try {
+        await this.deps.timers.sleep(every, done);
+      } catch {
+        return;
+      }
+      lease.until = this.deps.clock.now() + this.settings.leaseMs;
+      try {
+        if (!(await this.deps.jobs.renew(id, lease))) {
+          lost.abort(new JobLeaseLost(id));
+          return;
+        }
+      } catch (error) {
+        // The next renewal (or the next chunk's commit) tries again; the lease lasts until then.
+        this.deps.log?.({ event: "import_job_interrupted", job: id, error });
+      }
+    }
+  }
+
+  /** Deletes the jobs finished longer ago than the retention, at most once an hour. */
+  private async pruneIfDue(): Promise<void> {
+    const now = this.deps.clock.now();
+    if (now < this.nextPruneAt) return;
+    this.nextPruneAt = now + Math.min(PRUNE_EVERY_MS, this.settings.retentionMs);
+    try {
+      const pruned = await this.deps.jobs.prune(now - this.settings.retentionMs);
+      if (pruned > 0) this.deps.log?.({ event: "import_jobs_pruned", jobs: pruned });
+    } catch (error) {
+      this.deps.log?.({ event: "import_jobs_prune_failed", error });
+    }
+  }
+
+  private newLease(): JobLease {
+    return { token: crypto.randomUUID(), until: this.deps.clock.now() + this.settings.leaseMs };
+  }
+
+  private track<T>(promise: Promise<T>): Promise<T> {
+    this.running.add(promise);
+    const settle = () => this.running.delete(promise);
+    promise.then(settle, settle);
+    return promise;
+  }
+}
+
+/** The job's `error` when a bug stopped it (the log has the real error). */
+class InternalFailure extends DomainError {
+  readonly kind = "InternalFailure";
+  constructor() {
+    super("Error interno del servidor");
+  }
+}
+
+function failedItem(index: number, detail: string, sku?: string): ImportItemResult {
+  return { index, status: "failed", ...(sku === undefined ? {} : { sku }), detail };
+}
+
+function countsOf(results: Iterable<ImportItemResult>, total?: number): JobCounts {
+  const counts: JobCounts = { created: 0, updated: 0, unchanged: 0, failed: 0, pending: 0 };
+  let done = 0;
+  for (const result of results) {
+    counts[result.status]++;
+    done++;
+  }
+  counts.pending = total === undefined ? 0 : total - done;
+  return counts;
+}
+
+/** The job as this process knows it: the results it has seen recorded. */
+function snapshot(
+  job: ImportJob,
+  known: Map<number, ImportItemResult>,
+  changes: Partial<Pick<ImportJob, "status" | "error" | "finishedAt">>,
+): ImportJob {
+  return {
+    ...job,
+    startedAt: job.startedAt ?? job.enqueuedAt,
+    ...changes,
+    counts: countsOf(known.values(), job.total),
+  };
+}
