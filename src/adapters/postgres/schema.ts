@@ -181,6 +181,43 @@ const MIGRATIONS: readonly Migration[] = [
         )`);
     },
   },
+  {
+    version: 10,
+    name: "import jobs",
+    async apply(tx) {
+      // A bulk import as a job (import-job-repository.ts): who sent it, where it stands, and the
+      // lease of the one worker that may write its items (a token and when it lapses).
+      await tx.query(`
+        CREATE TABLE import_jobs (
+          id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+          owner text NOT NULL,
+          status text NOT NULL CHECK (status IN ('enqueued', 'processing', 'succeeded', 'failed')),
+          total integer NOT NULL,
+          error text,
+          lease_token text,
+          lease_until timestamptz,
+          enqueued_at timestamptz NOT NULL,
+          started_at timestamptz,
+          finished_at timestamptz
+        )`);
+      // The queue: workers look only at unfinished jobs; the prune only at finished ones.
+      await tx.query("CREATE INDEX import_jobs_unfinished ON import_jobs (id) WHERE finished_at IS NULL");
+      await tx.query("CREATE INDEX import_jobs_finished_at ON import_jobs (finished_at) WHERE finished_at IS NOT NULL");
+      // Each item: its validated product while it waits, its result once it has one (never both).
+      await tx.query(`
+        CREATE TABLE import_job_items (
+          job_id bigint NOT NULL REFERENCES import_jobs (id) ON DELETE CASCADE,
+          position integer NOT NULL,
+          product jsonb,
+          status text CHECK (status IN ('created', 'updated', 'unchanged', 'failed')),
+          product_id bigint,
+          sku text,
+          detail text,
+          PRIMARY KEY (job_id, position),
+          CHECK ((product IS NULL) <> (status IS NULL))
+        )`);
+    },
+  },
 ];
 
 /**
