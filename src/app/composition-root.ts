@@ -15,6 +15,7 @@ import { openPglite } from "../adapters/pglite/pglite-client.ts";
 import { PostgresDatabaseHealth } from "../adapters/postgres/database-health.ts";
 import { SqlEmbeddingSpace } from "../adapters/postgres/embedding-space.ts";
 import { PrimaryWatch } from "../adapters/postgres/primary-watch.ts";
+import { PostgresImportJobRepository } from "../adapters/postgres/import-job-repository.ts";
 import { PostgresProductRepository } from "../adapters/postgres/product-repository.ts";
 import { PostgresQueryEmbeddingCache } from "../adapters/postgres/query-embedding-cache.ts";
 import { PostgresRateLimitCounters } from "../adapters/postgres/rate-limit-counters.ts";
@@ -32,6 +33,7 @@ import { ApertiumTranslator, findApertium } from "../adapters/translation/aperti
 import { RememberingTranslator } from "../adapters/translation/remembering-translator.ts";
 import { TranslatingEmbedder } from "../adapters/translation/translating-embedder.ts";
 import { ExportCatalogue } from "../domain/export-catalogue.ts";
+import { ImportJobs } from "../domain/import-jobs.ts";
 import { ImportProducts } from "../domain/import-products.ts";
 import { MaintainVectorIndex } from "../domain/maintain-vector-index.ts";
 import { ManageUsers } from "../domain/manage-users.ts";
@@ -41,7 +43,7 @@ import type { Embedder } from "../ports/embedder.ts";
 import type { Generator } from "../ports/generator.ts";
 import type { PasswordHasher } from "../ports/password-hasher.ts";
 import type { RateLimitCounters } from "../ports/rate-limit-counters.ts";
-import type { Timers } from "../ports/timers.ts";
+import { systemTimers, type Timers } from "../ports/timers.ts";
 import type { Translator } from "../ports/translator.ts";
 import type { UpkeepLease } from "../ports/upkeep-lease.ts";
 import type { VectorIndex } from "../ports/vector-index.ts";
@@ -326,6 +328,41 @@ export class CompositionRoot {
   }
 
   /**
+   * Bulk imports as jobs, on the primary (their reads too: a job is read by whoever just wrote it).
+   * `stop()` (at close, before the database is closed) ends the work under way in this process, each
+   * job released for the next claim.
+   */
+  async importJobs(): Promise<ImportJobs> {
+    const [, embedder, pools, importProducts] = await Promise.all([
+      this.store(),
+      this.embedder(),
+      this.pools(),
+      this.importProducts(),
+    ]);
+    return this.once("importJobs", async () => {
+      const { vectorSearch, jobRetentionHours } = this.config;
+      const jobs = new ImportJobs({
+        jobs: new PostgresImportJobRepository(
+          pools,
+          (tx) => new PostgresProductRepository(tx, embedder.dimension, vectorSearch),
+        ),
+        importProducts,
+        clock: this.clock,
+        timers: this.overrides.timers ?? systemTimers,
+        settings: { retentionMs: jobRetentionHours * 3_600_000 },
+        log: (event) =>
+          (event.event === "import_job_failed"
+            ? this.log.error
+            : IMPORT_JOB_WARNINGS.has(String(event.event))
+              ? this.log.warn
+              : this.log.info)(event),
+      });
+      this.closers.push(() => jobs.stop());
+      return jobs;
+    });
+  }
+
+  /**
    * Exporting the catalogue. The database is migrated but not checked against the embedder: an
    * export states the space its embeddings are in, as the database records it, so a catalogue can
    * be exported before (or after) the embedder changes. The embedder is made (for the migrations
@@ -455,6 +492,13 @@ function anyHost(url: string): string {
   params.set("target_session_attrs", "prefer-standby");
   return `${base}?${params}`;
 }
+/** The import jobs' events that say something went wrong but the job goes on (or is resumed). */
+const IMPORT_JOB_WARNINGS = new Set([
+  "import_job_interrupted",
+  "import_job_lease_lost",
+  "import_job_worker_failed",
+  "import_jobs_prune_failed",
+]);
 
 /** The embedder EMBEDDING_PROVIDER names; `log` receives its calls and retries; `timers` (tests) time them. */
 async function createEmbedder(config: Config, log: Logger, timers: Timers | undefined): Promise<Embedder> {

@@ -129,6 +129,8 @@ export interface Config {
   bulkMaxBytes: number;
   /** Most products in one bulk import request. */
   bulkMaxItems: number;
+  /** Hours a finished import job (and its report) is kept before it is deleted. */
+  jobRetentionHours: number;
   /**
    * When the vector index is built (domain/maintain-vector-index.ts), the index scan's ef_search and
    * the plans of filtered searches (adapters/postgres/vector-index.ts).
@@ -314,6 +316,7 @@ export function loadConfig(env: Env): Config {
     hybridAlpha: read.fraction("HYBRID_ALPHA", DEFAULT_HYBRID_ALPHA),
     bulkMaxBytes: read.integer("BULK_MAX_BYTES", 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     bulkMaxItems: read.integer("BULK_MAX_ITEMS", 5_000, 1, 1_000_000),
+    jobRetentionHours: read.integer("JOB_RETENTION_HOURS", 168, 1, 24 * 3650),
     vectorSearch: {
       mode: read.oneOf("VECTOR_INDEX", VECTOR_INDEX_MODES, "auto"),
       minRows: read.integer("VECTOR_INDEX_MIN_ROWS", 5_000, 1, 1_000_000_000),

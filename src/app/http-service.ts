@@ -127,7 +127,7 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     authenticate,
     createProduct: new CreateProduct({ products, embedder: documentEmbedder }),
     manageProducts: new ManageProducts({ products, embedder: documentEmbedder }),
-    importProducts: await root.importProducts(),
+    importJobs: await root.importJobs(),
     search: new SearchAndRecommend({
       products,
       embedder: queryEmbedder,

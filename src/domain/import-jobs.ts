@@ -174,6 +174,8 @@ export class ImportJobs {
     const lease = works ? this.newLease() : undefined;
     const job = await this.deps.jobs.create({ owner, items, now: this.deps.clock.now(), ...(lease ? { lease } : {}) });
     this.deps.log?.({ event: "import_job_created", job: job.id, items: job.total, mode: lease ? "request" : "job" });
+    // ImportProducts counts the outcomes of what it imports; these never reach it.
+    if (known.size > 0) this.deps.log?.({ event: "import_items", outcome: "failed", count: known.size });
     if (!lease) {
       this.wake();
       return { kind: "accepted", job };

@@ -81,6 +81,7 @@ describe("loadConfig", () => {
       hybridAlpha: 0.75,
       bulkMaxBytes: 16 * 1024 * 1024,
       bulkMaxItems: 5_000,
+      jobRetentionHours: 168,
       vectorSearch: { mode: "auto", minRows: 5_000, efSearch: 100, filterExactMaxRows: 30_000 },
       vectorIndexBuildMemory: "1GB",
       translation: { mode: "auto", apertiumDir: undefined, timeoutMs: 1000 },
@@ -215,6 +216,7 @@ describe("loadConfig", () => {
       DATABASE_URL: "mysql://x",
       SEARCH_REQUIRES_AUTH: "maybe",
       GENERATION_PROVIDERS: "foo",
+      JOB_RETENTION_HOURS: "0",
     });
     const named = [
       "PORT",
@@ -224,6 +226,7 @@ describe("loadConfig", () => {
       "DATABASE_URL",
       "SEARCH_REQUIRES_AUTH",
       "GENERATION_PROVIDERS",
+      "JOB_RETENTION_HOURS",
     ];
     expect(error.problems).toHaveLength(named.length);
     for (const name of named) {

@@ -2,7 +2,7 @@ import { Elysia } from "elysia";
 import type { Authenticate } from "../../domain/authenticate.ts";
 import type { Permission } from "../../domain/caller.ts";
 import type { CreateProduct } from "../../domain/create-product.ts";
-import type { ImportProducts } from "../../domain/import-products.ts";
+import type { ImportJobs } from "../../domain/import-jobs.ts";
 import type { ManageProducts } from "../../domain/manage-products.ts";
 import type { RateLimiter } from "../../domain/rate-limit.ts";
 import type { SearchAndRecommend } from "../../domain/search-and-recommend.ts";
@@ -18,6 +18,7 @@ import { currentRequestId, endRequest, inRequestScope } from "./core/request-con
 import { docsAssetRoutes } from "./docs/docs-assets.ts";
 import { apiDocs } from "./docs/openapi.ts";
 import { healthRoutes, NotReady, type StartupState } from "./health/health-routes.ts";
+import { jobRoutes } from "./jobs/job-routes.ts";
 import { type MetricsRoutesDeps, metricsRoutes } from "./metrics/metrics-routes.ts";
 import { productRoutes } from "./products/product-routes.ts";
 import { RECONNECT_MS } from "./search/event-stream.ts";
@@ -49,7 +50,8 @@ export interface HttpDeps {
   authenticate: Authenticate;
   createProduct: CreateProduct;
   manageProducts: ManageProducts;
-  importProducts: ImportProducts;
+  /** Bulk imports, as jobs (POST /products/bulk, GET /jobs/{id}). */
+  importJobs: ImportJobs;
   search: SearchAndRecommend;
   health: DatabaseHealth;
   /** What GET /health/ready checks besides the database. */
@@ -80,6 +82,7 @@ const SECURITY_HEADERS = {
 /**
  * The Elysia app (not listening): GET /, /health/live, /health/ready, POST /auth/login, the
  * catalogue under /products (POST /products/ and POST /products/search as the contract has them),
+ * the bulk import's jobs under /jobs,
  * /openapi (Swagger UI with its script and stylesheet served from here, docs/), the search page at
  * /ui (ui/), and GET /metrics when `metrics` is given. Each feature is a plugin of its own folder;
  * core/ holds what they share.
@@ -89,7 +92,7 @@ const SECURITY_HEADERS = {
  * CORS for the listed origins; and the largest body a route takes.
  */
 export function createHttpApp(deps: HttpDeps) {
-  const { authenticate, createProduct, manageProducts, importProducts, search, health, startup, rateLimiter } = deps;
+  const { authenticate, createProduct, manageProducts, importJobs, search, health, startup, rateLimiter } = deps;
   const { settings, log } = deps;
   const { maxBodyBytes } = settings;
   /** The bulk import takes larger bodies than any other route. */
@@ -117,7 +120,14 @@ export function createHttpApp(deps: HttpDeps) {
     rateLimits: limits,
     reconnectMs: settings.eventStreamReconnectMs ?? RECONNECT_MS,
   });
-  const bulk = bulkRoutes({ importProducts, limits: settings.bulk, auth, rateLimits: limits });
+  const bulk = bulkRoutes({
+    importJobs,
+    limits: settings.bulk,
+    requestTimeoutMs: settings.requestTimeoutMs,
+    auth,
+    rateLimits: limits,
+  });
+  const jobs = jobRoutes({ importJobs, auth });
   const metrics = deps.metrics ? metricsRoutes(deps.metrics) : new Elysia();
   // The search page, with a Content-Security-Policy of its own.
   const ui = uiRoutes();
@@ -129,6 +139,7 @@ export function createHttpApp(deps: HttpDeps) {
     products,
     searchFeature,
     bulk,
+    jobs,
     metrics,
     ui,
   ]);
@@ -185,6 +196,7 @@ export function createHttpApp(deps: HttpDeps) {
       .use(products)
       .use(searchFeature)
       .use(bulk)
+      .use(jobs)
       .use(metrics)
       .use(ui)
       .use(corsRoutes(corsOrigins))

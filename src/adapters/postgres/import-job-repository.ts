@@ -2,6 +2,7 @@ import { type ImportJob, type ImportJobStatus, type JobLease, JobLeaseLost } fro
 import type { ImportItemResult, ImportProduct, ImportStatus } from "../../domain/import-products.ts";
 import type { ImportJobRepository, NewImportJob, PendingJobItem } from "../../ports/import-job-repository.ts";
 import type { BulkWrite, BulkWriteOutcome, ProductRepository } from "../../ports/product-repository.ts";
+import { poolsOf, type ReadWriteClients } from "./read-write-clients.ts";
 import type { SqlClient } from "./sql-client.ts";
 
 interface JobRow {
@@ -52,14 +53,21 @@ const JOB_COUNTS = `
  * with any claim, and a lost lease finds no row (JobLeaseLost, the transaction rolled back). A
  * chunk's products are written by the product repository on the same transaction (`productsOn`),
  * so products and results commit together. Workers claim with FOR UPDATE SKIP LOCKED, so several
- * instances on one database each take a different job. Times come from the domain's clock.
+ * instances on one database each take a different job. Everything runs on the primary (`writes`),
+ * reads too: a job's state is read by whoever just changed it. Times come from the domain's clock.
  */
 export class PostgresImportJobRepository implements ImportJobRepository {
+  private readonly db: SqlClient;
+  private readonly pools: ReadWriteClients;
+
   constructor(
-    private readonly db: SqlClient,
+    db: SqlClient | ReadWriteClients,
     /** The product repository on a given client (a transaction). */
     private readonly productsOn: (client: SqlClient) => Pick<ProductRepository, "writeMany">,
-  ) {}
+  ) {
+    this.pools = poolsOf(db);
+    this.db = this.pools.writes;
+  }
 
   async create({ owner, items, now, lease }: NewImportJob): Promise<ImportJob> {
     const id = await this.db.transaction(async (tx) => {
@@ -137,13 +145,16 @@ export class PostgresImportJobRepository implements ImportJobRepository {
     writes: readonly BulkWrite[],
     resultsOf: (outcomes: readonly BulkWriteOutcome[]) => ImportItemResult[],
   ): Promise<ImportItemResult[]> {
-    return this.db.transaction(async (tx) => {
+    const results = await this.db.transaction(async (tx) => {
       if ((await this.hold(tx, id, lease)).length === 0) throw new JobLeaseLost(id);
       const outcomes = writes.length === 0 ? [] : await this.productsOn(tx).writeMany(writes);
-      const results = resultsOf(outcomes);
-      await record(tx, id, results);
-      return results;
+      const recorded = resultsOf(outcomes);
+      await record(tx, id, recorded);
+      return recorded;
     });
+    // The caller being served (a job worked in its request) reads its products where it wrote them.
+    if (writes.length > 0) await this.pools.wrote();
+    return results;
   }
 
   async finish(

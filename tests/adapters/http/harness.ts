@@ -7,6 +7,7 @@ import { PrometheusMetrics } from "../../../src/adapters/metrics/prometheus-metr
 import { type Logger, tapLogger } from "../../../src/app/logger.ts";
 import { Authenticate } from "../../../src/domain/authenticate.ts";
 import { CreateProduct } from "../../../src/domain/create-product.ts";
+import { type ImportJobSettings, ImportJobs } from "../../../src/domain/import-jobs.ts";
 import { ImportProducts } from "../../../src/domain/import-products.ts";
 import { LoginThrottle } from "../../../src/domain/login-throttle.ts";
 import { ManageProducts } from "../../../src/domain/manage-products.ts";
@@ -14,10 +15,12 @@ import { ManageUsers } from "../../../src/domain/manage-users.ts";
 import { type RateLimitBucket, RateLimiter, type RateLimitPolicy } from "../../../src/domain/rate-limit.ts";
 import { SearchAndRecommend, type SearchDefaults } from "../../../src/domain/search-and-recommend.ts";
 import type { Generator } from "../../../src/ports/generator.ts";
+import { systemTimers } from "../../../src/ports/timers.ts";
 import { FakeClock } from "../../fakes/fake-clock.ts";
 import { FakeEmbedder } from "../../fakes/fake-embedder.ts";
 import { FakeGenerator } from "../../fakes/fake-generator.ts";
 import { MemoryDatabaseHealth } from "../../fakes/memory-database-health.ts";
+import { MemoryImportJobRepository } from "../../fakes/memory-import-job-repository.ts";
 import { MemoryProductRepository } from "../../fakes/memory-product-repository.ts";
 import { MemoryUserRepository } from "../../fakes/memory-user-repository.ts";
 import { type CallOptions, callApp } from "../../support/app-client.ts";
@@ -41,6 +44,8 @@ export interface HarnessOptions {
   generator?: (log: Logger) => Generator;
   /** How the search ranks when a request does not say (SEARCH_MODE, HYBRID_ALPHA); unset: the domain's. */
   searchDefaults?: SearchDefaults;
+  /** How import jobs are worked (unset: the domain's defaults). */
+  jobSettings?: Partial<ImportJobSettings>;
 }
 
 /**
@@ -54,6 +59,7 @@ export async function createHarness(options: HarnessOptions = {}) {
   const embedder = new FakeEmbedder();
   const generator = new FakeGenerator();
   const clock = new FakeClock();
+  const jobs = new MemoryImportJobRepository(products);
   /** What readiness sees besides the database; `migrated` as an Error makes the migration check fail with it. */
   const startup: { migrated: boolean | Error; embedderLoaded: boolean; writable: boolean } = {
     migrated: true,
@@ -83,11 +89,19 @@ export async function createHarness(options: HarnessOptions = {}) {
     { debug: push, info: push, warn: push, error: push },
     { fields: requestLogFields, observe: metrics.observe },
   );
+  const importJobs = new ImportJobs({
+    jobs,
+    importProducts: new ImportProducts({ products, embedder, log: (event) => log.info(event) }),
+    clock,
+    timers: systemTimers,
+    ...(options.jobSettings ? { settings: options.jobSettings } : {}),
+    log: (event) => log.info(event),
+  });
   const app = createHttpApp({
     authenticate,
     createProduct: new CreateProduct({ products, embedder }),
     manageProducts: new ManageProducts({ products, embedder }),
-    importProducts: new ImportProducts({ products, embedder, log: (event) => log.info(event) }),
+    importJobs,
     search: new SearchAndRecommend({
       products,
       embedder,
@@ -121,6 +135,12 @@ export async function createHarness(options: HarnessOptions = {}) {
   });
   const token = await tokens.issue({ userId: user.id, username: user.username, tokenVersion: user.tokenVersion });
 
+  /** A token of another user, made on the spot. */
+  async function tokenOf(username: string) {
+    const other = await new ManageUsers({ users, hasher }).add(username, `${PASSWORD}-${username}`);
+    return tokens.issue({ userId: other.id, username: other.username, tokenVersion: other.tokenVersion });
+  }
+
   /** Sends one request through the app in process; the request log line is written just after the response. */
   async function call(method: string, path: string, init: CallOptions = {}) {
     const result = await callApp(app, method, path, init);
@@ -132,6 +152,9 @@ export async function createHarness(options: HarnessOptions = {}) {
     app,
     users,
     products,
+    jobs,
+    importJobs,
+    tokenOf,
     health,
     startup,
     counters,

@@ -1,6 +1,9 @@
 import { Elysia, t } from "elysia";
-import type { ImportProducts } from "../../../domain/import-products.ts";
+import { jobOwner } from "../../../domain/caller.ts";
+import { NotAuthenticated } from "../../../domain/errors.ts";
+import type { ImportJobs } from "../../../domain/import-jobs.ts";
 import { checkedField } from "../../../domain/product.ts";
+import { IMPORT_ITEMS_PER_UNIT, importCost } from "../../../domain/rate-limit.ts";
 import { MALFORMED_ARRAY } from "../../../lib/json/json-items.ts";
 import type { AuthMacro } from "../auth/auth-macro.ts";
 import { payloadTooLarge } from "../core/errors.ts";
@@ -8,45 +11,18 @@ import type { RateLimits } from "../core/rate-limit.ts";
 import { requestContext } from "../core/request-context.ts";
 import { answers, documented, messageOf, problem, UNAVAILABLE } from "../core/route-docs.ts";
 import {
-  field,
-  integer,
-  NEW_PRODUCT_EXAMPLE,
-  PRODUCT_EXAMPLE,
-  productIdField,
-  skuField,
-} from "../products/product-schemas.ts";
+  ImportJobSchema,
+  ImportReport,
+  JOB_EXAMPLE,
+  jobPath,
+  jobView,
+  REPORT_ITEM_EXAMPLE,
+} from "../jobs/job-schemas.ts";
+import { field, NEW_PRODUCT_EXAMPLE, skuField } from "../products/product-schemas.ts";
 import { BULK_MEDIA_TYPES, type BulkLimits, noItems, readBulkItems, tooManyItems } from "./bulk-body.ts";
 
 /** Where the bulk import answers: app.ts lets it take larger bodies than any other route. */
 export const BULK_PATH = "/products/bulk";
-
-const ImportResponse = t.Object({
-  items: t.Array(
-    t.Object({
-      index: integer({ description: "Posición del producto en el cuerpo, desde 0" }),
-      status: t.UnionEnum(["created", "updated", "unchanged", "failed"], {
-        // UnionEnum's own default (the first value) means nothing in an answer.
-        default: undefined,
-        description:
-          "created: producto nuevo; updated: el del mismo sku, cambiado; unchanged: el del mismo sku, ya igual; " +
-          "failed: no se guardó (detail dice por qué)",
-      }),
-      id: t.Optional(productIdField("El id del producto guardado (salvo failed)")),
-      sku: t.Optional(t.String({ description: "El sku del producto, si lo tiene" })),
-      detail: t.Optional(t.String({ description: "Solo en failed: por qué no se guardó" })),
-    }),
-    { description: "Un resultado por producto enviado, en el mismo orden" },
-  ),
-  counts: t.Object(
-    {
-      created: integer({ description: "Productos creados" }),
-      updated: integer({ description: "Productos actualizados" }),
-      unchanged: integer({ description: "Productos que ya estaban igual" }),
-      failed: integer({ description: "Productos que no se guardaron" }),
-    },
-    { description: "Cuántos productos acabaron en cada estado" },
-  ),
-});
 
 /** An item of a bulk import, for the OpenAPI document (ImportProducts checks each one). */
 const BulkItem = t.Object({
@@ -60,37 +36,102 @@ const BulkItem = t.Object({
 const STREAMED_BODY = Object.freeze({ streamed: true });
 
 export interface BulkRoutesDeps {
-  importProducts: ImportProducts;
+  importJobs: ImportJobs;
   limits: BulkLimits;
+  /** REQUEST_TIMEOUT_MS: an import not done well before it becomes a job. */
+  requestTimeoutMs: number;
   auth: AuthMacro;
   rateLimits: RateLimits;
 }
 
 /**
- * POST /products/bulk: many products in one request, as a JSON array or JSON Lines, each
- * validated and reported by its position. Takes "products.write" and the write budget; the body
- * is read as a stream by the handler, so nothing of it is read before the auth check.
+ * What is kept of a request's time budget when the import hands its work over to a job: enough
+ * to answer 202 with a database that is slow (at most 5 s), at most a quarter of the budget.
  */
-export function bulkRoutes({ importProducts, limits, auth, rateLimits }: BulkRoutesDeps) {
+export const handoverMarginMs = (requestTimeoutMs: number) => Math.min(5_000, Math.floor(requestTimeoutMs / 4));
+
+/** Whether a `Prefer` header (RFC 7240: comma-separated preferences, any case, maybe with parameters) asks for respond-async. */
+export function prefersRespondAsync(header: string | undefined): boolean {
+  return (header ?? "")
+    .split(",")
+    .some((preference) => preference.split(/[;=]/)[0]?.trim().toLowerCase() === "respond-async");
+}
+
+/**
+ * POST /products/bulk: many products in one request, as a JSON array or JSON Lines, each
+ * validated and reported by its position. Takes "products.write" and one unit of the write budget
+ * per 100 products (spent once the body is read, before anything is stored: 429 when the units do
+ * not fit). The body is read as a stream by the handler, so nothing of it is read before the auth
+ * check. The import is a job (domain/import-jobs.ts): it answers 200 with the report when it is done
+ * within the request's time, else 202 with the job (Location: /jobs/{id}) once that time nears its
+ * end; `Prefer: respond-async` asks for the 202 at once.
+ */
+export function bulkRoutes({ importJobs, limits, requestTimeoutMs, auth, rateLimits }: BulkRoutesDeps) {
+  const margin = handoverMarginMs(requestTimeoutMs);
   return new Elysia({ name: "bulk" })
     .use(requestContext)
     .use(auth)
     .use(rateLimits)
     .post(
       BULK_PATH,
-      async ({ request, signal }) => importProducts.execute(await readBulkItems(request, limits), { signal }),
+      async ({ request, signal, timeLeftMs, caller, headers, set, status, spendRateLimit }) => {
+        const owner = jobOwner(caller);
+        if (owner === undefined) throw new NotAuthenticated();
+        const items = await readBulkItems(request, limits);
+        await spendRateLimit(importCost(items.length));
+        const respondAsync = prefersRespondAsync(headers.prefer);
+        // The request's own work stops once its time nears its end, or its client goes away.
+        const handover = AbortSignal.any([signal, AbortSignal.timeout(Math.max(0, timeLeftMs() - margin))]);
+        const outcome = await importJobs.submit(owner, items, { respondAsync, handover });
+        if (outcome.kind === "finished") return { items: outcome.report.items, counts: outcome.report.counts };
+        set.headers.location = jobPath(outcome.job.id);
+        if (respondAsync) set.headers["preference-applied"] = "respond-async";
+        return status(202, jobView(outcome.job));
+      },
       {
         auth: "products.write",
-        rateLimit: "write",
+        rateLimit: { bucket: "write", spentBy: "handler" },
         parse: () => STREAMED_BODY,
+        headers: t.Object({
+          prefer: t.Optional(
+            t.String({
+              description:
+                "respond-async (RFC 7240): responder 202 con la importación en curso sin esperar a que termine",
+              examples: ["respond-async"],
+            }),
+          ),
+        }),
         response: {
-          200: documented(ImportResponse, "Lo que pasó con cada producto, por su posición, y los totales", {
-            items: [
-              { index: 0, status: "created", id: PRODUCT_EXAMPLE.id, sku: PRODUCT_EXAMPLE.sku },
-              { index: 1, status: "failed", detail: messageOf(() => checkedField("name", " ")) },
-            ],
-            counts: { created: 1, updated: 0, unchanged: 0, failed: 1 },
-          }),
+          200: documented(
+            ImportReport,
+            "Terminada a tiempo: lo que pasó con cada producto, por su posición, y los totales",
+            {
+              items: [
+                REPORT_ITEM_EXAMPLE,
+                { index: 1, status: "failed", detail: messageOf(() => checkedField("name", " ")) },
+              ],
+              counts: { created: 1, updated: 0, unchanged: 0, failed: 1 },
+            },
+          ),
+          202: documented(
+            ImportJobSchema,
+            "La importación sigue como un trabajo (se pidió con Prefer: respond-async, o no terminaba a tiempo): " +
+              "GET /jobs/{id} da su estado y su informe. Lo guardado hasta ahora ya está en él.",
+            JOB_EXAMPLE,
+            undefined,
+            {
+              Location: {
+                description: "Dónde seguir la importación: /jobs/{id}.",
+                schema: { type: "string", format: "uri-reference" },
+                example: jobPath(JOB_EXAMPLE.id),
+              },
+              "Preference-Applied": {
+                description: "respond-async cuando la respuesta atiende a Prefer: respond-async (RFC 7240).",
+                schema: { type: "string" },
+                example: "respond-async",
+              },
+            },
+          ),
           400: problem({
             description:
               "El cuerpo no es un array JSON bien formado (en JSON Lines, cada línea mal formada se informa aparte).",
@@ -109,8 +150,8 @@ export function bulkRoutes({ importProducts, limits, auth, rateLimits }: BulkRou
             examples: { "Sin productos": noItems() },
           }),
           503: answers.unavailable(
-            "La base de datos no respondió al comprobar el token, o la importación agotó su tiempo (lo guardado se queda).",
-            { ...UNAVAILABLE.database, ...UNAVAILABLE.deadline },
+            "La base de datos no respondió al comprobar el token o al guardar la importación: no se guardó nada.",
+            UNAVAILABLE.database,
           ),
         },
         detail: {
@@ -120,7 +161,13 @@ export function bulkRoutes({ importProducts, limits, auth, rateLimits }: BulkRou
             `Hasta ${limits.maxItems} productos y ${limits.maxBytes} bytes por petición, como array JSON ` +
             "(application/json) o JSON Lines (application/x-ndjson). Cada elemento se valida y se informa por su " +
             "posición: created, updated, unchanged o failed (con el motivo). Con sku, el producto se crea o se " +
-            "actualiza por él, y solo se vuelve a calcular el embedding si cambian el nombre o la descripción.",
+            "actualiza por él, y solo se vuelve a calcular el embedding si cambian el nombre o la descripción.\n\n" +
+            "Toda importación es un trabajo guardado: si termina a tiempo, la respuesta es 200 con el informe; si " +
+            "no, poco antes del tiempo máximo de la petición responde 202 con el trabajo (Location: /jobs/{id}) y " +
+            "sigue en segundo plano, desde el primer producto no guardado (también tras un reinicio). Con " +
+            "`Prefer: respond-async` responde 202 en seguida.\n\n" +
+            `Cuesta una unidad del cupo de escrituras por cada ${IMPORT_ITEMS_PER_UNIT} productos (o fracción), ` +
+            "como mucho el cupo entero; si no caben en lo que queda, 429 y no se guarda nada.",
           requestBody: {
             required: true,
             description:

@@ -10,6 +10,7 @@ import {
   IdempotencyKeyReused,
   InvalidCredentials,
   InvalidInput,
+  JobNotFound,
   NotAuthenticated,
   ProductNotFound,
   RateLimitExceeded,
@@ -101,7 +102,7 @@ function fromDomainError(error: DomainError): Problem {
     };
   }
   if (error instanceof InvalidInput || error instanceof IdempotencyKeyReused) return { status: 422, detail };
-  if (error instanceof ProductNotFound) return { status: 404, detail };
+  if (error instanceof ProductNotFound || error instanceof JobNotFound) return { status: 404, detail };
   if (error instanceof SkuTaken || error instanceof ConcurrentModification) return { status: 409, detail };
   const retryAfter =
     error instanceof DatabaseUnavailable

@@ -9,6 +9,9 @@ import { clientAddress, type PeerSource } from "./client-address.ts";
  */
 export const RATE_LIMIT_EXTENSION = "x-rate-limit-bucket";
 
+/** Likewise, set when the route's handler spends several units (its 429 then says what it cost). */
+export const RATE_LIMIT_UNITS_EXTENSION = "x-rate-limit-units";
+
 /**
  * The IETF draft's headers (draft-ietf-httpapi-ratelimit-headers, as most gateways send them):
  * the limit, what is left of it, whole seconds until the window ends, and the policy.
@@ -68,15 +71,20 @@ export function rateLimits({ limiter, trustProxy }: RateLimitDeps) {
       const byHandler = typeof declaration !== "string";
       return {
         // An `x-` key is valid OpenAPI, but not in the operation type Elysia takes.
-        detail: { [RATE_LIMIT_EXTENSION]: bucket } as DocumentDecoration,
-        async beforeHandle(context: RateLimitContext) {
-          if (!byHandler) await spend(context, bucket, 1);
+        detail: {
+          [RATE_LIMIT_EXTENSION]: bucket,
+          ...(byHandler ? { [RATE_LIMIT_UNITS_EXTENSION]: true } : {}),
+        } as DocumentDecoration,
+        // Each hook names the parts of the context it reads: Elysia reads its hooks' source (sucrose),
+        // and one that took the whole context would make every route with the macro parse a body.
+        async beforeHandle({ request, server, set, caller }: RateLimitContext) {
+          if (!byHandler) await spend({ request, server, set, caller }, bucket, 1);
         },
-        resolve: (context: RateLimitContext) => ({
+        resolve: ({ request, server, set, caller }: RateLimitContext) => ({
           /** Counts `units` of the route's bucket (routes declared `spentBy: "handler"` only). */
           spendRateLimit: async (units: number) => {
             if (!byHandler) throw new Error(`the route spends its ${bucket} budget per request, before its handler`);
-            await spend(context, bucket, units);
+            await spend({ request, server, set, caller }, bucket, units);
           },
         }),
       };

@@ -8,6 +8,8 @@ interface RequestScope {
   /** The client's X-Request-Id when it is usable, else one made here; sent back and on every log line. */
   requestId: string;
   startedAt: number;
+  /** performance.now() at which the time budget is spent. */
+  deadlineAt: number;
   /** Aborts with DeadlineExceeded once the request's time budget is spent. */
   deadline: AbortController;
   timer: ReturnType<typeof setTimeout>;
@@ -42,7 +44,8 @@ export function inRequestScope<T>(request: Request, timeoutMs: number, serve: ()
   const timer = setTimeout(() => deadline.abort(new DeadlineExceeded()), timeoutMs);
   timer.unref();
   const requestId = requestIdFrom(request.headers.get("x-request-id"));
-  return scope.run({ requestId, startedAt: performance.now(), deadline, timer }, serve);
+  const startedAt = performance.now();
+  return scope.run({ requestId, startedAt, deadlineAt: startedAt + timeoutMs, deadline, timer }, serve);
 }
 
 /** `{requestId}` of the request being served, or nothing outside one: the logger adds it to each line. */
@@ -76,12 +79,17 @@ export function endRequest(): { requestId: string; ms: number } | undefined {
 }
 
 /**
- * What every handler may take from Elysia's context: `requestId`, and `signal`, which aborts when
- * the request's time budget is spent (reason: DeadlineExceeded) or its client goes away: use cases
- * stop working for it, provider requests are cancelled, nothing more is stored.
+ * What every handler may take from Elysia's context: `requestId`; `signal`, which aborts when the
+ * request's time budget is spent (reason: DeadlineExceeded) or its client goes away: use cases
+ * stop working for it, provider requests are cancelled, nothing more is stored; and `timeLeftMs()`,
+ * what is left of the budget (the bulk import hands its work over to a job before it runs out).
  */
 export const requestContext = new Elysia({ name: "request-context" }).derive({ as: "scoped" }, ({ request }) => {
   const current = scope.getStore();
   if (!current) throw new Error("no request scope: the app's .wrap begins one for every request");
-  return { requestId: current.requestId, signal: AbortSignal.any([current.deadline.signal, request.signal]) };
+  return {
+    requestId: current.requestId,
+    signal: AbortSignal.any([current.deadline.signal, request.signal]),
+    timeLeftMs: () => Math.max(0, current.deadlineAt - performance.now()),
+  };
 });

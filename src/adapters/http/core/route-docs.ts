@@ -87,17 +87,35 @@ export interface AlternativeContent {
 /** Where a success schema keeps its other media types until completeDocument adds them to the response. */
 export const ALTERNATIVES = "x-alternatives";
 
+/** A header a success answer carries, as the OpenAPI document describes it. */
+export interface HeaderDoc {
+  description: string;
+  schema: { type: "string" | "integer"; format?: string };
+  example: string | number;
+}
+
+/** Where a success schema keeps its headers until completeDocument adds them to the response. */
+export const SUCCESS_HEADERS = "x-success-headers";
+
 /**
  * A success body's schema with the response's description and an example of it; `alternatives`:
- * the other media types the route answers in (e.g. text/event-stream), each a text with its example.
+ * the other media types the route answers in (e.g. text/event-stream), each a text with its example;
+ * `headers`: the headers the answer carries (e.g. a 202's Location).
  */
 export function documented<T extends TSchema>(
   schema: T,
   description: string,
   example: Static<T>,
   alternatives?: Record<string, AlternativeContent>,
+  headers?: Record<string, HeaderDoc>,
 ): T {
-  return { ...schema, description, examples: [example], ...(alternatives ? { [ALTERNATIVES]: alternatives } : {}) };
+  return {
+    ...schema,
+    description,
+    examples: [example],
+    ...(alternatives ? { [ALTERNATIVES]: alternatives } : {}),
+    ...(headers ? { [SUCCESS_HEADERS]: headers } : {}),
+  };
 }
 
 /** Where a schema keeps what the document shows instead of it, until completeDocument swaps them. */

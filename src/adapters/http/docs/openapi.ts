@@ -9,7 +9,8 @@
  * `NewProduct`, `ProductChanges`, `Problem`) once under components; `completeDocument` then writes
  * what the plugin cannot express: those error answers as responses with examples (the body a
  * `Problem`), the answers app.ts gives on any route (413, 500, and 429 with the RateLimit headers
- * of the bucket the route declared), the headers every answer carries, a 204 without a body, and
+ * of the bucket the route declared), the headers every answer carries, a 204 without a body, the
+ * headers a success answer carries (`documented`'s headers: the bulk import's 202 Location) and
  * the other media types of a success answer (`documented`'s alternatives: the search's
  * text/event-stream).
  */
@@ -18,15 +19,17 @@ import { Elysia, t } from "elysia";
 import { RateLimitExceeded } from "../../../domain/errors.ts";
 import { type RateLimitBucket, type RateLimitPolicy, rateLimitState } from "../../../domain/rate-limit.ts";
 import { INTERNAL_ERROR, invalidRequestUrl, notFound, payloadTooLarge } from "../core/errors.ts";
-import { RATE_LIMIT_EXTENSION, rateLimitHeaders } from "../core/rate-limit.ts";
+import { RATE_LIMIT_EXTENSION, RATE_LIMIT_UNITS_EXTENSION, rateLimitHeaders } from "../core/rate-limit.ts";
 import {
   ALTERNATIVES,
   type AlternativeContent,
   DOCUMENTED_AS,
   ERROR_HEADERS,
+  type HeaderDoc,
   PROBLEM_DOC,
   ProblemBody,
   type ResolvedProblemDoc,
+  SUCCESS_HEADERS,
 } from "../core/route-docs.ts";
 import { DOCS_ASSETS } from "./docs-assets.ts";
 
@@ -225,7 +228,9 @@ function completeDocument(generated: OpenApiDocument, settings: ApiDocsSettings)
     for (const operation of Object.values(item)) {
       // The bucket the route declared (core/rate-limit.ts's macro): its policy, then out of the document.
       const bucket = operation[RATE_LIMIT_EXTENSION] as RateLimitBucket | undefined;
+      const severalUnits = operation[RATE_LIMIT_UNITS_EXTENSION] === true;
       delete operation[RATE_LIMIT_EXTENSION];
+      delete operation[RATE_LIMIT_UNITS_EXTENSION];
       const policy = bucket === undefined ? undefined : settings.rateLimitPolicy(bucket);
       const responses = operation.responses ?? {};
       for (const [status, response] of Object.entries(responses)) {
@@ -235,8 +240,14 @@ function completeDocument(generated: OpenApiDocument, settings: ApiDocsSettings)
         else if (schema?.[ALTERNATIVES]) addAlternatives(response, schema);
         // The plugin writes `content: {type: "void"}` for t.Void(), which means no body at all.
         else if (isVoid(response)) delete response.content;
+        if (!doc && schema?.[SUCCESS_HEADERS]) {
+          for (const [name, header] of Object.entries(successHeaders(schema))) {
+            headers[name] = header;
+            response.headers = { ...response.headers, [name]: headerRef(name) };
+          }
+        }
       }
-      for (const [status, doc] of Object.entries(appAnswers(path, allowed, policy, settings))) {
+      for (const [status, doc] of Object.entries(appAnswers(path, allowed, policy, severalUnits, settings))) {
         const own = responses[status];
         if (own) addExamples(own, doc);
         else responses[status] = toResponse(doc);
@@ -325,12 +336,14 @@ function addExamples(response: ResponseObject, { description, examples }: Resolv
 
 /**
  * The answers app.ts itself may give on any operation, whatever its route says; `allowed`: the
- * methods of the operation's path (its 405 names them).
+ * methods of the operation's path (its 405 names them); `severalUnits`: the route spends several
+ * units of its budget (its 429 may say they do not fit).
  */
 function appAnswers(
   path: string,
   allowed: readonly string[],
   policy: RateLimitPolicy | undefined,
+  severalUnits: boolean,
   settings: ApiDocsSettings,
 ): Record<string, ResolvedProblemDoc> {
   const limit = settings.bodyLimit(path);
@@ -362,13 +375,31 @@ function appAnswers(
     const spent = rateLimitState(policy, policy.limit + 1, policy.windowMs);
     answers[429] = {
       description:
-        "El cliente agotó su cupo de peticiones de la ventana (por usuario cuando hay token; si no, por dirección). " +
-        "Retry-After y RateLimit-Reset dicen cuándo vuelve a tenerlo.",
-      examples: { "Cupo agotado": new RateLimitExceeded(spent).message },
+        "El cliente agotó su cupo de peticiones de la ventana (por usuario cuando hay token; si no, por dirección)" +
+        (severalUnits ? ", o lo que queda no cubre lo que cuesta la petición (entonces no se gasta nada)" : "") +
+        ". Retry-After y RateLimit-Reset dicen cuándo vuelve a tenerlo.",
+      examples: {
+        "Cupo agotado": new RateLimitExceeded(spent).message,
+        ...(severalUnits
+          ? {
+              "No cabe en lo que queda": new RateLimitExceeded(
+                rateLimitState(policy, policy.limit - 1, policy.windowMs, false),
+                Math.min(2, policy.limit),
+              ).message,
+            }
+          : {}),
+      },
       headers: ["Retry-After"],
     };
   }
   return answers;
+}
+
+/** The headers a success answer carries (see `documented`), taken out of its schema. */
+function successHeaders(schema: Record<string, unknown>): Record<string, HeaderDoc> {
+  const headers = schema[SUCCESS_HEADERS] as Record<string, HeaderDoc>;
+  delete schema[SUCCESS_HEADERS];
+  return headers;
 }
 
 function problemResponse({ description, examples, headers }: ResolvedProblemDoc): ResponseObject {

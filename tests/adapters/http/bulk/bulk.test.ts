@@ -1,7 +1,7 @@
 /** POST /products/bulk over HTTP: a JSON array or JSON Lines, reported by position. */
 import { describe, expect, test } from "bun:test";
 import { CHAIR, LAPTOP, MOUSE } from "../catalogue-fixtures.ts";
-import { createHarness } from "../harness.ts";
+import { createHarness, type Harness } from "../harness.ts";
 
 describe("POST /products/bulk", () => {
   const ndjson = { "content-type": "application/x-ndjson" };
@@ -59,5 +59,113 @@ describe("POST /products/bulk", () => {
     const empty = await h.call("POST", "/products/bulk", { token: h.token, json: [] });
     expect(empty.status).toBe(422);
     expect(h.products.products).toEqual([]);
+  });
+});
+
+/** `count` products without a sku: an item stored twice would be two products. */
+const numbered = (count: number) =>
+  Array.from({ length: count }, (_, i) => ({ name: `Producto ${i}`, description: `Número ${i}`, category: "varios" }));
+
+/** Runs the harness's job worker until the returned function stops it. */
+function worker(h: Harness) {
+  const stop = new AbortController();
+  const loop = h.importJobs.run(stop.signal);
+  return async () => {
+    stop.abort();
+    await loop;
+  };
+}
+
+/** GET /jobs/{id} until the job has finished (the test's time limit bounds the wait). */
+async function finished(h: Harness, location: string) {
+  for (;;) {
+    const job = await h.call("GET", location, { token: h.token });
+    expect(job.status).toBe(200);
+    if (job.json.status === "succeeded" || job.json.status === "failed") return job.json;
+    await Bun.sleep(10);
+  }
+}
+
+describe("POST /products/bulk as a job", () => {
+  test("Prefer: respond-async: 202 with the job and its Location; the job completes with the full report", async () => {
+    const h = await createHarness();
+    const stop = worker(h);
+    const accepted = await h.call("POST", "/products/bulk", {
+      token: h.token,
+      json: [{ ...LAPTOP, sku: "L1" }, { name: "sin más" }, MOUSE],
+      headers: { prefer: "wait=5, Respond-Async" },
+    });
+    expect(accepted.status).toBe(202);
+    expect(accepted.headers.get("preference-applied")).toBe("respond-async");
+    const location = accepted.headers.get("location") as string;
+    expect(location).toBe(`/jobs/${accepted.json.id}`);
+    expect(accepted.json).toMatchObject({
+      status: "enqueued",
+      total: 3,
+      counts: { created: 0, updated: 0, unchanged: 0, failed: 1, pending: 2 },
+      error: null,
+      started_at: null,
+      finished_at: null,
+    });
+
+    const job = await finished(h, location);
+    await stop();
+    expect(job).toMatchObject({
+      status: "succeeded",
+      counts: { created: 2, failed: 1, pending: 0 },
+      next_cursor: null,
+    });
+    expect(job.items).toEqual([
+      { index: 0, status: "created", id: expect.any(Number), sku: "L1" },
+      { index: 1, status: "failed", detail: "Campo 'description': es obligatorio" },
+      { index: 2, status: "created", id: expect.any(Number) },
+    ]);
+    expect(h.products.products).toHaveLength(2);
+  });
+
+  test("past its deadline a bulk is a job, accounted for item by item: what was stored before is in it", async () => {
+    // 1 s of budget: the request hands over at 750 ms; 10 items embedded 2 at a time, 200 ms each, take 1 s.
+    const h = await createHarness({ settings: { requestTimeoutMs: 1_000 }, jobSettings: { chunkSize: 2 } });
+    h.embedder.delayMs = 200;
+    const accepted = await h.call("POST", "/products/bulk", { token: h.token, json: numbered(10) });
+    expect(accepted.status).toBe(202);
+    expect(accepted.headers.get("preference-applied")).toBeNull();
+    const { counts } = accepted.json;
+    expect(accepted.json.status).toBe("processing");
+    expect(counts.created + counts.pending).toBe(10);
+
+    h.embedder.delayMs = 0;
+    const stop = worker(h);
+    const job = await finished(h, accepted.headers.get("location") as string);
+    await stop();
+    expect(job.counts).toEqual({ created: 10, updated: 0, unchanged: 0, failed: 0, pending: 0 });
+    expect(job.items.map((item: { index: number }) => item.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(h.products.products.map((product) => product.name).sort()).toEqual(
+      numbered(10)
+        .map((product) => product.name)
+        .sort(),
+    );
+  });
+
+  test("its cost is one unit of the write budget per 100 items; one that does not fit is 429 and stores nothing", async () => {
+    const h = await createHarness({ rateLimits: { write: { limit: 10, windowMs: 60_000 } } });
+    const first = await h.call("POST", "/products/bulk", { token: h.token, json: numbered(250) });
+    expect(first.status).toBe(200);
+    expect(first.headers.get("ratelimit-remaining")).toBe("7");
+
+    const tooBig = await h.call("POST", "/products/bulk", { token: h.token, json: numbered(800) });
+    expect(tooBig.status).toBe(429);
+    expect(tooBig.json.detail).toBe(
+      "Esta petición cuesta 8 unidades del cupo y quedan 7. Inténtelo de nuevo en 60 segundos",
+    );
+    expect(tooBig.headers.get("ratelimit-remaining")).toBe("7");
+    expect(Number(tooBig.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(h.products.products).toHaveLength(250);
+    expect(h.jobs.jobs).toHaveLength(1);
+
+    const fits = await h.call("POST", "/products/bulk", { token: h.token, json: numbered(700) });
+    expect(fits.status).toBe(200);
+    expect(fits.headers.get("ratelimit-remaining")).toBe("0");
+    expect((await h.call("POST", "/products/", { token: h.token, json: LAPTOP })).status).toBe(429);
   });
 });

@@ -185,6 +185,18 @@ describe("every answer the service gives is documented for its operation, with a
       "/products/bulk",
       (h) => h.call("POST", "/products/bulk", { token: h.token, json: [SHOES, SHOES, SHOES, SHOES] }),
     ],
+    [
+      "POST",
+      "/products/bulk",
+      (h) => h.call("POST", "/products/bulk", { token: h.token, json: [SHOES], headers: { prefer: "respond-async" } }),
+    ],
+    // Job 1 is the first bulk import's, above.
+    ["GET", "/jobs/{id}", (h) => h.call("GET", "/jobs/1", { token: h.token })],
+    ["GET", "/jobs/{id}", (h) => h.call("GET", "/jobs/1")],
+    ["GET", "/jobs/{id}", (h) => h.call("GET", "/jobs/999", { token: h.token })],
+    ["GET", "/jobs/{id}", (h) => h.call("GET", "/jobs/x", { token: h.token })],
+    ["GET", "/jobs/{id}", (h) => h.call("GET", "/jobs/1?limit=0", { token: h.token })],
+    ["GET", "/jobs/{id}", (h) => h.call("GET", "/jobs/1?cursor=abc", { token: h.token })],
   ];
 
   test("in normal operation and on bad requests", async () => {
@@ -228,9 +240,14 @@ describe("every answer the service gives is documented for its operation, with a
     }
     h.embedder.mode = "fail";
     sent.push(["POST", "/products/", await h.call("POST", "/products/", { token: h.token, json: SHOES })]);
-    for (let i = 0; i < 3; i++) {
+    sent.push(["DELETE", "/products/{id}", await h.call("DELETE", "/products/42", { token: h.token })]);
+    // 201 products cost 3 units: more than the 2 left, so refused whole.
+    const many = Array.from({ length: 201 }, (_, i) => ({ ...SHOES, sku: `S-${i}` }));
+    sent.push(["POST", "/products/bulk", await h.call("POST", "/products/bulk", { token: h.token, json: many })]);
+    for (let i = 0; i < 2; i++) {
       sent.push(["DELETE", "/products/{id}", await h.call("DELETE", "/products/42", { token: h.token })]);
     }
+    sent.push(["POST", "/products/bulk", await h.call("POST", "/products/bulk", { token: h.token, json: [SHOES] })]);
     h.startup.embedderLoaded = false;
     sent.push(["GET", "/health/ready", await h.call("GET", "/health/ready")]);
     h.health.down = true;
@@ -339,7 +356,7 @@ describe("the document", () => {
     const { document } = await documentOf();
     const token: Record<string, string[]>[] = [{ bearerAuth: [] }, { oauth2: [] }];
     for (const { method, path, operation } of operations(document)) {
-      const expected = path.startsWith("/products") ? token : [];
+      const expected = path.startsWith("/products") || path.startsWith("/jobs") ? token : [];
       expect({ method, path, security: operation.security }).toEqual({ method, path, security: expected });
     }
     expect(document.components.securitySchemes.oauth2).toMatchObject({
