@@ -350,6 +350,7 @@ export class CompositionRoot {
         clock: this.clock,
         timers: this.overrides.timers ?? systemTimers,
         settings: { retentionMs: jobRetentionHours * 3_600_000 },
+        writable: () => this.writable(),
         log: (event) =>
           (event.event === "import_job_failed"
             ? this.log.error

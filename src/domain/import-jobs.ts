@@ -91,6 +91,11 @@ export interface Deps {
   timers: Pick<Timers, "sleep">;
   settings?: Partial<ImportJobSettings>;
   /**
+   * Whether the database takes writes now (false while it reaches only standbys: a read-only start,
+   * a failover under way); the worker looks for work only then. Absent: always.
+   */
+  writable?: () => Promise<boolean>;
+  /**
    * `import_job_created` {job, items, mode}, `import_job_handed_over` {job}, `import_job_finished`
    * {job, status, counts}, `import_job_stopped` {job} (level info); `import_job_lease_lost`,
    * `import_job_interrupted` {job, error} (the database failed: resumed later), `import_job_worker_failed`,
@@ -229,10 +234,12 @@ export class ImportJobs {
     const loop = this.track(
       (async () => {
         while (!stop.aborted) {
-          await this.pruneIfDue();
           let worked = false;
           try {
-            worked = await this.workNext(stop);
+            if (!this.deps.writable || (await this.deps.writable())) {
+              await this.pruneIfDue();
+              worked = await this.workNext(stop);
+            }
           } catch (error) {
             this.deps.log?.({ event: "import_job_worker_failed", error });
           }

@@ -1,9 +1,10 @@
 /**
  * Importing a file from the page: it is read in the browser (JSON Lines, a JSON array, or CSV with
  * a header row naming name, description, category and optionally sku, as `sku-search import`
- * reads them), then sent to POST /products/bulk in batches, reporting progress after each one.
+ * reads them), then sent to POST /products/bulk in batches, reporting progress after each one (a
+ * batch the service turns into a job is followed to its end).
  */
-import { ApiError } from "./api.ts";
+import { type Api, ApiError } from "./api.ts";
 
 /** One product of the file, with where it is (for the report); `problem` when it could not even be read. */
 export interface FileItem {
@@ -143,10 +144,59 @@ export interface ImportProgress {
   waitingSeconds?: number;
 }
 
-/** What POST /products/bulk answers. */
+/** What POST /products/bulk answers when it is done in time, and what its job reports once finished. */
 export interface BulkReport {
   items: { index: number; status: keyof ImportCounts; detail?: string }[];
   counts: ImportCounts;
+}
+
+/** GET /jobs/{id}: an import that went on as a job (POST /products/bulk answered 202). */
+interface JobPage extends BulkReport {
+  status: "enqueued" | "processing" | "succeeded" | "failed";
+  next_cursor: string | null;
+}
+
+/** How often a job is looked at while it runs. */
+const JOB_POLL_MS = 1_000;
+
+/**
+ * Sends one batch to POST /products/bulk and gives its report: the answer itself (200), or, when
+ * the service made it a job (202, Location: /jobs/{id}), the job's report once it has finished,
+ * looked at every second (every page of it).
+ */
+export async function sendBatch(
+  api: Pick<Api, "request">,
+  values: unknown[],
+  signal: AbortSignal,
+  sleep: (ms: number, signal: AbortSignal) => Promise<void> = abortableSleep,
+): Promise<BulkReport> {
+  const response = await api.request("/products/bulk", {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(values),
+    signal,
+  });
+  if (response.status !== 202) return (await response.json()) as BulkReport;
+  const location = response.headers.get("location") ?? `/jobs/${((await response.json()) as { id: number }).id}`;
+  const read = async (cursor: string | null) =>
+    (await (
+      await api.request(`${location}${cursor === null ? "" : `?cursor=${cursor}`}`, { signal })
+    ).json()) as JobPage;
+  for (;;) {
+    await sleep(JOB_POLL_MS, signal);
+    let page = await read(null);
+    if (page.status !== "succeeded" && page.status !== "failed") continue;
+    const { counts } = page;
+    const items = [...page.items];
+    while (page.next_cursor !== null) {
+      page = await read(page.next_cursor);
+      items.push(...page.items);
+    }
+    return {
+      items,
+      counts: { created: counts.created, updated: counts.updated, unchanged: counts.unchanged, failed: counts.failed },
+    };
+  }
 }
 
 export interface ImportOptions {

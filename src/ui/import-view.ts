@@ -1,7 +1,7 @@
 /** The import: pick a file, watch it go in by batches, see what could not be imported and why. */
 import type { Api } from "./api.ts";
 import { byId, formatCount, h, isAbort, messageOf, say } from "./dom.ts";
-import { type BulkReport, type ImportProgress, importItems, readImportFile } from "./import-file.ts";
+import { type ImportProgress, importItems, readImportFile, sendBatch } from "./import-file.ts";
 
 /** Products per POST /products/bulk (halved when the service finds a batch too large). */
 const IMPORT_BATCH_SIZE = 100;
@@ -65,7 +65,7 @@ export class ImportView {
       last = await importItems(items, {
         batchSize: IMPORT_BATCH_SIZE,
         signal: running.signal,
-        send: (values, signal) => this.api.json<BulkReport>("/products/bulk", "POST", values, signal),
+        send: (values, signal) => sendBatch(this.api, values, signal),
         onProgress: (progress) => {
           last = progress;
           this.show(progress);

@@ -8,6 +8,7 @@ import {
   type ImportProgress,
   importItems,
   readImportFile,
+  sendBatch,
   UnreadableFile,
 } from "../../src/ui/import-file.ts";
 
@@ -152,5 +153,66 @@ describe("importItems", () => {
       onProgress: () => {},
     });
     await expect(stopped).rejects.toThrow("detenida");
+  });
+});
+
+describe("sendBatch", () => {
+  const created = (index: number) => ({ index, status: "created" as const, id: index + 1 });
+  const counts = (n: number) => ({ created: n, updated: 0, unchanged: 0, failed: 0 });
+
+  /** A service answering each request with the next of `answers`, recording what was asked. */
+  function service(answers: Response[]) {
+    const asked: string[] = [];
+    return {
+      asked,
+      request: async (path: string, init: RequestInit = {}) => {
+        asked.push(`${init.method ?? "GET"} ${path}`);
+        const answer = answers.shift();
+        if (!answer) throw new Error(`no answer left for ${path}`);
+        return answer;
+      },
+    };
+  }
+  const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+    new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+
+  test("a report answered at once (200) is the batch's report", async () => {
+    const api = service([json({ items: [created(0)], counts: counts(1) })]);
+    const report = await sendBatch(api, [{ name: "x" }], new AbortController().signal);
+    expect(report).toEqual({ items: [created(0)], counts: counts(1) });
+    expect(api.asked).toEqual(["POST /products/bulk"]);
+  });
+
+  test("a batch that became a job (202) is followed until it has finished, every page of its report read", async () => {
+    const job = { id: 7, total: 3, error: null };
+    const api = service([
+      json({ ...job, status: "enqueued", counts: { ...counts(0), pending: 3 } }, 202, { location: "/jobs/7" }),
+      json({
+        ...job,
+        status: "processing",
+        counts: { ...counts(1), pending: 2 },
+        items: [created(0)],
+        next_cursor: null,
+      }),
+      json({
+        ...job,
+        status: "succeeded",
+        counts: { ...counts(3), pending: 0 },
+        items: [created(0), created(1)],
+        next_cursor: "1",
+      }),
+      json({
+        ...job,
+        status: "succeeded",
+        counts: { ...counts(3), pending: 0 },
+        items: [created(2)],
+        next_cursor: null,
+      }),
+    ]);
+    const waits: number[] = [];
+    const report = await sendBatch(api, [1, 2, 3], new AbortController().signal, async (ms) => void waits.push(ms));
+    expect(report).toEqual({ items: [created(0), created(1), created(2)], counts: counts(3) });
+    expect(api.asked).toEqual(["POST /products/bulk", "GET /jobs/7", "GET /jobs/7", "GET /jobs/7?cursor=1"]);
+    expect(waits).toEqual([1_000, 1_000]);
   });
 });

@@ -118,6 +118,8 @@ class PausingWriter implements Generator {
 
 const writer = new PausingWriter();
 let container: HttpService;
+/** Ends the import job worker (as `serve` runs it). */
+let stopJobs: (() => Promise<void>) | undefined;
 let server: ReturnType<HttpService["app"]["listen"]>;
 let base = "";
 let browser: Browser;
@@ -158,6 +160,12 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
       generator: writer,
       passwordHasher: lowCostHasher(),
     });
+    const jobs = new AbortController();
+    const worker = (await container.root.importJobs()).run(jobs.signal);
+    stopJobs = async () => {
+      jobs.abort();
+      await worker;
+    };
     server = container.app.listen({ hostname: "127.0.0.1", port: 0, reusePort: false });
     base = `http://127.0.0.1:${server.server?.port}`;
     const login = await fetch(`${base}/auth/login`, { method: "POST", body: new URLSearchParams(ADMIN) });
@@ -168,6 +176,7 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
   async function tearDown() {
     await browser?.close();
     await container?.app.stop();
+    await stopJobs?.();
     await container?.close();
   }
 
@@ -480,13 +489,19 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     rows.push('Sin categoría,"Una descripción\nen dos líneas",,'); // line 253
     const csv = `name,description,category,sku\n${rows.join("\n")}\n`;
 
-    // The second batch waits until the test has seen the progress after the first.
+    // The second batch waits until the test has seen the progress after the first, and asks for a
+    // job (202), which the page follows to its end.
     const bulk: string[] = [];
     const second = Promise.withResolvers<void>();
     await page.route("**/products/bulk", async (route) => {
       bulk.push(route.request().postData() ?? "");
-      if (bulk.length === 2) await second.promise;
-      await route.continue();
+      if (bulk.length !== 2) return route.continue();
+      await second.promise;
+      await route.continue({ headers: { ...route.request().headers(), prefer: "respond-async" } });
+    });
+    const jobs: string[] = [];
+    page.on("response", (response) => {
+      if (new URL(response.url()).pathname.startsWith("/jobs/")) jobs.push(response.url());
     });
     await page.getByLabel("Archivo JSON Lines o CSV").setInputFiles({
       name: "lote.csv",
@@ -503,6 +518,7 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
 
     await page.locator("#import-status", { hasText: "Importación terminada: 252 productos procesados." }).waitFor();
     expect(bulk.map((body) => JSON.parse(body).length)).toEqual([100, 100, 52]);
+    expect(jobs.length).toBeGreaterThan(0);
     expect(await progressOf(page)).toEqual(["252", "252"]);
     expect(await text(page, "#import-created")).toBe("250");
     expect(await text(page, "#import-updated")).toBe("0");

@@ -43,7 +43,11 @@ export async function serve(config: Config): Promise<number> {
   }
 
   const maintainIndex = await service.root.maintainVectorIndex();
+  const importJobs = await service.root.importJobs();
   let indexTimer: ReturnType<typeof setInterval> | undefined;
+  /** Ends the import job worker (domain/import-jobs.ts), which releases the job under way. */
+  const stopJobs = new AbortController();
+  let jobWorker: Promise<void> | undefined;
   const stopped = Promise.withResolvers<number>();
   let stopping = false;
   const shutdown = async (reason: string, code: number = EXIT.ok) => {
@@ -53,6 +57,8 @@ export async function serve(config: Config): Promise<number> {
     clearInterval(indexTimer);
     await service.app.stop();
     await metricsServer?.stop();
+    stopJobs.abort();
+    await jobWorker;
     await maintainIndex.settled();
     await service.close();
     stopped.resolve(code);
@@ -69,6 +75,9 @@ export async function serve(config: Config): Promise<number> {
     await shutdown("the embedder could not be loaded", EXIT.failed);
     return stopped.promise;
   }
+  // Import jobs: those of this process and of others (a restart, a crash) go on from their first item
+  // not stored (the worker looks for them only while the database takes writes).
+  jobWorker = importJobs.run(stopJobs.signal);
   // Upkeep only where writes go: none while DATABASE_URL reaches only standbys (a read-only start,
   // a failover under way); of several instances, the one holding the upkeep lease looks.
   const look = async () => {
