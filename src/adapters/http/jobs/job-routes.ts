@@ -22,10 +22,10 @@ const JobIdParams = t.Object({ id: t.String({ description: "El id de la importac
 
 const ReportQuery = t.Object(
   {
-    // The range is checked by the handler: Elysia's own check of a query integer's range reports no
-    // field name (its error's path is empty), so its 422 could not say which parameter was wrong.
+    // Whole and in range is checked by the handler: Elysia's own check of a query number's range or
+    // multipleOf reports no field name (its error's path is empty), so its 422 could not name it.
     limit: t.Optional(
-      t.Integer({
+      t.Numeric({
         description: `Resultados por página, de ${REPORT_LIMIT.min} a ${REPORT_LIMIT.max} (por defecto ${REPORT_LIMIT.default})`,
       }),
     ),
@@ -54,7 +54,9 @@ export function jobRoutes({ importJobs, auth }: JobRoutesDeps) {
         const owner = jobOwner(caller);
         if (owner === undefined) throw new JobNotFound(params.id);
         const limit = query.limit ?? REPORT_LIMIT.default;
-        if (limit < REPORT_LIMIT.min || limit > REPORT_LIMIT.max) throw new HttpProblem(422, INVALID_LIMIT);
+        if (!Number.isInteger(limit) || limit < REPORT_LIMIT.min || limit > REPORT_LIMIT.max) {
+          throw new HttpProblem(422, INVALID_LIMIT);
+        }
         const page = await importJobs.report(owner, jobId(params.id), { after: reportCursor(query.cursor), limit });
         return { ...jobView(page.job), items: page.items, next_cursor: page.next === null ? null : String(page.next) };
       },

@@ -37,7 +37,7 @@ describe("GET /jobs/{id}", () => {
       path = `/jobs/1?limit=2&cursor=${response.json.next_cursor}`;
     }
     expect(indexes).toEqual([0, 1, 2, 3, 4]);
-    for (const query of ["limit=0", "limit=5001", "limit=dos", "cursor=-1", "cursor=abc", "page=2"]) {
+    for (const query of ["limit=0", "limit=5001", "limit=dos", "limit=2.5", "cursor=-1", "cursor=abc", "page=2"]) {
       const refused = await h.call("GET", `/jobs/1?${query}`, { token: h.token });
       expect({ query, status: refused.status }).toEqual({ query, status: 422 });
     }
