@@ -53,8 +53,12 @@ export type CommitChunk = (
 ) => Promise<ImportItemResult[]>;
 
 export interface ImportOptions {
-  /** Items embedded and written together (default 512): a provider outage fails only the chunks not yet stored. */
-  chunkSize?: number;
+  /**
+   * Items embedded and written together (default 512): a provider outage fails only the chunks not
+   * yet stored. A function is asked for each chunk's size as that chunk is cut (a job sizes its
+   * chunks by the pace it measures).
+   */
+  chunkSize?: number | (() => number);
   /** Aborts (with the reason to throw) when the caller stops waiting: chunks not yet written are not written. */
   signal?: AbortSignal;
   /** Called after each chunk is written, with the results so far. */
@@ -168,10 +172,16 @@ export class ImportProducts {
       (item) => item.product.sku === undefined || lastWithSku.get(item.product.sku) === item,
     );
 
-    const chunkSize = Math.max(1, Math.floor(options.chunkSize ?? DEFAULT_CHUNK_SIZE));
-    const chunks: ValidItem[][] = [];
-    for (let start = 0; start < toWrite.length; start += chunkSize)
-      chunks.push(toWrite.slice(start, start + chunkSize));
+    const sizeOfChunk = typeof options.chunkSize === "function" ? options.chunkSize : () => options.chunkSize;
+    /** Where the next chunk starts in toWrite; each chunk is cut as it is about to be embedded. */
+    let cut = 0;
+    const nextChunk = (): { start: number; items: ValidItem[] } | undefined => {
+      if (cut >= toWrite.length) return undefined;
+      const size = Math.max(1, Math.floor((sizeOfChunk() as number | undefined) ?? DEFAULT_CHUNK_SIZE));
+      const chunk = { start: cut, items: toWrite.slice(cut, cut + size) };
+      cut += chunk.items.length;
+      return chunk;
+    };
     const record = (outcomes: ImportItemResult[]) => {
       for (const outcome of outcomes) results[outcome.index] = outcome;
     };
@@ -180,15 +190,19 @@ export class ImportProducts {
       (async (writes, resultsOf) => resultsOf(writes.length === 0 ? [] : await this.deps.products.writeMany(writes)));
     let stoppedBy: DomainError | undefined;
 
-    let next = chunks.length > 0 ? this.prepare(chunks[0] as ValidItem[], options.signal) : undefined;
-    for (let i = 0; i < chunks.length; i++) {
+    let current = nextChunk();
+    let next = current ? this.prepare(current.items, options.signal) : undefined;
+    while (current) {
+      const { start } = current;
       try {
         const prepared = await (next as Promise<PreparedChunk>);
         // Embed the next chunk while this one is written.
-        next = i + 1 < chunks.length ? this.prepare(chunks[i + 1] as ValidItem[], options.signal) : undefined;
+        const following = nextChunk();
+        next = following ? this.prepare(following.items, options.signal) : undefined;
         next?.catch(() => {}); // its failure is reported when its turn comes
         options.signal?.throwIfAborted();
         record(await this.write(prepared, commit));
+        current = following;
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason;
         if (!(error instanceof DomainError)) throw error;
@@ -198,9 +212,12 @@ export class ImportProducts {
         // The embedder or the database failed: nothing of this chunk or any later one was written.
         stoppedBy = error;
         const detail = `No se guardó: ${error.message}`;
-        for (const rest of chunks.slice(i)) {
-          record(rest.flatMap(sameSku).map((item) => failed(item.index, item.product.sku, detail)));
-        }
+        record(
+          toWrite
+            .slice(start)
+            .flatMap(sameSku)
+            .map((item) => failed(item.index, item.product.sku, detail)),
+        );
         break;
       }
       options.onChunk?.(results.filter((result): result is ImportItemResult => result !== undefined));

@@ -22,8 +22,13 @@ setDefaultTimeout(60_000);
 const DIMENSION = 16;
 const SPACE = { model: "fake-gate", dimension: DIMENSION };
 const OWNER = "user:1";
-const SETTINGS: ImportJobSettings = { chunkSize: 2, leaseMs: 30_000, pollMs: 5_000, retentionMs: 86_400_000 };
-const NEVER = new AbortController().signal;
+const SETTINGS: ImportJobSettings = {
+  chunkSize: 2,
+  chunkPaceMs: 0,
+  leaseMs: 30_000,
+  pollMs: 5_000,
+  retentionMs: 86_400_000,
+};
 
 const product = (i: number) => ({ name: `Producto ${i}`, description: `Descripción ${i}`, category: "cocina" });
 const inputs = (count: number): ImportInput[] => Array.from({ length: count }, (_, i) => ({ value: product(i) }));
@@ -194,7 +199,7 @@ forEachDatabase((db) => {
           log: (event) => events.push(event),
         });
       const crashed = processOn({ jobs, products });
-      const { job } = await crashed.submit(OWNER, inputs(5), { respondAsync: true, handover: NEVER });
+      const job = await crashed.enqueue(OWNER, inputs(5));
       const stopCrashed = new AbortController();
       const crashedLoop = crashed.run(stopCrashed.signal);
       (await embedder.next()).pass(); // items 0 and 1: stored

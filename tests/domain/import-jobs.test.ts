@@ -15,7 +15,13 @@ import { MemoryProductRepository } from "../fakes/memory-product-repository.ts";
 import { waitUntil } from "../support/wait-until.ts";
 
 const OWNER = "user:1";
-const SETTINGS: ImportJobSettings = { chunkSize: 2, leaseMs: 30_000, pollMs: 5_000, retentionMs: 86_400_000 };
+const SETTINGS: ImportJobSettings = {
+  chunkSize: 2,
+  chunkPaceMs: 0,
+  leaseMs: 30_000,
+  pollMs: 5_000,
+  retentionMs: 86_400_000,
+};
 
 /** Products without a sku: written twice, they would be two products (a duplicate is visible). */
 const inputs = (count: number): ImportInput[] =>
@@ -60,10 +66,11 @@ describe("an import worked in its request", () => {
     const { imports, embedder, products } = setup();
     embedder.openAll();
     const outcome = await imports.submit(OWNER, [...inputs(3), { value: { name: "Sin más" } }], {
-      respondAsync: false,
       handover: NEVER,
+      signal: NEVER,
     });
-    if (outcome.kind !== "finished") throw new Error(`expected finished, got ${outcome.kind}`);
+    if (outcome.kind !== "finished" || !outcome.job)
+      throw new Error(`expected finished with a job, got ${outcome.kind}`);
     expect(outcome.report.counts).toEqual({ created: 3, updated: 0, unchanged: 0, failed: 1 });
     expect(outcome.report.items[3]).toEqual({
       index: 3,
@@ -92,13 +99,16 @@ describe("an import worked in its request", () => {
   test("handed over mid-import: the job holds what was stored, a worker stores the rest, each item once", async () => {
     const { imports, embedder, jobs, products } = setup();
     const handover = new AbortController();
-    const submitted = imports.submit(OWNER, inputs(5), { respondAsync: false, handover: handover.signal });
+    const submitted = imports.submit(OWNER, inputs(5), {
+      handover: handover.signal,
+      signal: NEVER,
+    });
     (await embedder.next()).pass(); // items 0 and 1
     await embedder.next(); // items 2 and 3: held while the request hands over
     await waitUntil(() => jobs.jobs[0]?.counts.created === 2);
     handover.abort();
     const outcome = await submitted;
-    expect(outcome.kind).toBe("accepted");
+    if (outcome.kind !== "accepted") throw new Error(`expected accepted, got ${outcome.kind}`);
     expect(outcome.job).toMatchObject({
       status: "processing",
       total: 5,
@@ -125,11 +135,12 @@ describe("an import worked in its request", () => {
 
   test("the embedder failing for good fails the job: every item not stored says why", async () => {
     const { imports, embedder } = setup();
-    const submitted = imports.submit(OWNER, inputs(3), { respondAsync: false, handover: NEVER });
+    const submitted = imports.submit(OWNER, inputs(3), { handover: NEVER, signal: NEVER });
     (await embedder.next()).pass();
     (await embedder.next()).fail();
     const outcome = await submitted;
-    if (outcome.kind !== "finished") throw new Error(`expected finished, got ${outcome.kind}`);
+    if (outcome.kind !== "finished" || !outcome.job)
+      throw new Error(`expected finished with a job, got ${outcome.kind}`);
     const reason = `No se guardó: ${new EmbeddingUnavailable().message}`;
     expect(outcome.report.items.map(({ status, detail }) => ({ status, detail }))).toEqual([
       { status: "created", detail: undefined },
@@ -142,24 +153,70 @@ describe("an import worked in its request", () => {
   });
 });
 
+describe("an import that fits one chunk", () => {
+  test("is answered without a job when it is done in time", async () => {
+    const { imports, embedder, jobs, products } = setup();
+    embedder.openAll();
+    const outcome = await imports.submit(OWNER, [...inputs(2), { value: { name: "Sin más" } }], {
+      handover: NEVER,
+      signal: NEVER,
+    });
+    expect(outcome).toMatchObject({ kind: "finished", report: { counts: { created: 2, failed: 1 } } });
+    expect(outcome.job).toBeUndefined();
+    expect(jobs.jobs).toEqual([]);
+    expect(products.products).toHaveLength(2);
+  });
+
+  test("handed over before it is written, becomes a job whole; a worker stores it", async () => {
+    const { imports, embedder, jobs, products } = setup();
+    const handover = new AbortController();
+    const submitted = imports.submit(OWNER, inputs(2), {
+      handover: handover.signal,
+      signal: NEVER,
+    });
+    await embedder.next(); // held: nothing is stored
+    handover.abort();
+    const outcome = await submitted;
+    expect(outcome).toMatchObject({ kind: "accepted", job: { status: "enqueued", counts: { pending: 2 } } });
+    expect(products.products).toEqual([]);
+    embedder.openAll();
+    const stop = running(imports);
+    await waitUntil(() => jobs.jobs[0]?.status === "succeeded");
+    await stop();
+    expect(products.products).toHaveLength(2);
+  });
+
+  test("whose client went away stores nothing and leaves no job", async () => {
+    const { imports, embedder, jobs, products } = setup();
+    const gone = new AbortController();
+    const submitted = imports.submit(OWNER, inputs(2), { handover: NEVER, signal: gone.signal });
+    await embedder.next();
+    gone.abort(new DOMException("El cliente cerró la conexión", "AbortError"));
+    expect(submitted).rejects.toThrow("El cliente cerró la conexión");
+    await submitted.catch(() => {});
+    expect(jobs.jobs).toEqual([]);
+    expect(products.products).toEqual([]);
+  });
+});
+
 describe("jobs worked by the worker loop", () => {
-  test("Prefer respond-async: a job at once, which the idle worker takes up as soon as it is sent", async () => {
+  test("enqueue (Prefer: respond-async): a job at once, which the idle worker takes up as soon as it is sent", async () => {
     const { imports, embedder, timers, jobs } = setup();
     embedder.openAll();
     const stop = running(imports);
     expect(await timers.nextSleep()).toBe(SETTINGS.pollMs); // idle, waiting for work
-    const outcome = await imports.submit(OWNER, inputs(3), { respondAsync: true, handover: NEVER });
-    expect(outcome).toMatchObject({ kind: "accepted", job: { status: "enqueued", counts: { pending: 3 } } });
+    const job = await imports.enqueue(OWNER, inputs(3));
+    expect(job).toMatchObject({ status: "enqueued", counts: { pending: 3 } });
     // Woken, not by the poll: the fake clock never moved.
     await waitUntil(() => jobs.jobs[0]?.status === "succeeded");
-    expect((await imports.get(OWNER, outcome.job.id)).counts).toMatchObject({ created: 3, pending: 0 });
+    expect((await imports.get(OWNER, job.id)).counts).toMatchObject({ created: 3, pending: 0 });
     await stop();
   });
 
   test("a worker that stalls past its lease loses the job to another; back, it stores nothing twice", async () => {
     const { worker, embedder, clock, jobs, products, events } = setup();
     const first = worker();
-    const { job } = await first.submit(OWNER, inputs(3), { respondAsync: true, handover: NEVER });
+    const job = await first.enqueue(OWNER, inputs(3));
     const stopFirst = running(first);
     (await embedder.next()).pass(); // items 0 and 1, stored
     const stalled = await embedder.next(); // item 2: the first worker hangs here, renewing nothing
@@ -183,7 +240,7 @@ describe("jobs worked by the worker loop", () => {
   test("stopping (a restart) releases the job under way; the next worker resumes it from what is pending", async () => {
     const { worker, embedder, jobs, products } = setup();
     const before = worker();
-    const { job } = await before.submit(OWNER, inputs(4), { respondAsync: true, handover: NEVER });
+    const job = await before.enqueue(OWNER, inputs(4));
     running(before);
     (await embedder.next()).pass();
     await embedder.next();
@@ -205,7 +262,7 @@ describe("jobs worked by the worker loop", () => {
     const { imports, embedder, jobs, products, events } = setup();
     embedder.openAll();
     jobs.failCommits = 1;
-    const { job } = await imports.submit(OWNER, inputs(3), { respondAsync: true, handover: NEVER });
+    const job = await imports.enqueue(OWNER, inputs(3));
     const stop = running(imports);
     await waitUntil(() => jobs.jobs[0]?.status === "succeeded");
     await stop();
@@ -214,17 +271,40 @@ describe("jobs worked by the worker loop", () => {
     expect(products.products).toHaveLength(3);
   });
 
+  test("a job's chunks follow its pace: the first chunkSize, then what it stores per chunkPaceMs (16 to 512)", async () => {
+    const sizes = async (msPerCall: number) => {
+      const { imports, embedder, clock, jobs } = setup({ chunkSize: 2, chunkPaceMs: 4_000 });
+      await imports.enqueue(OWNER, inputs(600));
+      const stop = running(imports);
+      const calls: number[] = [];
+      while (calls.reduce((sum, size) => sum + size, 0) < 600) {
+        const call = await embedder.next();
+        calls.push(call.texts.length);
+        clock.advance(msPerCall);
+        call.pass();
+      }
+      await waitUntil(() => jobs.jobs[0]?.status === "succeeded");
+      await stop();
+      return calls;
+    };
+    // Instant: the third chunk (cut once the first is stored) is as large as it may be.
+    expect(await sizes(0)).toEqual([2, 2, 512, 84]);
+    // 2 items per 2 s stored when the third is cut: 4 s of them is 4 items, the least is 16.
+    expect((await sizes(1_000)).slice(0, 4)).toEqual([2, 2, 16, 16]);
+  });
+
   test("finished jobs are deleted once their retention has passed; unfinished ones are kept", async () => {
     const { imports, embedder, clock, jobs } = setup();
     embedder.openAll();
-    const done = await imports.submit(OWNER, inputs(1), { respondAsync: false, handover: NEVER });
+    const done = await imports.submit(OWNER, inputs(3), { handover: NEVER, signal: NEVER });
+    if (!done.job) throw new Error("expected a job");
     clock.advance(SETTINGS.retentionMs - 1);
     embedder.open = false;
-    const waiting = await imports.submit(OWNER, inputs(1), { respondAsync: true, handover: NEVER });
+    const waiting = await imports.enqueue(OWNER, inputs(1));
     clock.advance(2);
     const stop = running(imports);
     await embedder.next(); // the worker is on the unfinished job: the prune has run
-    expect(jobs.jobs.map((job) => job.id)).toEqual([waiting.job.id]);
+    expect(jobs.jobs.map((job) => job.id)).toEqual([waiting.id]);
     expect(imports.get(OWNER, done.job.id)).rejects.toBeInstanceOf(JobNotFound);
     await stop();
   });

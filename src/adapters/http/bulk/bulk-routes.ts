@@ -80,9 +80,11 @@ export function bulkRoutes({ importJobs, limits, requestTimeoutMs, auth, rateLim
         const items = await readBulkItems(request, limits);
         await spendRateLimit(importCost(items.length));
         const respondAsync = prefersRespondAsync(headers.prefer);
-        // The request's own work stops once its time nears its end, or its client goes away.
-        const handover = AbortSignal.any([signal, AbortSignal.timeout(Math.max(0, timeLeftMs() - margin))]);
-        const outcome = await importJobs.submit(owner, items, { respondAsync, handover });
+        // The request's own work stops once its time nears its end (or its client goes away).
+        const handover = AbortSignal.timeout(Math.max(0, timeLeftMs() - margin));
+        const outcome = respondAsync
+          ? { kind: "accepted" as const, job: await importJobs.enqueue(owner, items) }
+          : await importJobs.submit(owner, items, { handover, signal });
         if (outcome.kind === "finished") return { items: outcome.report.items, counts: outcome.report.counts };
         set.headers.location = jobPath(outcome.job.id);
         if (respondAsync) set.headers["preference-applied"] = "respond-async";

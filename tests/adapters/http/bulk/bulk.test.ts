@@ -125,7 +125,10 @@ describe("POST /products/bulk as a job", () => {
 
   test("past its deadline a bulk is a job, accounted for item by item: what was stored before is in it", async () => {
     // 1 s of budget: the request hands over at 750 ms; 10 items embedded 2 at a time, 200 ms each, take 1 s.
-    const h = await createHarness({ settings: { requestTimeoutMs: 1_000 }, jobSettings: { chunkSize: 2 } });
+    const h = await createHarness({
+      settings: { requestTimeoutMs: 1_000 },
+      jobSettings: { chunkSize: 2, chunkPaceMs: 0 },
+    });
     h.embedder.delayMs = 200;
     const accepted = await h.call("POST", "/products/bulk", { token: h.token, json: numbered(10) });
     expect(accepted.status).toBe(202);
@@ -145,6 +148,22 @@ describe("POST /products/bulk as a job", () => {
         .map((product) => product.name)
         .sort(),
     );
+  });
+
+  test("a small bulk that cannot be stored in time becomes a job whole: nothing of it was stored before", async () => {
+    const h = await createHarness({ settings: { requestTimeoutMs: 1_000 } });
+    h.embedder.delayMs = 5_000; // past the handover, 750 ms in; the wait is cancelled then
+    const accepted = await h.call("POST", "/products/bulk", { token: h.token, json: numbered(2) });
+    expect(accepted.status).toBe(202);
+    expect(accepted.json).toMatchObject({ status: "enqueued", counts: { created: 0, pending: 2 } });
+    expect(h.products.products).toEqual([]);
+
+    h.embedder.delayMs = 0;
+    const stop = worker(h);
+    const job = await finished(h, accepted.headers.get("location") as string);
+    await stop();
+    expect(job.counts).toMatchObject({ created: 2, pending: 0 });
+    expect(h.products.products).toHaveLength(2);
   });
 
   test("its cost is one unit of the write budget per 100 items; one that does not fit is 429 and stores nothing", async () => {

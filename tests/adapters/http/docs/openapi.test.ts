@@ -190,7 +190,7 @@ describe("every answer the service gives is documented for its operation, with a
       "/products/bulk",
       (h) => h.call("POST", "/products/bulk", { token: h.token, json: [SHOES], headers: { prefer: "respond-async" } }),
     ],
-    // Job 1 is the first bulk import's, above.
+    // Job 1 is the one asked for with respond-async, above (smaller imports answered at once have none).
     ["GET", "/jobs/{id}", (h) => h.call("GET", "/jobs/1", { token: h.token })],
     ["GET", "/jobs/{id}", (h) => h.call("GET", "/jobs/1")],
     ["GET", "/jobs/{id}", (h) => h.call("GET", "/jobs/999", { token: h.token })],

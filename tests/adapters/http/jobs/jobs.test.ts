@@ -1,11 +1,14 @@
-/** GET /jobs/{id}: an import's job, for the caller who sent it only, its report by pages. */
+/**
+ * GET /jobs/{id}: an import's job, for the caller who sent it only, its report by pages. Chunks of
+ * one item here: an import of several is stored as a job even when it finishes in its request.
+ */
 import { describe, expect, test } from "bun:test";
 import { LAPTOP, MOUSE } from "../catalogue-fixtures.ts";
 import { createHarness } from "../harness.ts";
 
 describe("GET /jobs/{id}", () => {
   test("the job of an import that finished in its request: status, counts, times and its report", async () => {
-    const h = await createHarness();
+    const h = await createHarness({ jobSettings: { chunkSize: 1 } });
     const imported = await h.call("POST", "/products/bulk", { token: h.token, json: [LAPTOP, { name: "x" }, MOUSE] });
     expect(imported.status).toBe(200);
     const job = await h.call("GET", "/jobs/1", { token: h.token });
@@ -25,7 +28,7 @@ describe("GET /jobs/{id}", () => {
   });
 
   test("a large report comes in pages: limit, and cursor from next_cursor", async () => {
-    const h = await createHarness();
+    const h = await createHarness({ jobSettings: { chunkSize: 1 } });
     await h.call("POST", "/products/bulk", { token: h.token, json: [LAPTOP, MOUSE, LAPTOP, MOUSE, LAPTOP] });
     const indexes: number[] = [];
     let path = "/jobs/1?limit=2";
@@ -44,8 +47,8 @@ describe("GET /jobs/{id}", () => {
   });
 
   test("belongs to its caller: another user gets 404, as for a job that does not exist; no token, 401", async () => {
-    const h = await createHarness();
-    await h.call("POST", "/products/bulk", { token: h.token, json: [LAPTOP] });
+    const h = await createHarness({ jobSettings: { chunkSize: 1 } });
+    await h.call("POST", "/products/bulk", { token: h.token, json: [LAPTOP, MOUSE] });
     const other = await h.tokenOf("bea");
     const foreign = await h.call("GET", "/jobs/1", { token: other });
     const missing = await h.call("GET", "/jobs/2", { token: h.token });
@@ -57,7 +60,7 @@ describe("GET /jobs/{id}", () => {
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get("www-authenticate")).toBe("Bearer");
     // The other user's own imports are theirs.
-    await h.call("POST", "/products/bulk", { token: other, json: [MOUSE] });
+    await h.call("POST", "/products/bulk", { token: other, json: [MOUSE], headers: { prefer: "respond-async" } });
     expect((await h.call("GET", "/jobs/2", { token: other })).status).toBe(200);
     expect((await h.call("GET", "/jobs/2", { token: h.token })).status).toBe(404);
   });
