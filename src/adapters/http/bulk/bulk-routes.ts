@@ -62,9 +62,9 @@ export function prefersRespondAsync(header: string | undefined): boolean {
  * validated and reported by its position. Takes "products.write" and one unit of the write budget
  * per 100 products (spent once the body is read, before anything is stored: 429 when the units do
  * not fit). The body is read as a stream by the handler, so nothing of it is read before the auth
- * check. The import is a job (domain/import-jobs.ts): it answers 200 with the report when it is done
- * within the request's time, else 202 with the job (Location: /jobs/{id}) once that time nears its
- * end; `Prefer: respond-async` asks for the 202 at once.
+ * check. The import answers 200 with the report when it is done within the request's time, else it
+ * becomes a job (domain/import-jobs.ts) and answers 202 with it (Location: /jobs/{id}) once that time
+ * nears its end; `Prefer: respond-async` asks for the 202 at once.
  */
 export function bulkRoutes({ importJobs, limits, requestTimeoutMs, auth, rateLimits }: BulkRoutesDeps) {
   const margin = handoverMarginMs(requestTimeoutMs);
@@ -164,9 +164,9 @@ export function bulkRoutes({ importJobs, limits, requestTimeoutMs, auth, rateLim
             "(application/json) o JSON Lines (application/x-ndjson). Cada elemento se valida y se informa por su " +
             "posición: created, updated, unchanged o failed (con el motivo). Con sku, el producto se crea o se " +
             "actualiza por él, y solo se vuelve a calcular el embedding si cambian el nombre o la descripción.\n\n" +
-            "Toda importación es un trabajo guardado: si termina a tiempo, la respuesta es 200 con el informe; si " +
-            "no, poco antes del tiempo máximo de la petición responde 202 con el trabajo (Location: /jobs/{id}) y " +
-            "sigue en segundo plano, desde el primer producto no guardado (también tras un reinicio). Con " +
+            "Si termina a tiempo, la respuesta es 200 con el informe; si no, poco antes del tiempo máximo de la " +
+            "petición responde 202 con un trabajo (Location: /jobs/{id}) que ya contiene lo guardado y sigue en " +
+            "segundo plano desde el primer producto no guardado (también tras un reinicio). Con " +
             "`Prefer: respond-async` responde 202 en seguida.\n\n" +
             `Cuesta una unidad del cupo de escrituras por cada ${IMPORT_ITEMS_PER_UNIT} productos (o fracción), ` +
             "como mucho el cupo entero; si no caben en lo que queda, 429 y no se guarda nada.",
