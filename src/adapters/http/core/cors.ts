@@ -11,14 +11,21 @@ export const CORS_EXPOSED_HEADERS = [
   "X-Request-Id",
   "Idempotent-Replayed",
   "WWW-Authenticate",
+  // A bulk import that became a job: where to follow it, and whether Prefer: respond-async was heeded.
+  "Location",
+  "Preference-Applied",
 ];
 
-/** What it may send: the token, JSON, our own request headers, and the id an event stream resumes from. */
+/**
+ * What it may send: the token, JSON, our own request headers, the id an event stream resumes from,
+ * and Prefer (respond-async: a bulk import answered as a job at once).
+ */
 export const CORS_ALLOWED_HEADERS = [
   "Authorization",
   "Content-Type",
   "Idempotency-Key",
   "Last-Event-ID",
+  "Prefer",
   "X-Request-Id",
 ];
 export const CORS_ALLOWED_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];
