@@ -162,19 +162,19 @@ const NOT_PROCESSED = "No se procesó";
 
 /**
  * ImportJobs: a bulk import as a job that survives its request and its process, like Meilisearch's
- * tasks. Every import is stored first, each item with its validated product (or its validation
- * failure), and then worked a chunk at a time by ImportProducts: each chunk's products are written
- * in the same transaction as their items' results, under the lease of the one worker holding the
- * job. So whatever stops a job (its request handing it over, a restart, a crash), every item is
- * either stored with its result or still pending, never both, never twice; the next worker resumes
- * from the pending ones.
+ * tasks. A job is stored first, each item with its validated product (or its validation failure),
+ * and then worked a chunk at a time by ImportProducts: each chunk's products are written in the
+ * same transaction as their items' results, under the lease of the one worker holding the job. So
+ * whatever stops a job (its request handing it over, a restart, a crash), every item is either
+ * stored with its result or still pending, never both, never twice; the next worker resumes from
+ * the pending ones.
  *
- * `submit` works the import in its request until done (the report, as before jobs) or until the
- * request hands it over (`handover`); `enqueue` (`Prefer: respond-async`) makes it a job at once. An import whose
- * valid items fit one chunk is worked without a job first (it is written whole or not at all), and
- * becomes one only when it is handed over. `run` is the
- * worker loop `serve` runs: it claims the oldest job no live lease holds, works it, and waits
- * (timers port) when there is none; it also deletes finished jobs past their retention.
+ * `submit` works an import in its request until done (the report, as before jobs) or until the
+ * request hands it over (`handover`): an import whose valid items fit one chunk is worked without a
+ * job (it is written whole or not at all) and becomes one only then; a larger one is a job from the
+ * start. `enqueue` (`Prefer: respond-async`) makes it a job at once. `run` is the worker loop `serve`
+ * runs: it claims the oldest job no live lease holds, works it, and waits (Timers port) when there
+ * is none; it also deletes finished jobs past their retention.
  */
 export class ImportJobs {
   private readonly settings: ImportJobSettings;
