@@ -14,8 +14,8 @@ import { MemoryRateLimitCounters } from "../adapters/in-process/rate-limit-count
 import { openPglite } from "../adapters/pglite/pglite-client.ts";
 import { PostgresDatabaseHealth } from "../adapters/postgres/database-health.ts";
 import { SqlEmbeddingSpace } from "../adapters/postgres/embedding-space.ts";
-import { PrimaryWatch } from "../adapters/postgres/primary-watch.ts";
 import { PostgresImportJobRepository } from "../adapters/postgres/import-job-repository.ts";
+import { PrimaryWatch } from "../adapters/postgres/primary-watch.ts";
 import { PostgresProductRepository } from "../adapters/postgres/product-repository.ts";
 import { PostgresQueryEmbeddingCache } from "../adapters/postgres/query-embedding-cache.ts";
 import { PostgresRateLimitCounters } from "../adapters/postgres/rate-limit-counters.ts";

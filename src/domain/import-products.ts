@@ -208,7 +208,7 @@ export class ImportProducts {
         if (!(error instanceof DomainError)) throw error;
         // A database that takes no writes (a standby) before anything was written: the request
         // itself is refused (503), as every other write is.
-        if (error instanceof DatabaseReadOnly && i === 0) throw error;
+        if (error instanceof DatabaseReadOnly && start === 0) throw error;
         // The embedder or the database failed: nothing of this chunk or any later one was written.
         stoppedBy = error;
         const detail = `No se guardó: ${error.message}`;
@@ -295,10 +295,7 @@ export class ImportProducts {
     }
     return commit(
       writes.map(({ write }) => write),
-      (written) => [
-        ...unchanged,
-        ...writes.flatMap(({ plan }, i) => outcomesOf(plan, written[i] as BulkWriteOutcome)),
-      ],
+      (written) => [...unchanged, ...writes.flatMap(({ plan }, i) => outcomesOf(plan, written[i] as BulkWriteOutcome))],
     );
   }
 }
