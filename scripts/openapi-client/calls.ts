@@ -26,6 +26,7 @@ export function everyOperation(baseUrl: string, login: { username: string; passw
   const text = createClient<paths, "text/plain">({ baseUrl });
   let token = "";
   let productId = 0;
+  let jobId = 0;
   const authorized = () => ({ Authorization: `Bearer ${token}` });
   const product = { name: "Cafetera espresso", description: "Cafetera de 15 bares", category: "cocina" };
 
@@ -103,8 +104,34 @@ export function everyOperation(baseUrl: string, login: { username: string; passw
       },
     },
     "/products/bulk": {
-      post: () =>
-        client.POST("/products/bulk", { headers: authorized(), body: [product, { ...product, sku: "CAF-16" }] }),
+      post: async () => {
+        const sent = { body: [product, { ...product, sku: "CAF-16" }] };
+        const { data } = await client.POST("/products/bulk", { headers: authorized(), ...sent });
+        const counts: number | undefined = data?.counts.created;
+        // A job at once (202 with its Location): followed below.
+        const job = await client.POST("/products/bulk", {
+          headers: { ...authorized(), prefer: "respond-async" },
+          ...sent,
+        });
+        if (job.data && "status" in job.data) jobId = job.data.id;
+        return [counts, job.response.headers.get("Location")];
+      },
+    },
+    "/jobs/{id}": {
+      get: async () => {
+        const { data } = await client.GET("/jobs/{id}", {
+          headers: authorized(),
+          params: { path: { id: jobId }, query: { limit: 100 } },
+        });
+        const next: string | null | undefined = data?.next_cursor;
+        const pending: number | undefined = data?.counts.pending;
+        return next
+          ? client.GET("/jobs/{id}", {
+              headers: authorized(),
+              params: { path: { id: jobId }, query: { cursor: next } },
+            })
+          : pending;
+      },
     },
     "/metrics": {
       get: () => text.GET("/metrics", { headers: { Authorization: `Bearer ${metricsToken}` }, parseAs: "text" }),

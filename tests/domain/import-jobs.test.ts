@@ -293,6 +293,29 @@ describe("jobs worked by the worker loop", () => {
     expect((await sizes(1_000)).slice(0, 4)).toEqual([2, 2, 16, 16]);
   });
 
+  test("while the database takes no writes (standbys only) the worker does not look for work", async () => {
+    const { clock, timers, products, jobs, embedder } = setup();
+    let writable = false;
+    const imports = new ImportJobs({
+      jobs,
+      importProducts: new ImportProducts({ products, embedder }),
+      clock,
+      timers,
+      settings: SETTINGS,
+      writable: async () => writable,
+    });
+    embedder.openAll();
+    const job = await imports.enqueue(OWNER, inputs(2));
+    const stop = running(imports);
+    expect(await timers.nextSleep()).toBe(SETTINGS.pollMs);
+    expect(jobs.jobs[0]?.status).toBe("enqueued");
+    writable = true;
+    await timers.advance(SETTINGS.pollMs);
+    await waitUntil(() => jobs.jobs[0]?.status === "succeeded");
+    await stop();
+    expect((await imports.get(OWNER, job.id)).counts.created).toBe(2);
+  });
+
   test("finished jobs are deleted once their retention has passed; unfinished ones are kept", async () => {
     const { imports, embedder, clock, jobs } = setup();
     embedder.openAll();

@@ -6,11 +6,13 @@ import { INVALID_CURSOR } from "../../../domain/manage-products.ts";
 import type { AuthMacro } from "../auth/auth-macro.ts";
 import { fieldDetail, HttpProblem } from "../core/errors.ts";
 import { requestContext } from "../core/request-context.ts";
-import { answers, documented, problem, UNAVAILABLE } from "../core/route-docs.ts";
+import { answers, documented, documentedAs, problem, UNAVAILABLE } from "../core/route-docs.ts";
 import { ImportJobReportSchema, JOB_EXAMPLE, jobView, REPORT_ITEM_EXAMPLE } from "./job-schemas.ts";
 
 /** Results per page of a job's report: the largest import (BULK_MAX_ITEMS' default) fits one page. */
 export const REPORT_LIMIT = { min: 1, max: 5_000, default: 1_000 } as const;
+
+const LIMIT_DESCRIPTION = `Resultados por página, de ${REPORT_LIMIT.min} a ${REPORT_LIMIT.max} (por defecto ${REPORT_LIMIT.default})`;
 
 const INVALID_LIMIT = fieldDetail.invalid("limit", {
   type: "integer",
@@ -18,15 +20,25 @@ const INVALID_LIMIT = fieldDetail.invalid("limit", {
   maximum: REPORT_LIMIT.max,
 });
 
-const JobIdParams = t.Object({ id: t.String({ description: "El id de la importación (entero positivo)" }) });
+const JobIdParams = t.Object({
+  id: documentedAs(t.String({ description: "El id de la importación (entero positivo)" }), {
+    type: "integer",
+    minimum: 1,
+    description: "El id de la importación (el de la respuesta 202, o su Location)",
+  }),
+});
 
 const ReportQuery = t.Object(
   {
     // Whole and in range is checked by the handler: Elysia's own check of a query number's range or
     // multipleOf reports no field name (its error's path is empty), so its 422 could not name it.
     limit: t.Optional(
-      t.Numeric({
-        description: `Resultados por página, de ${REPORT_LIMIT.min} a ${REPORT_LIMIT.max} (por defecto ${REPORT_LIMIT.default})`,
+      documentedAs(t.Numeric({ description: LIMIT_DESCRIPTION }), {
+        type: "integer",
+        minimum: REPORT_LIMIT.min,
+        maximum: REPORT_LIMIT.max,
+        default: REPORT_LIMIT.default,
+        description: LIMIT_DESCRIPTION,
       }),
     ),
     cursor: t.Optional(t.String({ maxLength: 100, description: "El next_cursor de la página anterior" })),
