@@ -82,9 +82,9 @@ describe("memory counters", () => {
     const key = freshKey();
     await counters.hit(key, 1_000);
     clock.advance(999);
-    expect(await counters.hit(key, 1_000)).toEqual({ hits: 2, resetMs: 1 });
+    expect(await counters.hit(key, 1_000)).toEqual({ hits: 2, resetMs: 1, counted: true });
     clock.advance(1);
-    expect(await counters.hit(key, 1_000)).toEqual({ hits: 1, resetMs: 1_000 });
+    expect(await counters.hit(key, 1_000)).toEqual({ hits: 1, resetMs: 1_000, counted: true });
   });
 
   test("keep at most maxKeys keys, dropping ended windows first, then the oldest", async () => {
