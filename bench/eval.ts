@@ -35,6 +35,7 @@ import { SEARCH_MODES, type SearchMode } from "../src/domain/hybrid-ranking.ts";
 import type { Vector } from "../src/domain/vector.ts";
 import type { EmbeddingPurpose } from "../src/ports/embedder.ts";
 import type { Translation } from "../src/ports/translator.ts";
+import { seededRandom } from "../tests/support/seeded-random.ts";
 
 interface EvalProduct {
   id: number;
@@ -113,36 +114,6 @@ function mean(rows: readonly Scores[]): Scores {
 function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-}
-
-/** A deterministic PRNG (mulberry32), uniform in [0, 1): the same seed, the same typos and gibberish. */
-function seededRandom(start: number): () => number {
-  let state = start >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const LETTERS = "abcdefghijklmnopqrstuvwxyz";
-
-/** The query with one letter of one of its words of 4+ letters replaced by another letter (case kept). */
-export function withTypo(query: string, random: () => number): string {
-  const words = [...query.matchAll(/\p{L}{4,}/gu)];
-  if (words.length === 0) return query;
-  const word = words[Math.floor(random() * words.length)] as RegExpExecArray;
-  const letters = [...word[0]];
-  const at = Math.floor(random() * letters.length);
-  const old = letters[at] as string;
-  const choices = [...LETTERS].filter((letter) => letter !== old.toLowerCase());
-  const letter = choices[Math.floor(random() * choices.length)] as string;
-  letters[at] = old === old.toUpperCase() ? letter.toUpperCase() : letter;
-  const start = word.index as number;
-  // Code units before the word, then the word's new letters (an accented letter is one code unit here).
-  return `${query.slice(0, start)}${letters.join("")}${query.slice(start + word[0].length)}`;
 }
 
 const KEYBOARD_ROWS = ["qwertyuiop", "asdfghjkl", "zxcvbnm"];
