@@ -116,6 +116,24 @@ function percentile(values: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 }
 
+const LETTERS = "abcdefghijklmnopqrstuvwxyz";
+
+/** The query with one letter of one of its words of 4+ letters replaced by another letter (case kept). */
+export function withTypo(query: string, random: () => number): string {
+  const words = [...query.matchAll(/\p{L}{4,}/gu)];
+  if (words.length === 0) return query;
+  const word = words[Math.floor(random() * words.length)] as RegExpExecArray;
+  const letters = [...word[0]];
+  const at = Math.floor(random() * letters.length);
+  const old = letters[at] as string;
+  const choices = [...LETTERS].filter((letter) => letter !== old.toLowerCase());
+  const letter = choices[Math.floor(random() * choices.length)] as string;
+  letters[at] = old === old.toUpperCase() ? letter.toUpperCase() : letter;
+  const start = word.index as number;
+  // Code units before the word, then the word's new letters (an accented letter is one code unit here).
+  return `${query.slice(0, start)}${letters.join("")}${query.slice(start + word[0].length)}`;
+}
+
 const KEYBOARD_ROWS = ["qwertyuiop", "asdfghjkl", "zxcvbnm"];
 
 /** Queries of one to three made-up words: keyboard runs ("asdf", "qwerty") and random letters ("xqzv"). */
