@@ -1,0 +1,89 @@
+/**
+ * The two servers bench/http.ts compares, in one process (started by it; not run by hand):
+ *
+ * - the service, as `serve` wires it (createHttpService: Elysia, auth, rate limits, the query
+ *   cache, logging at LOG_LEVEL to stdout, metrics when configured), configured from the
+ *   environment bench/http.ts gives it, with a fake embedder;
+ * - a bare `Bun.serve` handler that parses the body and runs the same search use case over the
+ *   same repository, the same pool and the same fake embedder and generator, and answers the same
+ *   JSON: no auth, no cache, no log, no framework. What the service costs beyond it is its HTTP layer.
+ *
+ * It tells its parent the two ports over IPC and answers `{cpu: true}` with this process's CPU time.
+ */
+
+import { scoredView } from "../src/adapters/http/search/search-schemas.ts";
+import { loadConfig, secretsOf } from "../src/app/config.ts";
+import { createHttpService } from "../src/app/http-service.ts";
+import { createLogger } from "../src/app/logger.ts";
+import { SearchAndRecommend, type SearchRequest } from "../src/domain/search-and-recommend.ts";
+import type { Vector } from "../src/domain/vector.ts";
+import type { Embedder } from "../src/ports/embedder.ts";
+import { loadCatalogue, SyntheticSpace, seedOf } from "./vectors.ts";
+
+export const FAKE_MODEL = "bench-http-fake";
+
+/** Query vectors near the catalogue's clusters, picked by a hash of the text: computing one is not what is measured. */
+export class BankEmbedder implements Embedder {
+  readonly model = FAKE_MODEL;
+  private readonly bank: number[][];
+
+  constructor(readonly dimension: number) {
+    const space = new SyntheticSpace(loadCatalogue(), dimension);
+    this.bank = Array.from({ length: 256 }, (_, i) => space.query(i));
+  }
+
+  async embed(texts: readonly string[]): Promise<Vector[]> {
+    // A copy each time, as a provider's answer is a new array.
+    return texts.map((text) => [...(this.bank[seedOf(text) % this.bank.length] as number[])]);
+  }
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const dimension = Number(process.env.BENCH_DIMENSION);
+  const embedder = new BankEmbedder(dimension);
+  // As `serve` makes it.
+  const log = createLogger(config.logLevel, secretsOf(config), { buffered: true });
+  const service = await createHttpService(config, log, { embedder });
+  const server = service.app.listen({ hostname: "127.0.0.1", port: 0, reusePort: false });
+
+  // The bare handler: the same use case over the same repository (the same pool).
+  const search = new SearchAndRecommend({
+    products: await service.root.products(),
+    embedder,
+    generator: await service.root.generator(),
+    defaults: { mode: config.searchMode, alpha: config.hybridAlpha },
+  });
+  const bare = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      try {
+        const { query, recommendation, results, citedIds } = await search.execute(
+          (await request.json()) as SearchRequest,
+        );
+        return Response.json({ query, recommendation, results: results.map(scoredView), cited_ids: citedIds });
+      } catch (error) {
+        return Response.json({ detail: String(error) }, { status: 500 });
+      }
+    },
+  });
+
+  process.on("message", (message: { cpu?: boolean; stop?: boolean }) => {
+    if (message.cpu) {
+      const usage = process.cpuUsage();
+      process.send?.({ cpuMs: (usage.user + usage.system) / 1000 });
+    }
+    if (message.stop) {
+      void (async () => {
+        await bare.stop(true);
+        await service.app.stop();
+        await service.close();
+        process.exit(0);
+      })();
+    }
+  });
+  process.send?.({ servicePort: server.server?.port, barePort: bare.port });
+}
+
+if (import.meta.main) await main();

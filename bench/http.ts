@@ -1,0 +1,388 @@
+/**
+ * What the HTTP layer costs: the service against a bare `Bun.serve` handler that runs the same
+ * search (the same use case, SQL, pool, fake embedder and local generator) with nothing around it,
+ * side by side in one run, on a PostgreSQL server (DATABASE_URL).
+ *
+ * 1. In a schema of its own (`bench_http`, dropped before and after), `--products` products with
+ *    clustered `--dimension`-d vectors (bench/vectors.ts) are written and the vector index built,
+ *    as the service would have them.
+ * 2. One child process (bench/http-target.ts) serves both: the service as `serve` wires it, with the
+ *    settings of the environment (LOG_LEVEL info by default: logging on, to a file), the search rate
+ *    limit off (its default of 60 a minute would answer 429) and a fake embedder; and the bare handler.
+ * 3. A load generator in its own process (`--client wrk`, Debian's wrk, or `--client bun`, a
+ *    keep-alive fetch loop: bench/http-load.ts) sends POST /products/search with a query of its own
+ *    each time (so every search misses the query cache and embeds, and the service writes its
+ *    cache), at 1 and at 16 connections, `--seconds` each, service and bare in turn (alternating
+ *    which goes first), `--rounds` times; the figures are medians over the rounds.
+ *
+ * Run: `bun run bench:http [--quick] [--products 10000] [--dimension 3072] [--rounds 5]
+ *   [--seconds 5] [--client wrk|bun]` with DATABASE_URL (or `--database-url`) naming a database
+ *   where pgvector can be created. Prints the settings and, as its last line, one JSON object.
+ */
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
+import { prepareDatabase } from "../src/adapters/postgres/schema.ts";
+import { connectPostgres, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
+import { SqlVectorIndex } from "../src/adapters/postgres/vector-index.ts";
+import { contentDigest } from "../src/domain/product.ts";
+import { FAKE_MODEL } from "./http-target.ts";
+import { loadCatalogue, SyntheticSpace } from "./vectors.ts";
+
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: "boolean", default: false },
+    "database-url": { type: "string" },
+    products: { type: "string" },
+    dimension: { type: "string", default: "3072" },
+    rounds: { type: "string" },
+    seconds: { type: "string" },
+    client: { type: "string" },
+    keep: { type: "boolean", default: false },
+    profile: { type: "string" },
+  },
+});
+
+const QUICK = args.quick;
+const DATABASE_URL = args["database-url"] ?? process.env.DATABASE_URL;
+if (!DATABASE_URL) {
+  console.error("bench:http needs a PostgreSQL server: set DATABASE_URL (or --database-url)");
+  process.exit(2);
+}
+const PRODUCTS = Number(args.products ?? (QUICK ? 500 : 10_000));
+const DIMENSION = Number(args.dimension);
+const ROUNDS = Number(args.rounds ?? (QUICK ? 1 : 5));
+const SECONDS = Number(args.seconds ?? (QUICK ? 1 : 5));
+const CLIENT = args.client ?? (Bun.which("wrk") ? "wrk" : "bun");
+const CONCURRENCIES = [1, 16] as const;
+const SCHEMA = "bench_http";
+const PROJECT = resolve(import.meta.dir, "..");
+const out = (line: string) => console.log(line);
+
+const schemaUrl = (() => {
+  const url = new URL(DATABASE_URL);
+  url.searchParams.set("search_path", `${SCHEMA},public`);
+  return url.toString();
+})();
+
+// ---------------------------------------------------------------- the catalogue
+
+async function prepareCatalogue(): Promise<{ loadS: number; indexS: number } | "kept"> {
+  const admin = connectPostgres(DATABASE_URL as string, { maxConnections: 1 });
+  if (await keptCatalogue(admin)) {
+    await admin.close();
+    return "kept";
+  }
+  await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+  await admin.query(`CREATE SCHEMA ${SCHEMA}`);
+  await admin.close();
+  const db = connectPostgres(schemaUrl, { maxConnections: 2 });
+  try {
+    await prepareDatabase(db, { model: FAKE_MODEL, dimension: DIMENSION });
+    const space = new SyntheticSpace(loadCatalogue(), DIMENSION);
+    const products = new PostgresProductRepository(db, DIMENSION);
+    const loadStarted = performance.now();
+    for (let first = 0; first < PRODUCTS; first += 500) {
+      const rows = await Promise.all(
+        Array.from({ length: Math.min(500, PRODUCTS - first) }, async (_, i) => {
+          const text = space.text(first + i);
+          const product = {
+            name: `${text.name} #${first + i}`,
+            description: text.description,
+            category: text.category,
+          };
+          return {
+            kind: "insert" as const,
+            row: {
+              product,
+              embedding: Array.from(space.productLowRank(first + i)),
+              contentDigest: await contentDigest(product),
+            },
+          };
+        }),
+      );
+      await products.writeMany(rows);
+    }
+    const loadS = (performance.now() - loadStarted) / 1000;
+    const indexStarted = performance.now();
+    await new SqlVectorIndex(db, DIMENSION, { server: true }).build();
+    await db.query("ANALYZE products");
+    return { loadS, indexS: (performance.now() - indexStarted) / 1000 };
+  } finally {
+    await db.close();
+  }
+}
+
+/** With --keep, a catalogue left by a previous --keep run of the same size and dimension is used again. */
+async function keptCatalogue(admin: SqlClient): Promise<boolean> {
+  if (!args.keep) return false;
+  try {
+    const [row] = await admin.query<{ n: number | string; dimension: number | string }>(
+      `SELECT (SELECT count(*) FROM ${SCHEMA}.products) AS n, (SELECT dimension FROM ${SCHEMA}.embedding_space) AS dimension`,
+    );
+    return Number(row?.n) === PRODUCTS && Number(row?.dimension) === DIMENSION;
+  } catch {
+    return false;
+  }
+}
+
+async function dropSchema(): Promise<void> {
+  if (args.keep) return;
+  const admin = connectPostgres(DATABASE_URL as string, { maxConnections: 1 });
+  await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`).finally(() => admin.close());
+}
+
+// ---------------------------------------------------------------- the servers
+
+interface Target {
+  servicePort: number;
+  barePort: number;
+  cpuMs(): Promise<number>;
+  stop(): Promise<void>;
+  logFile: string;
+}
+
+const ADMIN = { username: "bench", password: "bench-http-password" };
+
+async function startTarget(dataDir: string): Promise<Target> {
+  const logFile = join(dataDir, "service.log");
+  let onMessage: (message: Record<string, number>) => void = () => {};
+  // --profile DIR: a CPU profile of the two servers (Bun's markdown form) written there at the end.
+  const profile = args.profile ? ["--cpu-prof-md", `--cpu-prof-dir=${resolve(args.profile)}`] : [];
+  const child = Bun.spawn(["bun", ...profile, join(PROJECT, "bench/http-target.ts")], {
+    cwd: PROJECT,
+    env: {
+      ...process.env,
+      DATABASE_URL: schemaUrl,
+      DATA_DIR: dataDir,
+      ADMIN_USERNAME: ADMIN.username,
+      ADMIN_PASSWORD: ADMIN.password,
+      JWT_SECRET: "bench-http-secret-of-at-least-32-bytes!",
+      SEARCH_RATE_LIMIT: "0",
+      VECTOR_INDEX: "off",
+      BENCH_DIMENSION: String(DIMENSION),
+    },
+    stdout: Bun.file(logFile),
+    stderr: "inherit",
+    ipc: (message) => onMessage(message),
+  });
+  const ports = await new Promise<Record<string, number>>((resolvePorts, reject) => {
+    onMessage = resolvePorts;
+    void child.exited.then((code) => reject(new Error(`bench/http-target.ts exited with ${code}`)));
+  });
+  return {
+    servicePort: ports.servicePort as number,
+    barePort: ports.barePort as number,
+    logFile,
+    cpuMs: () =>
+      new Promise((resolveCpu) => {
+        onMessage = (message) => resolveCpu(message.cpuMs as number);
+        child.send({ cpu: true });
+      }),
+    async stop() {
+      child.send({ stop: true });
+      await Promise.race([child.exited, Bun.sleep(10_000).then(() => child.kill())]);
+    },
+  };
+}
+
+async function login(port: number): Promise<string> {
+  const response = await fetch(`http://127.0.0.1:${port}/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(ADMIN),
+  });
+  if (!response.ok) throw new Error(`login: ${response.status} ${await response.text()}`);
+  return ((await response.json()) as { access_token: string }).access_token;
+}
+
+// ---------------------------------------------------------------- the load
+
+interface Load {
+  requests: number;
+  duration_us: number;
+  failures: number;
+  p50_us: number;
+  p95_us: number;
+  p99_us: number;
+}
+
+let runs = 0;
+async function load(port: number, concurrency: number, seconds: number, token: string): Promise<Load> {
+  const tag = `r${++runs}-${Date.now().toString(36)}`;
+  const command =
+    CLIENT === "wrk"
+      ? [
+          "wrk",
+          "-t1",
+          `-c${concurrency}`,
+          `-d${seconds}s`,
+          "-s",
+          join(PROJECT, "bench/http-load.lua"),
+          `http://127.0.0.1:${port}`,
+          "--",
+          tag,
+          token,
+        ]
+      : [
+          "bun",
+          join(PROJECT, "bench/http-load.ts"),
+          `http://127.0.0.1:${port}/products/search`,
+          String(concurrency),
+          String(seconds),
+          tag,
+          token,
+        ];
+  const child = Bun.spawn(command, { stdout: "pipe", stderr: "pipe" });
+  const [text, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+  const line = text
+    .trim()
+    .split("\n")
+    .findLast((candidate) => candidate.startsWith("{"));
+  if (code !== 0 || !line)
+    throw new Error(`load generator failed (${code}): ${text}${await new Response(child.stderr).text()}`);
+  return JSON.parse(line) as Load;
+}
+
+interface Measured {
+  rps: number;
+  p50Ms: number;
+  p95Ms: number;
+  cpuMsPerRequest: number;
+  failures: number;
+}
+
+async function measure(target: Target, which: "service" | "bare", concurrency: number, token: string) {
+  const port = which === "service" ? target.servicePort : target.barePort;
+  const cpuBefore = await target.cpuMs();
+  const result = await load(port, concurrency, SECONDS, which === "service" ? token : "");
+  const cpu = (await target.cpuMs()) - cpuBefore;
+  return {
+    rps: result.requests / (result.duration_us / 1e6),
+    p50Ms: result.p50_us / 1000,
+    p95Ms: result.p95_us / 1000,
+    cpuMsPerRequest: cpu / Math.max(1, result.requests),
+    failures: result.failures,
+  } satisfies Measured;
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+// ---------------------------------------------------------------- main
+
+const loadBefore = loadavg()[0] as number;
+out(
+  `bench:http: ${PRODUCTS} products × ${DIMENSION} dims (HNSW index), PostgreSQL ${new URL(DATABASE_URL).host}, ` +
+    `schema ${SCHEMA}; client ${CLIENT}; ${ROUNDS} rounds × ${SECONDS} s per target and concurrency ` +
+    `(${CONCURRENCIES.join(", ")}); queries all distinct (each misses the query cache)`,
+);
+out(
+  `service settings: LOG_LEVEL=${process.env.LOG_LEVEL ?? "info (default)"}, SEARCH_RATE_LIMIT=0, ` +
+    `QUERY_CACHE_SIZE=${process.env.QUERY_CACHE_SIZE ?? "default"}, QUERY_CACHE_DAYS=${process.env.QUERY_CACHE_DAYS ?? "default"}; ` +
+    `the rest as the environment has it. Load average at start: ${loadavg()
+      .map((n) => n.toFixed(2))
+      .join(" ")}`,
+);
+const prepared = await prepareCatalogue();
+out(
+  prepared === "kept"
+    ? `catalogue kept from a previous --keep run`
+    : `catalogue written in ${prepared.loadS.toFixed(1)} s, index built in ${prepared.indexS.toFixed(1)} s`,
+);
+
+const dataDir = mkdtempSync(join(tmpdir(), "sku-bench-http-"));
+const target = await startTarget(dataDir);
+const results: Record<string, Measured[]> = {};
+try {
+  const token = await login(target.servicePort);
+  // Warm-up: JIT, pool connections, plans.
+  for (const which of ["service", "bare"] as const)
+    await load(
+      which === "service" ? target.servicePort : target.barePort,
+      4,
+      QUICK ? 1 : 2,
+      which === "service" ? token : "",
+    );
+  for (let roundNo = 0; roundNo < ROUNDS; roundNo++) {
+    for (const concurrency of CONCURRENCIES) {
+      const order = roundNo % 2 === 0 ? (["service", "bare"] as const) : (["bare", "service"] as const);
+      for (const which of order) {
+        const measured = await measure(target, which, concurrency, token);
+        const key = `${which}_c${concurrency}`;
+        results[key] = [...(results[key] ?? []), measured];
+        out(
+          `round ${roundNo + 1} c=${concurrency} ${which.padEnd(7)} ${measured.rps.toFixed(0).padStart(6)} req/s, ` +
+            `p50 ${measured.p50Ms.toFixed(2)} ms, p95 ${measured.p95Ms.toFixed(2)} ms, ` +
+            `CPU ${measured.cpuMsPerRequest.toFixed(2)} ms/req${measured.failures ? `, ${measured.failures} failed` : ""}; ` +
+            `load ${(loadavg()[0] as number).toFixed(1)}`,
+        );
+      }
+    }
+  }
+} finally {
+  await target.stop();
+}
+const logBytes = statSync(target.logFile).size;
+rmSync(dataDir, { recursive: true, force: true });
+await dropSchema();
+
+const figure = (key: string, pick: (m: Measured) => number) => median((results[key] ?? []).map(pick));
+const summary: Record<string, number | string> = {};
+for (const c of CONCURRENCIES) {
+  summary[`service_rps_c${c}`] = round(
+    figure(`service_c${c}`, (m) => m.rps),
+    1,
+  );
+  summary[`bare_rps_c${c}`] = round(
+    figure(`bare_c${c}`, (m) => m.rps),
+    1,
+  );
+}
+for (const c of CONCURRENCIES) {
+  // The ratio of each round's pair, then the median: both halves of a pair ran under the same load.
+  const pairs = (results[`service_c${c}`] ?? []).map(
+    (m, i) => m.rps / ((results[`bare_c${c}`] ?? [])[i]?.rps ?? Number.NaN),
+  );
+  summary[`ratio_c${c}`] = round(median(pairs), 3);
+}
+for (const c of CONCURRENCIES) {
+  summary[`service_p50_ms_c${c}`] = round(
+    figure(`service_c${c}`, (m) => m.p50Ms),
+    3,
+  );
+  summary[`bare_p50_ms_c${c}`] = round(
+    figure(`bare_c${c}`, (m) => m.p50Ms),
+    3,
+  );
+  summary[`service_cpu_ms_per_request_c${c}`] = round(
+    figure(`service_c${c}`, (m) => m.cpuMsPerRequest),
+    3,
+  );
+  summary[`bare_cpu_ms_per_request_c${c}`] = round(
+    figure(`bare_c${c}`, (m) => m.cpuMsPerRequest),
+    3,
+  );
+}
+const failures = Object.values(results)
+  .flat()
+  .reduce((sum, m) => sum + m.failures, 0);
+Object.assign(summary, {
+  failures,
+  products: PRODUCTS,
+  dimension: DIMENSION,
+  rounds: ROUNDS,
+  seconds: SECONDS,
+  client: CLIENT,
+  log_bytes: logBytes,
+  load_average_start: round(loadBefore),
+  load_average_end: round(loadavg()[0] as number),
+});
+out(JSON.stringify(summary));
+if (failures > 0) process.exit(1);
