@@ -265,16 +265,17 @@ export class CompositionRoot {
     const { config, log } = this;
     if (config.queryCacheDays <= 0) return undefined;
     const [, pools, watch] = await Promise.all([this.store(), this.pools(), this.primaryWatch()]);
-    return this.once(
-      "queryCache",
-      async () =>
-        new PostgresQueryEmbeddingCache(pools, {
-          retentionDays: config.queryCacheDays,
-          maxRows: config.queryCacheMaxRows,
-          log: (event) => log.warn(event),
-          writable: () => watch === undefined || watch.state === "writable",
-        }),
-    );
+    return this.once("queryCache", async () => {
+      const cache = new PostgresQueryEmbeddingCache(pools, {
+        retentionDays: config.queryCacheDays,
+        maxRows: config.queryCacheMaxRows,
+        log: (event) => log.warn(event),
+        writable: () => watch === undefined || watch.state === "writable",
+      });
+      // Closed before the database (closers run newest first): what is queued is stored.
+      this.closers.push(() => cache.close());
+      return cache;
+    });
   }
 
   /**

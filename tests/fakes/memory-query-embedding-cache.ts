@@ -2,9 +2,14 @@ import { DatabaseUnavailable } from "../../src/domain/errors.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { QueryEmbeddingCache, QueryKey } from "../../src/ports/query-embedding-cache.ts";
 
-/** Query embeddings in a Map, never expiring. Set `down` to make every call fail with DatabaseUnavailable. */
+/**
+ * Query embeddings in a Map, never expiring. Set `down` to make every `get` fail with
+ * DatabaseUnavailable and every `put` be lost (counted in `lostPuts`), as a write-behind cache
+ * loses what it cannot store.
+ */
 export class MemoryQueryEmbeddingCache implements QueryEmbeddingCache {
   down = false;
+  lostPuts = 0;
   private readonly entries = new Map<string, Vector>();
 
   get size(): number {
@@ -17,10 +22,12 @@ export class MemoryQueryEmbeddingCache implements QueryEmbeddingCache {
     return vector ? [...vector] : null;
   }
 
-  async put(key: QueryKey, vector: Vector): Promise<void> {
-    this.checkUp();
-    this.entries.set(id(key), [...vector]);
+  put(key: QueryKey, vector: Vector): void {
+    if (this.down) this.lostPuts++;
+    else this.entries.set(id(key), [...vector]);
   }
+
+  async flush(): Promise<void> {}
 
   private checkUp(): void {
     if (this.down) throw new DatabaseUnavailable();

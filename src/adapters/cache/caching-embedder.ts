@@ -10,8 +10,9 @@ export interface CachingEmbedderOptions {
   shared?: QueryEmbeddingCache | undefined;
   /**
    * Receives one `query_cache` event per query looked up ({result: "hit", layer: "memory" |
-   * "database"} or {result: "miss"}), and `query_cache_failed` when the shared cache fails (the
-   * query is embedded anyway). Never the query itself.
+   * "database"} or {result: "miss"}), and `query_cache_failed` when reading the shared cache fails
+   * (the query is embedded anyway; the shared cache reports its own failures to store). Never the
+   * query itself.
    */
   log?: (event: Record<string, unknown>) => void;
 }
@@ -20,7 +21,8 @@ export interface CachingEmbedderOptions {
  * An embedder that remembers query embeddings: first in memory (LRU), then in the shared cache,
  * and only then asks the embedder. Documents are always embedded afresh. A vector is cached only
  * once it has passed the same checks as any other (length, finite, not zero), and a failing shared
- * cache never fails a search: it is skipped and logged.
+ * cache never fails a search: it is skipped and logged. The answer never waits for the shared
+ * cache to store a new vector: it is written behind (PostgresQueryEmbeddingCache).
  */
 export class CachingEmbedder implements Embedder {
   readonly model: string;
@@ -51,15 +53,13 @@ export class CachingEmbedder implements Embedder {
       purpose,
       signal,
     );
-    await Promise.all(
-      missing.map(async (index, position) => {
-        const vector = fresh[position];
-        vectors[index] = vector ?? null;
-        if (vector !== undefined && vectorProblem(vector, this.dimension) === null) {
-          await this.remember(keys[index] as QueryKey, vector);
-        }
-      }),
-    );
+    missing.forEach((index, position) => {
+      const vector = fresh[position];
+      vectors[index] = vector ?? null;
+      if (vector !== undefined && vectorProblem(vector, this.dimension) === null) {
+        this.remember(keys[index] as QueryKey, vector);
+      }
+    });
     // Whatever came back unusable is returned as is, for embedMany to reject.
     return vectors.map((vector) => vector ?? []);
   }
@@ -90,10 +90,11 @@ export class CachingEmbedder implements Embedder {
     }
   }
 
-  private async remember(key: QueryKey, vector: Vector): Promise<void> {
+  /** In memory at once; the shared cache stores it behind the answer (its `put` only queues it). */
+  private remember(key: QueryKey, vector: Vector): void {
     this.memory.set(memoryKey(key), vector);
     try {
-      await this.options.shared?.put(key, vector);
+      this.options.shared?.put(key, vector);
     } catch (error) {
       this.options.log?.({ event: "query_cache_failed", operation: "put", error });
     }

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { CachingEmbedder, normalizeQuery } from "../../../src/adapters/cache/caching-embedder.ts";
 import { LruCache } from "../../../src/lib/lru-cache.ts";
+import type { QueryEmbeddingCache } from "../../../src/ports/query-embedding-cache.ts";
 import { FakeEmbedder } from "../../fakes/fake-embedder.ts";
 import { MemoryQueryEmbeddingCache } from "../../fakes/memory-query-embedding-cache.ts";
 
@@ -72,8 +73,8 @@ describe("CachingEmbedder", () => {
     expect(events.map((event) => [event.event, event.operation ?? event.result])).toEqual([
       ["query_cache_failed", "get"],
       ["query_cache", "miss"],
-      ["query_cache_failed", "put"],
     ]);
+    expect(shared.lostPuts).toBe(1);
     // It is remembered in memory all the same.
     await caching.embed(["lámpara"], "query");
     expect(embedder.calls).toHaveLength(1);
@@ -95,6 +96,26 @@ describe("CachingEmbedder", () => {
       { event: "query_cache", result: "hit", layer: "memory" },
       { event: "query_cache", result: "hit", layer: "database" },
     ]);
+  });
+
+  test("the answer never waits for the shared cache to store the new vector", async () => {
+    const embedder = new FakeEmbedder(8);
+    const stored: string[] = [];
+    // A shared cache whose store never finishes (a database that hangs).
+    const hanging: QueryEmbeddingCache = {
+      get: async () => null,
+      put: (key) => {
+        stored.push(key.text);
+        return new Promise<void>(() => {});
+      },
+      flush: () => new Promise(() => {}),
+    };
+    const caching = new CachingEmbedder(embedder, { memoryEntries: 10, shared: hanging });
+    expect(await caching.embed(["Tetera"], "query")).toHaveLength(1);
+    expect(stored).toEqual(["tetera"]);
+    // The next identical query is answered from memory.
+    await caching.embed(["tetera"], "query");
+    expect(embedder.calls).toHaveLength(1);
   });
 
   test("with no memory entries, every repeat goes to the shared cache", async () => {
