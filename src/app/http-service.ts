@@ -24,6 +24,13 @@ import { jwtSecretFor, writeInitialAdminPassword } from "./secrets.ts";
 
 const MINUTE = 60_000;
 
+/**
+ * Verified tokens remembered per process: a request then costs neither the signature's check nor
+ * a read of its user. A change to users forgets them all at once (Authenticate); the age limit
+ * only bounds how long one lost notification could matter.
+ */
+const VERIFIED_TOKENS = { maxEntries: 10_000, maxAgeMs: 5 * MINUTE };
+
 export type HttpService = Awaited<ReturnType<typeof createHttpService>>;
 
 /**
@@ -114,6 +121,14 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     tokens,
     usernameThrottle: new LoginThrottle({ maxFailures: 5, windowMs: 15 * MINUTE, lockoutMs: 15 * MINUTE }, clock),
     addressThrottle: new LoginThrottle({ maxFailures: 50, windowMs: 15 * MINUTE, lockoutMs: 15 * MINUTE }, clock),
+    verifiedTokens: VERIFIED_TOKENS,
+    clock,
+  });
+  // A password change or removal by any process on the database ends remembered tokens when it
+  // commits (a notification); until the watch starts, or if it cannot, every token is verified.
+  const stopRememberingTokens = await authenticate.rememberVerifiedTokens().catch((error) => {
+    log.warn({ event: "token_memory_off", error });
+    return async () => {};
   });
   // The search translates its query once (translation.translator) and embeds the English through
   // this cache, so the cache keys on the text actually embedded.
@@ -177,6 +192,9 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     warmUp: async () => {
       if (embedder instanceof LocalEmbedder) await embedder.load();
     },
-    close: () => root.close(),
+    close: async () => {
+      await stopRememberingTokens();
+      await root.close();
+    },
   };
 }

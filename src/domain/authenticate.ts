@@ -1,3 +1,4 @@
+import { type Clock, systemClock } from "../ports/clock.ts";
 import type { PasswordHasher } from "../ports/password-hasher.ts";
 import type { TokenService } from "../ports/token-service.ts";
 import type { UserRepository } from "../ports/user-repository.ts";
@@ -29,6 +30,22 @@ export interface Deps {
   usernameThrottle: LoginThrottle;
   /** Failed logins per client address (one client trying many accounts); a looser policy. */
   addressThrottle: LoginThrottle;
+  /** Tokens found valid are remembered (see userForToken) while users' changes are watched; absent: never. */
+  verifiedTokens?: VerifiedTokenPolicy | undefined;
+  clock?: Clock | undefined;
+}
+
+export interface VerifiedTokenPolicy {
+  /** Most tokens remembered (the oldest are forgotten first). */
+  maxEntries: number;
+  /** Longest a token is trusted without being verified again, in ms (besides any user change ending it at once). */
+  maxAgeMs: number;
+}
+
+interface RememberedToken {
+  user: User;
+  /** Clock time past which it is verified again: its expiry, or maxAgeMs after its verification. */
+  until: number;
 }
 
 /**
@@ -38,8 +55,55 @@ export interface Deps {
  */
 export class Authenticate {
   private dummyHash: Promise<string> | undefined;
+  private readonly clock: Clock;
+  /** Tokens verified, while user changes are watched (`watching`); emptied at every change. */
+  private readonly verified = new Map<string, RememberedToken>();
+  private watching = false;
+  /** Grows at every user change: a verification begun before one is not remembered. */
+  private changes = 0;
+  /**
+   * What the changes heard say of each user: removed, or the lowest token version still valid. It
+   * holds even when the user's row is read from a standby that has not caught up.
+   */
+  private readonly heard = new Map<number, number | "removed">();
 
-  constructor(private readonly deps: Deps) {}
+  constructor(private readonly deps: Deps) {
+    this.clock = deps.clock ?? systemClock;
+  }
+
+  /**
+   * Starts remembering verified tokens, for as long as every change to users is heard of
+   * (UserRepository.watchChanges): a password change or a removal, committed by any process on
+   * the database, forgets every remembered token at once, so none outlives it; so does a lost
+   * watch. What a change says (the user removed, its new token version) is kept, so that a token
+   * it ended stays refused even when the user is then read from a standby not yet caught up.
+   * Without `verifiedTokens`, or where changes cannot be watched, nothing is remembered.
+   * Resolves with the function that stops it.
+   */
+  async rememberVerifiedTokens(): Promise<() => Promise<void>> {
+    if (!this.deps.verifiedTokens) return async () => {};
+    const forget = () => {
+      this.changes++;
+      this.verified.clear();
+    };
+    const stop = await this.deps.users.watchChanges(
+      (change) => {
+        if (change.userId !== null) {
+          this.heard.set(change.userId, "removed" in change ? "removed" : change.tokenVersion);
+        }
+        forget();
+      },
+      () => {
+        forget();
+        this.watching = true;
+      },
+    );
+    return async () => {
+      this.watching = false;
+      forget();
+      await stop();
+    };
+  }
 
   /** How long a token from login() stays valid, in seconds. */
   get tokenLifetimeSeconds(): number {
@@ -71,16 +135,42 @@ export class Authenticate {
     }
   }
 
-  /** The user a bearer token stands for; NotAuthenticated when the token is bad or the user is gone. */
+  /**
+   * The user a bearer token stands for; NotAuthenticated when the token is bad or the user is gone.
+   * A token verified a moment ago (rememberVerifiedTokens) is not verified again: its signature
+   * and its user's row were the same work at every request.
+   */
   async userForToken(token: string | undefined): Promise<User> {
     if (!token) throw new NotAuthenticated(TOKEN_REFUSALS.missing);
+    const now = this.clock.now();
+    const remembered = this.verified.get(token);
+    if (remembered !== undefined && now < remembered.until) return remembered.user;
+    const changesBefore = this.changes;
     const claims = await this.deps.tokens.verify(token);
     if (!claims) throw new NotAuthenticated(TOKEN_REFUSALS.invalid);
     const user = await this.deps.users.findById(claims.userId);
-    if (!user || user.username !== claims.username) throw new NotAuthenticated(TOKEN_REFUSALS.userGone);
+    const heard = this.heard.get(claims.userId);
+    if (!user || user.username !== claims.username || heard === "removed") {
+      throw new NotAuthenticated(TOKEN_REFUSALS.userGone);
+    }
     // A password change (or a re-created user) retires every token issued before it.
-    if (claims.tokenVersion !== user.tokenVersion) throw new NotAuthenticated(TOKEN_REFUSALS.passwordChanged);
+    if (claims.tokenVersion !== user.tokenVersion || (heard !== undefined && claims.tokenVersion < heard)) {
+      throw new NotAuthenticated(TOKEN_REFUSALS.passwordChanged);
+    }
+    // Not when a change was heard while it was verified: the row read may be from before it.
+    if (this.watching && this.deps.verifiedTokens && changesBefore === this.changes) {
+      this.remember(token, { user, until: Math.min(claims.expiresAt, now + this.deps.verifiedTokens.maxAgeMs) });
+    }
     return user;
+  }
+
+  private remember(token: string, entry: RememberedToken): void {
+    this.verified.delete(token);
+    if (this.verified.size >= (this.deps.verifiedTokens?.maxEntries ?? 0)) {
+      const oldest = this.verified.keys().next();
+      if (!oldest.done) this.verified.delete(oldest.value);
+    }
+    this.verified.set(token, entry);
   }
 
   private throttleChecks(attempt: LoginAttempt): { throttle: LoginThrottle; key: string }[] {

@@ -12,4 +12,20 @@ export interface UserRepository {
   count(): Promise<number>;
   /** Every user, by username (never their password hashes). */
   list(): Promise<UserSummary[]>;
+  /**
+   * Calls `onChange` once a password change or a removal is committed, by this process or any
+   * other on the database, and `onReady` each time it starts watching (at first, and again after
+   * changes may have been missed, e.g. its connection was lost and made again). Resolves with the
+   * function that stops it. `onReady` is never called where changes cannot be watched.
+   */
+  watchChanges(onChange: (change: UserChange) => void, onReady: () => void): Promise<() => Promise<void>>;
 }
+
+/**
+ * A change that ends tokens: the user's password changed (tokens of an older version end), the
+ * user was removed, or some change to unknown users (userId null: every remembered token is doubtful).
+ */
+export type UserChange =
+  | { userId: number; tokenVersion: number }
+  | { userId: number; removed: true }
+  | { userId: null };

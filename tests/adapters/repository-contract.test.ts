@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rm } from "node:fs/promises";
+import { JwtTokenService } from "../../src/adapters/http/auth/jwt-token-service.ts";
 import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
 import { PostgresDatabaseHealth } from "../../src/adapters/postgres/database-health.ts";
 import { SqlEmbeddingSpace } from "../../src/adapters/postgres/embedding-space.ts";
@@ -13,7 +14,9 @@ import {
 } from "../../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { PostgresUserRepository } from "../../src/adapters/postgres/user-repository.ts";
+import { Authenticate, TOKEN_REFUSALS } from "../../src/domain/authenticate.ts";
 import { DatabaseUnavailable, EmbeddingUnavailable, UserAlreadyExists } from "../../src/domain/errors.ts";
+import { LoginThrottle } from "../../src/domain/login-throttle.ts";
 import { embeddingText, type NewProduct, type Product } from "../../src/domain/product.ts";
 import { ReembedCatalogue, type ReembedOptions } from "../../src/domain/reembed-catalogue.ts";
 import type { Vector } from "../../src/domain/vector.ts";
@@ -22,6 +25,7 @@ import type { Embedder, EmbeddingPurpose } from "../../src/ports/embedder.ts";
 import type { AddResult, EmbeddedProduct, ProductRepository } from "../../src/ports/product-repository.ts";
 import type { QueryEmbeddingCache } from "../../src/ports/query-embedding-cache.ts";
 import type { UserRepository } from "../../src/ports/user-repository.ts";
+import { FakeClock } from "../fakes/fake-clock.ts";
 import { MemoryDatabaseHealth } from "../fakes/memory-database-health.ts";
 import { cosineSimilarity, MemoryProductRepository } from "../fakes/memory-product-repository.ts";
 import { MemoryQueryEmbeddingCache } from "../fakes/memory-query-embedding-cache.ts";
@@ -258,15 +262,18 @@ function repositoryContract(open: RepositoryFactory): void {
     const { queryCache } = await open(4);
     const key = { model: "m", dimension: 4, text: "cafetera italiana" };
     expect(await queryCache.get(key)).toBeNull();
-    await queryCache.put(key, [0.25, -1.5, 3, 1e-3]);
+    queryCache.put(key, [0.25, -1.5, 3, 1e-3]);
+    await queryCache.flush();
     expect(await queryCache.get(key)).toEqual([0.25, -1.5, 3, expect.closeTo(1e-3, 6)]);
     expect(await queryCache.get({ ...key, model: "other" })).toBeNull();
     expect(await queryCache.get({ ...key, dimension: 3 })).toBeNull();
     expect(await queryCache.get({ ...key, text: "cafetera" })).toBeNull();
-    await queryCache.put(key, [1, 2, 3, 4]); // a second put replaces the entry
+    queryCache.put(key, [1, 2, 3, 4]); // a second put replaces the entry
+    await queryCache.flush();
     expect(await queryCache.get(key)).toEqual([1, 2, 3, 4]);
     const long = { ...key, text: "ñ".repeat(1000) }; // longer than a btree entry may hold, as bytes
-    await queryCache.put(long, [1, 0, 0, 0]);
+    queryCache.put(long, [1, 0, 0, 0]);
+    await queryCache.flush();
     expect(await queryCache.get(long)).toEqual([1, 0, 0, 0]);
   });
 }
@@ -401,6 +408,51 @@ function databaseContract(db: TestDatabase): void {
     expect(cast?.half).toBe("[0.5,-1]");
   });
 
+  test("a password change or a removal committed by another connection ends the tokens a service remembers", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    const serviceUsers = new PostgresUserRepository(client);
+    const ana = await serviceUsers.create("ana", "hash");
+    const tokens = new JwtTokenService({ secret: "s".repeat(32), algorithm: "HS256", expireMinutes: 30 });
+    const clock = new FakeClock(Date.now());
+    const throttle = () => new LoginThrottle({ maxFailures: 5, windowMs: 60_000, lockoutMs: 60_000 }, clock);
+    const auth = new Authenticate({
+      users: serviceUsers,
+      hasher: { hash: async (p) => p, verify: async () => true },
+      tokens,
+      usernameThrottle: throttle(),
+      addressThrottle: throttle(),
+      verifiedTokens: { maxEntries: 10, maxAgeMs: 3_600_000 },
+      clock,
+    });
+    // Each change is awaited as the service hears it: the notification sent when it commits.
+    let heard = Promise.withResolvers<void>();
+    const watching = Promise.withResolvers<void>();
+    const stopWatching = await serviceUsers.watchChanges(
+      () => heard.resolve(),
+      () => watching.resolve(),
+    );
+    const stop = await auth.rememberVerifiedTokens();
+    await watching.promise;
+    const token = await tokens.issue({ userId: ana.id, username: "ana", tokenVersion: 0 });
+    expect((await auth.userForToken(token)).id).toBe(ana.id);
+    expect((await auth.userForToken(token)).id).toBe(ana.id); // remembered
+
+    const operator = new PostgresUserRepository(await db.another()); // `users reset-password`, elsewhere
+    await operator.updatePassword("ana", "new-hash");
+    await heard.promise;
+    await expect(auth.userForToken(token)).rejects.toThrow(TOKEN_REFUSALS.passwordChanged);
+
+    const fresh = await tokens.issue({ userId: ana.id, username: "ana", tokenVersion: 1 });
+    await auth.userForToken(fresh);
+    heard = Promise.withResolvers<void>();
+    await operator.remove("ana");
+    await heard.promise;
+    await expect(auth.userForToken(fresh)).rejects.toThrow(TOKEN_REFUSALS.userGone);
+    await stop();
+    await stopWatching();
+  });
+
   test("SQL errors are not mistaken for an unavailable database", async () => {
     const client = await db.fresh();
     const error = await client.query("SELECT * FROM no_such_table").catch((e: unknown) => e);
@@ -432,8 +484,9 @@ function databaseContract(db: TestDatabase): void {
     const cache = new PostgresQueryEmbeddingCache(client, { retentionDays: 7, maxRows: 1000 });
     const old = { model: "m", dimension: 2, text: "old" };
     const recent = { ...old, text: "recent" };
-    await cache.put(old, [1, 0]);
-    await cache.put(recent, [0, 1]);
+    cache.put(old, [1, 0]);
+    cache.put(recent, [0, 1]);
+    await cache.flush();
     await client.query("UPDATE query_embeddings SET created_at = now() - interval '8 days' WHERE embedding = '[1,0]'");
     expect(await cache.get(old)).toBeNull();
     expect(await cache.get(recent)).toEqual([0, 1]);
@@ -447,7 +500,8 @@ function databaseContract(db: TestDatabase): void {
     await prepareDatabase(client, space);
     const cache = new PostgresQueryEmbeddingCache(client, { retentionDays: 30, maxRows: 3, pruneEvery: 4 });
     for (let i = 0; i < 8; i++) {
-      await cache.put({ model: "m", dimension: 2, text: `q${i}` }, [1, i + 1]);
+      cache.put({ model: "m", dimension: 2, text: `q${i}` }, [1, i + 1]);
+      await cache.flush();
       await cache.settled();
       await client.query("UPDATE query_embeddings SET created_at = created_at - make_interval(secs => $1)", [1]);
     }
@@ -457,6 +511,104 @@ function databaseContract(db: TestDatabase): void {
     );
     // Pruned at the 4th and the 8th put: the three newest of the eight remain.
     expect(rows.map((row) => row.embedding)).toEqual(["[1,6]", "[1,7]", "[1,8]"]);
+  });
+
+  test("the query cache writes behind: its own process finds an entry at once, a restart once it is stored", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    const options = { retentionDays: 30, maxRows: 1000, flushDelayMs: 3_600_000 };
+    const cache = new PostgresQueryEmbeddingCache(client, options);
+    const key = { model: "m", dimension: 2, text: "cafetera" };
+    cache.put(key, [1, 2]);
+    cache.put({ ...key, text: "tetera" }, [2, 1]);
+    // Not stored yet (the answer did not wait for it), but this process already finds it.
+    const stored = async () =>
+      Number((await client.query<{ n: number | string }>("SELECT count(*) AS n FROM query_embeddings"))[0]?.n);
+    expect(await stored()).toBe(0);
+    expect(await cache.get(key)).toEqual([1, 2]);
+    expect(await new PostgresQueryEmbeddingCache(client, options).get(key)).toBeNull();
+
+    await cache.close(); // as the service does when it stops: both stored, in one statement
+    expect(await stored()).toBe(2);
+    const restarted = new PostgresQueryEmbeddingCache(client, options);
+    expect(await restarted.get(key)).toEqual([1, 2]);
+    expect(await restarted.get({ ...key, text: "tetera" })).toEqual([2, 1]);
+  });
+
+  test("the query cache answers a query it does not hold without a round trip, once it has read its keys", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    let lookups = 0;
+    const counting: SqlClient = {
+      ...client,
+      query: (text, params) => {
+        if (text.includes("embedding::text")) lookups++;
+        return client.query(text, params);
+      },
+    };
+    const options = { retentionDays: 30, maxRows: 1000, keysRefreshMs: 3_600_000 };
+    const key = (text: string) => ({ model: "m", dimension: 2, text });
+    const other = new PostgresQueryEmbeddingCache(client, options); // another replica
+    other.put(key("tetera"), [1, 2]);
+    await other.flush();
+
+    const cache = new PostgresQueryEmbeddingCache(counting, options);
+    expect(await cache.get(key("tetera"))).toEqual([1, 2]); // keys not read yet: asked
+    await cache.refreshKeys();
+    expect(await cache.get(key("tetera"))).toEqual([1, 2]);
+    expect(lookups).toBe(2);
+    expect(await cache.get(key("cafetera"))).toBeNull(); // not held: no round trip
+    expect(lookups).toBe(2);
+
+    other.put(key("cafetera"), [2, 1]);
+    await other.flush();
+    expect(await cache.get(key("cafetera"))).toBeNull(); // stored elsewhere since the last read
+    await cache.refreshKeys();
+    expect(await cache.get(key("cafetera"))).toEqual([2, 1]);
+    cache.put(key("jarra"), [1, 1]);
+    await cache.flush();
+    expect(await new PostgresQueryEmbeddingCache(client, options).get(key("jarra"))).toEqual([1, 1]);
+    await cache.close();
+    await other.close();
+  });
+
+  test("the query cache stores a full batch without waiting, and a failure to store is logged, never thrown", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    const events: Record<string, unknown>[] = [];
+    let inserts = 0;
+    let failing = true;
+    const flaky: SqlClient = {
+      ...client,
+      query: (text, params) => {
+        if (!text.trimStart().startsWith("INSERT")) return client.query(text, params);
+        inserts++;
+        return failing ? Promise.reject(new DatabaseUnavailable()) : client.query(text, params);
+      },
+    };
+    const cache = new PostgresQueryEmbeddingCache(flaky, {
+      retentionDays: 30,
+      maxRows: 1000,
+      flushDelayMs: 3_600_000,
+      maxBatch: 3,
+      log: (event) => events.push(event),
+    });
+    const key = (text: string) => ({ model: "m", dimension: 2, text });
+    for (const text of ["a", "b", "c"]) cache.put(key(text), [1, 1]);
+    await cache.flush();
+    expect(inserts).toBe(1);
+    expect(events).toEqual([
+      { event: "query_cache_failed", operation: "put", entries: 3, error: expect.any(DatabaseUnavailable) },
+    ]);
+    // Lost, not stored, and nothing else broke: the cache still answers and stores.
+    expect(await cache.get(key("a"))).toBeNull();
+    failing = false;
+    for (const text of ["d", "e", "f"]) cache.put(key(text), [1, 2]);
+    await cache.flush();
+    expect(inserts).toBe(2);
+    expect(await new PostgresQueryEmbeddingCache(client, { retentionDays: 30, maxRows: 1000 }).get(key("f"))).toEqual([
+      1, 2,
+    ]);
   });
 
   test("reembedProducts converts 4-dimension products to the embedder's 3 dimensions", async () => {

@@ -1,6 +1,6 @@
 import { beforeEach, describe, expect, test } from "bun:test";
 import { JwtTokenService } from "../../src/adapters/http/auth/jwt-token-service.ts";
-import { Authenticate, type LoginAttempt } from "../../src/domain/authenticate.ts";
+import { Authenticate, type LoginAttempt, TOKEN_REFUSALS } from "../../src/domain/authenticate.ts";
 import { InvalidCredentials, NotAuthenticated, TooManyAttempts } from "../../src/domain/errors.ts";
 import { LoginThrottle, type ThrottlePolicy } from "../../src/domain/login-throttle.ts";
 import type { User } from "../../src/domain/user.ts";
@@ -63,7 +63,12 @@ async function failure(attempt: LoginAttempt): Promise<unknown> {
 describe("Authenticate.login", () => {
   test("the right password gives a token the token service verifies for that user", async () => {
     const token = await auth.login({ username: "ana", password: PASSWORD });
-    expect(await tokens.verify(token)).toEqual({ userId: ana.id, username: "ana", tokenVersion: 0 });
+    expect(await tokens.verify(token)).toEqual({
+      userId: ana.id,
+      username: "ana",
+      tokenVersion: 0,
+      expiresAt: expect.any(Number),
+    });
     expect(await auth.userForToken(token)).toEqual(ana);
   });
 
@@ -226,5 +231,103 @@ describe("Authenticate.userForToken", () => {
 
     const mismatched = await tokens.issue({ userId: again.id, username: "otra", tokenVersion: 0 });
     await expect(auth.userForToken(mismatched)).rejects.toBeInstanceOf(NotAuthenticated);
+  });
+});
+
+describe("Authenticate: verified tokens remembered", () => {
+  const MAX_AGE_MS = 60_000;
+  let lookups: number;
+  let remembering: Authenticate;
+  let stop: () => Promise<void>;
+
+  beforeEach(async () => {
+    clock = new FakeClock(Date.now());
+    lookups = 0;
+    const findById = users.findById.bind(users);
+    users.findById = (id) => {
+      lookups++;
+      return findById(id);
+    };
+    remembering = new Authenticate({
+      users,
+      hasher,
+      tokens,
+      usernameThrottle: new LoginThrottle(USERNAME_POLICY, clock),
+      addressThrottle: new LoginThrottle(ADDRESS_POLICY, clock),
+      verifiedTokens: { maxEntries: 100, maxAgeMs: MAX_AGE_MS },
+      clock,
+    });
+    stop = await remembering.rememberVerifiedTokens();
+  });
+
+  test("a token verified once is not verified again (no second look at its user)", async () => {
+    const token = await remembering.login({ username: "ana", password: PASSWORD });
+    expect(await remembering.userForToken(token)).toEqual(ana);
+    expect(await remembering.userForToken(token)).toEqual(ana);
+    expect(lookups).toBe(1);
+  });
+
+  test("a password change ends a remembered token at once, and so does removing the user", async () => {
+    const token = await remembering.login({ username: "ana", password: PASSWORD });
+    await remembering.userForToken(token);
+    await users.updatePassword("ana", await hasher.hash("otra-contraseña"));
+    await expect(remembering.userForToken(token)).rejects.toThrow(TOKEN_REFUSALS.passwordChanged);
+
+    const fresh = await remembering.login({ username: "ana", password: "otra-contraseña" });
+    await remembering.userForToken(fresh);
+    await users.remove("ana");
+    await expect(remembering.userForToken(fresh)).rejects.toThrow(TOKEN_REFUSALS.userGone);
+  });
+
+  test("a change heard while a token is being verified refuses it, though the row read was from before", async () => {
+    const token = await remembering.login({ username: "ana", password: PASSWORD });
+    const findById = users.findById;
+    users.findById = async (id) => {
+      const user = await findById(id); // read before the change commits...
+      await users.updatePassword("ana", await hasher.hash("otra-contraseña")); // ...which lands now
+      users.findById = findById;
+      return user;
+    };
+    await expect(remembering.userForToken(token)).rejects.toThrow(TOKEN_REFUSALS.passwordChanged);
+    await expect(remembering.userForToken(token)).rejects.toThrow(TOKEN_REFUSALS.passwordChanged);
+  });
+
+  test("a token a change ended stays refused when its user is read from a standby not yet caught up", async () => {
+    const token = await remembering.login({ username: "ana", password: PASSWORD });
+    const before = await users.findById(ana.id);
+    await users.updatePassword("ana", await hasher.hash("otra-contraseña"));
+    const findById = users.findById;
+    users.findById = async () => before; // the standby still has the old row
+    await expect(remembering.userForToken(token)).rejects.toThrow(TOKEN_REFUSALS.passwordChanged);
+    await users.remove("ana");
+    const fresh = await tokens.issue({ userId: ana.id, username: "ana", tokenVersion: 1 });
+    users.findById = async () => ({ ...(before as User), tokenVersion: 1 }); // still there, lagging
+    await expect(remembering.userForToken(fresh)).rejects.toThrow(TOKEN_REFUSALS.userGone);
+    users.findById = findById;
+  });
+
+  test("a token is verified again after maxAgeMs, and never remembered past its expiry", async () => {
+    const token = await remembering.login({ username: "ana", password: PASSWORD });
+    await remembering.userForToken(token);
+    clock.advance(MAX_AGE_MS);
+    await remembering.userForToken(token);
+    expect(lookups).toBe(2);
+
+    const shortLived = new JwtTokenService({ secret: SECRET, algorithm: "HS256", expireMinutes: 0.5 });
+    const soon = await shortLived.issue({ userId: ana.id, username: "ana", tokenVersion: 0 });
+    await remembering.userForToken(soon);
+    clock.advance(30_000); // its expiry, before maxAgeMs: verified again (here still valid by the real clock)
+    await remembering.userForToken(soon);
+    expect(lookups).toBe(4);
+  });
+
+  test("nothing is remembered once stopped, nor without the policy", async () => {
+    const token = await remembering.login({ username: "ana", password: PASSWORD });
+    await stop();
+    await remembering.userForToken(token);
+    await remembering.userForToken(token);
+    await auth.userForToken(token);
+    await auth.userForToken(token);
+    expect(lookups).toBe(4);
   });
 });

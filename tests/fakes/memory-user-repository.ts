@@ -1,10 +1,11 @@
 import { DatabaseUnavailable, UserAlreadyExists } from "../../src/domain/errors.ts";
 import type { User, UserSummary } from "../../src/domain/user.ts";
-import type { UserRepository } from "../../src/ports/user-repository.ts";
+import type { UserChange, UserRepository } from "../../src/ports/user-repository.ts";
 
 /** Users in memory. Set `down` to make every call fail with DatabaseUnavailable. */
 export class MemoryUserRepository implements UserRepository {
   down = false;
+  private readonly watchers = new Set<(change: UserChange) => void>();
   private readonly users = new Map<string, User>();
   private nextId = 1;
   private readonly created = new Map<string, Date>();
@@ -36,12 +37,27 @@ export class MemoryUserRepository implements UserRepository {
     if (!user) return false;
     user.passwordHash = passwordHash;
     user.tokenVersion += 1;
+    this.changed({ userId: user.id, tokenVersion: user.tokenVersion });
     return true;
   }
 
   async remove(username: string): Promise<boolean> {
     this.checkUp();
-    return this.users.delete(username);
+    const user = this.users.get(username);
+    if (!user) return false;
+    this.users.delete(username);
+    this.changed({ userId: user.id, removed: true });
+    return true;
+  }
+
+  async watchChanges(onChange: (change: UserChange) => void, onReady: () => void): Promise<() => Promise<void>> {
+    this.watchers.add(onChange);
+    onReady();
+    return async () => void this.watchers.delete(onChange);
+  }
+
+  private changed(change: UserChange): void {
+    for (const watcher of this.watchers) watcher(change);
   }
 
   async count(): Promise<number> {

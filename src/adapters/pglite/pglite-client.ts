@@ -90,6 +90,13 @@ function pgliteExecutor(db: PGlite) {
       if (db.closed) return Promise.reject(new DatabaseUnavailable());
       return db.transaction((tx) => fn(insideTransaction(transactionExecutor(tx, { next: 0 }))));
     },
+    // One backend in this process: its notifications cannot be lost to a broken connection.
+    async listen(channel: string, onNotify: (payload: string) => void, onListen: () => void) {
+      if (db.closed) throw new DatabaseUnavailable();
+      const unlisten = await db.listen(channel, onNotify);
+      onListen();
+      return unlisten;
+    },
   };
 }
 

@@ -18,6 +18,13 @@ export interface SqlClient {
    */
   copyIn(table: string, columns: readonly string[], data: Uint8Array): Promise<void>;
   /**
+   * LISTEN on `channel`: `onNotify` gets each notification's payload, `onListen` runs each time the
+   * listening starts (at first, and again after its connection was lost and made again:
+   * notifications sent in between are lost). Resolves, once listening, with the function that
+   * stops it. Absent where the client cannot listen (a transaction's client, a transaction pooler).
+   */
+  listen?(channel: string, onNotify: (payload: string) => void, onListen: () => void): Promise<() => Promise<void>>;
+  /**
    * Runs `fn` on one connection of the pool, held for it alone (no transaction): what a statement
    * there sees, the next one sees too (read-your-writes waits on a standby, then reads on it).
    * Absent where there is only one connection anyway (PGlite).
@@ -113,6 +120,20 @@ export function connectPostgres(url: string, options: PostgresOptions = {}): Sql
         connection.release();
       }
     },
+    // postgres.js listens on a connection of its own, which it makes again when it is lost. Through a
+    // transaction pooler a LISTEN would stay on a server connection handed to others: none there.
+    ...(pooled
+      ? {}
+      : {
+          async listen(channel: string, onNotify: (payload: string) => void, onListen: () => void) {
+            try {
+              const { unlisten } = await sql.listen(channel, onNotify, onListen);
+              return unlisten;
+            } catch (error) {
+              throw asDatabaseUnavailable(error);
+            }
+          },
+        }),
     close: () => sql.end({ timeout: options.closeTimeoutSeconds ?? 5 }),
   };
 }

@@ -1,6 +1,6 @@
 import { UserAlreadyExists } from "../../domain/errors.ts";
 import type { User, UserSummary } from "../../domain/user.ts";
-import type { UserRepository } from "../../ports/user-repository.ts";
+import type { UserChange, UserRepository } from "../../ports/user-repository.ts";
 import { poolsOf, type ReadWriteClients } from "./read-write-clients.ts";
 import type { SqlClient } from "./sql-client.ts";
 
@@ -13,10 +13,13 @@ interface UserRow {
 
 const UNIQUE_VIOLATION = "23505";
 
+/** The channel a change to users is notified on (any schema of the database: a listener forgets everything). */
+const USERS_CHANGED = "sku_search_users_changed";
+
 /**
  * Users over PostgreSQL or PGlite. Usernames are compared exactly (case-sensitive). Lookups (every
  * request's token check, logins) go to the read pool, so that they go on while the primary is lost;
- * a password change reaches a standby after the replication lag.
+ * a password change reaches a standby after the replication lag (its notification does not wait for it).
  */
 export class PostgresUserRepository implements UserRepository {
   private readonly reads: SqlClient;
@@ -58,15 +61,33 @@ export class PostgresUserRepository implements UserRepository {
 
   async updatePassword(username: string, passwordHash: string): Promise<boolean> {
     const rows = await this.writes.query(
-      "UPDATE users SET password_hash = $2, token_version = token_version + 1 WHERE username = $1 RETURNING id",
-      [username, passwordHash],
+      `WITH changed AS (
+         UPDATE users SET password_hash = $2, token_version = token_version + 1 WHERE username = $1
+         RETURNING id, token_version
+       )
+       SELECT id, pg_notify($3, id || ' ' || token_version) FROM changed`,
+      [username, passwordHash, USERS_CHANGED],
     );
     return rows.length > 0;
   }
 
   async remove(username: string): Promise<boolean> {
-    const rows = await this.writes.query("DELETE FROM users WHERE username = $1 RETURNING id", [username]);
+    const rows = await this.writes.query(
+      `WITH removed AS (DELETE FROM users WHERE username = $1 RETURNING id)
+       SELECT id, pg_notify($2, id::text) FROM removed`,
+      [username, USERS_CHANGED],
+    );
     return rows.length > 0;
+  }
+
+  /**
+   * A password change ("<id> <new token version>") and a removal ("<id>") notify USERS_CHANGED in
+   * their own statement, so listeners hear of it when it commits (not before), from the primary,
+   * even while standbys still lag. Without a client that can listen, `onReady` is never called.
+   */
+  async watchChanges(onChange: (change: UserChange) => void, onReady: () => void): Promise<() => Promise<void>> {
+    if (!this.writes.listen) return async () => {};
+    return this.writes.listen(USERS_CHANGED, (payload) => onChange(parseChange(payload)), onReady);
   }
 
   async count(): Promise<number> {
@@ -80,6 +101,14 @@ export class PostgresUserRepository implements UserRepository {
     );
     return rows.map((row) => ({ id: Number(row.id), username: row.username, createdAt: new Date(row.created_at) }));
   }
+}
+
+/** A USERS_CHANGED payload; anything else (another version's) as a change of unknown users. */
+function parseChange(payload: string): UserChange {
+  const match = /^([0-9]+)(?: ([0-9]+))?$/.exec(payload);
+  if (!match) return { userId: null };
+  const userId = Number(match[1]);
+  return match[2] === undefined ? { userId, removed: true } : { userId, tokenVersion: Number(match[2]) };
 }
 
 function toUser(row: UserRow): User {

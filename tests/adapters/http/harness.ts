@@ -81,7 +81,11 @@ export async function createHarness(options: HarnessOptions = {}) {
     tokens,
     usernameThrottle: new LoginThrottle(USERNAME_POLICY, clock),
     addressThrottle: new LoginThrottle(options.addressPolicy ?? ADDRESS_POLICY, clock),
+    // As the service runs: tokens remembered while user changes are watched.
+    verifiedTokens: { maxEntries: 100, maxAgeMs: 60_000 },
+    clock,
   });
+  await authenticate.rememberVerifiedTokens();
   const user = await new ManageUsers({ users, hasher }).add(USERNAME, PASSWORD);
   const logs: LogEvent[] = [];
   const push = (event: LogEvent) => void logs.push(event);

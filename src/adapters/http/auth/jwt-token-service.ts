@@ -1,5 +1,5 @@
 import { jwt } from "@elysiajs/jwt";
-import type { TokenClaims, TokenService } from "../../../ports/token-service.ts";
+import type { TokenClaims, TokenService, VerifiedToken } from "../../../ports/token-service.ts";
 import type { JwtAlgorithm } from "./jwt-algorithms.ts";
 
 export interface JwtSettings {
@@ -34,18 +34,19 @@ export class JwtTokenService implements TokenService {
     return this.jwt.sign({ sub: String(userId), username, ver: tokenVersion, exp });
   }
 
-  async verify(token: string): Promise<TokenClaims | null> {
+  async verify(token: string): Promise<VerifiedToken | null> {
     const payload = await this.jwt.verify(token, {
       algorithms: [this.settings.algorithm],
       requiredClaims: ["sub", "iat", "exp"],
     });
     if (!payload) return null;
-    const { sub, username, ver, iat } = payload;
+    const { sub, username, ver, iat, exp } = payload;
     if (typeof sub !== "string" || !USER_ID.test(sub) || typeof username !== "string") return null;
     if (typeof iat !== "number" || iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) return null;
     // Tokens issued before versions existed carry none: they belong to version 0.
     const tokenVersion = ver === undefined ? 0 : ver;
     if (typeof tokenVersion !== "number" || !Number.isSafeInteger(tokenVersion) || tokenVersion < 0) return null;
-    return { userId: Number(sub), username, tokenVersion };
+    if (typeof exp !== "number") return null;
+    return { userId: Number(sub), username, tokenVersion, expiresAt: exp * 1000 };
   }
 }

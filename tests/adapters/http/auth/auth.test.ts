@@ -15,7 +15,12 @@ describe("POST /auth/login", () => {
     expect(response.json.token_type).toBe("bearer");
     expect(response.headers.get("cache-control")).toBe("no-store");
     const token = response.json.access_token as string;
-    expect(await h.tokens.verify(token)).toEqual({ userId: h.user.id, username: USERNAME, tokenVersion: 0 });
+    expect(await h.tokens.verify(token)).toEqual({
+      userId: h.user.id,
+      username: USERNAME,
+      tokenVersion: 0,
+      expiresAt: expect.any(Number),
+    });
     expect((await h.call("POST", "/products/", { token, json: PRODUCT })).status).toBe(201);
   });
 

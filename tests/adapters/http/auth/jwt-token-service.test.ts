@@ -27,14 +27,24 @@ describe("JwtTokenService", () => {
     expect(payload.username).toBe("ana");
     expect(payload.exp - payload.iat).toBe(30 * 60);
     expect(service.lifetimeSeconds).toBe(payload.exp - payload.iat);
-    expect(await service.verify(token)).toEqual({ userId: 42, username: "ana", tokenVersion: 0 });
+    expect(await service.verify(token)).toEqual({
+      userId: 42,
+      username: "ana",
+      tokenVersion: 0,
+      expiresAt: payload.exp * 1000,
+    });
   });
 
   test("signs with the configured algorithm", async () => {
     const hs512 = new JwtTokenService({ secret: SECRET, algorithm: "HS512", expireMinutes: 5 });
     const token = await hs512.issue({ userId: 1, username: "ana", tokenVersion: 0 });
     expect(JSON.parse(Buffer.from(token.split(".")[0] ?? "", "base64url").toString()).alg).toBe("HS512");
-    expect(await hs512.verify(token)).toEqual({ userId: 1, username: "ana", tokenVersion: 0 });
+    expect(await hs512.verify(token)).toEqual({
+      userId: 1,
+      username: "ana",
+      tokenVersion: 0,
+      expiresAt: expect.any(Number),
+    });
   });
 
   test("refuses a token of another HMAC algorithm, even with the right secret", async () => {
@@ -67,12 +77,22 @@ describe("JwtTokenService", () => {
     expect(await service.verify(await ahead(3600))).toBeNull();
     // Well past the skew: refused however slowly this test runs (the clock is real here).
     expect(await service.verify(await ahead(CLOCK_SKEW_SECONDS + 600))).toBeNull();
-    expect(await service.verify(await ahead(10))).toEqual({ userId: 1, username: "ana", tokenVersion: 0 });
+    expect(await service.verify(await ahead(10))).toEqual({
+      userId: 1,
+      username: "ana",
+      tokenVersion: 0,
+      expiresAt: expect.any(Number),
+    });
   });
 
   test("carries the token version; a token without one has version 0, a bad one is refused", async () => {
     const issued = await service.issue({ userId: 5, username: "ana", tokenVersion: 3 });
-    expect(await service.verify(issued)).toEqual({ userId: 5, username: "ana", tokenVersion: 3 });
+    expect(await service.verify(issued)).toEqual({
+      userId: 5,
+      username: "ana",
+      tokenVersion: 3,
+      expiresAt: expect.any(Number),
+    });
     const claims = { sub: "5", username: "ana", iat: now(), exp: now() + 60 };
     expect((await service.verify(await signed(claims)))?.tokenVersion).toBe(0);
     for (const ver of [-1, 1.5, "2", null]) {
