@@ -1,3 +1,5 @@
+import { writeSync } from "node:fs";
+
 /** Structured logs: one JSON object per line on stdout (errors on stderr). */
 export type LogLevel = "debug" | "info" | "warn" | "error";
 export type Log = (event: Record<string, unknown>) => void;
@@ -14,21 +16,85 @@ export interface Logger {
 /** Secrets shorter than this are not masked: they would mask ordinary words (config enforces longer ones). */
 const MIN_MASKED_SECRET_LENGTH = 8;
 
+/** A buffered logger writes what it holds once it holds this much, without waiting for the turn to end. */
+const BUFFER_BYTES = 64 * 1024;
+
+export interface LoggerOptions {
+  /**
+   * Gathers the lines for stdout and writes them once per turn of the event loop (or per 64 KB),
+   * as `serve` does: measured on this machine, a line then costs about 1 µs of CPU instead of 3.5
+   * (pino, buffered, 3.3). Errors go to stderr at once, after what is gathered; what is gathered
+   * is written when the process exits.
+   */
+  buffered?: boolean;
+}
+
 /**
  * `secrets` (API keys, the JWT secret) are masked wherever they appear in a line: no code path is
  * meant to log one, and this makes sure none does, e.g. inside a provider's error message.
  */
-export function createLogger(minimum: LogLevel, secrets: readonly string[] = []): Logger {
+export function createLogger(minimum: LogLevel, secrets: readonly string[] = [], options: LoggerOptions = {}): Logger {
   const masked = secrets
     .filter((secret) => secret.length >= MIN_MASKED_SECRET_LENGTH)
     .map((secret) => JSON.stringify(secret).slice(1, -1)); // as the secret appears inside JSON text
+  const out = options.buffered ? bufferedStdout() : { write: (text: string) => process.stdout.write(text), flush() {} };
   const write = (level: LogLevel) => (event: Record<string, unknown>) => {
     if (RANK[level] < RANK[minimum]) return;
-    let line = JSON.stringify({ time: new Date().toISOString(), level, ...event }, errorsAsText);
-    for (const secret of masked) line = line.replaceAll(secret, "[redacted]");
-    (level === "error" ? process.stderr : process.stdout).write(`${line}\n`);
+    let line = JSON.stringify(
+      { time: new Date().toISOString(), level, ...event },
+      needsReplacer(event) ? errorsAsText : undefined,
+    );
+    for (const secret of masked) if (line.includes(secret)) line = line.replaceAll(secret, "[redacted]");
+    if (level === "error") {
+      out.flush();
+      process.stderr.write(`${line}\n`);
+    } else {
+      out.write(`${line}\n`);
+    }
   };
   return { debug: write("debug"), info: write("info"), warn: write("warn"), error: write("error") };
+}
+
+/** Stdout written once per turn of the event loop (or per BUFFER_BYTES), and at exit. */
+function bufferedStdout() {
+  let held = "";
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (held === "") return;
+    const text = held;
+    held = "";
+    process.stdout.write(text);
+  };
+  // At exit no later turn comes: what is held is written synchronously.
+  process.once("exit", () => {
+    if (held !== "") writeSync(1, held);
+    held = "";
+  });
+  return {
+    write(text: string) {
+      held += text;
+      if (held.length >= BUFFER_BYTES) flush();
+      else if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    flush,
+  };
+}
+
+/**
+ * Whether an event holds anything but strings, numbers, booleans and null at its top: only then can
+ * it hold an Error, which errorsAsText turns into text. A replacer makes JSON.stringify take its
+ * slow path (3 times the cost of a request's line).
+ */
+function needsReplacer(event: Record<string, unknown>): boolean {
+  for (const key in event) {
+    const value = event[key];
+    if (typeof value === "object" && value !== null) return true;
+  }
+  return false;
 }
 
 export interface TapOptions {

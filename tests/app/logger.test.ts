@@ -56,6 +56,41 @@ test("tapLogger adds the context's fields to each line and shows every event to 
   ]);
 });
 
+test("a buffered logger writes the turn's lines together, in order, with every field; an error at once, after them", async () => {
+  const log = createLogger("info", ["AIzaSecretKey0123456789"], { buffered: true });
+  log.info({ event: "search", results: 3, embedMs: 0.4, recommendedBy: "LOCAL - x" });
+  log.info({ event: "request", method: "POST", path: "/products/search", status: 200, ms: 1.5, requestId: "r-1" });
+  expect(written).toEqual([]); // not yet: at the end of this turn
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(written).toHaveLength(1);
+  expect(
+    (written[0] as string)
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => JSON.parse(line)),
+  ).toEqual([
+    { time: expect.any(String), level: "info", event: "search", results: 3, embedMs: 0.4, recommendedBy: "LOCAL - x" },
+    {
+      time: expect.any(String),
+      level: "info",
+      event: "request",
+      method: "POST",
+      path: "/products/search",
+      status: 200,
+      ms: 1.5,
+      requestId: "r-1",
+    },
+  ]);
+
+  written.length = 0;
+  log.warn({ event: "slow", note: "AIzaSecretKey0123456789" });
+  log.error({ event: "request_failed", error: new Error("boom") });
+  expect(written.map((chunk) => JSON.parse(chunk))).toEqual([
+    { time: expect.any(String), level: "warn", event: "slow", note: "[redacted]" },
+    { time: expect.any(String), level: "error", event: "request_failed", error: "Error: boom" },
+  ]);
+});
+
 afterAll(() => {
   for (const spy of spies) spy.mockRestore();
 });

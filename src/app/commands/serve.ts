@@ -20,7 +20,7 @@ export const registerServe: RegisterCommand = (program, run) => {
 
 export async function serve(config: Config): Promise<number> {
   const started = performance.now();
-  const log = createLogger(config.logLevel, secretsOf(config));
+  const log = createLogger(config.logLevel, secretsOf(config), { buffered: true });
   // The HTTP service's modules (Elysia, the generators) are loaded by this command only.
   const { createHttpService } = await import("../http-service.ts");
   const service = await createHttpService(config, log);
