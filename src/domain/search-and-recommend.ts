@@ -85,8 +85,9 @@ export interface Deps {
    */
   translator?: Translator | undefined;
   /**
-   * Receives one `search` event per answered search (sizes and the time of each step, never the
-   * query), and a `translation_failed` warning when the translator could not answer.
+   * Receives one `search` event per answered search (sizes and the milliseconds of each stage:
+   * translateMs, embedMs, searchMs, checkMs, generateMs; never the query), and a
+   * `translation_failed` warning when the translator could not answer.
    */
   log?: (event: Record<string, unknown>) => void;
 }
@@ -175,22 +176,34 @@ export class SearchAndRecommend {
   ): AsyncGenerator<SearchEvent> {
     const checked = checkSearchRequest(request, this.defaults);
     const timer = stopwatch();
-    const query = await this.understand(checked, signal);
-    const embedMs = timer.lap();
+    // The time of each stage, for the `search` event (and the metrics drawn from it).
+    const stages = { translateMs: 0, embedMs: 0, searchMs: 0, checkMs: 0, generateMs: 0 };
+    const translation = await this.translate(checked.query, signal);
+    stages.translateMs = timer.lap();
+    const query = await this.understand(checked, translation, signal);
+    stages.embedMs = timer.lap();
     const results = (hits: VersionedHit[]): SearchEvent => ({
       type: "results",
       query: request.query,
       results: hits.map(scoredView),
     });
+    /** The consistency rule's check (see the class), timed as its own stage. */
+    const check = async (hits: VersionedHit[], lastRun: boolean) => {
+      timer.lap();
+      const checkedHits = await this.stillAnswerable(hits, lastRun);
+      stages.checkMs += timer.lap();
+      return checkedHits;
+    };
     for (let run = 1; ; run++) {
       const lastRun = run === SEARCH_RUNS;
+      timer.lap();
       const found = await this.retrieve(query, checked);
+      stages.searchMs += timer.lap();
       // Streamed, the results leave now, with the first event: they are checked now.
-      const hits = delivery === "streamed" ? await this.stillAnswerable(found, lastRun) : found;
+      const hits = delivery === "streamed" ? await check(found, lastRun) : found;
       if (hits === RUN_AGAIN) continue;
-      const searchMs = timer.lap();
       if (hits.length === 0) {
-        this.logSearch({ results: 0, embedMs, searchMs, generateMs: 0, recommendedBy: null });
+        this.logSearch({ results: 0, ...stages, recommendedBy: null });
         yield results(hits);
         yield { type: "done", recommendation: NOTHING_MATCHED, citedIds: [], writer: null };
         return;
@@ -200,6 +213,7 @@ export class SearchAndRecommend {
 
       if (delivery === "streamed") {
         yield results(hits);
+        timer.lap();
         const ids = hits.map((hit) => hit.id);
         for await (const event of withCheckedCitations(this.deps.generator.stream(writing, signal), ids)) {
           if (event.type !== "done") {
@@ -207,8 +221,8 @@ export class SearchAndRecommend {
             continue;
           }
           const label = labelOf(event.recommendation);
-          const generateMs = timer.lap();
-          this.logSearch({ results: hits.length, embedMs, searchMs, generateMs, recommendedBy: label, streamed: true });
+          stages.generateMs = timer.lap();
+          this.logSearch({ results: hits.length, ...stages, recommendedBy: label, streamed: true });
           const { provider, model } = event.recommendation;
           yield {
             type: "done",
@@ -220,13 +234,14 @@ export class SearchAndRecommend {
         return;
       }
 
+      timer.lap();
       const written = await this.deps.generator.generate(writing, signal);
-      const generateMs = timer.lap();
+      stages.generateMs += timer.lap();
       // Whole, the results leave with the recommendation: they are checked now that it is written.
-      const current = await this.stillAnswerable(hits, lastRun);
+      const current = await check(hits, lastRun);
       if (current === RUN_AGAIN) continue;
       const label = labelOf(written);
-      this.logSearch({ results: current.length, embedMs, searchMs, generateMs, recommendedBy: label });
+      this.logSearch({ results: current.length, ...stages, recommendedBy: label });
       // Citations of anything but the products returned are removed: the answer cites only what it shows.
       const cited = checkCitations(
         written.text,
@@ -244,11 +259,14 @@ export class SearchAndRecommend {
   }
 
   /**
-   * The query's vector and, in hybrid mode, the texts whose words are matched. The query is
-   * translated once, here: the embedder gets its English and the lexical side both texts.
+   * The query's vector and, in hybrid mode, the texts whose words are matched: the embedder gets
+   * the query's English (translated once, before), the lexical side both texts.
    */
-  private async understand(checked: CheckedRequest, signal: AbortSignal | undefined): Promise<UnderstoodQuery> {
-    const translation = await this.translate(checked.query, signal);
+  private async understand(
+    checked: CheckedRequest,
+    translation: Translation | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<UnderstoodQuery> {
     const embedding = await embedOne(this.deps.embedder, translation?.text ?? checked.query, "query", signal);
     if (checked.mode === "semantic") return { embedding, lexicalTexts: [] };
     return {
@@ -310,8 +328,9 @@ export class SearchAndRecommend {
     return current.length < hits.length && !lastRun ? RUN_AGAIN : current;
   }
 
-  private logSearch(fields: Record<string, unknown>): void {
-    this.deps.log?.({ event: "search", ...fields });
+  private logSearch({ translateMs, ...fields }: Record<string, unknown>): void {
+    // Translation is a stage only where there is a translator.
+    this.deps.log?.({ event: "search", ...fields, ...(this.deps.translator ? { translateMs } : {}) });
   }
 }
 

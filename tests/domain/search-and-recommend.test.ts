@@ -188,6 +188,7 @@ describe("SearchAndRecommend logging", () => {
         results: 3,
         embedMs: expect.any(Number),
         searchMs: expect.any(Number),
+        checkMs: expect.any(Number),
         generateMs: expect.any(Number),
         recommendedBy: "FAKE - fake-1",
       },

@@ -27,7 +27,7 @@ const WORD = /^[a-z0-9][a-z0-9_.-]{0,31}$/;
  *
  * Events read (fields beyond these are ignored):
  * - `request` {method, route, status, ms}: sku_http_request_duration_seconds
- * - `search` {embedMs, searchMs, generateMs, recommendedBy}: sku_search_stage_duration_seconds,
+ * - `search` {translateMs, embedMs, searchMs, checkMs, generateMs, recommendedBy}: sku_search_stage_duration_seconds,
  *   sku_search_recommendations_total
  * - `provider_call` {provider, kind, outcome}: sku_provider_calls_total
  * - `generation_failed` {generator, fallback: true}: sku_provider_calls_total{outcome="fallback"}
@@ -62,7 +62,9 @@ export class PrometheusMetrics {
     });
     this.stages = new Histogram({
       name: "sku_search_stage_duration_seconds",
-      help: "Time of each stage of an answered search: embedding the query, retrieval, generation.",
+      help:
+        "Time of each stage of an answered search: translation (of a Spanish query, when on), embedding the " +
+        "query (its cache included), retrieval (the search SQL), check (the results against the catalogue), generation.",
       labelNames: ["stage"],
       buckets: STAGE_BUCKETS,
       registers,
@@ -166,7 +168,12 @@ export class PrometheusMetrics {
 
   private observeSearch(event: MetricsEvent): void {
     const seconds = (value: unknown) => (typeof value === "number" ? value / 1000 : undefined);
-    const stages = { embedding: event.embedMs, retrieval: event.searchMs } as Record<string, unknown>;
+    const stages: Record<string, unknown> = {
+      translation: event.translateMs,
+      embedding: event.embedMs,
+      retrieval: event.searchMs,
+      check: event.checkMs,
+    };
     if (event.recommendedBy) stages.generation = event.generateMs;
     for (const [stage, ms] of Object.entries(stages)) {
       const value = seconds(ms);

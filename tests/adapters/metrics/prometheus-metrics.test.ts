@@ -36,12 +36,22 @@ describe("PrometheusMetrics", () => {
     metrics.observe({
       event: "search",
       results: 3,
+      translateMs: 2,
       embedMs: 12,
       searchMs: 30,
+      checkMs: 1,
       generateMs: 900,
       recommendedBy: "OPENAI - gpt-4.1-mini",
     });
-    metrics.observe({ event: "search", results: 0, embedMs: 2, searchMs: 3, generateMs: 0, recommendedBy: null });
+    metrics.observe({
+      event: "search",
+      results: 0,
+      embedMs: 2,
+      searchMs: 3,
+      checkMs: 0,
+      generateMs: 0,
+      recommendedBy: null,
+    });
     const text = await exposition(metrics);
     expect(text).toContain('sku_query_cache_hits_total{layer="memory"} 1');
     expect(text).toContain('sku_query_cache_hits_total{layer="database"} 1');
@@ -49,6 +59,10 @@ describe("PrometheusMetrics", () => {
     expect(text).toContain('sku_search_stage_duration_seconds_count{stage="embedding"} 2');
     expect(text).toContain('sku_search_stage_duration_seconds_count{stage="retrieval"} 2');
     expect(text).toContain('sku_search_stage_duration_seconds_count{stage="generation"} 1');
+    expect(text).toContain('sku_search_stage_duration_seconds_count{stage="check"} 2');
+    // Only the search that had a translator has a translation stage.
+    expect(text).toContain('sku_search_stage_duration_seconds_count{stage="translation"} 1');
+    expect(text).toContain('sku_search_stage_duration_seconds_sum{stage="translation"} 0.002');
     expect(text).toContain('sku_search_stage_duration_seconds_sum{stage="generation"} 0.9');
     expect(text).toContain('sku_search_stage_duration_seconds_bucket{le="1",stage="generation"} 1');
     expect(text).toContain('sku_search_recommendations_total{provider="openai"} 1');
