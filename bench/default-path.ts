@@ -1,0 +1,184 @@
+/**
+ * The default path's search latency, with nothing configured: the embedded database (PGlite), the
+ * offline model and Apertium, on the eval catalogue (12,430 products), every query a cache miss.
+ *
+ * 1. `bun run cli import` loads ../shared/eval/products-all.jsonl.gz into a temporary DATA_DIR (and
+ *    builds the vector index at its end, as it does when due);
+ * 2. `bun run cli serve` serves it as users run it (METRICS_TOKEN set, to read its metrics);
+ * 3. distinct queries (the dev queries, each also with a few words added, so every one misses the
+ *    query cache) go one at a time through POST /products/search, after a few to warm up.
+ * Prints the latency seen by the client (p50 / p95, English and Spanish), each stage's p50 / p95
+ * from the service's own `search` log lines (translation, embedding, retrieval, check, generation),
+ * the rest of the request (HTTP, auth, JSON) from its `request` lines, and the stage sums of
+ * sku_search_stage_duration_seconds; the last line is one JSON object.
+ *
+ * Run by hand: `bun bench/default-path.ts [--data-dir DIR]` (with --data-dir the import is skipped
+ * when that directory already holds the catalogue).
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { freePort } from "../scripts/free-port.ts";
+
+const { values: args } = parseArgs({ options: { "data-dir": { type: "string" } } });
+const PROJECT = resolve(import.meta.dir, "..");
+const EVAL_DIR = resolve(PROJECT, "../shared/eval");
+const PASSWORD = "default-path-bench";
+const keep = args["data-dir"] !== undefined;
+const dataDir = keep ? resolve(args["data-dir"] as string) : mkdtempSync(join(tmpdir(), "sku-default-path-"));
+const env = {
+  ...process.env,
+  DATA_DIR: dataDir,
+  ADMIN_PASSWORD: PASSWORD,
+  METRICS_TOKEN: "default-path-bench-metrics-token",
+  SEARCH_RATE_LIMIT: "0",
+};
+const out = (line: string) => console.log(line);
+
+out(
+  `default path: PGlite + offline model + Apertium, eval catalogue, DATA_DIR ${dataDir}; load ${loadavg()[0]?.toFixed(1)}`,
+);
+if (!existsSync(join(dataDir, "pgdata"))) {
+  const started = performance.now();
+  const imported = Bun.spawn(["bun", "run", "cli", "import", join(EVAL_DIR, "products-all.jsonl.gz")], {
+    cwd: PROJECT,
+    env,
+    stdout: "ignore",
+    stderr: "inherit",
+  });
+  if ((await imported.exited) !== 0) throw new Error("import failed");
+  out(`imported in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+}
+
+const port = await freePort();
+const server = Bun.spawn(["bun", "run", "cli", "serve"], {
+  cwd: PROJECT,
+  env: { ...env, PORT: String(port), HOST: "127.0.0.1" },
+  stdout: "pipe",
+  stderr: "inherit",
+});
+const lines: Record<string, unknown>[] = [];
+const started = Promise.withResolvers<void>();
+void (async () => {
+  let pending = "";
+  for await (const chunk of server.stdout) {
+    pending += new TextDecoder().decode(chunk);
+    const parts = pending.split("\n");
+    pending = parts.pop() ?? "";
+    for (const part of parts) {
+      const line = JSON.parse(part) as Record<string, unknown>;
+      lines.push(line);
+      if (line.event === "started") started.resolve();
+    }
+  }
+})();
+await started.promise;
+const base = `http://127.0.0.1:${port}`;
+
+try {
+  const login = await fetch(`${base}/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ username: "admin", password: PASSWORD }),
+  });
+  const token = ((await login.json()) as { access_token: string }).access_token;
+  const search = async (query: string) => {
+    const begun = performance.now();
+    const response = await fetch(`${base}/products/search`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+      body: JSON.stringify({ query, limit: 10 }),
+    });
+    await response.arrayBuffer();
+    if (!response.ok) throw new Error(`search: ${response.status}`);
+    return performance.now() - begun;
+  };
+
+  const dev = JSON.parse(readFileSync(join(EVAL_DIR, "queries-dev.json"), "utf8")) as { lang: string; query: string }[];
+  const additions = {
+    es: ["", " barato", " para regalo", " de buena calidad", " en oferta"],
+    en: ["", " cheap", " for a gift", " good quality", " on sale"],
+  };
+  const queries = additions.es.flatMap((_, i) =>
+    dev.map(({ lang, query }) => ({ lang, query: `${query}${(lang === "es" ? additions.es : additions.en)[i]}` })),
+  );
+  for (const word of ["warm", "up", "lámpara", "mesa", "reloj"]) await search(`${word} calentamiento`);
+  lines.length = 0;
+  const timed: { lang: string; ms: number }[] = [];
+  for (const { lang, query } of queries) timed.push({ lang, ms: await search(query) });
+  await Bun.sleep(200);
+
+  const percentile = (values: number[], p: number) => {
+    const sorted = [...values].sort((a, b) => a - b);
+    return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+  };
+  const round = (n: number) => Math.round(n * 10) / 10;
+  const figures: Record<string, number> = { queries: timed.length };
+  for (const [name, subset] of [
+    ["all", timed],
+    ["en", timed.filter((t) => t.lang === "en")],
+    ["es", timed.filter((t) => t.lang === "es")],
+  ] as const) {
+    const ms = subset.map((t) => t.ms);
+    figures[`p50_ms_${name}`] = round(percentile(ms, 50));
+    figures[`p95_ms_${name}`] = round(percentile(ms, 95));
+    out(
+      `client latency, ${name} (${ms.length}): p50 ${percentile(ms, 50).toFixed(1)} ms, p95 ${percentile(ms, 95).toFixed(1)} ms`,
+    );
+  }
+  const searches = lines.filter((line) => line.event === "search");
+  const requests = lines.filter((line) => line.event === "request" && line.route === "/products/search");
+  const stageOf = (field: string) => searches.map((line) => Number(line[field] ?? 0));
+  for (const [stage, field] of [
+    ["translation", "translateMs"],
+    ["embedding", "embedMs"],
+    ["retrieval", "searchMs"],
+    ["check", "checkMs"],
+    ["generation", "generateMs"],
+  ] as const) {
+    const ms = stageOf(field);
+    figures[`${stage}_p50_ms`] = round(percentile(ms, 50));
+    figures[`${stage}_p95_ms`] = round(percentile(ms, 95));
+    out(`stage ${stage.padEnd(11)} p50 ${percentile(ms, 50).toFixed(1)} ms, p95 ${percentile(ms, 95).toFixed(1)} ms`);
+  }
+  // What the request took beyond the search's stages: HTTP, auth, validation, JSON.
+  const rest = requests.map((request, i) => {
+    const s = searches[i];
+    const stages = s
+      ? ["translateMs", "embedMs", "searchMs", "checkMs", "generateMs"].reduce((sum, f) => sum + Number(s[f] ?? 0), 0)
+      : 0;
+    return Number(request.ms) - stages;
+  });
+  figures.service_p50_ms = round(
+    percentile(
+      requests.map((r) => Number(r.ms)),
+      50,
+    ),
+  );
+  figures.service_p95_ms = round(
+    percentile(
+      requests.map((r) => Number(r.ms)),
+      95,
+    ),
+  );
+  figures.rest_p50_ms = round(percentile(rest, 50));
+  out(
+    `service's own request time p50 ${figures.service_p50_ms} ms, p95 ${figures.service_p95_ms} ms; beyond the stages p50 ${figures.rest_p50_ms} ms`,
+  );
+  const metrics = await (
+    await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${env.METRICS_TOKEN}` } })
+  ).text();
+  out(
+    metrics
+      .split("\n")
+      .filter((line) => line.startsWith("sku_search_stage_duration_seconds_sum"))
+      .join("\n"),
+  );
+  figures.load_average = round(loadavg()[0] as number);
+  out(JSON.stringify(figures));
+} finally {
+  server.kill("SIGTERM");
+  await server.exited;
+  if (!keep) rmSync(dataDir, { recursive: true, force: true });
+}
