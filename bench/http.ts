@@ -3,7 +3,8 @@
  * search (the same use case, SQL, pool, fake embedder and local generator) with nothing around it,
  * side by side in one run, on a PostgreSQL server (DATABASE_URL).
  *
- * 1. In a schema of its own (`bench_http`, dropped before and after), `--products` products with
+ * 1. In a schema of its own (`--schema`, default `bench_http`, dropped before and after unless
+ *    `--keep`, which also reuses one left by a previous --keep run), `--products` products with
  *    clustered `--dimension`-d vectors (bench/vectors.ts) are written and the vector index built,
  *    as the service would have them.
  * 2. One child process (bench/http-target.ts) serves both: the service as `serve` wires it, with the
@@ -16,7 +17,7 @@
  *    which goes first), `--rounds` times; the figures are medians over the rounds.
  *
  * Run: `bun run bench:http [--quick] [--products 10000] [--dimension 3072] [--rounds 5]
- *   [--seconds 5] [--client wrk|bun]` with DATABASE_URL (or `--database-url`) naming a database
+ *   [--seconds 5] [--client wrk|bun] [--keep] [--schema bench_http] [--profile DIR]` with DATABASE_URL (or `--database-url`) naming a database
  *   where pgvector can be created. Prints the settings and, as its last line, one JSON object.
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";
@@ -42,6 +43,7 @@ const { values: args } = parseArgs({
     client: { type: "string" },
     keep: { type: "boolean", default: false },
     profile: { type: "string" },
+    schema: { type: "string", default: "bench_http" },
   },
 });
 
@@ -57,7 +59,8 @@ const ROUNDS = Number(args.rounds ?? (QUICK ? 1 : 5));
 const SECONDS = Number(args.seconds ?? (QUICK ? 1 : 5));
 const CLIENT = args.client ?? (Bun.which("wrk") ? "wrk" : "bun");
 const CONCURRENCIES = [1, 16] as const;
-const SCHEMA = "bench_http";
+const SCHEMA = args.schema;
+if (!/^[a-z_][a-z0-9_]*$/.test(SCHEMA)) throw new Error(`--schema: not a plain name: ${SCHEMA}`);
 const PROJECT = resolve(import.meta.dir, "..");
 const out = (line: string) => console.log(line);
 
