@@ -89,7 +89,9 @@ export class Authenticate {
     const stop = await this.deps.users.watchChanges(
       (change) => {
         if (change.userId !== null) {
-          this.heard.set(change.userId, "removed" in change ? "removed" : change.tokenVersion);
+          const known = this.heard.get(change.userId);
+          if ("removed" in change || known === "removed") this.heard.set(change.userId, "removed");
+          else this.heard.set(change.userId, Math.max(known ?? 0, change.tokenVersion));
         }
         forget();
       },
