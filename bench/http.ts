@@ -17,7 +17,7 @@
  *    which goes first), `--rounds` times; the figures are medians over the rounds.
  *
  * Run: `bun run bench:http [--quick] [--products 10000] [--dimension 3072] [--rounds 5]
- *   [--seconds 5] [--client wrk|bun] [--keep] [--schema bench_http] [--profile DIR]` with DATABASE_URL (or `--database-url`) naming a database
+ *   [--seconds 5] [--client wrk|bun] [--keep] [--schema bench_http] [--profile DIR] [--only service|bare]` with DATABASE_URL (or `--database-url`) naming a database
  *   where pgvector can be created. Prints the settings and, as its last line, one JSON object.
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";
@@ -44,6 +44,7 @@ const { values: args } = parseArgs({
     keep: { type: "boolean", default: false },
     profile: { type: "string" },
     schema: { type: "string", default: "bench_http" },
+    only: { type: "string" },
   },
 });
 
@@ -316,7 +317,8 @@ try {
   for (let roundNo = 0; roundNo < ROUNDS; roundNo++) {
     for (const concurrency of CONCURRENCIES) {
       const order = roundNo % 2 === 0 ? (["service", "bare"] as const) : (["bare", "service"] as const);
-      for (const which of order) {
+      // --only service|bare: one of them (with --profile, to see where one spends its time).
+      for (const which of order.filter((target) => args.only === undefined || target === args.only)) {
         const measured = await measure(target, which, concurrency, token);
         const key = `${which}_c${concurrency}`;
         results[key] = [...(results[key] ?? []), measured];

@@ -108,6 +108,9 @@ export class PrimaryWatch {
       copyIn: guarded((table: string, columns: readonly string[], data: Uint8Array) =>
         writes.copyIn(table, columns, data),
       ),
+      // Not a write: listening goes on through a failover (postgres.js makes its connection again,
+      // on the new primary, and says so: Authenticate then forgets what it remembered).
+      ...(writes.listen ? { listen: writes.listen.bind(writes) } : {}),
       close: () => writes.close(),
     } as SqlClient;
   }
