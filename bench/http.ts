@@ -13,11 +13,11 @@
  * 3. A load generator in its own process (`--client wrk`, Debian's wrk, or `--client bun`, a
  *    keep-alive fetch loop: bench/http-load.ts) sends POST /products/search with a query of its own
  *    each time (so every search misses the query cache and embeds, and the service writes its
- *    cache), at 1 and at 16 connections, `--seconds` each, service and bare in turn (alternating
+ *    cache; `--repeat N`: N queries in turn instead, hits once seen), at 1 and at 16 connections, `--seconds` each, service and bare in turn (alternating
  *    which goes first), `--rounds` times; the figures are medians over the rounds.
  *
  * Run: `bun run bench:http [--quick] [--products 10000] [--dimension 3072] [--rounds 5]
- *   [--seconds 5] [--client wrk|bun] [--keep] [--schema bench_http] [--profile DIR] [--only service|bare]` with DATABASE_URL (or `--database-url`) naming a database
+ *   [--seconds 5] [--client wrk|bun] [--keep] [--schema bench_http] [--profile DIR] [--only service|bare] [--repeat N]` with DATABASE_URL (or `--database-url`) naming a database
  *   where pgvector can be created. Prints the settings and, as its last line, one JSON object.
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";
@@ -45,6 +45,7 @@ const { values: args } = parseArgs({
     profile: { type: "string" },
     schema: { type: "string", default: "bench_http" },
     only: { type: "string" },
+    repeat: { type: "string", default: "0" },
   },
 });
 
@@ -59,6 +60,8 @@ const DIMENSION = Number(args.dimension);
 const ROUNDS = Number(args.rounds ?? (QUICK ? 1 : 5));
 const SECONDS = Number(args.seconds ?? (QUICK ? 1 : 5));
 const CLIENT = args.client ?? (Bun.which("wrk") ? "wrk" : "bun");
+/** 0: every query distinct (each a cache miss); N: N queries in turn (cache hits once each was seen). */
+const REPEAT = Number(args.repeat);
 const CONCURRENCIES = [1, 16] as const;
 const SCHEMA = args.schema;
 if (!/^[a-z_][a-z0-9_]*$/.test(SCHEMA)) throw new Error(`--schema: not a plain name: ${SCHEMA}`);
@@ -228,6 +231,7 @@ async function load(port: number, concurrency: number, seconds: number, token: s
           `http://127.0.0.1:${port}`,
           "--",
           tag,
+          String(REPEAT),
           token,
         ]
       : [
@@ -237,6 +241,7 @@ async function load(port: number, concurrency: number, seconds: number, token: s
           String(concurrency),
           String(seconds),
           tag,
+          String(REPEAT),
           token,
         ];
   const child = Bun.spawn(command, { stdout: "pipe", stderr: "pipe" });
@@ -285,7 +290,10 @@ const loadBefore = loadavg()[0] as number;
 out(
   `bench:http: ${PRODUCTS} products × ${DIMENSION} dims (HNSW index), PostgreSQL ${new URL(DATABASE_URL).host}, ` +
     `schema ${SCHEMA}; client ${CLIENT}; ${ROUNDS} rounds × ${SECONDS} s per target and concurrency ` +
-    `(${CONCURRENCIES.join(", ")}); queries all distinct (each misses the query cache)`,
+    `(${CONCURRENCIES.join(", ")}); ` +
+    (REPEAT > 0
+      ? `${REPEAT} queries in turn (cache hits once seen)`
+      : "queries all distinct (each misses the query cache)"),
 );
 out(
   `service settings: LOG_LEVEL=${process.env.LOG_LEVEL ?? "info (default)"}, SEARCH_RATE_LIMIT=0, ` +
@@ -385,6 +393,7 @@ Object.assign(summary, {
   rounds: ROUNDS,
   seconds: SECONDS,
   client: CLIENT,
+  repeat: REPEAT,
   log_bytes: logBytes,
   load_average_start: round(loadBefore),
   load_average_end: round(loadavg()[0] as number),
