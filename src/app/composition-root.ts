@@ -14,12 +14,17 @@ import { MemoryRateLimitCounters } from "../adapters/in-process/rate-limit-count
 import { openPglite } from "../adapters/pglite/pglite-client.ts";
 import { PostgresDatabaseHealth } from "../adapters/postgres/database-health.ts";
 import { SqlEmbeddingSpace } from "../adapters/postgres/embedding-space.ts";
+import { EmbeddingSpaceWatch } from "../adapters/postgres/embedding-space-watch.ts";
 import { PostgresImportJobRepository } from "../adapters/postgres/import-job-repository.ts";
 import { PrimaryWatch } from "../adapters/postgres/primary-watch.ts";
-import { PostgresProductRepository } from "../adapters/postgres/product-repository.ts";
+import { PostgresProductRepository, type SpaceOfWrites } from "../adapters/postgres/product-repository.ts";
 import { PostgresQueryEmbeddingCache } from "../adapters/postgres/query-embedding-cache.ts";
 import { PostgresRateLimitCounters } from "../adapters/postgres/rate-limit-counters.ts";
-import { type ReadWriteClients, readYourWrites } from "../adapters/postgres/read-write-clients.ts";
+import {
+  type ConsistencyRequest,
+  type ReadWriteClients,
+  readYourWrites,
+} from "../adapters/postgres/read-write-clients.ts";
 import { applyMigrations, checkSchema, missingMigrations, prepareDatabase } from "../adapters/postgres/schema.ts";
 import { connectPostgres, type PostgresOptions, type SqlClient } from "../adapters/postgres/sql-client.ts";
 import { SqlUpkeepLease } from "../adapters/postgres/upkeep-lease.ts";
@@ -72,8 +77,11 @@ export interface RootOptions {
    */
   serving?: boolean;
   overrides?: Overrides;
-  /** Who is being served now (the HTTP request's user id), for read-your-writes; unset: nobody. */
-  caller?: () => string | undefined;
+  /**
+   * The HTTP request being served now (who for, the X-Read-After it sent, where its writes commit),
+   * for read-your-writes; unset: none (a command).
+   */
+  request?: () => ConsistencyRequest | undefined;
 }
 
 export interface TranslationSetup {
@@ -116,9 +124,47 @@ export class CompositionRoot {
     });
   }
 
-  /** Every product text (create, update, import, re-embed) is embedded through this one. */
+  /**
+   * Every product text (create, update, import, re-embed) is embedded through this one; for the
+   * service, only while the catalogue is in its space (spaceWatch).
+   */
   documentEmbedder(): Promise<Embedder> {
-    return this.once("documentEmbedder", async () => (await this.translation()).wrap(await this.embedder()));
+    return this.once("documentEmbedder", async () => {
+      const [translation, embedder, watch] = await Promise.all([
+        this.translation(),
+        this.embedder(),
+        this.spaceWatch(),
+      ]);
+      const documents = translation.wrap(embedder);
+      return watch ? watch.guard(documents) : documents;
+    });
+  }
+
+  /**
+   * The service's watch over the catalogue's embedding space on a PostgreSQL server, started: a
+   * `reembed` run elsewhere moves it to another model, which this process cannot follow. None for
+   * the embedded database (one process), the operator's commands, or a database a test hands over.
+   */
+  spaceWatch(): Promise<EmbeddingSpaceWatch | undefined> {
+    return this.once("spaceWatch", async () => {
+      if (this.config.databaseUrl === undefined || !this.options.serving || this.overrides.database !== undefined) {
+        return undefined;
+      }
+      const [, embedder, reads] = await Promise.all([this.store(), this.embedder(), this.readDatabase()]);
+      const watch = new EmbeddingSpaceWatch(
+        reads,
+        { model: embedder.model, dimension: embedder.dimension },
+        { log: (event) => this.log.error(event) },
+      );
+      this.closers.push(() => watch.close());
+      watch.start();
+      return watch;
+    });
+  }
+
+  /** Whether the catalogue is still in this process's embedding space (false once a reembed elsewhere moved it). */
+  async inEmbeddingSpace(): Promise<boolean> {
+    return (await this.spaceWatch())?.changedTo === undefined;
   }
 
   /** The database (PGlite in DATA_DIR, or DATABASE_URL: the primary's pool), opened but not migrated. */
@@ -193,17 +239,32 @@ export class CompositionRoot {
     });
   }
 
-  /** The repositories' pools: reads (with read-your-writes when they are standbys) and the guarded writes. */
+  /**
+   * The repositories' pools: reads (with read-your-writes when they are standbys) and the guarded
+   * writes. The service on a server learns each write's commit position (X-Read-After), reads
+   * what a request asks to see, and its reads failing on a vector's dimension say why (spaceWatch).
+   */
   pools(): Promise<ReadWriteClients> {
     return this.once("pools", async () => {
-      const [primary, watch, reads] = await Promise.all([this.database(), this.primaryWatch(), this.readDatabase()]);
+      const [primary, watch, reads, spaceWatch] = await Promise.all([
+        this.database(),
+        this.primaryWatch(),
+        this.readDatabase(),
+        this.spaceWatch(),
+      ]);
       const writes = watch ? watch.guard(primary) : primary;
-      if (reads === primary) return { reads: primary, writes, wrote: async () => {} };
-      return readYourWrites(reads, writes, {
-        caller: this.options.caller ?? (() => undefined),
+      const { request } = this.options;
+      // The embedded database has one process and no standby: nothing to wait for.
+      if (this.config.databaseUrl === undefined || request === undefined) {
+        return { reads: primary, writes, wrote: async () => {} };
+      }
+      const pools = readYourWrites(reads, writes, {
+        request,
+        standbys: reads !== primary,
         waitMs: this.config.readYourWritesWaitMs,
         log: (event) => this.log.debug(event),
       });
+      return spaceWatch ? { ...pools, reads: spaceWatch.guardReads(pools.reads) } : pools;
     });
   }
 
@@ -235,11 +296,29 @@ export class CompositionRoot {
   }
 
   async products(): Promise<PostgresProductRepository> {
-    const [, embedder, pools] = await Promise.all([this.store(), this.embedder(), this.pools()]);
+    const [, embedder, pools, space] = await Promise.all([
+      this.store(),
+      this.embedder(),
+      this.pools(),
+      this.spaceOfWrites(),
+    ]);
     return this.once(
       "products",
-      async () => new PostgresProductRepository(pools, embedder.dimension, this.config.vectorSearch),
+      async () => new PostgresProductRepository(pools, embedder.dimension, this.config.vectorSearch, space),
     );
+  }
+
+  /**
+   * The space the products written by this process are in (its embedder's): every product write
+   * stores only while the catalogue is in it, and the service's watch hears when it is not.
+   */
+  private async spaceOfWrites(): Promise<SpaceOfWrites> {
+    const [embedder, watch] = await Promise.all([this.embedder(), this.spaceWatch()]);
+    return {
+      model: embedder.model,
+      dimension: embedder.dimension,
+      changed: (stored) => watch?.found(stored),
+    };
   }
 
   async users(): Promise<PostgresUserRepository> {
@@ -334,24 +413,26 @@ export class CompositionRoot {
    * job released for the next claim.
    */
   async importJobs(): Promise<ImportJobs> {
-    const [, embedder, pools, importProducts] = await Promise.all([
+    const [, embedder, pools, importProducts, space] = await Promise.all([
       this.store(),
       this.embedder(),
       this.pools(),
       this.importProducts(),
+      this.spaceOfWrites(),
     ]);
     return this.once("importJobs", async () => {
       const { vectorSearch, jobRetentionHours } = this.config;
       const jobs = new ImportJobs({
         jobs: new PostgresImportJobRepository(
           pools,
-          (tx) => new PostgresProductRepository(tx, embedder.dimension, vectorSearch),
+          (tx) => new PostgresProductRepository(tx, embedder.dimension, vectorSearch, space),
         ),
         importProducts,
         clock: this.clock,
         timers: this.overrides.timers ?? systemTimers,
         settings: { retentionMs: jobRetentionHours * 3_600_000 },
-        writable: () => this.writable(),
+        // Not while the catalogue is in another embedding space: a restarted instance takes the jobs.
+        writable: async () => (await this.writable()) && (await this.inEmbeddingSpace()),
         log: (event) =>
           (event.event === "import_job_failed"
             ? this.log.error

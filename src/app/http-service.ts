@@ -6,7 +6,7 @@
 import { CachingEmbedder } from "../adapters/cache/caching-embedder.ts";
 import { createHttpApp } from "../adapters/http/app.ts";
 import { JwtTokenService } from "../adapters/http/auth/jwt-token-service.ts";
-import { currentRequestCaller, requestLogFields } from "../adapters/http/core/request-context.ts";
+import { currentRequestConsistency, requestLogFields } from "../adapters/http/core/request-context.ts";
 import { metricsApp } from "../adapters/http/metrics/metrics-routes.ts";
 import { PrometheusMetrics } from "../adapters/metrics/prometheus-metrics.ts";
 import { countProducts } from "../adapters/postgres/catalog-stats.ts";
@@ -65,7 +65,7 @@ export async function createHttpService(config: Config, baseLog: Logger, overrid
   root = new CompositionRoot(config, log, {
     serving: true,
     overrides,
-    caller: currentRequestCaller,
+    request: currentRequestConsistency,
   });
   try {
     return await wire(root, log, metrics);
@@ -137,6 +137,8 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     shared: await root.queryEmbeddingCache(),
     log: (event) => (event.event === "query_cache" ? log.debug : log.warn)(event),
   });
+  // Once a reembed elsewhere has moved the catalogue to another model, no search (cached or not).
+  const spaceWatch = await root.spaceWatch();
 
   const app = createHttpApp({
     authenticate,
@@ -145,7 +147,7 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     importJobs: await root.importJobs(),
     search: new SearchAndRecommend({
       products,
-      embedder: queryEmbedder,
+      embedder: spaceWatch ? spaceWatch.guard(queryEmbedder) : queryEmbedder,
       generator: await root.generator(),
       defaults: { mode: config.searchMode, alpha: config.hybridAlpha },
       translator: translation.translator,
@@ -156,6 +158,8 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
       migrationsApplied: () => root.migrationsApplied(),
       embedderLoaded: () => !(embedder instanceof LocalEmbedder) || embedder.loaded,
       writable: () => root.writable(),
+      embeddingSpaceChanged: () =>
+        spaceWatch?.changedTo && { stored: spaceWatch.changedTo, configured: spaceWatch.configured },
     },
     rateLimiter: new RateLimiter({
       policies: rateLimitPolicies(config),

@@ -93,6 +93,27 @@ export class DatabaseReadOnly extends DatabaseUnavailable {
   }
 }
 
+/**
+ * The catalogue's embeddings were moved to another model or dimension (a `reembed` run elsewhere)
+ * while this process still embeds with the old one: its queries and products would not be
+ * comparable with the stored vectors, so it serves neither searches nor product writes until it is
+ * restarted with the new model. Nothing was stored. A DatabaseUnavailable, as to a client it is
+ * one: another instance (restarted) may take the request.
+ */
+export class EmbeddingSpaceChanged extends DatabaseUnavailable {
+  override readonly kind = "EmbeddingSpaceChanged";
+  constructor(
+    readonly stored: { model: string; dimension: number },
+    readonly configured: { model: string; dimension: number },
+  ) {
+    super(
+      `El catálogo ha pasado a otro modelo de embeddings («${stored.model}», ${stored.dimension} dimensiones) y ` +
+        `este proceso sigue con «${configured.model}» (${configured.dimension} dimensiones): no atiende búsquedas ` +
+        "ni cambios de productos hasta que se reinicie con el modelo nuevo. No se ha guardado nada",
+    );
+  }
+}
+
 /** The request used up its time budget before it could be answered; nothing was stored. */
 export class DeadlineExceeded extends DomainError {
   readonly kind = "DeadlineExceeded";

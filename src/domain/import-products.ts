@@ -2,7 +2,7 @@ import type { Embedder } from "../ports/embedder.ts";
 import type { EmbeddingSpace } from "../ports/embedding-space.ts";
 import type { BulkWrite, BulkWriteOutcome, ProductRepository } from "../ports/product-repository.ts";
 import { embedMany } from "./embed.ts";
-import { DatabaseReadOnly, DomainError } from "./errors.ts";
+import { DatabaseReadOnly, DomainError, EmbeddingSpaceChanged } from "./errors.ts";
 import {
   contentDigest,
   embeddingText,
@@ -206,9 +206,9 @@ export class ImportProducts {
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason;
         if (!(error instanceof DomainError)) throw error;
-        // A database that takes no writes (a standby) before anything was written: the request
-        // itself is refused (503), as every other write is.
-        if (error instanceof DatabaseReadOnly && start === 0) throw error;
+        // A database that takes no writes (a standby), or a catalogue moved to another embedding
+        // model, before anything was written: the request itself is refused (503), as every other write is.
+        if ((error instanceof DatabaseReadOnly || error instanceof EmbeddingSpaceChanged) && start === 0) throw error;
         // The embedder or the database failed: nothing of this chunk or any later one was written.
         stoppedBy = error;
         const detail = `No se guardó: ${error.message}`;

@@ -7,7 +7,6 @@ import type { Embedder, EmbeddingPurpose } from "../../src/ports/embedder.ts";
  * return a zero vector, the two ways a real provider lets us down.
  */
 export class FakeEmbedder implements Embedder {
-  readonly model = "fake-bag-of-words";
   mode: "ok" | "fail" | "zero" = "ok";
   /** Milliseconds each call waits before answering, like a slow provider (an abort ends the wait). */
   delayMs = 0;
@@ -16,7 +15,11 @@ export class FakeEmbedder implements Embedder {
   /** The signal of every call, in order. */
   readonly signals: (AbortSignal | undefined)[] = [];
 
-  constructor(readonly dimension = 256) {}
+  /** `model`: another name makes another embedding space (a re-embed's target) of the same vectors. */
+  constructor(
+    readonly dimension = 256,
+    readonly model = "fake-bag-of-words",
+  ) {}
 
   async embed(texts: readonly string[], purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
     for (const text of texts) this.calls.push({ text, purpose });

@@ -6,15 +6,22 @@ import type { ImportJobs } from "../../domain/import-jobs.ts";
 import type { ManageProducts } from "../../domain/manage-products.ts";
 import type { RateLimiter } from "../../domain/rate-limit.ts";
 import type { SearchAndRecommend } from "../../domain/search-and-recommend.ts";
+import { canonicalWalPosition } from "../../lib/wal-position.ts";
 import type { DatabaseHealth } from "../../ports/database-health.ts";
 import { authMacro } from "./auth/auth-macro.ts";
 import { loginRoutes } from "./auth/login-routes.ts";
 import type { BulkLimits } from "./bulk/bulk-body.ts";
 import { BULK_PATH, bulkRoutes } from "./bulk/bulk-routes.ts";
 import { corsRoutes, corsVerdict } from "./core/cors.ts";
-import { invalidRequestUrl, notFound, payloadTooLarge, toProblem } from "./core/errors.ts";
+import { invalidReadAfter, invalidRequestUrl, notFound, payloadTooLarge, toProblem } from "./core/errors.ts";
 import { rateLimits } from "./core/rate-limit.ts";
-import { currentRequestId, endRequest, inRequestScope } from "./core/request-context.ts";
+import {
+  currentRequestId,
+  endRequest,
+  inRequestScope,
+  rememberReadAfter,
+  requestWroteAt,
+} from "./core/request-context.ts";
 import { docsAssetRoutes } from "./docs/docs-assets.ts";
 import { apiDocs } from "./docs/openapi.ts";
 import { healthRoutes, NotReady, type StartupState } from "./health/health-routes.ts";
@@ -157,6 +164,18 @@ export function createHttpApp(deps: HttpDeps) {
         // Refuse a declared oversized body before anything reads it; the body readers bound the rest.
         const limit = bodyLimit(requestUrl(request).pathname);
         if (Number(request.headers.get("content-length")) > limit) throw payloadTooLarge(limit);
+        // Read-your-writes on any instance: the reads of a request that names a write's position see it.
+        const readAfter = request.headers.get("x-read-after");
+        if (readAfter !== null) {
+          const position = canonicalWalPosition(readAfter);
+          if (position === undefined) throw invalidReadAfter();
+          rememberReadAfter(position);
+        }
+      })
+      // A write's answer says where its commit is, for the reads that must see it (on any instance).
+      .onAfterHandle(({ set }) => {
+        const wroteAt = requestWroteAt();
+        if (wroteAt !== undefined) set.headers["X-Read-After"] = wroteAt;
       })
       .onError(({ code, error, path, request, route, set }) => {
         const problem = code === "NOT_FOUND" ? notFound(methodsByPath.allowed(path)) : toProblem(error);

@@ -1,7 +1,9 @@
 import pgvector from "pgvector";
+import { EmbeddingSpaceChanged } from "../../domain/errors.ts";
 import { publicView } from "../../domain/manage-products.ts";
 import type { HybridCandidate, Product, StoredProduct, VersionedHit } from "../../domain/product.ts";
 import type { Vector } from "../../domain/vector.ts";
+import type { EmbeddingSpace } from "../../ports/embedding-space.ts";
 import type {
   AddResult,
   BulkWrite,
@@ -24,6 +26,16 @@ import { HALF_PRECISION_COPY_FROM_DIMENSION, TEXT_SEARCH_CONFIGS, vectorParam } 
 import type { SqlClient } from "./sql-client.ts";
 import type { VectorSearchSettings } from "./vector-index.ts";
 
+/**
+ * The space of the vectors a repository stores (the embedder's): `changed` hears of the space the
+ * catalogue was found in when it is another (the service then refuses searches too).
+ */
+export interface SpaceOfWrites {
+  model: string;
+  dimension: number;
+  changed?: (stored: EmbeddingSpace) => void;
+}
+
 interface ProductRow {
   id: number | string | bigint;
   name: string;
@@ -40,6 +52,8 @@ interface StoredRow extends ProductRow {
 const PRODUCT_COLUMNS = "id, name, description, category, sku";
 const STORED_COLUMNS = `${PRODUCT_COLUMNS}, content_digest, version`;
 const UNIQUE_VIOLATION = "23505";
+/** pgvector's errors for a vector of the wrong dimension ("expected 384 dimensions, not 32", "different vector dimensions"). */
+const DATA_EXCEPTION = "22000";
 /**
  * Filters matching up to this many products are scanned exactly (VECTOR_FILTER_EXACT_MAX_ROWS), and
  * the index scan's candidate list (VECTOR_EF_SEARCH): bench/scale.ts measured both.
@@ -66,6 +80,16 @@ export const DEFAULT_SEARCH_PLAN = { filterExactMaxRows: 30_000, efSearch: 100 }
  * With a read pool (DATABASE_READ_URL), reads and searches go there; writes, and the reads a write
  * depends on (idempotency records, the products an import or an update writes over), go to the
  * primary, and each committed write is reported (`wrote`) for read-your-writes.
+ *
+ * Given the embedding space its vectors are of (`writesInSpace`: the embedder's), every product
+ * write stores only while the catalogue is in that space, checked by the write itself: a process
+ * whose model the catalogue has been moved away from (a `reembed` run elsewhere) stores nothing
+ * and gets EmbeddingSpaceChanged. The check is in the writing statement (`EXISTS` on
+ * `embedding_space`), and a statement takes its table locks before its snapshot; the re-embed's
+ * switch holds a lock on `products` that every write waits for, from before it embeds what was
+ * written meanwhile to its commit. So a write that embedded with the old model and commits after
+ * the switch finds the new space and stores nothing, and one that committed before is embedded
+ * again by the switch. (A batch takes that lock first, explicitly, then checks.)
  */
 export class PostgresProductRepository implements ProductRepository {
   private readonly scansHalfCopy: boolean;
@@ -75,12 +99,14 @@ export class PostgresProductRepository implements ProductRepository {
 
   /**
    * `dimension`: that of the stored embeddings (it decides how search scans); `search`: how filtered
-   * searches choose their plan, and the session's hnsw.ef_search (vector-index.ts).
+   * searches choose their plan, and the session's hnsw.ef_search (vector-index.ts); `writesInSpace`:
+   * the space of the vectors this repository is given to store (none: writes are not checked).
    */
   constructor(
     db: SqlClient | ReadWriteClients,
     private readonly dimension: number,
     private readonly search: Pick<VectorSearchSettings, "filterExactMaxRows" | "efSearch"> = DEFAULT_SEARCH_PLAN,
+    private readonly writesInSpace?: SpaceOfWrites,
   ) {
     this.scansHalfCopy = dimension >= HALF_PRECISION_COPY_FROM_DIMENSION;
     this.pools = poolsOf(db);
@@ -93,20 +119,23 @@ export class PostgresProductRepository implements ProductRepository {
     idempotency?: IdempotencyRecord,
   ): Promise<AddResult> {
     const insert = async (db: SqlClient) => {
+      const params: unknown[] = [
+        product.name,
+        product.description,
+        product.category,
+        product.sku ?? null,
+        contentDigest,
+        vectorParam(embedding),
+      ];
       const [row] = await db.query<ProductRow>(
         `INSERT INTO products (name, description, category, sku, content_digest, embedding)
-         VALUES ($1, $2, $3, $4, $5, $6::vector)
+         SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::vector
+         WHERE ${this.inSpace(params)}
          RETURNING ${PRODUCT_COLUMNS}`,
-        [
-          product.name,
-          product.description,
-          product.category,
-          product.sku ?? null,
-          contentDigest,
-          vectorParam(embedding),
-        ],
+        params,
       );
-      if (!row) throw new Error("INSERT ... RETURNING returned no row");
+      // No row without an error: the catalogue is in another space (no sku conflict is skipped here).
+      if (!row) throw await this.spaceChangedOn(db);
       return toProduct(row);
     };
     try {
@@ -117,6 +146,7 @@ export class PostgresProductRepository implements ProductRepository {
       return result;
     } catch (error) {
       if (isUniqueViolation(error, "products_sku")) return { skuTaken: product.sku as string };
+      await this.refuseIfWrongDimension(error);
       throw error;
     }
   }
@@ -212,26 +242,28 @@ export class PostgresProductRepository implements ProductRepository {
 
   async update(id: number, expectedVersion: number, { fields, embedding }: ProductUpdate): Promise<UpdateResult> {
     let rows: StoredRow[];
+    const params: unknown[] = [
+      id,
+      expectedVersion,
+      fields.name,
+      fields.description,
+      fields.category,
+      fields.sku ?? null,
+      embedding ? vectorParam(embedding.vector) : null,
+      embedding?.contentDigest ?? null,
+    ];
     try {
       rows = await this.writes.query<StoredRow>(
         `UPDATE products SET name = $3, description = $4, category = $5, sku = $6,
            embedding = COALESCE($7::vector, embedding), content_digest = COALESCE($8, content_digest),
            version = version + 1, updated_at = now()
-         WHERE id = $1 AND version = $2
+         WHERE id = $1 AND version = $2 AND ${this.inSpace(params)}
          RETURNING ${STORED_COLUMNS}`,
-        [
-          id,
-          expectedVersion,
-          fields.name,
-          fields.description,
-          fields.category,
-          fields.sku ?? null,
-          embedding ? vectorParam(embedding.vector) : null,
-          embedding?.contentDigest ?? null,
-        ],
+        params,
       );
     } catch (error) {
       if (isUniqueViolation(error, "products_sku")) return { skuTaken: fields.sku as string };
+      await this.refuseIfWrongDimension(error);
       throw error;
     }
     const [row] = rows;
@@ -239,14 +271,23 @@ export class PostgresProductRepository implements ProductRepository {
       await this.pools.wrote();
       return { updated: toStored(row) };
     }
+    await this.refuseIfSpaceChanged(this.writes);
     const [exists] = await this.writes.query("SELECT 1 FROM products WHERE id = $1", [id]);
     return exists ? { conflict: true } : { missing: true };
   }
 
   async remove(id: number): Promise<boolean> {
-    const removed = (await this.writes.query("DELETE FROM products WHERE id = $1 RETURNING id", [id])).length > 0;
-    if (removed) await this.pools.wrote();
-    return removed;
+    const params: unknown[] = [id];
+    const deleted = await this.writes.query(
+      `DELETE FROM products WHERE id = $1 AND ${this.inSpace(params)} RETURNING id`,
+      params,
+    );
+    if (deleted.length === 0) {
+      await this.refuseIfSpaceChanged(this.writes);
+      return false;
+    }
+    await this.pools.wrote();
+    return true;
   }
 
   async categories(): Promise<{ name: string; products: number }[]> {
@@ -315,6 +356,12 @@ export class PostgresProductRepository implements ProductRepository {
       ];
     });
     const { inserted, updated, ids } = await this.writes.transaction(async (tx) => {
+      if (this.writesInSpace) {
+        // The lock every write of `products` takes, taken first, then the space checked: a switch of
+        // space waits for this batch's commit, or this batch for the switch's (then it finds the new space).
+        await tx.query("LOCK TABLE products IN ROW EXCLUSIVE MODE");
+        await this.refuseIfSpaceChanged(tx);
+      }
       await tx.query(
         `CREATE TEMPORARY TABLE product_writes (
            position integer NOT NULL, id bigint, expected_version integer, sku text, name text NOT NULL,
@@ -373,6 +420,49 @@ export class PostgresProductRepository implements ProductRepository {
       if (updated.has(id)) return { written: publicView({ id, ...write.update.fields }) };
       return { raced: stillThere.has(id) ? "changed" : "missing" };
     });
+  }
+
+  /**
+   * The condition that the catalogue is in `writesInSpace`, its model and dimension appended to
+   * `params`; `true` when writes are not checked.
+   */
+  private inSpace(params: unknown[]): string {
+    if (!this.writesInSpace) return "true";
+    params.push(this.writesInSpace.model, this.writesInSpace.dimension);
+    return `EXISTS (SELECT 1 FROM embedding_space WHERE model = $${params.length - 1}::text AND dimension = $${params.length}::integer)`;
+  }
+
+  /**
+   * After a checked write failed: a vector of another dimension than the column's fails before the
+   * check can say why (the statement is planned with the new column), so the space is looked at
+   * (outside the write's transaction, which the error ended).
+   */
+  private async refuseIfWrongDimension(error: unknown): Promise<void> {
+    if (this.writesInSpace && (error as { code?: unknown } | null)?.code === DATA_EXCEPTION) {
+      await this.refuseIfSpaceChanged(this.writes);
+    }
+  }
+
+  /** Throws EmbeddingSpaceChanged when the catalogue is no longer in `writesInSpace`. */
+  private async refuseIfSpaceChanged(db: SqlClient): Promise<void> {
+    if (!this.writesInSpace) return;
+    const { model, dimension, changed } = this.writesInSpace;
+    const [stored] = await db.query<EmbeddingSpace>("SELECT model, dimension FROM embedding_space");
+    if (stored && (stored.model !== model || Number(stored.dimension) !== dimension)) {
+      const found = { model: stored.model, dimension: Number(stored.dimension) };
+      changed?.(found);
+      throw new EmbeddingSpaceChanged(found, { model, dimension });
+    }
+  }
+
+  /** The EmbeddingSpaceChanged a checked write that stored nothing stands for. */
+  private async spaceChangedOn(db: SqlClient): Promise<Error> {
+    try {
+      await this.refuseIfSpaceChanged(db);
+    } catch (error) {
+      return error as Error;
+    }
+    return new Error("INSERT ... RETURNING returned no row, and the catalogue is in this repository's space");
   }
 
   async searchByVector(embedding: Vector, query: SearchQuery): Promise<VersionedHit[]> {

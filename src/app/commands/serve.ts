@@ -79,9 +79,10 @@ export async function serve(config: Config): Promise<number> {
   // not stored (the worker looks for them only while the database takes writes).
   jobWorker = importJobs.run(stopJobs.signal);
   // Upkeep only where writes go: none while DATABASE_URL reaches only standbys (a read-only start,
-  // a failover under way); of several instances, the one holding the upkeep lease looks.
+  // a failover under way), nor once a reembed elsewhere moved the catalogue to another model; of
+  // several instances, the one holding the upkeep lease looks.
   const look = async () => {
-    if (await service.root.writable()) await maintainIndex.check();
+    if ((await service.root.writable()) && (await service.root.inEmbeddingSpace())) await maintainIndex.check();
   };
   void look();
   indexTimer = setInterval(() => void look(), VECTOR_INDEX_CHECK_MS);

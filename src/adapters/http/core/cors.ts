@@ -14,6 +14,8 @@ export const CORS_EXPOSED_HEADERS = [
   // A bulk import that became a job: where to follow it, and whether Prefer: respond-async was heeded.
   "Location",
   "Preference-Applied",
+  // A write's commit position, for the reads that must see it (read-your-writes on any instance).
+  "X-Read-After",
 ];
 
 /**
@@ -26,6 +28,7 @@ export const CORS_ALLOWED_HEADERS = [
   "Idempotency-Key",
   "Last-Event-ID",
   "Prefer",
+  "X-Read-After",
   "X-Request-Id",
 ];
 export const CORS_ALLOWED_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"];

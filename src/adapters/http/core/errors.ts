@@ -136,6 +136,14 @@ export const malformedJson = () => new HttpProblem(400, "El cuerpo de la petici�
 
 export const malformedForm = () => new HttpProblem(400, "El formulario de la petición no es válido");
 
+/** An X-Read-After that is not a WAL position as a write's answer gives it. */
+export const invalidReadAfter = () =>
+  new HttpProblem(
+    400,
+    "La cabecera X-Read-After no es válida: debe ser la posición que devolvió una escritura en su propia " +
+      "cabecera X-Read-After (por ejemplo 0/16B3748)",
+  );
+
 export const invalidRequestUrl = () =>
   new HttpProblem(
     400,

@@ -15,6 +15,10 @@ interface RequestScope {
   timer: ReturnType<typeof setTimeout>;
   /** Who is served, once the route has checked the token (read-your-writes keys on it). */
   caller?: string;
+  /** The WAL position the client's X-Read-After asks its reads to see. */
+  readAfter?: string;
+  /** The WAL position of the request's last committed write, sent back as X-Read-After. */
+  wroteAt?: string;
 }
 
 /**
@@ -65,9 +69,34 @@ export function rememberRequestCaller(caller: string): void {
   if (current) current.caller = caller;
 }
 
-/** Who the request being served is for, or undefined (anonymous, or outside a request): read-your-writes. */
-export function currentRequestCaller(): string | undefined {
-  return scope.getStore()?.caller;
+/** Records the position the request's X-Read-After asks its reads to see (app.ts checks it first). */
+export function rememberReadAfter(position: string): void {
+  const current = scope.getStore();
+  if (current) current.readAfter = position;
+}
+
+/**
+ * What read-your-writes needs of the request being served (composition root → the database
+ * adapter's readYourWrites): who it is for, the position it asks to see, and where its writes
+ * commit. Undefined outside a request.
+ */
+export function currentRequestConsistency():
+  | { caller?: string; readAfter?: string; wrote(position: string): void }
+  | undefined {
+  const current = scope.getStore();
+  if (!current) return undefined;
+  return {
+    caller: current.caller,
+    readAfter: current.readAfter,
+    wrote(position: string) {
+      current.wroteAt = position;
+    },
+  };
+}
+
+/** The WAL position of the request's last committed write, for its answer's X-Read-After; undefined when it wrote nothing. */
+export function requestWroteAt(): string | undefined {
+  return scope.getStore()?.wroteAt;
 }
 
 /** Stops the request's clock once it is answered: its id and milliseconds, for its log line. */

@@ -1,6 +1,7 @@
 import { Elysia, t } from "elysia";
 import { DatabaseUnavailable } from "../../../domain/errors.ts";
 import type { DatabaseHealth } from "../../../ports/database-health.ts";
+import type { EmbeddingSpace } from "../../../ports/embedding-space.ts";
 import { HttpProblem, RETRY_AFTER_SECONDS } from "../core/errors.ts";
 import { answers, SECURITY, UNAVAILABLE } from "../core/route-docs.ts";
 
@@ -17,6 +18,11 @@ export interface StartupState {
   embedderLoaded(): boolean;
   /** The database takes writes now (false: only hot standbys answer; searches and reads still do). Unset: always. */
   writable?(): Promise<boolean>;
+  /**
+   * The catalogue's embedding space and this process's, once a reembed elsewhere has moved the
+   * catalogue to another model (then searches and product writes answer 503 until a restart); unset: never.
+   */
+  embeddingSpaceChanged?(): { stored: EmbeddingSpace; configured: EmbeddingSpace } | undefined;
 }
 
 export const READ_ONLY_PROBE_MESSAGE =
@@ -39,6 +45,9 @@ const NOT_READY = {
   migrationsUnchecked: "no se pudieron comprobar las migraciones de la base de datos",
   migrationsMissing: "faltan migraciones de la base de datos",
   embedder: "el modelo de embeddings aún se está cargando",
+  embeddingSpace: ({ stored, configured }: { stored: EmbeddingSpace; configured: EmbeddingSpace }) =>
+    `el catálogo ha pasado a otro modelo de embeddings («${stored.model}», ${stored.dimension} dimensiones) y ` +
+    `este proceso usa «${configured.model}» (${configured.dimension} dimensiones): reinícielo con el modelo nuevo`,
 } as const;
 
 /**
@@ -97,6 +106,8 @@ export function healthRoutes({ health, startup }: { health: DatabaseHealth; star
         });
         if (!applied) throw new NotReady(NOT_READY.migrationsMissing);
         if (!startup.embedderLoaded()) throw new NotReady(NOT_READY.embedder);
+        const spaces = startup.embeddingSpaceChanged?.();
+        if (spaces) throw new NotReady(NOT_READY.embeddingSpace(spaces));
         const writable = (await startup.writable?.()) ?? true;
         return writable
           ? { message: READY_PROBE_MESSAGE, read_only: false }
@@ -126,6 +137,12 @@ export function healthRoutes({ health, startup }: { health: DatabaseHealth; star
             "Migraciones sin comprobar": new NotReady(NOT_READY.migrationsUnchecked),
             "Migraciones pendientes": new NotReady(NOT_READY.migrationsMissing),
             "Modelo cargándose": new NotReady(NOT_READY.embedder),
+            "Catálogo en otro modelo": new NotReady(
+              NOT_READY.embeddingSpace({
+                stored: { model: "text-embedding-3-large", dimension: 3072 },
+                configured: { model: "all-MiniLM-L6-v2", dimension: 384 },
+              }),
+            ),
           }),
         },
         detail: {

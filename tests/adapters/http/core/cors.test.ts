@@ -36,7 +36,7 @@ describe("CORS with CORS_ORIGINS", () => {
       expect(response.headers.get("access-control-allow-origin")).toBe(SHOP);
       expect(response.headers.get("access-control-allow-methods")?.split(", ")).toContain(method);
       expect(response.headers.get("access-control-allow-headers")).toBe(
-        "Authorization, Content-Type, Idempotency-Key, Last-Event-ID, Prefer, X-Request-Id",
+        "Authorization, Content-Type, Idempotency-Key, Last-Event-ID, Prefer, X-Read-After, X-Request-Id",
       );
       expect(response.headers.get("access-control-max-age")).toBe("600");
       expect(response.headers.get("access-control-allow-credentials")).toBeNull();
