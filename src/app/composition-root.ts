@@ -386,10 +386,12 @@ export class CompositionRoot {
   async upkeepLease(): Promise<UpkeepLease | undefined> {
     if (this.config.databaseUrl === undefined) return undefined;
     const [, { writes }] = await Promise.all([this.store(), this.pools()]);
-    return this.once(
-      "upkeepLease",
-      async () => new SqlUpkeepLease(writes, { holder: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}` }),
-    );
+    return this.once("upkeepLease", async () => this.leaseOn(writes));
+  }
+
+  /** A new upkeep lease on `client`, held in the name of this process. */
+  private leaseOn(client: SqlClient): SqlUpkeepLease {
+    return new SqlUpkeepLease(client, { holder: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}` });
   }
 
   /** The policy that keeps the vector index fit: the service looks now and then, the commands after a load. */
@@ -475,7 +477,9 @@ export class CompositionRoot {
       this.documentEmbedder(),
     ]);
     await this.migrate(client, applyMigrations, embedder);
-    const lease = await this.upkeepLease();
+    // Not upkeepLease(): it opens the store, which refuses a catalogue of another space than the
+    // embedder's, the very thing a reembed changes (on a server every reembed to a new model failed).
+    const lease = this.config.databaseUrl === undefined ? undefined : this.leaseOn(client);
     return new ReembedCatalogue({ space: new SqlEmbeddingSpace(client), embedder: documents, lease });
   }
 

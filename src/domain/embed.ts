@@ -1,10 +1,11 @@
 import type { Embedder, EmbeddingPurpose } from "../ports/embedder.ts";
-import { EmbeddingUnavailable } from "./errors.ts";
+import { DomainError, EmbeddingUnavailable } from "./errors.ts";
 import { type Vector, vectorProblem } from "./vector.ts";
 
 /**
  * Embeds the texts and checks every vector (one per text, right length, finite, not zero): any
- * failure or unusable answer becomes EmbeddingUnavailable, so nothing unusable is ever stored.
+ * failure or unusable answer becomes EmbeddingUnavailable, so nothing unusable is ever stored; a
+ * domain error passes as it is (EmbeddingSpaceChanged: an embedder the catalogue has moved away from).
  * Once `signal` aborts, its reason is thrown instead (the caller stopped waiting).
  */
 export async function embedMany(
@@ -19,7 +20,7 @@ export async function embedMany(
     vectors = await embedder.embed(texts, purpose, signal);
   } catch (error) {
     if (signal?.aborted) throw signal.reason;
-    if (error instanceof EmbeddingUnavailable) throw error;
+    if (error instanceof DomainError) throw error;
     throw new EmbeddingUnavailable(undefined, { cause: error });
   }
   const unusable = (reason: string) =>

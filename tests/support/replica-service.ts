@@ -5,6 +5,7 @@
 import { loadConfig } from "../../src/app/config.ts";
 import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import type { Logger } from "../../src/app/logger.ts";
+import type { Embedder } from "../../src/ports/embedder.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { type CallOptions, callApp } from "./app-client.ts";
 import { lowCostHasher } from "./password-hasher.ts";
@@ -26,8 +27,9 @@ export interface ReplicaService {
   close(): Promise<void>;
 }
 
-export async function startService(env: Record<string, string>): Promise<ReplicaService> {
-  const config = loadConfig({
+/** The settings every test service starts with (a fake embedder's world: no index, no query cache), and `env`. */
+export function serviceConfig(env: Record<string, string>) {
+  return loadConfig({
     DATA_DIR: makeTempDir("replica-service"),
     JWT_SECRET: "s".repeat(40),
     ADMIN_PASSWORD: ADMIN.password,
@@ -37,11 +39,19 @@ export async function startService(env: Record<string, string>): Promise<Replica
     QUERY_CACHE_DAYS: "0",
     ...env,
   });
+}
+
+/** `embedder`: a FakeEmbedder of 32 dimensions unless given (another model makes another embedding space). */
+export async function startService(
+  env: Record<string, string>,
+  { embedder = new FakeEmbedder(32) }: { embedder?: Embedder } = {},
+): Promise<ReplicaService> {
+  const config = serviceConfig(env);
   const events: Record<string, unknown>[] = [];
   const keep = (event: Record<string, unknown>) => void events.push(event);
   const quiet: Logger = { debug: () => {}, info: () => {}, warn: keep, error: keep };
   const service = await createHttpService(config, quiet, {
-    embedder: new FakeEmbedder(32),
+    embedder,
     passwordHasher: lowCostHasher(),
   });
   const call = (method: string, path: string, init: CallOptions = {}) => callApp(service.app, method, path, init);
