@@ -2,7 +2,8 @@
  * The service on a real primary and its hot standbys (made by `pg_basebackup -R`, as an operator
  * makes them): started on a standby it serves reads and refuses writes with 503; its reads follow
  * DATABASE_READ_URL; a caller reads its own writes through a standby that replays them late on
- * purpose (recovery_min_apply_delay); rate limits still refuse past the limit while the database
+ * purpose (recovery_min_apply_delay, and replay paused while the test looks), on the instance that
+ * wrote them and, with the write's X-Read-After, on any other; rate limits still refuse past the limit while the database
  * takes no writes; two instances never do upkeep at once.
  */
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
@@ -22,8 +23,22 @@ import { blockHooks } from "../support/skipped-blocks.ts";
 
 setDefaultTimeout(120_000);
 
-/** How late the delayed standby replays each commit: far longer than any step of these tests takes. */
+/**
+ * How late the delayed standby replays each commit, as a lagging standby would. While a test looks
+ * at what the standby has not replayed, replay is paused besides (pg_wal_replay_pause): what it
+ * shows then does not depend on how fast the machine runs the test's steps.
+ */
 const APPLY_DELAY_MS = 4_000;
+
+/** Runs `look` while `standby` replays nothing, then lets it replay again. */
+async function withReplayPaused<T>(standby: PostgresCluster, look: () => Promise<T>): Promise<T> {
+  await psql(standby, "SELECT pg_wal_replay_pause()");
+  try {
+    return await look();
+  } finally {
+    await psql(standby, "SELECT pg_wal_replay_resume()");
+  }
+}
 
 const skipped = !canRunPostgresCluster();
 let primary: PostgresCluster;
@@ -120,28 +135,83 @@ describe.skipIf(skipped)("started on a hot standby", () => {
 
 describe.skipIf(skipped)("a read pool on a standby that replays late (DATABASE_READ_URL)", () => {
   let split: ReplicaService;
+  /** Reads on the delayed standby; a read that must see a write waits 300 ms for it there, then reads on the primary. */
+  const splitEnv = () => ({
+    DATABASE_URL: primary.url,
+    DATABASE_READ_URL: delayed.url,
+    READ_YOUR_WRITES_WAIT_MS: "300",
+  });
   afterAll(() => split?.close());
 
   test("reads follow DATABASE_READ_URL; the writer reads its own writes at once, others after the lag", async () => {
-    split = await startService({ DATABASE_URL: primary.url, DATABASE_READ_URL: delayed.url });
+    split = await startService(splitEnv());
     const manageUsers = await split.service.root.manageUsers();
     await manageUsers.add("otra", "otra-contraseña-larga");
     await caughtUp(primary, delayed);
     const [mine, theirs] = [await split.login(), await split.login("otra", "otra-contraseña-larga")];
 
-    const created = await split.call("POST", "/products/", { token: mine, json: product("Cafetera italiana") });
-    expect(created.status).toBe(201);
-    const id = created.json.id as number;
+    const id = await withReplayPaused(delayed, async () => {
+      const created = await split.call("POST", "/products/", { token: mine, json: product("Cafetera italiana") });
+      expect(created.status).toBe(201);
+      const id = created.json.id as number;
 
-    // The writer: its read and its search see the product (waited for, then read on the primary).
-    expect((await split.call("GET", `/products/${id}`, { token: mine })).status).toBe(200);
-    const found = await split.call("POST", "/products/search", { token: mine, json: { query: "cafetera italiana" } });
-    expect(found.json.results.map((hit: { id: number }) => hit.id)).toContain(id);
-    // Another caller reads from the standby, which has not replayed it yet.
-    expect((await split.call("GET", `/products/${id}`, { token: theirs })).status).toBe(404);
+      // The writer: its read and its search see the product (waited for, then read on the primary).
+      expect((await split.call("GET", `/products/${id}`, { token: mine })).status).toBe(200);
+      const found = await split.call("POST", "/products/search", { token: mine, json: { query: "cafetera italiana" } });
+      expect(found.json.results.map((hit: { id: number }) => hit.id)).toContain(id);
+      // Another caller reads from the standby, which has not replayed it yet.
+      expect((await split.call("GET", `/products/${id}`, { token: theirs })).status).toBe(404);
+      return id;
+    });
 
     await caughtUp(primary, delayed);
     expect((await split.call("GET", `/products/${id}`, { token: theirs })).status).toBe(200);
+  });
+
+  test("on any instance: a read carrying a write's X-Read-After sees it, one without reads the standby as it is", async () => {
+    split ??= await startService(splitEnv());
+    const token = await writer.login();
+    await withReplayPaused(delayed, async () => {
+      // Written through the instance on the primary: the answer says where the commit is.
+      const created = await writer.call("POST", "/products/", { token, json: product("Molinillo de café") });
+      expect(created.status).toBe(201);
+      const readAfter = created.headers.get("x-read-after") as string;
+      expect(readAfter).toMatch(/^[0-9A-F]{1,8}\/[0-9A-F]{1,8}$/);
+      const id = created.json.id as number;
+
+      // The other instance reads from the standby, which has not replayed it, and knows nothing of the write.
+      expect((await split.call("GET", `/products/${id}`, { token })).status).toBe(404);
+      const headers = { "X-Read-After": readAfter };
+      expect((await split.call("GET", `/products/${id}`, { token, headers })).status).toBe(200);
+      const list = await split.call("GET", "/products/?order=newest&limit=1", { token, headers });
+      expect(list.json.items[0].id).toBe(id);
+      const found = await split.call("POST", "/products/search", {
+        token,
+        headers,
+        json: { query: "molinillo de café" },
+      });
+      expect(found.json.results.map((hit: { id: number }) => hit.id)).toContain(id);
+      // The same in lower case, as PostgreSQL also writes it.
+      const lower = { "X-Read-After": readAfter.toLowerCase() };
+      expect((await split.call("GET", `/products/${id}`, { token, headers: lower })).status).toBe(200);
+
+      // A change on the standby's instance answers its own position, which the writer's instance honours too.
+      const changed = await split.call("PATCH", `/products/${id}`, { token, headers, json: { category: "molienda" } });
+      expect(changed.status).toBe(200);
+      const later = changed.headers.get("x-read-after") as string;
+      expect(later).toMatch(/^[0-9A-F]{1,8}\/[0-9A-F]{1,8}$/);
+      expect(
+        (await writer.call("GET", `/products/${id}`, { token, headers: { "X-Read-After": later } })).json,
+      ).toMatchObject({
+        category: "molienda",
+      });
+
+      for (const bad of ["", "0/", "16B3748", "0/16B3748; drop", "G/1", "123456789/1"]) {
+        const refused = await split.call("GET", `/products/${id}`, { token, headers: { "X-Read-After": bad } });
+        expect(refused.status).toBe(400);
+        expect(refused.json.detail).toContain("X-Read-After no es válida");
+      }
+    });
   });
 });
 

@@ -172,3 +172,33 @@ export const UNAVAILABLE = {
   database: { "Base de datos caída": new DatabaseUnavailable() },
   deadline: { "Tiempo agotado": new DeadlineExceeded() },
 };
+
+/**
+ * X-Read-After (app.ts): the WAL position at or past the commit of a write, which its answer
+ * carries; a read that sends it back sees that write, whichever instance serves it.
+ */
+export const READ_AFTER_EXAMPLE = "0/16B3748";
+
+/** The X-Read-After of a write's answer (docs/openapi.ts adds it to every write's success). */
+export const READ_AFTER_HEADER: HeaderDoc = {
+  description:
+    "La posición en el registro de la base de datos (WAL) de lo que guardó esta escritura, en un servicio sobre " +
+    "un servidor PostgreSQL. Enviada de vuelta en X-Read-After, una lectura o búsqueda la ve, la atienda la " +
+    "instancia que la atienda.",
+  schema: { type: "string" },
+  example: READ_AFTER_EXAMPLE,
+};
+
+/** X-Read-After as the reads (lists, products, searches) document it; app.ts reads it on every route. */
+export const readAfterParameter = t.Optional(
+  documentedAs(t.String(), {
+    type: "string",
+    pattern: "^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$",
+    description:
+      "Opcional. La cabecera X-Read-After de la respuesta a una escritura: la lectura ve esa escritura en " +
+      "cualquier instancia (espera a que la réplica la haya aplicado, un tiempo acotado, y si no lee de la " +
+      "primaria). Sin ella, cada instancia recuerda durante 30 s las escrituras de quien la llamó. Un valor " +
+      "mal formado es un 400.",
+    example: READ_AFTER_EXAMPLE,
+  }),
+);

@@ -18,7 +18,7 @@ import { openapi } from "@elysiajs/openapi";
 import { Elysia, t } from "elysia";
 import { RateLimitExceeded } from "../../../domain/errors.ts";
 import { type RateLimitBucket, type RateLimitPolicy, rateLimitState } from "../../../domain/rate-limit.ts";
-import { INTERNAL_ERROR, invalidRequestUrl, notFound, payloadTooLarge } from "../core/errors.ts";
+import { INTERNAL_ERROR, invalidReadAfter, invalidRequestUrl, notFound, payloadTooLarge } from "../core/errors.ts";
 import { RATE_LIMIT_EXTENSION, RATE_LIMIT_UNITS_EXTENSION, rateLimitHeaders } from "../core/rate-limit.ts";
 import {
   ALTERNATIVES,
@@ -28,6 +28,7 @@ import {
   type HeaderDoc,
   PROBLEM_DOC,
   ProblemBody,
+  READ_AFTER_HEADER,
   type ResolvedProblemDoc,
   SUCCESS_HEADERS,
 } from "../core/route-docs.ts";
@@ -246,6 +247,11 @@ function completeDocument(generated: OpenApiDocument, settings: ApiDocsSettings)
             response.headers = { ...response.headers, [name]: headerRef(name) };
           }
         }
+        // Every catalogue write (the routes that spend the write budget) says where its commit is.
+        if (bucket === "write" && status.startsWith("2")) {
+          headers["X-Read-After"] = READ_AFTER_HEADER;
+          response.headers = { ...response.headers, "X-Read-After": headerRef("X-Read-After") };
+        }
       }
       for (const [status, doc] of Object.entries(appAnswers(path, allowed, policy, severalUnits, settings))) {
         const own = responses[status];
@@ -351,8 +357,12 @@ function appAnswers(
     400: {
       description:
         "La dirección de la petición no es válida: sin cabecera Host (HTTP/1.0 puede omitirla) o con una que no " +
-        "es un host, o un destino que no es una ruta (CONNECT).",
-      examples: { "Dirección no válida": invalidRequestUrl().message },
+        "es un host, o un destino que no es una ruta (CONNECT); o la cabecera X-Read-After no es una posición " +
+        "como la que devuelve una escritura.",
+      examples: {
+        "Dirección no válida": invalidRequestUrl().message,
+        "X-Read-After no válida": invalidReadAfter().message,
+      },
       headers: [],
     },
     405: {

@@ -20,7 +20,15 @@ import { jsonBody, mediaTypesOf } from "../core/body.ts";
 import { fieldDetail, HttpProblem, NOT_AN_OBJECT } from "../core/errors.ts";
 import type { RateLimits } from "../core/rate-limit.ts";
 import { requestContext } from "../core/request-context.ts";
-import { answers, documented, documentedAs, messageOf, problem, UNAVAILABLE } from "../core/route-docs.ts";
+import {
+  answers,
+  documented,
+  documentedAs,
+  messageOf,
+  problem,
+  readAfterParameter,
+  UNAVAILABLE,
+} from "../core/route-docs.ts";
 import {
   categoryQuery,
   integer,
@@ -92,6 +100,9 @@ const CreateHeaders = t.Object({
     }),
   ),
 });
+
+/** What the reads document besides Authorization: X-Read-After (app.ts reads it). */
+const ReadHeaders = t.Object({ "x-read-after": readAfterParameter });
 
 const malformedIdempotencyKey = () =>
   new HttpProblem(400, "La cabecera Idempotency-Key debe tener entre 1 y 255 caracteres ASCII visibles");
@@ -227,6 +238,7 @@ export function productRoutes({ createProduct, manageProducts, maxBodyBytes, aut
       },
       {
         auth: "products.read",
+        headers: ReadHeaders,
         query: ListQuery,
         response: {
           200: documented(ListResponse, "Una página de productos", {
@@ -249,6 +261,7 @@ export function productRoutes({ createProduct, manageProducts, maxBodyBytes, aut
     )
     .get("/categories", async () => ({ categories: await manageProducts.categories() }), {
       auth: "products.read",
+      headers: ReadHeaders,
       response: {
         200: documented(CategoriesResponse, "Cada categoría con su número de productos", {
           categories: [{ name: PRODUCT_EXAMPLE.category, products: 12 }],
@@ -263,6 +276,7 @@ export function productRoutes({ createProduct, manageProducts, maxBodyBytes, aut
     })
     .get("/:id", async ({ params }) => productView(await manageProducts.get(productId(params.id))), {
       auth: "products.read",
+      headers: ReadHeaders,
       params: ProductIdParams,
       response: { 200: "Product", 404: ANSWERS.notFound, 503: ANSWERS.databaseDown },
       detail: { tags, summary: "Ver un producto", description: "El producto con ese id." },

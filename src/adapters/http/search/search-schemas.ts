@@ -15,7 +15,7 @@ import {
 } from "../../../domain/search-and-recommend.ts";
 import { mediaTypesOf } from "../core/body.ts";
 import { type FieldSchema, fieldDetail } from "../core/errors.ts";
-import { answers, documented, messageOf, problem, UNAVAILABLE } from "../core/route-docs.ts";
+import { answers, documented, messageOf, problem, readAfterParameter, UNAVAILABLE } from "../core/route-docs.ts";
 import {
   categoryFilter,
   categoryQuery,
@@ -129,6 +129,7 @@ export const SearchHeaders = t.Object({
       examples: ["4f1c2e9a-7b3d-4c8e-9f0a-1b2c3d4e5f60:end"],
     }),
   ),
+  "x-read-after": readAfterParameter,
 });
 
 const SearchResponse = t.Object({

@@ -197,6 +197,11 @@ describe("every answer the service gives is documented for its operation, with a
     ["GET", "/jobs/{id}", (h) => h.call("GET", "/jobs/x", { token: h.token })],
     ["GET", "/jobs/{id}", (h) => h.call("GET", "/jobs/1?limit=0", { token: h.token })],
     ["GET", "/jobs/{id}", (h) => h.call("GET", "/jobs/1?cursor=abc", { token: h.token })],
+    [
+      "GET",
+      "/products/{id}",
+      (h) => h.call("GET", "/products/1", { token: h.token, headers: { "x-read-after": "no es una posición" } }),
+    ],
   ];
 
   test("in normal operation and on bad requests", async () => {
@@ -335,7 +340,7 @@ describe("the document", () => {
     expect(document.components.schemas.Product?.properties).toMatchObject({ id: { type: "integer" } });
     const parameters = (method: string, path: string) => document.paths[path]?.[method]?.parameters;
     for (const method of ["get", "patch", "put", "delete"]) {
-      expect(parameters(method, "/products/{id}")).toEqual([
+      expect(parameters(method, "/products/{id}")?.filter((parameter) => parameter.in === "path")).toEqual([
         expect.objectContaining({ name: "id", in: "path", required: true, schema: { type: "integer", minimum: 1 } }),
       ]);
     }
@@ -350,6 +355,44 @@ describe("the document", () => {
     expect(parameters("get", "/products/search")).toContainEqual(
       expect.objectContaining({ name: "Last-Event-ID", in: "header" }),
     );
+  });
+
+  test("X-Read-After: every catalogue write's success carries it, every read takes it, a malformed one is a 400", async () => {
+    const { document } = await documentOf();
+    const writes = operations(document).filter(
+      ({ method, path }) => path.startsWith("/products") && method !== "GET" && path !== "/products/search",
+    );
+    expect(writes.map(({ method, path }) => `${method} ${path}`).sort()).toEqual([
+      "DELETE /products/{id}",
+      "PATCH /products/{id}",
+      "POST /products/",
+      "POST /products/bulk",
+      "PUT /products/{id}",
+    ]);
+    for (const { method, path, operation } of writes) {
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if (status.startsWith("2"))
+          expect(response.headers, `${method} ${path} ${status}`).toHaveProperty("X-Read-After");
+        else expect(response.headers ?? {}, `${method} ${path} ${status}`).not.toHaveProperty("X-Read-After");
+      }
+    }
+    expect(document.components.headers["X-Read-After"]).toMatchObject({ schema: { type: "string" } });
+    const reads = [
+      ["get", "/products/"],
+      ["get", "/products/categories"],
+      ["get", "/products/{id}"],
+      ["get", "/products/search"],
+      ["post", "/products/search"],
+    ] as const;
+    for (const [method, path] of reads) {
+      expect(document.paths[path]?.[method]?.parameters, `${method} ${path}`).toContainEqual(
+        expect.objectContaining({ name: "X-Read-After", in: "header", required: false }),
+      );
+      const examples = Object.values(
+        document.paths[path]?.[method]?.responses["400"]?.content?.["application/json"]?.examples ?? {},
+      );
+      expect(examples.map((example) => example.value.detail).join(" ")).toContain("X-Read-After no es válida");
+    }
   });
 
   test("says who may call each operation: public ones need nothing, the catalogue a token", async () => {
