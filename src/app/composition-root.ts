@@ -261,6 +261,7 @@ export class CompositionRoot {
       const pools = readYourWrites(reads, writes, {
         request,
         standbys: reads !== primary,
+        primaryLost: () => watch?.primaryLost ?? false,
         waitMs: this.config.readYourWritesWaitMs,
         log: (event) => this.log.debug(event),
       });

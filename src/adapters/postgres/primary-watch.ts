@@ -52,6 +52,7 @@ export function hostUrls(url: string): string[] {
  */
 export class PrimaryWatch {
   private current: PrimaryState = "unreachable";
+  private everWritable = false;
   private readonly probes: SqlClient[];
   private timer: ReturnType<typeof setInterval> | undefined;
   private probing: Promise<PrimaryState> | undefined;
@@ -75,6 +76,11 @@ export class PrimaryWatch {
 
   get state(): PrimaryState {
     return this.current;
+  }
+
+  /** True while the primary these hosts had is gone and none has replaced it (a failover under way). */
+  get primaryLost(): boolean {
+    return this.everWritable && this.current !== "writable";
   }
 
   /** Asks every host once and updates the state. */
@@ -140,6 +146,7 @@ export class PrimaryWatch {
       : answers.includes("standby")
         ? "read-only"
         : "unreachable";
+    if (state === "writable") this.everWritable = true;
     if (state !== this.current) {
       const previous = this.current;
       this.current = state;
