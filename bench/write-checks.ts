@@ -43,7 +43,11 @@ function summary(samples: number[]) {
 try {
   await prepareDatabase(db, SPACE);
   let wrotePosition = "";
-  const request = { wrote: (position: string) => void (wrotePosition = position) };
+  const request = {
+    wrote(position: string) {
+      wrotePosition = position;
+    },
+  };
   const variants = {
     plain: new PostgresProductRepository(db, SPACE.dimension),
     spaceChecked: new PostgresProductRepository(db, SPACE.dimension, undefined, SPACE),
@@ -54,7 +58,11 @@ try {
       SPACE,
     ),
   };
-  const samples: Record<keyof typeof variants, number[]> = { plain: [], spaceChecked: [], spaceCheckedWithPosition: [] };
+  const samples: Record<keyof typeof variants, number[]> = {
+    plain: [],
+    spaceChecked: [],
+    spaceCheckedWithPosition: [],
+  };
   const vector = Array.from({ length: SPACE.dimension }, (_, i) => Math.sin(i + 1));
   let n = 0;
   for (let done = 0; done < WRITES; done += ROUND) {
