@@ -120,11 +120,16 @@ async function accepts(port: number): Promise<boolean> {
   }
 }
 
-/** A new primary (initdb, trust on loopback), started. */
+/**
+ * A new primary (initdb, trust on loopback), started. It keeps 64 MB of WAL besides what slots hold:
+ * two standbys made at once each force a checkpoint, and under load one of them recycled the WAL
+ * segment the other's pg_basebackup was about to stream, before its slot was made ("requested WAL
+ * segment ... has already been removed").
+ */
 export async function startPostgresCluster(): Promise<PostgresCluster> {
   const dir = serverDir("pg");
   await sh(`${PG_BIN}/initdb -D ${join(dir, "data")} --auth=trust -U postgres -E UTF8 --locale=C.UTF-8`);
-  return runCluster(dir, await freePort());
+  return runCluster(dir, await freePort(), "-c wal_keep_size=64MB");
 }
 
 /**
