@@ -290,6 +290,49 @@ export class PostgresProductRepository implements ProductRepository {
     return true;
   }
 
+  /**
+   * The condition that the catalogue is in `writesInSpace`, its model and dimension appended to
+   * `params`; `true` when writes are not checked.
+   */
+  private inSpace(params: unknown[]): string {
+    if (!this.writesInSpace) return "true";
+    params.push(this.writesInSpace.model, this.writesInSpace.dimension);
+    return `EXISTS (SELECT 1 FROM embedding_space WHERE model = $${params.length - 1}::text AND dimension = $${params.length}::integer)`;
+  }
+
+  /**
+   * After a checked write failed: a vector of another dimension than the column's fails before the
+   * check can say why (the statement is planned with the new column), so the space is looked at
+   * (outside the write's transaction, which the error ended).
+   */
+  private async refuseIfWrongDimension(error: unknown): Promise<void> {
+    if (this.writesInSpace && (error as { code?: unknown } | null)?.code === DATA_EXCEPTION) {
+      await this.refuseIfSpaceChanged(this.writes);
+    }
+  }
+
+  /** Throws EmbeddingSpaceChanged when the catalogue is no longer in `writesInSpace`. */
+  private async refuseIfSpaceChanged(db: SqlClient): Promise<void> {
+    if (!this.writesInSpace) return;
+    const { model, dimension, changed } = this.writesInSpace;
+    const [stored] = await db.query<EmbeddingSpace>("SELECT model, dimension FROM embedding_space");
+    if (stored && (stored.model !== model || Number(stored.dimension) !== dimension)) {
+      const found = { model: stored.model, dimension: Number(stored.dimension) };
+      changed?.(found);
+      throw new EmbeddingSpaceChanged(found, { model, dimension });
+    }
+  }
+
+  /** The EmbeddingSpaceChanged a checked write that stored nothing stands for. */
+  private async spaceChangedOn(db: SqlClient): Promise<Error> {
+    try {
+      await this.refuseIfSpaceChanged(db);
+    } catch (error) {
+      return error as Error;
+    }
+    return new Error("INSERT ... RETURNING returned no row, and the catalogue is in this repository's space");
+  }
+
   async categories(): Promise<{ name: string; products: number }[]> {
     const rows = await this.reads.query<{ name: string; products: number | string }>(
       "SELECT category AS name, count(*) AS products FROM products GROUP BY category ORDER BY count(*) DESC, category",
@@ -420,49 +463,6 @@ export class PostgresProductRepository implements ProductRepository {
       if (updated.has(id)) return { written: publicView({ id, ...write.update.fields }) };
       return { raced: stillThere.has(id) ? "changed" : "missing" };
     });
-  }
-
-  /**
-   * The condition that the catalogue is in `writesInSpace`, its model and dimension appended to
-   * `params`; `true` when writes are not checked.
-   */
-  private inSpace(params: unknown[]): string {
-    if (!this.writesInSpace) return "true";
-    params.push(this.writesInSpace.model, this.writesInSpace.dimension);
-    return `EXISTS (SELECT 1 FROM embedding_space WHERE model = $${params.length - 1}::text AND dimension = $${params.length}::integer)`;
-  }
-
-  /**
-   * After a checked write failed: a vector of another dimension than the column's fails before the
-   * check can say why (the statement is planned with the new column), so the space is looked at
-   * (outside the write's transaction, which the error ended).
-   */
-  private async refuseIfWrongDimension(error: unknown): Promise<void> {
-    if (this.writesInSpace && (error as { code?: unknown } | null)?.code === DATA_EXCEPTION) {
-      await this.refuseIfSpaceChanged(this.writes);
-    }
-  }
-
-  /** Throws EmbeddingSpaceChanged when the catalogue is no longer in `writesInSpace`. */
-  private async refuseIfSpaceChanged(db: SqlClient): Promise<void> {
-    if (!this.writesInSpace) return;
-    const { model, dimension, changed } = this.writesInSpace;
-    const [stored] = await db.query<EmbeddingSpace>("SELECT model, dimension FROM embedding_space");
-    if (stored && (stored.model !== model || Number(stored.dimension) !== dimension)) {
-      const found = { model: stored.model, dimension: Number(stored.dimension) };
-      changed?.(found);
-      throw new EmbeddingSpaceChanged(found, { model, dimension });
-    }
-  }
-
-  /** The EmbeddingSpaceChanged a checked write that stored nothing stands for. */
-  private async spaceChangedOn(db: SqlClient): Promise<Error> {
-    try {
-      await this.refuseIfSpaceChanged(db);
-    } catch (error) {
-      return error as Error;
-    }
-    return new Error("INSERT ... RETURNING returned no row, and the catalogue is in this repository's space");
   }
 
   async searchByVector(embedding: Vector, query: SearchQuery): Promise<VersionedHit[]> {
