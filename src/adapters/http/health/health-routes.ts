@@ -149,9 +149,10 @@ export function healthRoutes({ health, startup }: { health: DatabaseHealth; star
           tags: ["health"],
           summary: "Preparación: base de datos, migraciones y modelo de embeddings",
           description:
-            "200 cuando la base de datos responde, sus migraciones están aplicadas y el modelo de embeddings está " +
-            "cargado (read_only dice si admite escrituras); si no, 503 con Retry-After y un detail que nombra la " +
-            "parte que falla.",
+            "200 cuando la base de datos responde, sus migraciones están aplicadas, el modelo de embeddings está " +
+            "cargado y el catálogo sigue en su espacio de embeddings (read_only dice si admite escrituras); si no, " +
+            "503 con Retry-After y un detail que nombra la parte que falla (un catálogo que pasó a otro modelo, " +
+            "hasta que el proceso se reinicie con él).",
           security: SECURITY.none,
         },
       },
