@@ -61,4 +61,4 @@ echo "== HAProxy on 8080"
 haproxy -f deploy/local/haproxy.cfg -D -p "$ROOT/haproxy.pid"
 for _ in $(seq 1 40); do curl -sf http://127.0.0.1:8080/health/ready >/dev/null && break; sleep 0.25; done
 curl -s http://127.0.0.1:8080/health/ready; echo
-echo "ready: http://127.0.0.1:8080 (user admin, password \$ADMIN_PASSWORD); logs in $ROOT/logs"
+echo "ready: http://127.0.0.1:8080 (user admin, the password in ADMIN_PASSWORD: 'cambie-esta-contraseña' unless you set it); logs in $ROOT/logs"
