@@ -9,10 +9,12 @@ import { DataDirInUse } from "../adapters/pglite/data-dir-lock.ts";
 import { EmbeddingSpaceMismatch, SchemaBehind } from "../adapters/postgres/schema.ts";
 import { DomainError } from "../domain/errors.ts";
 import { UpkeepBusy } from "../domain/reembed-catalogue.ts";
+import { AdminChannelFailed } from "./admin/admin-channel.ts";
 import { type CliOutput, EXIT, type RegisterCommand, UsageError } from "./commands/command.ts";
 import { registerExport } from "./commands/export.ts";
 import { registerHealthcheck } from "./commands/healthcheck.ts";
 import { registerImport } from "./commands/import.ts";
+import { registerKeys } from "./commands/keys.ts";
 import { registerReembed } from "./commands/reembed.ts";
 import { registerServe } from "./commands/serve.ts";
 import { registerUsers } from "./commands/users.ts";
@@ -25,6 +27,7 @@ type Env = Record<string, string | undefined>;
 const COMMANDS: readonly RegisterCommand[] = [
   registerServe,
   registerUsers,
+  registerKeys,
   registerImport,
   registerExport,
   registerReembed,
@@ -119,7 +122,8 @@ function describeFailure(error: unknown): string {
     error instanceof EmbeddingSpaceMismatch ||
     error instanceof SchemaBehind ||
     error instanceof UpkeepBusy ||
-    error instanceof DataDirInUse
+    error instanceof DataDirInUse ||
+    error instanceof AdminChannelFailed
   ) {
     return error.message;
   }

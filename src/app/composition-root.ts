@@ -12,6 +12,7 @@ import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { MemoryRateLimitCounters } from "../adapters/in-process/rate-limit-counters.ts";
 import { openPglite } from "../adapters/pglite/pglite-client.ts";
+import { PostgresApiKeyRepository } from "../adapters/postgres/api-key-repository.ts";
 import { PostgresDatabaseHealth } from "../adapters/postgres/database-health.ts";
 import { SqlEmbeddingSpace } from "../adapters/postgres/embedding-space.ts";
 import { EmbeddingSpaceWatch } from "../adapters/postgres/embedding-space-watch.ts";
@@ -34,9 +35,11 @@ import { LocalEmbedder } from "../adapters/providers/local-embedder.ts";
 import { INSTALLED_MODEL_DIR } from "../adapters/providers/local-model-files.ts";
 import type { ProviderClientOptions } from "../adapters/providers/provider-client.ts";
 import { BunPasswordHasher } from "../adapters/security/bun-password-hasher.ts";
+import { HmacApiKeys } from "../adapters/security/hmac-api-keys.ts";
 import { ApertiumTranslator, findApertium } from "../adapters/translation/apertium.ts";
 import { RememberingTranslator } from "../adapters/translation/remembering-translator.ts";
 import { TranslatingEmbedder } from "../adapters/translation/translating-embedder.ts";
+import { ManageApiKeys } from "../domain/api-keys.ts";
 import { ExportCatalogue } from "../domain/export-catalogue.ts";
 import { ImportJobs } from "../domain/import-jobs.ts";
 import { ImportProducts } from "../domain/import-products.ts";
@@ -55,6 +58,7 @@ import type { VectorIndex } from "../ports/vector-index.ts";
 import type { Config, RemoteProvider } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { resolveRuntimeAssets } from "./runtime-assets.ts";
+import { jwtSecretFor } from "./secrets.ts";
 
 /** What tests put in place of the real thing. */
 export interface Overrides {
@@ -325,6 +329,29 @@ export class CompositionRoot {
   async users(): Promise<PostgresUserRepository> {
     const [, pools] = await Promise.all([this.store(), this.pools()]);
     return this.once("users", async () => new PostgresUserRepository(pools));
+  }
+
+  /** The tokens' signing secret: JWT_SECRET, or the one generated into DATA_DIR. API keys are derived from it. */
+  jwtSecret(): string {
+    return jwtSecretFor(this.config.jwtSecret, this.config.dataDir);
+  }
+
+  /** API keys' secrets, derived from the JWT secret (rotating it ends every key). */
+  apiKeySecrets(): HmacApiKeys {
+    return new HmacApiKeys(this.jwtSecret());
+  }
+
+  async apiKeys(): Promise<PostgresApiKeyRepository> {
+    const [, pools] = await Promise.all([this.store(), this.pools()]);
+    return this.once("apiKeys", async () => new PostgresApiKeyRepository(pools));
+  }
+
+  async manageApiKeys(): Promise<ManageApiKeys> {
+    const keys = await this.apiKeys();
+    return this.once(
+      "manageApiKeys",
+      async () => new ManageApiKeys({ keys, secrets: this.apiKeySecrets(), clock: this.clock }),
+    );
   }
 
   passwordHasher(): PasswordHasher {

@@ -12,6 +12,7 @@ import { PrometheusMetrics } from "../adapters/metrics/prometheus-metrics.ts";
 import { countProducts } from "../adapters/postgres/catalog-stats.ts";
 import { LocalEmbedder } from "../adapters/providers/local-embedder.ts";
 import { Authenticate } from "../domain/authenticate.ts";
+import { AuthenticateKeys } from "../domain/authenticate-keys.ts";
 import { CreateProduct } from "../domain/create-product.ts";
 import { LoginThrottle } from "../domain/login-throttle.ts";
 import { ManageProducts } from "../domain/manage-products.ts";
@@ -20,7 +21,7 @@ import { SearchAndRecommend } from "../domain/search-and-recommend.ts";
 import { CompositionRoot, type Overrides } from "./composition-root.ts";
 import type { Config } from "./config.ts";
 import { type Logger, tapLogger } from "./logger.ts";
-import { jwtSecretFor, writeInitialAdminPassword } from "./secrets.ts";
+import { writeInitialAdminPassword } from "./secrets.ts";
 
 const MINUTE = 60_000;
 
@@ -30,6 +31,12 @@ const MINUTE = 60_000;
  * only bounds how long one lost notification could matter.
  */
 const VERIFIED_TOKENS = { maxEntries: 10_000, maxAgeMs: 5 * MINUTE };
+
+/**
+ * API keys' rows remembered per process, likewise: a revocation on any instance forgets the key at
+ * once (a notification); the age limit bounds how long a lost one could matter.
+ */
+const REMEMBERED_KEYS = { maxEntries: 10_000, maxAgeMs: MINUTE };
 
 export type HttpService = Awaited<ReturnType<typeof createHttpService>>;
 
@@ -85,16 +92,19 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     startupMs[part] = Math.round(performance.now() - started);
     return made;
   };
-  const [embedder, translation, documentEmbedder, products, users, manageUsers] = await Promise.all([
-    root.embedder(),
-    timed("translation", root.translation()),
-    root.documentEmbedder(),
-    timed("database", root.products()),
-    root.users(),
-    root.manageUsers(),
-  ]);
+  const [embedder, translation, documentEmbedder, products, users, manageUsers, apiKeys, manageApiKeys] =
+    await Promise.all([
+      root.embedder(),
+      timed("translation", root.translation()),
+      root.documentEmbedder(),
+      timed("database", root.products()),
+      root.users(),
+      root.manageUsers(),
+      root.apiKeys(),
+      root.manageApiKeys(),
+    ]);
   const tokens = new JwtTokenService({
-    secret: jwtSecretFor(config.jwtSecret, config.dataDir),
+    secret: root.jwtSecret(),
     algorithm: config.algorithm,
     expireMinutes: config.accessTokenExpireMinutes,
   });
@@ -130,6 +140,18 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     log.warn({ event: "token_memory_off", error });
     return async () => {};
   });
+  const authenticateKeys = new AuthenticateKeys({
+    keys: apiKeys,
+    secrets: root.apiKeySecrets(),
+    clock,
+    remembered: REMEMBERED_KEYS,
+    log: (event) => log.debug(event),
+  });
+  // A key revoked by any process on the database is forgotten when the revocation commits.
+  const stopRememberingKeys = await authenticateKeys.rememberKeys().catch((error) => {
+    log.warn({ event: "key_memory_off", error });
+    return async () => {};
+  });
   // The search translates its query once (translation.translator) and embeds the English through
   // this cache, so the cache keys on the text actually embedded.
   const queryEmbedder = new CachingEmbedder(embedder, {
@@ -142,6 +164,8 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
 
   const app = createHttpApp({
     authenticate,
+    authenticateKeys,
+    manageApiKeys,
     createProduct: new CreateProduct({ products, embedder: documentEmbedder }),
     manageProducts: new ManageProducts({ products, embedder: documentEmbedder }),
     importJobs: await root.importJobs(),
@@ -198,6 +222,7 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     },
     close: async () => {
       await stopRememberingTokens();
+      await stopRememberingKeys();
       await root.close();
     },
   };

@@ -181,3 +181,27 @@ export class RateLimitExceeded extends DomainError {
     );
   }
 }
+
+/** The caller is who it says, but its credential does not grant what the route needs (a viewer writing, a search-only key reading). */
+export class Forbidden extends DomainError {
+  readonly kind = "Forbidden";
+}
+
+/**
+ * A catalogue the caller cannot see, or that does not exist: the same answer for both, so a
+ * credential limited to some catalogues learns nothing of the others.
+ */
+export class CatalogueNotFound extends DomainError {
+  readonly kind = "CatalogueNotFound";
+  constructor(name: string) {
+    super(`No existe el catálogo '${name.length > 63 ? `${name.slice(0, 63)}…` : name}'`);
+  }
+}
+
+/** No API key with that id. */
+export class ApiKeyNotFound extends DomainError {
+  readonly kind = "ApiKeyNotFound";
+  constructor(id: string) {
+    super(`No existe ninguna clave de API con id '${id.length > 40 ? `${id.slice(0, 40)}…` : id}'`);
+  }
+}

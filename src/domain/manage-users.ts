@@ -1,5 +1,6 @@
 import type { PasswordHasher } from "../ports/password-hasher.ts";
 import type { UserRepository } from "../ports/user-repository.ts";
+import { ROLES, type Role } from "./caller.ts";
 import { InvalidInput, UserNotFound } from "./errors.ts";
 import { textProblem, trimText } from "./text.ts";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH, type User, type UserSummary } from "./user.ts";
@@ -13,10 +14,17 @@ export interface Deps {
 export class ManageUsers {
   constructor(private readonly deps: Deps) {}
 
-  async add(username: string, password: string): Promise<User> {
+  /** `role`: as the operator names it (checked: one of ROLES). */
+  async add(username: string, password: string, role: Role | string): Promise<User> {
     const name = checkUsername(username);
     checkPassword(password);
-    return this.deps.users.create(name, await this.deps.hasher.hash(password));
+    return this.deps.users.create(name, await this.deps.hasher.hash(password), checkRole(role));
+  }
+
+  /** Gives a user another role; the user's earlier tokens stop working (they were issued for the old one). */
+  async setRole(username: string, role: Role | string): Promise<void> {
+    const name = checkUsername(username);
+    if (!(await this.deps.users.setRole(name, checkRole(role)))) throw new UserNotFound(name);
   }
 
   async resetPassword(username: string, password: string): Promise<void> {
@@ -43,7 +51,7 @@ export class ManageUsers {
     if ((await this.deps.users.count()) > 0) return { generatedPassword: null };
     const chosen = password ?? generatePassword();
     try {
-      await this.add(username, chosen);
+      await this.add(username, chosen, "admin");
     } catch (error) {
       // Another replica created users between our count and our insert: nothing left to do.
       if ((await this.deps.users.count()) > 0) return { generatedPassword: null };
@@ -58,6 +66,14 @@ function checkUsername(username: string): string {
   const problem = textProblem(name, { maxLength: USERNAME_MAX_LENGTH });
   if (problem) throw new InvalidInput(`El nombre de usuario ${problem}`);
   return name;
+}
+
+/** A role named by the operator (the command line passes any text). */
+export function checkRole(role: string): Role {
+  if (!(ROLES as readonly string[]).includes(role)) {
+    throw new InvalidInput(`El rol debe ser uno de: ${ROLES.join(", ")}`);
+  }
+  return role as Role;
 }
 
 function checkPassword(password: string): void {

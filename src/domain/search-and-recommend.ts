@@ -2,12 +2,14 @@ import type { Embedder } from "../ports/embedder.ts";
 import type { Generator, Recommendation } from "../ports/generator.ts";
 import type { ProductRepository } from "../ports/product-repository.ts";
 import type { Translation, Translator } from "../ports/translator.ts";
+import type { SearchFilter } from "./caller.ts";
 import { checkCitations, withCheckedCitations } from "./citations.ts";
 import { embedOne } from "./embed.ts";
 import { InvalidInput } from "./errors.ts";
 import { checkAlpha, fuse, SEARCH_MODES, type SearchMode } from "./hybrid-ranking.ts";
 import { normalizeCategories, publicView } from "./manage-products.ts";
 import type { ScoredProduct, VersionedHit } from "./product.ts";
+import { narrowCategories } from "./search-filter.ts";
 import { textProblem, trimText } from "./text.ts";
 import type { Vector } from "./vector.ts";
 
@@ -34,6 +36,14 @@ export interface SearchRequest {
   mode?: SearchMode | undefined;
   /** In hybrid mode, the weight of the semantic score, 0 to 1; absent: the service's default. */
   alpha?: number | undefined;
+}
+
+/** What a search is run with besides its request. */
+export interface SearchOptions {
+  /** Aborts (with the reason to throw) when the caller stops waiting: provider requests are cancelled. */
+  signal?: AbortSignal | undefined;
+  /** A filter the request may narrow, never widen (a tenant token's: search-filter.ts). */
+  filter?: SearchFilter | undefined;
 }
 
 /** How a search ranks when the request does not say. */
@@ -95,7 +105,8 @@ export interface Deps {
 interface CheckedRequest {
   query: string;
   limit: number;
-  categories: string[] | undefined;
+  /** The categories searched; "nothing" when a fixed filter and the request's have none in common. */
+  categories: readonly string[] | undefined | "nothing";
   mode: SearchMode;
   alpha: number;
 }
@@ -148,9 +159,9 @@ export class SearchAndRecommend {
   }
 
   /** `signal` aborts (with the reason to throw) when the caller stops waiting: provider requests are cancelled. */
-  async execute(request: SearchRequest, signal?: AbortSignal): Promise<SearchResult> {
+  async execute(request: SearchRequest, options: SearchOptions = {}): Promise<SearchResult> {
     let results: ScoredProduct[] = [];
-    for await (const event of this.events(request, signal, "whole")) {
+    for await (const event of this.events(request, options, "whole")) {
       if (event.type === "results") results = event.results;
       if (event.type === "done") {
         return { query: request.query, recommendation: event.recommendation, results, citedIds: event.citedIds };
@@ -164,17 +175,25 @@ export class SearchAndRecommend {
    * then the recommendation as it is written, citations checked on the way, then `done`. Throws
    * like `execute`; aborting `signal` cancels the model's request.
    */
-  stream(request: SearchRequest, signal?: AbortSignal): AsyncGenerator<SearchEvent> {
-    return this.events(request, signal, "streamed");
+  stream(request: SearchRequest, options: SearchOptions = {}): AsyncGenerator<SearchEvent> {
+    return this.events(request, options, "streamed");
   }
 
   /** The pipeline: check, understand the query, retrieve, check the results, write, answer (see the class). */
   private async *events(
     request: SearchRequest,
-    signal: AbortSignal | undefined,
+    { signal, filter }: SearchOptions,
     delivery: Delivery,
   ): AsyncGenerator<SearchEvent> {
-    const checked = checkSearchRequest(request, this.defaults);
+    const checked = checkSearchRequest(request, this.defaults, filter);
+    if (checked.categories === "nothing") {
+      // The request's categories and the fixed filter's have none in common: nothing to look at.
+      this.logSearch({ results: 0, recommendedBy: null, filteredOut: true });
+      yield { type: "results", query: request.query, results: [] };
+      yield { type: "done", recommendation: NOTHING_MATCHED, citedIds: [], writer: null };
+      return;
+    }
+    const categories = checked.categories;
     const timer = stopwatch();
     // The time of each stage, for the `search` event (and the metrics drawn from it).
     const stages = { translateMs: 0, embedMs: 0, searchMs: 0, checkMs: 0, generateMs: 0 };
@@ -197,7 +216,7 @@ export class SearchAndRecommend {
     for (let run = 1; ; run++) {
       const lastRun = run === SEARCH_RUNS;
       timer.lap();
-      const found = await this.retrieve(query, checked);
+      const found = await this.retrieve(query, { ...checked, categories });
       stages.searchMs += timer.lap();
       // Streamed, the results leave now, with the first event: they are checked now.
       const hits = delivery === "streamed" ? await check(found, lastRun) : found;
@@ -305,7 +324,7 @@ export class SearchAndRecommend {
   /** The `limit` best products: by cosine, or in hybrid mode by the blend of cosine and lexical match. */
   private async retrieve(
     { embedding, lexicalTexts }: UnderstoodQuery,
-    checked: CheckedRequest,
+    checked: CheckedRequest & { categories: readonly string[] | undefined },
   ): Promise<VersionedHit[]> {
     if (checked.mode === "semantic") return this.deps.products.searchByVector(embedding, checked);
     const candidates = await this.deps.products.hybridCandidates(embedding, lexicalTexts, {
@@ -336,9 +355,13 @@ export class SearchAndRecommend {
 
 /**
  * The query trimmed and checked, the limit, the category filter and the ranking checked; InvalidInput
- * naming the first field that breaks its rules.
+ * naming the first field that breaks its rules. A fixed `filter` narrows the request's categories.
  */
-export function checkSearchRequest(request: SearchRequest, defaults: SearchDefaults): CheckedRequest {
+export function checkSearchRequest(
+  request: SearchRequest,
+  defaults: SearchDefaults,
+  filter?: SearchFilter,
+): CheckedRequest {
   const query = trimText(request.query);
   const problem = textProblem(query, { maxLength: QUERY_MAX_LENGTH });
   if (problem) throw new InvalidInput(`El campo 'query' ${problem}`);
@@ -355,7 +378,8 @@ export function checkSearchRequest(request: SearchRequest, defaults: SearchDefau
   }
   const alpha = request.alpha ?? defaults.alpha;
   checkAlpha(alpha);
-  return { query, limit, categories: normalizeCategories(request.category), mode, alpha };
+  const categories = narrowCategories(normalizeCategories(request.category), filter);
+  return { query, limit, categories, mode, alpha };
 }
 
 function labelOf(recommendation: Pick<Recommendation, "provider" | "model">): string {

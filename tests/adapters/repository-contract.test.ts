@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rm } from "node:fs/promises";
 import { JwtTokenService } from "../../src/adapters/http/auth/jwt-token-service.ts";
 import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
+import { PostgresApiKeyRepository } from "../../src/adapters/postgres/api-key-repository.ts";
 import { PostgresDatabaseHealth } from "../../src/adapters/postgres/database-health.ts";
 import { SqlEmbeddingSpace } from "../../src/adapters/postgres/embedding-space.ts";
 import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
@@ -20,12 +21,14 @@ import { LoginThrottle } from "../../src/domain/login-throttle.ts";
 import { embeddingText, type NewProduct, type Product } from "../../src/domain/product.ts";
 import { ReembedCatalogue, type ReembedOptions } from "../../src/domain/reembed-catalogue.ts";
 import type { Vector } from "../../src/domain/vector.ts";
+import type { ApiKeyRepository } from "../../src/ports/api-key-repository.ts";
 import type { DatabaseHealth } from "../../src/ports/database-health.ts";
 import type { Embedder, EmbeddingPurpose } from "../../src/ports/embedder.ts";
 import type { AddResult, EmbeddedProduct, ProductRepository } from "../../src/ports/product-repository.ts";
 import type { QueryEmbeddingCache } from "../../src/ports/query-embedding-cache.ts";
 import type { UserRepository } from "../../src/ports/user-repository.ts";
 import { FakeClock } from "../fakes/fake-clock.ts";
+import { MemoryApiKeyRepository } from "../fakes/memory-api-key-repository.ts";
 import { MemoryDatabaseHealth } from "../fakes/memory-database-health.ts";
 import { cosineSimilarity, MemoryProductRepository } from "../fakes/memory-product-repository.ts";
 import { MemoryQueryEmbeddingCache } from "../fakes/memory-query-embedding-cache.ts";
@@ -35,6 +38,7 @@ import { seededRandom } from "../support/seeded-random.ts";
 import { blockHooks } from "../support/skipped-blocks.ts";
 import { makeTempDir } from "../support/temp-dirs.ts";
 import { forEachDatabase, POSTGRES_URL, type TestDatabase } from "../support/test-databases.ts";
+import { waitUntil } from "../support/wait-until.ts";
 
 /** A product to add, with its embedding and a digest standing for the real one. */
 function row(product: NewProduct & { sku?: string }, embedding: Vector): EmbeddedProduct {
@@ -51,6 +55,7 @@ async function stored(result: Promise<AddResult>): Promise<Product> {
 interface Repositories {
   products: ProductRepository;
   users: UserRepository;
+  apiKeys: ApiKeyRepository;
   health: DatabaseHealth;
   queryCache: QueryEmbeddingCache;
 }
@@ -97,6 +102,55 @@ function repositoryContract(open: RepositoryFactory): void {
     expect(await products.searchByVector([1, 0, 0, 0], { limit: 5 })).toEqual([]);
   });
 
+  test("api keys: create, find, list newest first, touch, remove (announced to watchers)", async () => {
+    const { apiKeys } = await open(4);
+    const heard: (string | null)[] = [];
+    const ready = Promise.withResolvers<void>();
+    const stop = await apiKeys.watchChanges((id) => heard.push(id), ready.resolve);
+    await ready.promise;
+    try {
+      const expiresAt = new Date("2030-01-02T03:04:05.000Z");
+      const shop = await apiKeys.create({
+        id: "00000000000000a1",
+        name: "Tienda",
+        actions: ["search"],
+        catalogues: ["default", "outlet"],
+        expiresAt,
+      });
+      expect(shop).toEqual({
+        id: "00000000000000a1",
+        name: "Tienda",
+        actions: ["search"],
+        catalogues: ["default", "outlet"],
+        expiresAt,
+        createdAt: expect.any(Date),
+        lastUsedAt: null,
+      });
+      const all = await apiKeys.create({
+        id: "00000000000000b2",
+        name: "ERP",
+        actions: "*",
+        catalogues: "*",
+        expiresAt: null,
+      });
+      expect(all).toMatchObject({ actions: "*", catalogues: "*", expiresAt: null });
+      expect(await apiKeys.findById("00000000000000a1")).toEqual(shop);
+      expect(await apiKeys.findById("00000000000000ff")).toBeNull();
+      expect((await apiKeys.list()).map((key) => key.id)).toEqual(["00000000000000b2", "00000000000000a1"]);
+
+      await apiKeys.touch("00000000000000a1");
+      expect((await apiKeys.findById("00000000000000a1"))?.lastUsedAt).toBeInstanceOf(Date);
+
+      expect(await apiKeys.remove("00000000000000a1")).toBe(true);
+      expect(await apiKeys.remove("00000000000000a1")).toBe(false);
+      expect(await apiKeys.findById("00000000000000a1")).toBeNull();
+      await waitUntil(() => heard.length > 0);
+      expect(heard).toEqual(["00000000000000a1"]);
+    } finally {
+      await stop();
+    }
+  });
+
   test("a zero vector is rejected", async () => {
     const { products } = await open(4);
     await expect(products.add(row(shoe, [0, 0, 0, 0]))).rejects.toThrow();
@@ -106,26 +160,37 @@ function repositoryContract(open: RepositoryFactory): void {
   test("users: create, find, duplicate, update, remove, count", async () => {
     const { users } = await open(4);
     expect(await users.count()).toBe(0);
-    const ana = await users.create("ana", "hash-1");
-    expect(ana).toEqual({ id: expect.any(Number), username: "ana", passwordHash: "hash-1", tokenVersion: 0 });
-    await users.create("luis", "hash-2");
+    const ana = await users.create("ana", "hash-1", "admin");
+    expect(ana).toEqual({
+      id: expect.any(Number),
+      username: "ana",
+      passwordHash: "hash-1",
+      tokenVersion: 0,
+      role: "admin",
+    });
+    await users.create("luis", "hash-2", "viewer");
     expect(await users.count()).toBe(2);
     expect(await users.list()).toEqual([
-      { id: ana.id, username: "ana", createdAt: expect.any(Date) },
-      { id: expect.any(Number), username: "luis", createdAt: expect.any(Date) },
+      { id: ana.id, username: "ana", role: "admin", createdAt: expect.any(Date) },
+      { id: expect.any(Number), username: "luis", role: "viewer", createdAt: expect.any(Date) },
     ]);
 
     expect(await users.findByUsername("ana")).toEqual(ana);
     expect(await users.findById(ana.id)).toEqual(ana);
     expect(await users.findByUsername("nadie")).toBeNull();
     expect(await users.findById(ana.id + 1000)).toBeNull();
-    await expect(users.create("ana", "other")).rejects.toBeInstanceOf(UserAlreadyExists);
+    await expect(users.create("ana", "other", "admin")).rejects.toBeInstanceOf(UserAlreadyExists);
 
     expect(await users.updatePassword("ana", "hash-3")).toBe(true);
     expect(await users.findByUsername("ana")).toMatchObject({ passwordHash: "hash-3", tokenVersion: 1 });
     expect(await users.updatePassword("ana", "hash-4")).toBe(true);
     expect((await users.findById(ana.id))?.tokenVersion).toBe(2);
     expect(await users.updatePassword("nadie", "x")).toBe(false);
+
+    // A role change ends the tokens of the old role, as a password change does.
+    expect(await users.setRole("ana", "viewer")).toBe(true);
+    expect(await users.findById(ana.id)).toMatchObject({ role: "viewer", tokenVersion: 3 });
+    expect(await users.setRole("nadie", "admin")).toBe(false);
 
     expect(await users.remove("ana")).toBe(true);
     expect(await users.remove("ana")).toBe(false);
@@ -288,6 +353,7 @@ function sqlRepositories(db: TestDatabase): RepositoryFactory {
     return {
       products: new PostgresProductRepository(client, dimension),
       users: new PostgresUserRepository(client),
+      apiKeys: new PostgresApiKeyRepository(client),
       health: new PostgresDatabaseHealth(client),
       queryCache: new PostgresQueryEmbeddingCache(client, { retentionDays: 30, maxRows: 1000 }),
     };
@@ -346,7 +412,7 @@ function databaseContract(db: TestDatabase): void {
   test("prepareDatabase is idempotent and records each migration once", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
-    await new PostgresUserRepository(client).create("ana", "h");
+    await new PostgresUserRepository(client).create("ana", "h", "admin");
     await prepareDatabase(client, space);
     const migrations = await client.query<{ version: number }>(
       "SELECT version FROM schema_migrations ORDER BY version",
@@ -412,7 +478,7 @@ function databaseContract(db: TestDatabase): void {
     const client = await db.fresh();
     await prepareDatabase(client, space);
     const serviceUsers = new PostgresUserRepository(client);
-    const ana = await serviceUsers.create("ana", "hash");
+    const ana = await serviceUsers.create("ana", "hash", "admin");
     const tokens = new JwtTokenService({ secret: "s".repeat(32), algorithm: "HS256", expireMinutes: 30 });
     const clock = new FakeClock(Date.now());
     const throttle = () => new LoginThrottle({ maxFailures: 5, windowMs: 60_000, lockoutMs: 60_000 }, clock);
@@ -467,14 +533,14 @@ function databaseContract(db: TestDatabase): void {
     await prepareDatabase(client, space);
     const users = (tx: SqlClient) => new PostgresUserRepository(tx);
     const failed = client.transaction(async (tx) => {
-      await users(tx).create("ana", "h");
+      await users(tx).create("ana", "h", "admin");
       throw new Error("boom");
     });
     await expect(failed).rejects.toThrow("boom");
     await client.transaction(async (tx) => {
-      await users(tx).create("luis", "h");
-      await tx.transaction(async (inner) => users(inner).create("luis", "again")).catch(() => {});
-      await users(tx).create("eva", "h");
+      await users(tx).create("luis", "h", "admin");
+      await tx.transaction(async (inner) => users(inner).create("luis", "again", "admin")).catch(() => {});
+      await users(tx).create("eva", "h", "admin");
     });
     expect(await users(client).findByUsername("ana")).toBeNull();
     expect(await users(client).count()).toBe(2);
@@ -719,6 +785,7 @@ describe("memory fakes", () => {
   repositoryContract(async (dimension) => ({
     products: new MemoryProductRepository(dimension),
     users: new MemoryUserRepository(),
+    apiKeys: new MemoryApiKeyRepository(),
     health: new MemoryDatabaseHealth(),
     queryCache: new MemoryQueryEmbeddingCache(),
   }));
@@ -754,7 +821,7 @@ describe("PGlite on disk", () => {
     const first = await openPglite(dir);
     await prepareDatabase(first, space);
     const added = await stored(new PostgresProductRepository(first, space.dimension).add(row(shoe, [1, 2, 3, 4])));
-    await new PostgresUserRepository(first).create("ana", "h");
+    await new PostgresUserRepository(first).create("ana", "h", "admin");
     await first.close();
     await expect(first.query("SELECT 1")).rejects.toBeInstanceOf(DatabaseUnavailable);
 

@@ -146,7 +146,7 @@ describe.skipIf(skipped)("a read pool on a standby that replays late (DATABASE_R
   test("reads follow DATABASE_READ_URL; the writer reads its own writes at once, others after the lag", async () => {
     split = await startService(splitEnv());
     const manageUsers = await split.service.root.manageUsers();
-    await manageUsers.add("otra", "otra-contraseña-larga");
+    await manageUsers.add("otra", "otra-contraseña-larga", "admin");
     await caughtUp(primary, delayed);
     const [mine, theirs] = [await split.login(), await split.login("otra", "otra-contraseña-larga")];
 

@@ -48,7 +48,7 @@ beforeEach(async () => {
     usernameThrottle: new LoginThrottle(USERNAME_POLICY, clock),
     addressThrottle: new LoginThrottle(ADDRESS_POLICY, clock),
   });
-  ana = await users.create("ana", await hasher.hash(PASSWORD));
+  ana = await users.create("ana", await hasher.hash(PASSWORD), "admin");
 });
 
 async function failure(attempt: LoginAttempt): Promise<unknown> {
@@ -225,7 +225,7 @@ describe("Authenticate.userForToken", () => {
     const token = await auth.login({ username: "ana", password: PASSWORD });
     await users.remove("ana");
     // A new user takes the old name: the old token's id points nowhere, or to someone else.
-    const again = await users.create("ana", await hasher.hash(PASSWORD));
+    const again = await users.create("ana", await hasher.hash(PASSWORD), "admin");
     expect(again.id).not.toBe(ana.id);
     await expect(auth.userForToken(token)).rejects.toBeInstanceOf(NotAuthenticated);
 

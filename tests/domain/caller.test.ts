@@ -1,20 +1,44 @@
 import { describe, expect, test } from "bun:test";
-import { anonymousCaller, PERMISSIONS, permits, rateLimitClient, userCaller } from "../../src/domain/caller.ts";
-
-const ANA = { id: 7, username: "ana", passwordHash: "hash", tokenVersion: 0 };
+import {
+  allows,
+  anonymousCaller,
+  type Caller,
+  canSeeCatalogue,
+  jobOwner,
+  PERMISSIONS,
+  rateLimitClient,
+  userCaller,
+} from "../../src/domain/caller.ts";
 
 describe("Caller", () => {
-  test("a user holds every permission and spends the budget of its own id", () => {
-    const caller = userCaller(ANA);
-    for (const permission of PERMISSIONS) expect(permits(caller, permission)).toBe(true);
+  test("an admin holds every permission in every catalogue and spends the budget of its own id", () => {
+    const caller = userCaller({ id: 7, role: "admin" });
+    for (const permission of PERMISSIONS) expect(allows(caller, permission)).toBe(true);
+    expect(canSeeCatalogue(caller, "outlet")).toBe(true);
     expect(rateLimitClient(caller)).toBe("user:7");
+    expect(jobOwner(caller)).toBe("user:7");
+  });
+
+  test("a viewer searches and reads, in every catalogue, and nothing else", () => {
+    const viewer = userCaller({ id: 8, role: "viewer" });
+    expect(PERMISSIONS.filter((permission) => allows(viewer, permission))).toEqual(["search", "products.read"]);
+    expect(canSeeCatalogue(viewer, "default")).toBe(true);
+  });
+
+  test("a key holds its actions in its catalogues, and is counted by its own id", () => {
+    const key: Caller = { kind: "key", grants: ["search"], catalogues: ["outlet"], id: "key:ab12" };
+    expect(PERMISSIONS.filter((permission) => allows(key, permission))).toEqual(["search"]);
+    expect(canSeeCatalogue(key, "outlet")).toBe(true);
+    expect(canSeeCatalogue(key, "default")).toBe(false);
+    expect(rateLimitClient(key)).toBe("key:ab12");
   });
 
   test("anonymous holds only what the service opens to anyone, and is counted by address", () => {
     const closed = anonymousCaller([]);
-    for (const permission of PERMISSIONS) expect(permits(closed, permission)).toBe(false);
+    for (const permission of PERMISSIONS) expect(allows(closed, permission)).toBe(false);
     const open = anonymousCaller(["search"]);
-    expect(PERMISSIONS.filter((permission) => permits(open, permission))).toEqual(["search"]);
+    expect(PERMISSIONS.filter((permission) => allows(open, permission))).toEqual(["search"]);
     expect(rateLimitClient(open)).toBeUndefined();
+    expect(jobOwner(open)).toBeUndefined();
   });
 });

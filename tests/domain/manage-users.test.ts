@@ -39,7 +39,7 @@ async function passwordOf(username: string, password: string): Promise<boolean> 
 
 describe("ManageUsers.add", () => {
   test("stores the user with a hash of the password, never the password itself", async () => {
-    const user = await manage.add("ana", PASSWORD);
+    const user = await manage.add("ana", PASSWORD, "admin");
     expect(user.username).toBe("ana");
     expect(user.passwordHash).not.toBe(PASSWORD);
     expect(await users.findById(user.id)).toEqual(user);
@@ -47,45 +47,45 @@ describe("ManageUsers.add", () => {
   });
 
   test("trims the username", async () => {
-    const user = await manage.add("  ana \t", PASSWORD);
+    const user = await manage.add("  ana \t", PASSWORD, "admin");
     expect(user.username).toBe("ana");
     expect(await users.findByUsername("ana")).not.toBeNull();
   });
 
   test("an empty or whitespace username: InvalidInput, nothing stored", async () => {
     for (const username of ["", "   \t"]) {
-      await expect(manage.add(username, PASSWORD)).rejects.toBeInstanceOf(InvalidInput);
+      await expect(manage.add(username, PASSWORD, "admin")).rejects.toBeInstanceOf(InvalidInput);
     }
     expect(await users.count()).toBe(0);
   });
 
   test("the username may have up to USERNAME_MAX_LENGTH characters after trimming", async () => {
     const longest = "u".repeat(USERNAME_MAX_LENGTH);
-    expect((await manage.add(` ${longest} `, PASSWORD)).username).toBe(longest);
-    await expect(manage.add(`${longest}u`, PASSWORD)).rejects.toBeInstanceOf(InvalidInput);
+    expect((await manage.add(` ${longest} `, PASSWORD, "admin")).username).toBe(longest);
+    await expect(manage.add(`${longest}u`, PASSWORD, "admin")).rejects.toBeInstanceOf(InvalidInput);
     expect(await users.count()).toBe(1);
   });
 
   test("passwords from PASSWORD_MIN_LENGTH to PASSWORD_MAX_LENGTH characters are accepted", async () => {
     const shortest = "p".repeat(PASSWORD_MIN_LENGTH);
     const longest = "p".repeat(PASSWORD_MAX_LENGTH);
-    await manage.add("corta", shortest);
-    await manage.add("larga", longest);
+    await manage.add("corta", shortest, "admin");
+    await manage.add("larga", longest, "admin");
     expect(await passwordOf("corta", shortest)).toBe(true);
     expect(await passwordOf("larga", longest)).toBe(true);
   });
 
   test("a password too short or too long: InvalidInput, nothing hashed or stored", async () => {
     for (const password of ["", "p".repeat(PASSWORD_MIN_LENGTH - 1), "p".repeat(PASSWORD_MAX_LENGTH + 1)]) {
-      await expect(manage.add("ana", password)).rejects.toBeInstanceOf(InvalidInput);
+      await expect(manage.add("ana", password, "admin")).rejects.toBeInstanceOf(InvalidInput);
     }
     expect(hasher.hashed).toHaveLength(0);
     expect(await users.count()).toBe(0);
   });
 
   test("a taken username: UserAlreadyExists, the first user's password kept", async () => {
-    await manage.add("ana", PASSWORD);
-    await expect(manage.add(" ana ", "otra-contraseña")).rejects.toBeInstanceOf(UserAlreadyExists);
+    await manage.add("ana", PASSWORD, "admin");
+    await expect(manage.add(" ana ", "otra-contraseña", "admin")).rejects.toBeInstanceOf(UserAlreadyExists);
     expect(await users.count()).toBe(1);
     expect(await passwordOf("ana", PASSWORD)).toBe(true);
   });
@@ -93,14 +93,14 @@ describe("ManageUsers.add", () => {
 
 describe("ManageUsers.resetPassword and remove", () => {
   test("resetPassword replaces the password", async () => {
-    await manage.add("ana", PASSWORD);
+    await manage.add("ana", PASSWORD, "admin");
     await manage.resetPassword("ana", "nueva-contraseña");
     expect(await passwordOf("ana", "nueva-contraseña")).toBe(true);
     expect(await passwordOf("ana", PASSWORD)).toBe(false);
   });
 
   test("resetPassword checks the password's length and keeps the old one", async () => {
-    await manage.add("ana", PASSWORD);
+    await manage.add("ana", PASSWORD, "admin");
     for (const password of ["corta", "p".repeat(PASSWORD_MAX_LENGTH + 1)]) {
       await expect(manage.resetPassword("ana", password)).rejects.toBeInstanceOf(InvalidInput);
     }
@@ -108,13 +108,13 @@ describe("ManageUsers.resetPassword and remove", () => {
   });
 
   test("resetPassword of an unknown user: UserNotFound", async () => {
-    await manage.add("ana", PASSWORD);
+    await manage.add("ana", PASSWORD, "admin");
     await expect(manage.resetPassword("luis", "nueva-contraseña")).rejects.toBeInstanceOf(UserNotFound);
   });
 
   test("remove deletes the user; removing again is UserNotFound", async () => {
-    await manage.add("ana", PASSWORD);
-    await manage.add("luis", PASSWORD);
+    await manage.add("ana", PASSWORD, "admin");
+    await manage.add("luis", PASSWORD, "admin");
     await manage.remove("ana");
     expect(await users.findByUsername("ana")).toBeNull();
     expect(await users.findByUsername("luis")).not.toBeNull();
@@ -142,7 +142,7 @@ describe("ManageUsers.ensureAdmin", () => {
   });
 
   test("does nothing when any user exists", async () => {
-    await manage.add("ana", PASSWORD);
+    await manage.add("ana", PASSWORD, "admin");
     expect(await manage.ensureAdmin("admin", undefined)).toEqual({ generatedPassword: null });
     expect(await manage.ensureAdmin("admin", PASSWORD)).toEqual({ generatedPassword: null });
     expect(await users.count()).toBe(1);

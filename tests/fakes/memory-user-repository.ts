@@ -1,3 +1,4 @@
+import type { Role } from "../../src/domain/caller.ts";
 import { DatabaseUnavailable, UserAlreadyExists } from "../../src/domain/errors.ts";
 import type { User, UserSummary } from "../../src/domain/user.ts";
 import type { UserChange, UserRepository } from "../../src/ports/user-repository.ts";
@@ -22,10 +23,10 @@ export class MemoryUserRepository implements UserRepository {
     return user ? { ...user } : null;
   }
 
-  async create(username: string, passwordHash: string): Promise<User> {
+  async create(username: string, passwordHash: string, role: Role): Promise<User> {
     this.checkUp();
     if (this.users.has(username)) throw new UserAlreadyExists(username);
-    const user: User = { id: this.nextId++, username, passwordHash, tokenVersion: 0 };
+    const user: User = { id: this.nextId++, username, passwordHash, tokenVersion: 0, role };
     this.users.set(username, user);
     this.created.set(username, new Date());
     return { ...user };
@@ -36,6 +37,16 @@ export class MemoryUserRepository implements UserRepository {
     const user = this.users.get(username);
     if (!user) return false;
     user.passwordHash = passwordHash;
+    user.tokenVersion += 1;
+    this.changed({ userId: user.id, tokenVersion: user.tokenVersion });
+    return true;
+  }
+
+  async setRole(username: string, role: Role): Promise<boolean> {
+    this.checkUp();
+    const user = this.users.get(username);
+    if (!user) return false;
+    user.role = role;
     user.tokenVersion += 1;
     this.changed({ userId: user.id, tokenVersion: user.tokenVersion });
     return true;
@@ -69,7 +80,7 @@ export class MemoryUserRepository implements UserRepository {
     this.checkUp();
     return [...this.users.values()]
       .sort((a, b) => (a.username < b.username ? -1 : 1))
-      .map(({ id, username }) => ({ id, username, createdAt: this.created.get(username) as Date }));
+      .map(({ id, username, role }) => ({ id, username, role, createdAt: this.created.get(username) as Date }));
   }
 
   private checkUp(): void {

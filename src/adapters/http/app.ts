@@ -1,5 +1,7 @@
 import { Elysia } from "elysia";
+import type { ManageApiKeys } from "../../domain/api-keys.ts";
 import type { Authenticate } from "../../domain/authenticate.ts";
+import type { AuthenticateKeys } from "../../domain/authenticate-keys.ts";
 import type { Permission } from "../../domain/caller.ts";
 import type { CreateProduct } from "../../domain/create-product.ts";
 import type { ImportJobs } from "../../domain/import-jobs.ts";
@@ -26,6 +28,7 @@ import { docsAssetRoutes } from "./docs/docs-assets.ts";
 import { apiDocs } from "./docs/openapi.ts";
 import { healthRoutes, NotReady, type StartupState } from "./health/health-routes.ts";
 import { jobRoutes } from "./jobs/job-routes.ts";
+import { keyRoutes } from "./keys/key-routes.ts";
 import { type MetricsRoutesDeps, metricsRoutes } from "./metrics/metrics-routes.ts";
 import { productRoutes } from "./products/product-routes.ts";
 import { RECONNECT_MS } from "./search/event-stream.ts";
@@ -55,6 +58,10 @@ export type LogEvent = Record<string, unknown>;
 
 export interface HttpDeps {
   authenticate: Authenticate;
+  /** API keys and tenant tokens as credentials. */
+  authenticateKeys: AuthenticateKeys;
+  /** POST, GET and DELETE /keys. */
+  manageApiKeys: ManageApiKeys;
   createProduct: CreateProduct;
   manageProducts: ManageProducts;
   /** Bulk imports, as jobs (POST /products/bulk, GET /jobs/{id}). */
@@ -89,7 +96,7 @@ const SECURITY_HEADERS = {
 /**
  * The Elysia app (not listening): GET /, /health/live, /health/ready, POST /auth/login, the
  * catalogue under /products (POST /products/ and POST /products/search as the contract has them),
- * the bulk import's jobs under /jobs,
+ * the bulk import's jobs under /jobs, API keys under /keys,
  * /openapi (Swagger UI with its script and stylesheet served from here, docs/), the search page at
  * /ui (ui/), and GET /metrics when `metrics` is given. Each feature is a plugin of its own folder;
  * core/ holds what they share.
@@ -99,14 +106,15 @@ const SECURITY_HEADERS = {
  * CORS for the listed origins; and the largest body a route takes.
  */
 export function createHttpApp(deps: HttpDeps) {
-  const { authenticate, createProduct, manageProducts, importJobs, search, health, startup, rateLimiter } = deps;
+  const { authenticate, authenticateKeys, manageApiKeys, createProduct, manageProducts, importJobs, search } = deps;
+  const { health, startup, rateLimiter } = deps;
   const { settings, log } = deps;
   const { maxBodyBytes } = settings;
   /** The bulk import takes larger bodies than any other route. */
   const bodyLimit = (path: string) => (routeKey(path) === BULK_PATH ? settings.bulk.maxBytes : maxBodyBytes);
   const corsOrigins = new Set(settings.corsOrigins);
   const anonymousPermissions: Permission[] = settings.searchRequiresAuth ? [] : ["search"];
-  const auth = authMacro({ authenticate, anonymousPermissions });
+  const auth = authMacro({ authenticate, keys: authenticateKeys, anonymousPermissions });
   const limits = rateLimits({ limiter: rateLimiter, trustProxy: settings.trustProxy });
 
   const docs = apiDocs({
@@ -135,6 +143,7 @@ export function createHttpApp(deps: HttpDeps) {
     rateLimits: limits,
   });
   const jobs = jobRoutes({ importJobs, auth });
+  const keys = keyRoutes({ manageApiKeys, maxBodyBytes, auth });
   const metrics = deps.metrics ? metricsRoutes(deps.metrics) : new Elysia();
   // The search page, with a Content-Security-Policy of its own.
   const ui = uiRoutes();
@@ -147,6 +156,7 @@ export function createHttpApp(deps: HttpDeps) {
     searchFeature,
     bulk,
     jobs,
+    keys,
     metrics,
     ui,
   ]);
@@ -216,6 +226,7 @@ export function createHttpApp(deps: HttpDeps) {
       .use(searchFeature)
       .use(bulk)
       .use(jobs)
+      .use(keys)
       .use(metrics)
       .use(ui)
       .use(corsRoutes(corsOrigins))

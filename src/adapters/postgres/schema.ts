@@ -218,6 +218,29 @@ const MIGRATIONS: readonly Migration[] = [
         )`);
     },
   },
+  {
+    version: 11,
+    name: "user roles, API keys",
+    async apply(tx) {
+      // Every user so far could do everything: each stays an admin. New users name their role.
+      await tx.query(
+        "ALTER TABLE users ADD COLUMN role text NOT NULL DEFAULT 'admin' CHECK (role IN ('admin', 'viewer'))",
+      );
+      await tx.query("ALTER TABLE users ALTER COLUMN role DROP DEFAULT");
+      // An API key's row holds no secret: the key is derived from its id and the server's secret
+      // (adapters/security/hmac-api-keys.ts), so a dump of this table yields no usable key.
+      await tx.query(`
+        CREATE TABLE api_keys (
+          id text PRIMARY KEY,
+          name text NOT NULL,
+          actions text[] NOT NULL,
+          catalogues text[] NOT NULL,
+          expires_at timestamptz,
+          created_at timestamptz NOT NULL DEFAULT now(),
+          last_used_at timestamptz
+        )`);
+    },
+  },
 ];
 
 /**

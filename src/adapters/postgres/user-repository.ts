@@ -1,3 +1,4 @@
+import { ROLES, type Role } from "../../domain/caller.ts";
 import { UserAlreadyExists } from "../../domain/errors.ts";
 import type { User, UserSummary } from "../../domain/user.ts";
 import type { UserChange, UserRepository } from "../../ports/user-repository.ts";
@@ -9,7 +10,10 @@ interface UserRow {
   username: string;
   password_hash: string;
   token_version: number;
+  role: string;
 }
+
+const USER_COLUMNS = "id, username, password_hash, token_version, role";
 
 const UNIQUE_VIOLATION = "23505";
 
@@ -30,26 +34,20 @@ export class PostgresUserRepository implements UserRepository {
   }
 
   async findByUsername(username: string): Promise<User | null> {
-    const [row] = await this.reads.query<UserRow>(
-      "SELECT id, username, password_hash, token_version FROM users WHERE username = $1",
-      [username],
-    );
+    const [row] = await this.reads.query<UserRow>(`SELECT ${USER_COLUMNS} FROM users WHERE username = $1`, [username]);
     return row ? toUser(row) : null;
   }
 
   async findById(id: number): Promise<User | null> {
-    const [row] = await this.reads.query<UserRow>(
-      "SELECT id, username, password_hash, token_version FROM users WHERE id = $1",
-      [id],
-    );
+    const [row] = await this.reads.query<UserRow>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1`, [id]);
     return row ? toUser(row) : null;
   }
 
-  async create(username: string, passwordHash: string): Promise<User> {
+  async create(username: string, passwordHash: string, role: Role): Promise<User> {
     try {
       const [row] = await this.writes.query<UserRow>(
-        "INSERT INTO users (username, password_hash) VALUES ($1, $2) RETURNING id, username, password_hash, token_version",
-        [username, passwordHash],
+        `INSERT INTO users (username, password_hash, role) VALUES ($1, $2, $3) RETURNING ${USER_COLUMNS}`,
+        [username, passwordHash, role],
       );
       if (!row) throw new Error("INSERT ... RETURNING returned no row");
       return toUser(row);
@@ -71,6 +69,18 @@ export class PostgresUserRepository implements UserRepository {
     return rows.length > 0;
   }
 
+  async setRole(username: string, role: Role): Promise<boolean> {
+    const rows = await this.writes.query(
+      `WITH changed AS (
+         UPDATE users SET role = $2, token_version = token_version + 1 WHERE username = $1
+         RETURNING id, token_version
+       )
+       SELECT id, pg_notify($3, id || ' ' || token_version) FROM changed`,
+      [username, role, USERS_CHANGED],
+    );
+    return rows.length > 0;
+  }
+
   async remove(username: string): Promise<boolean> {
     const rows = await this.writes.query(
       `WITH removed AS (DELETE FROM users WHERE username = $1 RETURNING id)
@@ -81,7 +91,7 @@ export class PostgresUserRepository implements UserRepository {
   }
 
   /**
-   * A password change ("<id> <new token version>") and a removal ("<id>") notify USERS_CHANGED in
+   * A password or role change ("<id> <new token version>") and a removal ("<id>") notify USERS_CHANGED in
    * their own statement, so listeners hear of it when it commits (not before), from the primary,
    * even while standbys still lag. Without a client that can listen, `onReady` is never called.
    */
@@ -96,10 +106,18 @@ export class PostgresUserRepository implements UserRepository {
   }
 
   async list(): Promise<UserSummary[]> {
-    const rows = await this.reads.query<{ id: number | string; username: string; created_at: Date | string }>(
-      "SELECT id, username, created_at FROM users ORDER BY username",
-    );
-    return rows.map((row) => ({ id: Number(row.id), username: row.username, createdAt: new Date(row.created_at) }));
+    const rows = await this.reads.query<{
+      id: number | string;
+      username: string;
+      role: string;
+      created_at: Date | string;
+    }>("SELECT id, username, role, created_at FROM users ORDER BY username");
+    return rows.map((row) => ({
+      id: Number(row.id),
+      username: row.username,
+      role: toRole(row.role),
+      createdAt: new Date(row.created_at),
+    }));
   }
 }
 
@@ -117,5 +135,12 @@ function toUser(row: UserRow): User {
     username: row.username,
     passwordHash: row.password_hash,
     tokenVersion: Number(row.token_version),
+    role: toRole(row.role),
   };
+}
+
+/** A stored role (the column's CHECK allows only these). */
+function toRole(stored: string): Role {
+  if (!(ROLES as readonly string[]).includes(stored)) throw new Error(`unknown role in the users table: ${stored}`);
+  return stored as Role;
 }

@@ -1,4 +1,6 @@
 /** `serve` (the default command): the HTTP service, until SIGINT or SIGTERM. */
+
+import { serveAdminSocket } from "../admin/admin-channel.ts";
 import type { Config } from "../config.ts";
 import { secretsOf } from "../config.ts";
 import { createLogger } from "../logger.ts";
@@ -42,6 +44,16 @@ export async function serve(config: Config): Promise<number> {
     throw error;
   }
 
+  // The operator's commands reach the embedded database through the service while it holds it.
+  let stopAdminSocket: (() => void) | undefined;
+  try {
+    if (config.databaseUrl === undefined) stopAdminSocket = serveAdminSocket(config, service.root, log);
+  } catch (error) {
+    await service.app.stop();
+    await metricsServer?.stop();
+    await service.close();
+    throw error;
+  }
   const maintainIndex = await service.root.maintainVectorIndex();
   const importJobs = await service.root.importJobs();
   let indexTimer: ReturnType<typeof setInterval> | undefined;
@@ -57,6 +69,7 @@ export async function serve(config: Config): Promise<number> {
     clearInterval(indexTimer);
     await service.app.stop();
     await metricsServer?.stop();
+    stopAdminSocket?.();
     stopJobs.abort();
     await jobWorker;
     await maintainIndex.settled();

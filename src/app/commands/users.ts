@@ -1,72 +1,88 @@
 /**
- * `users add|reset-password|remove <username>`: the operator's user administration. Passwords are
- * read from standard input or a hidden prompt, never from the arguments (they would show in `ps`
- * and shell history).
+ * `users add|reset-password|set-role|remove|list`: the operator's user administration, while the
+ * service runs too (admin/admin-channel.ts). Passwords are read from standard input or a hidden
+ * prompt, never from the arguments (they would show in `ps` and shell history).
  */
 import { rmSync } from "node:fs";
+import { Option } from "commander";
+import { ROLES } from "../../domain/caller.ts";
+import { runAdminOperation } from "../admin/admin-channel.ts";
 import type { Config } from "../config.ts";
-import { createLogger } from "../logger.ts";
 import { initialAdminPasswordFile } from "../secrets.ts";
-import { type CliOutput, EXIT, type RegisterCommand } from "./command.ts";
-
-type UserAction = "add" | "reset-password" | "remove";
+import { EXIT, type RegisterCommand } from "./command.ts";
 
 export const registerUsers: RegisterCommand = (program, run, output) => {
   const users = program.command("users").description("manage the users who may log in");
-  const action = (name: UserAction, description: string) =>
-    users
-      .command(name)
-      .argument("<username>")
-      .description(description)
-      .action((username: string) => run((config) => changeUser(config, name, username, output)));
-  action("add", "create a user; the password is read from stdin (first line) or a hidden prompt");
-  action("reset-password", "set a user's password (read like `users add`); the user's earlier tokens stop working");
-  action("remove", "delete a user; their tokens stop working");
+  users
+    .command("add")
+    .argument("<username>")
+    .addOption(
+      new Option("--role <role>", "admin: everything; viewer: search and read the catalogues")
+        .choices(ROLES)
+        .default("viewer"),
+    )
+    .description("create a user; the password is read from stdin (first line) or a hidden prompt")
+    .action((username: string, options: { role: string }) =>
+      run(async (config) => {
+        const password = await readPassword();
+        await runAdminOperation(config, "users.add", { username, password, role: options.role });
+        output.out(`user '${username}' created (${options.role})\n`);
+        return EXIT.ok;
+      }),
+    );
+  users
+    .command("reset-password")
+    .argument("<username>")
+    .description("set a user's password (read like `users add`); the user's earlier tokens stop working")
+    .action((username: string) =>
+      run(async (config) => {
+        const password = await readPassword();
+        await runAdminOperation(config, "users.reset-password", { username, password });
+        forgetInitialPassword(config, username);
+        output.out(`password of '${username}' changed\n`);
+        return EXIT.ok;
+      }),
+    );
+  users
+    .command("set-role")
+    .argument("<username>")
+    .argument("<role>", ROLES.join(" or "))
+    .description("give a user another role; the user's earlier tokens stop working")
+    .action((username: string, role: string) =>
+      run(async (config) => {
+        await runAdminOperation(config, "users.set-role", { username, role });
+        output.out(`'${username}' is now ${role}\n`);
+        return EXIT.ok;
+      }),
+    );
+  users
+    .command("remove")
+    .argument("<username>")
+    .description("delete a user; their tokens stop working")
+    .action((username: string) =>
+      run(async (config) => {
+        await runAdminOperation(config, "users.remove", { username });
+        forgetInitialPassword(config, username);
+        output.out(`user '${username}' removed\n`);
+        return EXIT.ok;
+      }),
+    );
   users
     .command("list")
-    .description("list the users (username and creation time, one JSON object a line)")
-    .action(() => run((config) => listUsers(config, output)));
+    .description("list the users (username, role and creation time, one JSON object a line)")
+    .action(() =>
+      run(async (config) => {
+        for (const user of (await runAdminOperation(config, "users.list", {})) as unknown[]) {
+          output.out(`${JSON.stringify(user)}\n`);
+        }
+        return EXIT.ok;
+      }),
+    );
 };
 
-async function listUsers(config: Config, output: CliOutput): Promise<number> {
-  const { CompositionRoot } = await import("../composition-root.ts");
-  const root = new CompositionRoot(config, createLogger("warn"));
-  try {
-    for (const user of await (await root.manageUsers()).list()) {
-      output.out(`${JSON.stringify({ username: user.username, created_at: user.createdAt.toISOString() })}\n`);
-    }
-    return EXIT.ok;
-  } finally {
-    await root.close();
-  }
-}
-
-async function changeUser(config: Config, action: UserAction, username: string, output: CliOutput): Promise<number> {
-  const { CompositionRoot } = await import("../composition-root.ts");
-  const root = new CompositionRoot(config, createLogger("warn"));
-  try {
-    const manageUsers = await root.manageUsers();
-    if (action === "remove") {
-      await manageUsers.remove(username);
-      output.out(`user '${username}' removed\n`);
-    } else {
-      const password = await readPassword();
-      if (action === "add") {
-        await manageUsers.add(username, password);
-        output.out(`user '${username}' created\n`);
-      } else {
-        await manageUsers.resetPassword(username, password);
-        output.out(`password of '${username}' changed\n`);
-      }
-    }
-    if (action !== "add" && username.trim() === config.adminUsername) {
-      // The first-start password file no longer holds a working password.
-      rmSync(initialAdminPasswordFile(config.dataDir), { force: true });
-    }
-    return EXIT.ok;
-  } finally {
-    await root.close();
-  }
+/** The first-start password file no longer holds a working password once the admin's is changed or removed. */
+function forgetInitialPassword(config: Config, username: string): void {
+  if (username.trim() === config.adminUsername) rmSync(initialAdminPasswordFile(config.dataDir), { force: true });
 }
 
 /** The first line of stdin when it is piped; otherwise a prompt with echo off, asked twice. */

@@ -4,8 +4,11 @@ import { JwtTokenService } from "../../../src/adapters/http/auth/jwt-token-servi
 import { requestLogFields } from "../../../src/adapters/http/core/request-context.ts";
 import { MemoryRateLimitCounters } from "../../../src/adapters/in-process/rate-limit-counters.ts";
 import { PrometheusMetrics } from "../../../src/adapters/metrics/prometheus-metrics.ts";
+import { HmacApiKeys } from "../../../src/adapters/security/hmac-api-keys.ts";
 import { type Logger, tapLogger } from "../../../src/app/logger.ts";
+import { ManageApiKeys, type NewApiKey } from "../../../src/domain/api-keys.ts";
 import { Authenticate } from "../../../src/domain/authenticate.ts";
+import { AuthenticateKeys } from "../../../src/domain/authenticate-keys.ts";
 import { CreateProduct } from "../../../src/domain/create-product.ts";
 import { type ImportJobSettings, ImportJobs } from "../../../src/domain/import-jobs.ts";
 import { ImportProducts } from "../../../src/domain/import-products.ts";
@@ -19,6 +22,7 @@ import { systemTimers } from "../../../src/ports/timers.ts";
 import { FakeClock } from "../../fakes/fake-clock.ts";
 import { FakeEmbedder } from "../../fakes/fake-embedder.ts";
 import { FakeGenerator } from "../../fakes/fake-generator.ts";
+import { MemoryApiKeyRepository } from "../../fakes/memory-api-key-repository.ts";
 import { MemoryDatabaseHealth } from "../../fakes/memory-database-health.ts";
 import { MemoryImportJobRepository } from "../../fakes/memory-import-job-repository.ts";
 import { MemoryProductRepository } from "../../fakes/memory-product-repository.ts";
@@ -86,7 +90,17 @@ export async function createHarness(options: HarnessOptions = {}) {
     clock,
   });
   await authenticate.rememberVerifiedTokens();
-  const user = await new ManageUsers({ users, hasher }).add(USERNAME, PASSWORD);
+  const user = await new ManageUsers({ users, hasher }).add(USERNAME, PASSWORD, "admin");
+  const apiKeys = new MemoryApiKeyRepository(clock);
+  const keySecrets = new HmacApiKeys(SECRET);
+  const authenticateKeys = new AuthenticateKeys({
+    keys: apiKeys,
+    secrets: keySecrets,
+    clock,
+    remembered: { maxEntries: 100, maxAgeMs: 60_000 },
+  });
+  await authenticateKeys.rememberKeys();
+  const manageApiKeys = new ManageApiKeys({ keys: apiKeys, secrets: keySecrets, clock });
   const logs: LogEvent[] = [];
   const push = (event: LogEvent) => void logs.push(event);
   const log: Logger = tapLogger(
@@ -103,6 +117,8 @@ export async function createHarness(options: HarnessOptions = {}) {
   });
   const app = createHttpApp({
     authenticate,
+    authenticateKeys,
+    manageApiKeys,
     createProduct: new CreateProduct({ products, embedder }),
     manageProducts: new ManageProducts({ products, embedder }),
     importJobs,
@@ -139,10 +155,16 @@ export async function createHarness(options: HarnessOptions = {}) {
   });
   const token = await tokens.issue({ userId: user.id, username: user.username, tokenVersion: user.tokenVersion });
 
-  /** A token of another user, made on the spot. */
-  async function tokenOf(username: string) {
-    const other = await new ManageUsers({ users, hasher }).add(username, `${PASSWORD}-${username}`);
+  /** A token of another user (an admin unless `role` says otherwise), made on the spot. */
+  async function tokenOf(username: string, role: "admin" | "viewer" = "admin") {
+    const other = await new ManageUsers({ users, hasher }).add(username, `${PASSWORD}-${username}`, role);
     return tokens.issue({ userId: other.id, username: other.username, tokenVersion: other.tokenVersion });
+  }
+
+  /** An API key made on the spot (name "prueba", never expiring unless said): its key and id. */
+  async function keyOf(request: Partial<NewApiKey> & Pick<NewApiKey, "actions">) {
+    const created = await manageApiKeys.create({ name: "prueba", catalogues: ["*"], expiresAt: null, ...request });
+    return { key: created.key, id: created.apiKey.id };
   }
 
   /** Sends one request through the app in process; the request log line is written just after the response. */
@@ -155,6 +177,9 @@ export async function createHarness(options: HarnessOptions = {}) {
   return {
     app,
     users,
+    apiKeys,
+    keySecrets,
+    keyOf,
     products,
     jobs,
     importJobs,

@@ -1,31 +1,71 @@
 import { Elysia } from "elysia";
 import { type Authenticate, TOKEN_REFUSALS } from "../../../domain/authenticate.ts";
-import { anonymousCaller, type Caller, type Permission, permits, userCaller } from "../../../domain/caller.ts";
-import { NotAuthenticated } from "../../../domain/errors.ts";
+import { type AuthenticateKeys, KEY_REFUSALS } from "../../../domain/authenticate-keys.ts";
+import {
+  allows,
+  anonymousCaller,
+  CATALOGUE_PERMISSIONS,
+  type Caller,
+  canSeeCatalogue,
+  DEFAULT_CATALOGUE,
+  type Permission,
+  userCaller,
+} from "../../../domain/caller.ts";
+import { CatalogueNotFound, Forbidden, NotAuthenticated } from "../../../domain/errors.ts";
 import { UnreadBody } from "../core/body.ts";
 import { rememberRequestCaller } from "../core/request-context.ts";
 import { problem, SECURITY } from "../core/route-docs.ts";
 
 export const MALFORMED_AUTHORIZATION = "El encabezado Authorization debe tener la forma 'Bearer <token>'";
+export const TWO_CREDENTIALS = "Envíe una sola credencial: Authorization, X-API-Key o el parámetro key";
+export const NOT_A_KEY = "El encabezado X-API-Key debe llevar una clave de API (empieza por 'sks_')";
+export const QUERY_KEY_ONLY = "El parámetro key solo admite una clave de API o un token de inquilino";
+export const QUERY_KEY_SEARCH_ONLY =
+  'Una clave en la URL queda en historiales y registros: el parámetro key solo admite claves con actions ["search"] ' +
+  "y tokens de inquilino";
+
+/** The 403 of a credential that lacks the route's permission. */
+export const forbidden = (permission: Permission) =>
+  new Forbidden(`Su credencial no permite esta operación: hace falta '${permission}'`);
 
 /** The 401 of a route that needs a caller, documented with every refusal it sends. */
 export const UNAUTHENTICATED = problem({
-  description: "Falta el token, no es válido, ha caducado o su usuario ya no puede usarlo: inicie sesión de nuevo.",
+  description:
+    "Falta la credencial, no es válida o ya no lo es: un token caducado o de un usuario cambiado o borrado, una clave " +
+    "revocada o caducada, un token de inquilino mal firmado, caducado o de una clave revocada.",
   examples: {
-    "Sin token": TOKEN_REFUSALS.missing,
+    "Sin credencial": TOKEN_REFUSALS.missing,
     "Token no válido o caducado": TOKEN_REFUSALS.invalid,
-    "Contraseña cambiada": TOKEN_REFUSALS.passwordChanged,
+    "Contraseña o rol cambiados": TOKEN_REFUSALS.passwordChanged,
     "Usuario borrado": TOKEN_REFUSALS.userGone,
     "Cabecera mal formada": MALFORMED_AUTHORIZATION,
+    "Clave desconocida o revocada": KEY_REFUSALS.unknown,
+    "Clave caducada": KEY_REFUSALS.expired,
+    "Token de inquilino no válido": KEY_REFUSALS.tenantInvalid,
+    "Clave del token revocada": KEY_REFUSALS.parentGone,
+    "Dos credenciales": TWO_CREDENTIALS,
   },
   headers: ["WWW-Authenticate"],
 });
+
+/** The 403 of a route whose permission a credential may lack. */
+export const forbiddenAnswer = (permission: Permission) =>
+  problem({
+    description:
+      "La credencial es válida pero no permite esta operación (un usuario viewer que escribe, una clave sin esta " +
+      "acción, un token de inquilino fuera de la búsqueda).",
+    examples: { "Falta el permiso": forbidden(permission) },
+  });
+
+/** What a route declares: its permission, and whether its credential may come in the `key` query parameter. */
+export type AuthDeclaration = Permission | { permission: Permission; keyInQuery: true };
 
 export type AuthMacro = ReturnType<typeof authMacro>;
 
 export interface AuthMacroDeps {
   authenticate: Authenticate;
-  /** What anyone may do without a token (the search, with SEARCH_REQUIRES_AUTH=false). */
+  keys: AuthenticateKeys;
+  /** What anyone may do without a credential (the search, with SEARCH_REQUIRES_AUTH=false). */
   anonymousPermissions: readonly Permission[];
 }
 
@@ -36,10 +76,15 @@ export interface AuthMacroDeps {
  */
 const BODY = "body";
 
+/** The query parameter GET /products/search takes a search-only key or tenant token in (EventSource sends no headers). */
+export const QUERY_KEY = "key";
+
 /** What the macro reads and writes of Elysia's context. */
 interface AuthContext {
   request: Request;
   body: unknown;
+  query: Record<string, unknown>;
+  params: unknown;
   caller?: Caller;
 }
 
@@ -47,35 +92,87 @@ interface AuthContext {
  * The `auth` macro: each route declares the permission it needs, `{ auth: "products.write" }`,
  * and its handler takes the `caller` from Elysia's context.
  *
+ * Credentials: `Authorization: Bearer <token>` (a login token, an API key `sks_…`, or a tenant
+ * token: a JWT naming a `key_id`), `X-API-Key: <key>`, or, on a route declared `keyInQuery`
+ * (GET /products/search, which EventSource calls and cannot give headers), a search-only key or a
+ * tenant token in the `key` query parameter, taken out of the query before it is validated; a query
+ * string never reaches the logs (app.ts logs the path alone). One credential at a time.
+ *
  * The check runs in the transform stage, the last one before validation (Elysia's `resolve` runs
- * after it): a client without the permission gets 401 before its query or body is validated, and
- * before its body is even read (a `jsonBody` route leaves it unread until here; the bulk import
- * reads its own in its handler). A permission anyone holds needs no token, and the token is then
- * not looked at. The same declaration documents the route: its security and its 401.
+ * after it): 401 for no credential or a bad one, then 404 for a catalogue the caller cannot see (as
+ * if it did not exist), then 403 for a credential without the permission; all before the query or
+ * body is validated, and before the body is even read (a `jsonBody` route leaves it unread until
+ * here; the bulk import reads its own in its handler). A permission anyone holds needs no
+ * credential; one sent is checked all the same (its key's budget, its tenant filter apply). The
+ * same declaration documents the route: its security, its 401 and 403.
  */
-export function authMacro({ authenticate, anonymousPermissions }: AuthMacroDeps) {
+export function authMacro({ authenticate, keys, anonymousPermissions }: AuthMacroDeps) {
   const anonymous = anonymousCaller(anonymousPermissions);
-  /**
-   * Who calls, when the permission needs a caller: the user of the bearer token, who holds every
-   * permission (API keys and their scopes will be checked here too); NotAuthenticated otherwise.
-   * Search-only keys will also be read here from a `key` query parameter, for the routes that
-   * EventSource calls (GET /products/search: it cannot send headers); a query string never reaches
-   * the logs (app.ts logs the path alone), so such a key will not either.
-   */
-  const identify = async (request: Request): Promise<Caller> => {
-    const user = await authenticate.userForToken(bearerToken(request.headers.get("authorization")));
-    rememberRequestCaller(`user:${user.id}`);
-    return userCaller(user);
+
+  /** The caller a credential stands for, or NotAuthenticated. */
+  const callerOf = async (credential: string): Promise<Caller> => {
+    if (keys.isKey(credential)) return keys.callerForKey(credential);
+    if (keys.isTenantToken(credential)) return keys.callerForTenantToken(credential);
+    return userCaller(await authenticate.userForToken(credential));
+  };
+
+  /** The caller of the request's one credential, or undefined; NotAuthenticated when malformed or more than one. */
+  const credentialOf = async (
+    request: Request,
+    query: Record<string, unknown> | undefined,
+    keyInQuery: boolean,
+  ): Promise<Caller | undefined> => {
+    const bearer = bearerToken(request.headers.get("authorization"));
+    const apiKey = request.headers.get("x-api-key")?.trim() || undefined;
+    let inQuery: string | undefined;
+    if (keyInQuery && query && QUERY_KEY in query) {
+      const value = query[QUERY_KEY];
+      delete query[QUERY_KEY];
+      inQuery = typeof value === "string" && value !== "" ? value : "";
+    }
+    const sent = [bearer, apiKey, inQuery].filter((credential) => credential !== undefined);
+    if (sent.length > 1) throw new NotAuthenticated(TWO_CREDENTIALS);
+    if (apiKey !== undefined && !keys.isKey(apiKey)) throw new NotAuthenticated(NOT_A_KEY);
+    if (inQuery !== undefined && !keys.isKey(inQuery) && !keys.isTenantToken(inQuery)) {
+      throw new NotAuthenticated(QUERY_KEY_ONLY);
+    }
+    const credential = sent[0];
+    if (credential === undefined) return undefined;
+    const caller = await callerOf(credential);
+    if (inQuery !== undefined && !(caller.grants !== "*" && caller.grants.every((grant) => grant === "search"))) {
+      throw new Forbidden(QUERY_KEY_SEARCH_ONLY);
+    }
+    return caller;
   };
 
   return new Elysia({ name: "auth-macro" }).macro({
-    auth: (permission: Permission) => {
-      const open = permits(anonymous, permission);
+    auth: (declaration: AuthDeclaration) => {
+      const permission = typeof declaration === "string" ? declaration : declaration.permission;
+      const keyInQuery = typeof declaration !== "string";
+      const open = allows(anonymous, permission);
+      const inCatalogue = CATALOGUE_PERMISSIONS.includes(permission);
       return {
-        detail: { security: open ? SECURITY.none : SECURITY.token },
-        ...(open ? {} : { response: { 401: UNAUTHENTICATED } }),
+        detail: {
+          security: open
+            ? SECURITY.none
+            : keyInQuery
+              ? [...SECURITY.credential, ...SECURITY.queryKey]
+              : SECURITY.credential,
+        },
+        // Open routes too: a credential sent there is checked all the same.
+        response: { 401: UNAUTHENTICATED, 403: forbiddenAnswer(permission) },
         async transform(context: AuthContext) {
-          context.caller = open ? anonymous : await identify(context.request);
+          // Named one by one: Elysia reads which parts of the context a hook uses (see BODY).
+          const { request, query, params } = context;
+          const caller = (await credentialOf(request, query, keyInQuery)) ?? anonymous;
+          if (caller.kind === "anonymous" && !open) throw new NotAuthenticated(TOKEN_REFUSALS.missing);
+          if (caller.kind !== "anonymous") rememberRequestCaller(caller.id);
+          // The catalogue step's first part: until catalogues are routes of their own, the contract's
+          // routes are the default catalogue's; a credential limited to others does not see it.
+          const catalogue = (params as { catalogue?: string } | undefined)?.catalogue ?? DEFAULT_CATALOGUE;
+          if (inCatalogue && !canSeeCatalogue(caller, catalogue)) throw new CatalogueNotFound(catalogue);
+          if (!allows(caller, permission)) throw forbidden(permission);
+          context.caller = caller;
           const body = context[BODY];
           if (body instanceof UnreadBody) context[BODY] = await body.read();
         },

@@ -1,11 +1,14 @@
 import { TransformDecodeCheckError } from "@sinclair/typebox/value";
 import { NotFoundError, ParseError, ValidationError } from "elysia";
 import {
+  ApiKeyNotFound,
+  CatalogueNotFound,
   ConcurrentModification,
   DatabaseUnavailable,
   DeadlineExceeded,
   DomainError,
   EmbeddingUnavailable,
+  Forbidden,
   GenerationUnavailable,
   IdempotencyKeyReused,
   InvalidCredentials,
@@ -102,7 +105,15 @@ function fromDomainError(error: DomainError): Problem {
     };
   }
   if (error instanceof InvalidInput || error instanceof IdempotencyKeyReused) return { status: 422, detail };
-  if (error instanceof ProductNotFound || error instanceof JobNotFound) return { status: 404, detail };
+  if (error instanceof Forbidden) return { status: 403, detail };
+  if (
+    error instanceof ProductNotFound ||
+    error instanceof JobNotFound ||
+    error instanceof CatalogueNotFound ||
+    error instanceof ApiKeyNotFound
+  ) {
+    return { status: 404, detail };
+  }
   if (error instanceof SkuTaken || error instanceof ConcurrentModification) return { status: 409, detail };
   const retryAfter =
     error instanceof DatabaseUnavailable

@@ -10,9 +10,14 @@ import { jsonTooDeep } from "./body.ts";
 import { malformedForm, malformedJson, RETRY_AFTER_SECONDS, unsupportedMediaType } from "./errors.ts";
 
 /** An operation's `security` (its `detail`): alternatives, any one of which is enough. */
-export const SECURITY: Record<"token" | "metrics" | "none", Record<string, string[]>[]> = {
-  /** The token of POST /auth/login, pasted as is (bearerAuth) or obtained by Swagger UI's Authorize (oauth2). */
-  token: [{ bearerAuth: [] }, { oauth2: [] }],
+export const SECURITY: Record<"credential" | "queryKey" | "metrics" | "none", Record<string, string[]>[]> = {
+  /**
+   * The token of POST /auth/login, pasted as is (bearerAuth) or obtained by Swagger UI's Authorize
+   * (oauth2); an API key as a bearer (bearerKey) or in X-API-Key (apiKey); a tenant token (bearerKey too).
+   */
+  credential: [{ bearerAuth: [] }, { oauth2: [] }, { bearerKey: [] }, { apiKey: [] }],
+  /** GET /products/search's `key` query parameter: a search-only key or a tenant token (for EventSource). */
+  queryKey: [{ queryKey: [] }],
   /** GET /metrics on the service's own port: the operator's METRICS_TOKEN, not a user's. */
   metrics: [{ metricsToken: [] }],
   /** Anyone may call it. */

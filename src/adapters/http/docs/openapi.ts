@@ -74,6 +74,7 @@ export function apiDocs(settings: ApiDocsSettings) {
         { name: "health", description: "Si la API responde y si puede atender peticiones." },
         { name: "auth", description: "Inicio de sesión: usuario y contraseña a cambio de un token de acceso." },
         { name: "products", description: "El catálogo: alta, consulta, cambios, importación y búsqueda semántica." },
+        { name: "keys", description: "Claves de API: qué permite cada una y en qué catálogos; revocarlas." },
         ...(settings.metrics ? [METRICS_TAG] : []),
       ],
       components: {
@@ -91,6 +92,29 @@ export function apiDocs(settings: ApiDocsSettings) {
               "El mismo token, pedido a POST /auth/login con usuario y contraseña (flujo password de OAuth2). " +
               "En Swagger UI: Authorize, username y password; client_id y client_secret se dejan vacíos.",
             flows: { password: { tokenUrl: "/auth/login", scopes: {} } },
+          },
+          bearerKey: {
+            type: "http",
+            scheme: "bearer",
+            bearerFormat: "sks_… | JWT de inquilino",
+            description:
+              "Una clave de API (`sks_…`, de POST /keys o `keys add`) o un token de inquilino (un JWT HS256 firmado con " +
+              "una clave con `search`, con `key_id`, `exp` y `filter`), en `Authorization: Bearer <clave o token>`. " +
+              "Cada clave permite sus `actions` en sus `catalogues`; un token de inquilino, solo buscar, con su filtro.",
+          },
+          apiKey: {
+            type: "apiKey",
+            in: "header",
+            name: "X-API-Key",
+            description: "Una clave de API (`sks_…`) en la cabecera X-API-Key, en lugar de Authorization.",
+          },
+          queryKey: {
+            type: "apiKey",
+            in: "query",
+            name: "key",
+            description:
+              "Solo en GET /products/search (EventSource no puede enviar cabeceras): una clave con actions " +
+              '["search"] o un token de inquilino. Nunca se escribe en los registros.',
           },
         },
       },
@@ -134,7 +158,10 @@ ellos.
 
 **Autenticación.** \`POST /auth/login\` (formulario con \`username\` y \`password\`) devuelve un token JWT de tipo bearer, \
 válido durante \`expires_in\` segundos; se envía en \`Authorization: Bearer <token>\`. En esta página, el botón \
-Authorize lo pide con usuario y contraseña (flujo password de OAuth2, con client_id y client_secret vacíos).
+Authorize lo pide con usuario y contraseña (flujo password de OAuth2, con client_id y client_secret vacíos). Un usuario \
+admin puede todo; un viewer, buscar y leer. Las claves de API (\`POST /keys\`, \`sks_…\`) van en \
+\`Authorization: Bearer\` o en \`X-API-Key\`, con sus acciones y catálogos; un token de inquilino (un JWT firmado con \
+una clave, sin llamar al servicio) solo busca, con su filtro. Sin credencial válida: 401; sin el permiso: 403.
 
 **Errores.** Todo error responde \`{"detail": "..."}\` con una explicación en español. Cada respuesta lleva \
 \`X-Request-Id\` (el de la petición cuando es válido): cítelo al informar de un problema. Un método que la ruta no \

@@ -198,7 +198,8 @@ export function productRoutes({ createProduct, manageProducts, maxBodyBytes, aut
         const key = idempotencyKey(headers["idempotency-key"]);
         const { product, replayed } = await createProduct.execute(body, {
           signal,
-          idempotency: key === undefined || caller.kind !== "user" ? undefined : { userId: caller.user.id, key },
+          // Kept per user (the table's key); a key's or anonymous create is not idempotent (yet).
+          idempotency: key === undefined || caller.userId === undefined ? undefined : { userId: caller.userId, key },
         });
         if (replayed) set.headers["Idempotent-Replayed"] = "true";
         return status(201, productView(product));

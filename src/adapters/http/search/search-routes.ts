@@ -1,4 +1,5 @@
 import { Elysia } from "elysia";
+import type { Caller } from "../../../domain/caller.ts";
 import type { SearchAndRecommend, SearchRequest } from "../../../domain/search-and-recommend.ts";
 import type { AuthMacro } from "../auth/auth-macro.ts";
 import { jsonBody } from "../core/body.ts";
@@ -30,6 +31,7 @@ interface SearchContext {
   request: Request;
   signal: AbortSignal;
   requestId: string;
+  caller: Caller;
 }
 
 /**
@@ -40,10 +42,13 @@ interface SearchContext {
  * EventSource. Takes "search" (which the service may open to anyone) and the search budget.
  */
 export function searchRoutes({ search, maxBodyBytes, auth, rateLimits, reconnectMs }: SearchRoutesDeps) {
-  const answer = async ({ request, signal, requestId }: SearchContext, searchRequest: SearchRequest) => {
+  const answer = async ({ request, signal, requestId, caller }: SearchContext, searchRequest: SearchRequest) => {
+    // A tenant token's filter: the request narrows it, never widens it (domain/search-filter.ts).
+    const { filter } = caller;
     if (wantsEventStream(request)) {
       const closed = new AbortController();
-      const stream = await searchEventStream(search.stream(searchRequest, AbortSignal.any([signal, closed.signal])), {
+      const events = search.stream(searchRequest, { signal: AbortSignal.any([signal, closed.signal]), filter });
+      const stream = await searchEventStream(events, {
         streamId: requestId,
         reconnectMs,
         abort: () => closed.abort(new DOMException("the client closed the stream", "AbortError")),
@@ -52,7 +57,7 @@ export function searchRoutes({ search, maxBodyBytes, auth, rateLimits, reconnect
       // Elysia sends a Response as it is; the route's schema describes the JSON answer only.
       return stream as never;
     }
-    const { query, recommendation, results, citedIds } = await search.execute(searchRequest, signal);
+    const { query, recommendation, results, citedIds } = await search.execute(searchRequest, { signal, filter });
     return { query, recommendation, results: results.map(scoredView), cited_ids: citedIds };
   };
   // Runs before the rate-limit macro's check (a route's own hooks run before its macros'): a
@@ -84,7 +89,7 @@ export function searchRoutes({ search, maxBodyBytes, auth, rateLimits, reconnect
       },
     })
     .get("/search", (context) => answer(context, context.query), {
-      auth: "search",
+      auth: { permission: "search", keyInQuery: true },
       rateLimit: "search",
       headers: SearchHeaders,
       beforeHandle: ({ request, set }) => streamEnded({ request, set }),
@@ -96,7 +101,9 @@ export function searchRoutes({ search, maxBodyBytes, auth, rateLimits, reconnect
         description:
           "Los mismos campos que POST /products/search, como parámetros de la URL (category, repetido para " +
           "varias), y las mismas respuestas. Es la forma que puede pedir `EventSource` del navegador, que solo " +
-          "hace GET: con `Accept: text/event-stream` la respuesta llega como eventos.",
+          "hace GET y no envía cabeceras: con `Accept: text/event-stream` la respuesta llega como eventos, y la " +
+          'credencial puede ir en el parámetro key (una clave con actions ["search"] o un token de inquilino; ' +
+          "nunca se escribe en los registros).",
       },
     });
 }

@@ -81,7 +81,7 @@ describe("rate limits", () => {
 
   test("each user has their own budget, and writes have one apart from searches", async () => {
     const h = await createHarness({ rateLimits: LIMITS });
-    const bea = await h.users.create("bea", "hash-no-usado");
+    const bea = await h.users.create("bea", "hash-no-usado", "admin");
     const beaToken = await h.tokens.issue({ userId: bea.id, username: bea.username, tokenVersion: bea.tokenVersion });
     for (let i = 0; i < 2; i++) {
       expect((await h.call("POST", "/products/", { token: h.token, json: PRODUCT })).status).toBe(201);
