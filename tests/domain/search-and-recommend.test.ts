@@ -218,6 +218,23 @@ describe("SearchAndRecommend: the catalogue as it is", () => {
     await expect(search.execute({ query: "café", category: [] })).rejects.toBeInstanceOf(InvalidInput);
   });
 
+  test("a fixed filter (a tenant token's) is narrowed by the request, never widened; no overlap finds nothing", async () => {
+    await fillCatalogue();
+    const filter = { category: ["Hogar", "Ropa"] };
+    const all = await search.execute({ query: "café para correr", limit: 10 }, { filter });
+    expect(new Set(all.results.map((product) => product.category))).toEqual(new Set(["Hogar", "Ropa"]));
+    const narrowed = await search.execute({ query: "correr", limit: 10, category: ["Ropa", "Deporte"] }, { filter });
+    expect(narrowed.results.map((product) => product.category)).toEqual(["Ropa", "Ropa"]);
+    // Asking for what the filter leaves out finds nothing (not an error), without embedding the query.
+    embedder.calls.length = 0;
+    const widened = await search.execute({ query: "botas", category: "Deporte" }, { filter });
+    expect(widened).toEqual({ query: "botas", recommendation: NOTHING_MATCHED, results: [], citedIds: [] });
+    const streamed: SearchEvent[] = [];
+    for await (const event of search.stream({ query: "botas", category: "Deporte" }, { filter })) streamed.push(event);
+    expect(streamed.map((event) => event.type)).toEqual(["results", "done"]);
+    expect(embedder.calls).toEqual([]);
+  });
+
   test("a product deleted while the recommendation is being written is not in the answer", async () => {
     await fillCatalogue();
     const generate = generator.generate.bind(generator);

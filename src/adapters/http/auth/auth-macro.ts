@@ -1,4 +1,4 @@
-import { Elysia } from "elysia";
+import { type DocumentDecoration, Elysia } from "elysia";
 import { type Authenticate, TOKEN_REFUSALS } from "../../../domain/authenticate.ts";
 import { type AuthenticateKeys, KEY_REFUSALS } from "../../../domain/authenticate-keys.ts";
 import {
@@ -56,6 +56,9 @@ export const forbiddenAnswer = (permission: Permission) =>
       "acción, un token de inquilino fuera de la búsqueda).",
     examples: { "Falta el permiso": forbidden(permission) },
   });
+
+/** Where an operation names the permission it needs, in the OpenAPI document too. */
+export const PERMISSION_EXTENSION = "x-permission";
 
 /** What a route declares: its permission, and whether its credential may come in the `key` query parameter. */
 export type AuthDeclaration = Permission | { permission: Permission; keyInQuery: true };
