@@ -161,7 +161,9 @@ export function authMacro({ authenticate, keys, anonymousPermissions }: AuthMacr
             : keyInQuery
               ? [...SECURITY.credential, ...SECURITY.queryKey]
               : SECURITY.credential,
-        },
+          // What a key needs among its actions for this operation (and what the attack suite reads).
+          [PERMISSION_EXTENSION]: permission,
+        } as DocumentDecoration,
         // Open routes too: a credential sent there is checked all the same.
         response: { 401: UNAUTHENTICATED, 403: forbiddenAnswer(permission) },
         async transform(context: AuthContext) {
