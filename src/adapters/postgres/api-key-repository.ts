@@ -27,6 +27,8 @@ const KEYS_CHANGED = "sku_search_keys_changed";
 export class PostgresApiKeyRepository implements ApiKeyRepository {
   private readonly reads: SqlClient;
   private readonly writes: SqlClient;
+  /** This process's watchers: told of a removal made here as soon as it commits, before its notification comes back. */
+  private readonly watchers = new Set<(keyId: string | null) => void>();
 
   constructor(db: SqlClient | ReadWriteClients) {
     ({ reads: this.reads, writes: this.writes } = poolsOf(db));
@@ -57,7 +59,9 @@ export class PostgresApiKeyRepository implements ApiKeyRepository {
        SELECT id, pg_notify($2, id) FROM removed`,
       [id, KEYS_CHANGED],
     );
-    return rows.length > 0;
+    if (rows.length === 0) return false;
+    for (const watcher of this.watchers) watcher(id);
+    return true;
   }
 
   async touch(id: string): Promise<void> {
@@ -66,7 +70,17 @@ export class PostgresApiKeyRepository implements ApiKeyRepository {
 
   async watchChanges(onChange: (keyId: string | null) => void, onReady: () => void): Promise<() => Promise<void>> {
     if (!this.writes.listen) return async () => {};
-    return this.writes.listen(KEYS_CHANGED, (payload) => onChange(payload === "" ? null : payload), onReady);
+    this.watchers.add(onChange);
+    const stop = await this.writes
+      .listen(KEYS_CHANGED, (payload) => onChange(payload === "" ? null : payload), onReady)
+      .catch((error) => {
+        this.watchers.delete(onChange);
+        throw error;
+      });
+    return async () => {
+      this.watchers.delete(onChange);
+      await stop();
+    };
   }
 }
 

@@ -28,6 +28,8 @@ const USERS_CHANGED = "sku_search_users_changed";
 export class PostgresUserRepository implements UserRepository {
   private readonly reads: SqlClient;
   private readonly writes: SqlClient;
+  /** This process's watchers: told of a change made here as soon as it commits, before its notification comes back. */
+  private readonly watchers = new Set<(change: UserChange) => void>();
 
   constructor(db: SqlClient | ReadWriteClients) {
     ({ reads: this.reads, writes: this.writes } = poolsOf(db));
@@ -58,36 +60,47 @@ export class PostgresUserRepository implements UserRepository {
   }
 
   async updatePassword(username: string, passwordHash: string): Promise<boolean> {
-    const rows = await this.writes.query(
+    const rows = await this.writes.query<{ id: number | string; token_version: number }>(
       `WITH changed AS (
          UPDATE users SET password_hash = $2, token_version = token_version + 1 WHERE username = $1
          RETURNING id, token_version
        )
-       SELECT id, pg_notify($3, id || ' ' || token_version) FROM changed`,
+       SELECT id, token_version, pg_notify($3, id || ' ' || token_version) FROM changed`,
       [username, passwordHash, USERS_CHANGED],
     );
-    return rows.length > 0;
+    return this.changed(rows);
   }
 
   async setRole(username: string, role: Role): Promise<boolean> {
-    const rows = await this.writes.query(
+    const rows = await this.writes.query<{ id: number | string; token_version: number }>(
       `WITH changed AS (
          UPDATE users SET role = $2, token_version = token_version + 1 WHERE username = $1
          RETURNING id, token_version
        )
-       SELECT id, pg_notify($3, id || ' ' || token_version) FROM changed`,
+       SELECT id, token_version, pg_notify($3, id || ' ' || token_version) FROM changed`,
       [username, role, USERS_CHANGED],
     );
-    return rows.length > 0;
+    return this.changed(rows);
   }
 
   async remove(username: string): Promise<boolean> {
-    const rows = await this.writes.query(
+    const rows = await this.writes.query<{ id: number | string }>(
       `WITH removed AS (DELETE FROM users WHERE username = $1 RETURNING id)
        SELECT id, pg_notify($2, id::text) FROM removed`,
       [username, USERS_CHANGED],
     );
-    return rows.length > 0;
+    const [row] = rows;
+    if (!row) return false;
+    for (const watcher of this.watchers) watcher({ userId: Number(row.id), removed: true });
+    return true;
+  }
+
+  /** Tells this process's watchers of a password or role change committed here; false when no row changed. */
+  private changed(rows: { id: number | string; token_version: number }[]): boolean {
+    const [row] = rows;
+    if (!row) return false;
+    for (const watcher of this.watchers) watcher({ userId: Number(row.id), tokenVersion: Number(row.token_version) });
+    return true;
   }
 
   /**
@@ -97,7 +110,17 @@ export class PostgresUserRepository implements UserRepository {
    */
   async watchChanges(onChange: (change: UserChange) => void, onReady: () => void): Promise<() => Promise<void>> {
     if (!this.writes.listen) return async () => {};
-    return this.writes.listen(USERS_CHANGED, (payload) => onChange(parseChange(payload)), onReady);
+    this.watchers.add(onChange);
+    const stop = await this.writes
+      .listen(USERS_CHANGED, (payload) => onChange(parseChange(payload)), onReady)
+      .catch((error) => {
+        this.watchers.delete(onChange);
+        throw error;
+      });
+    return async () => {
+      this.watchers.delete(onChange);
+      await stop();
+    };
   }
 
   async count(): Promise<number> {
