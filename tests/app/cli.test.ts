@@ -4,7 +4,7 @@
  * concurrently (each has its own DATA_DIR and port): most of their time is spent in the processes.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import packageJson from "../../package.json" with { type: "json" };
@@ -192,7 +192,7 @@ test.concurrent("reembed moves a catalogue to the configured model, after which 
   }
 });
 
-test.concurrent("serve answers, guards its data directory from a second process, and stops cleanly on SIGTERM", async () => {
+test.concurrent("serve answers, guards its data directory, runs users and keys for the CLI over its admin socket, and stops cleanly on SIGTERM", async () => {
   // An empty DATA_DIR: the first start makes its database, as `bun start` does on a fresh checkout.
   const env = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -204,20 +204,63 @@ test.concurrent("serve answers, guards its data directory from a second process,
     LOG_LEVEL: "warn",
   };
   const server = Bun.spawn(["bun", "start"], { cwd: PROJECT, env, stdout: "pipe", stderr: "pipe" });
+  const socket = join(env.DATA_DIR, "admin.sock");
+  const base = `http://127.0.0.1:${env.PORT}`;
   try {
     // Waits (up to 60 s) for the service to answer, then asks the healthcheck command.
-    const url = `http://127.0.0.1:${env.PORT}/`;
-    for (let waited = 0; waited < 60_000 && !(await answers(url)); waited += 100) await Bun.sleep(100);
+    for (let waited = 0; waited < 60_000 && !(await answers(`${base}/`)); waited += 100) await Bun.sleep(100);
     expect((await cli(["healthcheck"], env)).code).toBe(0);
+    // Only the data directory's owner may reach the service's admin operations.
+    expect(statSync(socket).mode & 0o777).toBe(0o600);
 
-    const second = await cli(["users", "add", "bea"], env, "primera-clave\n");
-    expect(second.code).toBe(1);
-    expect(second.stderr).toContain("in use by process");
+    // The database is the service's: users and keys go through it, the rest says the directory is in use.
+    const added = await cli(["users", "add", "bea", "--role", "viewer"], env, "primera-clave\n");
+    expect(added).toMatchObject({ code: 0, stdout: "user 'bea' created (viewer)\n" });
+    expect(`${added.stdout}${added.stderr}`).not.toContain("primera-clave");
+    const again = await cli(["users", "add", "bea"], env, "otra-clave-mas\n");
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("ya existe");
+    const listed = await cli(["users", "list"], env);
+    expect(
+      listed.stdout
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line)),
+    ).toEqual([
+      { username: "admin", role: "admin", created_at: expect.any(String) },
+      { username: "bea", role: "viewer", created_at: expect.any(String) },
+    ]);
+    const login = await fetch(`${base}/auth/login`, {
+      method: "POST",
+      body: new URLSearchParams({ username: "bea", password: "primera-clave" }),
+    });
+    const token = ((await login.json()) as { access_token: string }).access_token;
+    expect((await fetch(`${base}/products`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+    expect((await fetch(`${base}/keys`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(403);
+
+    const made = await cli(["keys", "add", "Tienda", "--actions", "search,products.read"], env);
+    expect(made.code).toBe(0);
+    const key = JSON.parse(made.stdout);
+    expect(key).toMatchObject({ name: "Tienda", actions: ["search", "products.read"], catalogues: ["default"] });
+    expect((await fetch(`${base}/products`, { headers: { "x-api-key": key.key } })).status).toBe(200);
+    const keys = await cli(["keys", "list"], env);
+    expect(keys.stdout).not.toContain(key.key);
+    expect(JSON.parse(keys.stdout)).toMatchObject({ id: key.id, prefix: key.prefix });
+    expect((await cli(["keys", "revoke", key.id], env)).code).toBe(0);
+    expect((await fetch(`${base}/products`, { headers: { "x-api-key": key.key } })).status).toBe(401);
+    const unknown = await cli(["keys", "revoke", key.id], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("No existe ninguna clave");
+
+    const export_ = await cli(["export", join(env.DATA_DIR, "x.jsonl")], env);
+    expect(export_.code).toBe(1);
+    expect(export_.stderr).toContain("in use by process");
   } finally {
     server.kill("SIGTERM");
   }
   expect(await server.exited).toBe(0);
-  expect((await cli(["users", "add", "bea"], { DATA_DIR: env.DATA_DIR }, "primera-clave\n")).code).toBe(0);
+  expect(existsSync(socket)).toBe(false);
+  expect((await cli(["users", "add", "luis"], { DATA_DIR: env.DATA_DIR }, "primera-clave\n")).code).toBe(0);
 });
 
 test.concurrent("serve on a busy port fails, and leaves the data directory free", async () => {
