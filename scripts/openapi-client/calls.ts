@@ -27,6 +27,8 @@ export function everyOperation(baseUrl: string, login: { username: string; passw
   let token = "";
   let productId = 0;
   let jobId = 0;
+  let keyId = "";
+  let apiKey = "";
   const authorized = () => ({ Authorization: `Bearer ${token}` });
   const product = { name: "Cafetera espresso", description: "Cafetera de 15 bares", category: "cocina" };
 
@@ -131,6 +133,35 @@ export function everyOperation(baseUrl: string, login: { username: string; passw
               params: { path: { id: jobId }, query: { cursor: next } },
             })
           : pending;
+      },
+    },
+    "/keys": {
+      post: async () => {
+        const { data } = await client.POST("/keys", {
+          headers: authorized(),
+          body: { name: "Tienda: buscador", actions: ["search"], catalogues: ["default"], expires_at: null },
+        });
+        if (data) ({ id: keyId, key: apiKey } = data);
+        // The key searches, sent as X-API-Key.
+        const search = await client.POST("/products/search", {
+          headers: { "X-API-Key": apiKey },
+          body: { query: "cafetera" },
+        });
+        return search.data?.results.length;
+      },
+      get: async () => {
+        const { data } = await client.GET("/keys", { headers: authorized() });
+        const lastUsed: (string | null)[] = data?.keys.map((key) => key.last_used_at) ?? [];
+        return lastUsed;
+      },
+    },
+    "/keys/{id}": {
+      delete: async () => {
+        const { response } = await client.DELETE("/keys/{id}", {
+          headers: authorized(),
+          params: { path: { id: keyId } },
+        });
+        return response.status;
       },
     },
     "/metrics": {

@@ -156,11 +156,12 @@ export function authMacro({ authenticate, keys, anonymousPermissions }: AuthMacr
       const inCatalogue = CATALOGUE_PERMISSIONS.includes(permission);
       return {
         detail: {
-          security: open
-            ? SECURITY.none
-            : keyInQuery
-              ? [...SECURITY.credential, ...SECURITY.queryKey]
-              : SECURITY.credential,
+          // An open route takes no credential (`{}`), or any of them, checked as anywhere else.
+          security: [
+            ...(open ? SECURITY.none.concat([{}]) : []),
+            ...SECURITY.credential,
+            ...(keyInQuery ? SECURITY.queryKey : []),
+          ],
           // What a key needs among its actions for this operation (and what the attack suite reads).
           [PERMISSION_EXTENSION]: permission,
         } as DocumentDecoration,

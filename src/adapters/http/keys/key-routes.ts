@@ -108,11 +108,11 @@ function expiryOf(raw: string | null | undefined): Date | null {
  */
 export function keyRoutes({ manageApiKeys, maxBodyBytes, auth }: KeyRoutesDeps) {
   const tags = ["keys"];
-  return new Elysia({ name: "keys", prefix: "/keys" })
+  return new Elysia({ name: "keys" })
     .use(requestContext)
     .use(auth)
     .post(
-      "/",
+      "/keys",
       async ({ body, caller, status }) => {
         const created = await manageApiKeys.create(
           {
@@ -172,7 +172,7 @@ export function keyRoutes({ manageApiKeys, maxBodyBytes, auth }: KeyRoutesDeps) 
       },
     )
     .get(
-      "/",
+      "/keys",
       async () => ({
         keys: (await manageApiKeys.list()).map((apiKey) => listedKeyView(apiKey, manageApiKeys.prefixOf(apiKey.id))),
       }),
@@ -194,7 +194,7 @@ export function keyRoutes({ manageApiKeys, maxBodyBytes, auth }: KeyRoutesDeps) 
       },
     )
     .delete(
-      "/:id",
+      "/keys/:id",
       async ({ params, status }) => {
         await manageApiKeys.revoke(params.id);
         return status(204, undefined);
