@@ -270,7 +270,12 @@ describe("OpenAPI", () => {
     expect(Object.keys(spec.paths)).toEqual(
       expect.arrayContaining(["/", "/auth/login", "/products/", "/products/search"]),
     );
-    expect(spec.paths["/products/"]?.post?.security).toEqual([{ bearerAuth: [] }, { oauth2: [] }]);
+    expect(spec.paths["/products/"]?.post?.security).toEqual([
+      { bearerAuth: [] },
+      { oauth2: [] },
+      { bearerKey: [] },
+      { apiKey: [] },
+    ]);
     expect(Object.keys(spec.paths["/auth/login"]?.post?.requestBody?.content ?? {})).toContain(
       "application/x-www-form-urlencoded",
     );

@@ -395,13 +395,33 @@ describe("the document", () => {
     }
   });
 
-  test("says who may call each operation: public ones need nothing, the catalogue a token", async () => {
+  test("says who may call each operation: public ones need nothing, the catalogue and the keys a credential", async () => {
     const { document } = await documentOf();
-    const token: Record<string, string[]>[] = [{ bearerAuth: [] }, { oauth2: [] }];
+    const credential: Record<string, string[]>[] = [
+      { bearerAuth: [] },
+      { oauth2: [] },
+      { bearerKey: [] },
+      { apiKey: [] },
+    ];
     for (const { method, path, operation } of operations(document)) {
-      const expected = path.startsWith("/products") || path.startsWith("/jobs") ? token : [];
+      const protectedPath = ["/products", "/jobs", "/keys"].some((prefix) => path.startsWith(prefix));
+      const expected = !protectedPath
+        ? []
+        : method === "GET" && path === "/products/search"
+          ? [...credential, { queryKey: [] }]
+          : credential;
       expect({ method, path, security: operation.security }).toEqual({ method, path, security: expected });
+      // Each names the permission a key needs among its actions.
+      if (protectedPath) expect(operation["x-permission"]).toBeString();
+      if (protectedPath) expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(["401", "403"]));
     }
+    expect(document.components.securitySchemes.apiKey).toMatchObject({
+      type: "apiKey",
+      in: "header",
+      name: "X-API-Key",
+    });
+    expect(document.components.securitySchemes.queryKey).toMatchObject({ type: "apiKey", in: "query", name: "key" });
+    expect(document.components.securitySchemes.bearerKey).toMatchObject({ type: "http", scheme: "bearer" });
     expect(document.components.securitySchemes.oauth2).toMatchObject({
       type: "oauth2",
       flows: { password: { tokenUrl: "/auth/login", scopes: {} } },
@@ -456,11 +476,11 @@ describe("the document", () => {
     expect(new Set(data(documented?.example ?? "").map(String))).toEqual(new Set(data(sent.text).map(String)));
   });
 
-  test("with SEARCH_REQUIRES_AUTH=false the search is public and never answers 401", async () => {
+  test("with SEARCH_REQUIRES_AUTH=false the search needs no credential, and checks one that is sent", async () => {
     const { document } = await documentOf({ settings: { searchRequiresAuth: false } });
     const search = document.paths["/products/search"]?.post;
-    expect(search?.security).toEqual([]);
-    expect(Object.keys(search?.responses ?? {})).not.toContain("401");
+    expect(search?.security?.[0]).toEqual({});
+    expect(Object.keys(search?.responses ?? {})).toContain("401");
   });
 
   test("every response is described in Spanish, every error answer has example bodies and each header is defined", async () => {
