@@ -145,7 +145,8 @@ function repositoryContract(open: RepositoryFactory): void {
       expect(await apiKeys.remove("00000000000000a1")).toBe(false);
       expect(await apiKeys.findById("00000000000000a1")).toBeNull();
       await waitUntil(() => heard.length > 0);
-      expect(heard).toEqual(["00000000000000a1"]);
+      // Heard at its commit in this process, and again as the database's notification: the same id.
+      expect(new Set(heard)).toEqual(new Set(["00000000000000a1"]));
     } finally {
       await stop();
     }
