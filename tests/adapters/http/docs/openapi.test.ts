@@ -36,6 +36,8 @@ interface OperationDoc {
   requestBody?: { content: Record<string, { schema: { properties: Record<string, PropertyDoc> } }> };
   parameters?: { name: string; in: string; required?: boolean; schema: object }[];
   responses: Record<string, ResponseDoc>;
+  /** The permission a key needs among its actions (auth-macro.ts). */
+  "x-permission"?: string;
 }
 
 interface Document {
