@@ -69,9 +69,16 @@ export function canSeeCatalogue(caller: Caller, catalogue: string): boolean {
   return caller.catalogues === "*" || caller.catalogues.includes(catalogue);
 }
 
-/** Whose budget a request spends: the caller's id; undefined for anonymous (counted by address instead). */
-export function rateLimitClient(caller: Caller): string | undefined {
-  return caller.kind === "anonymous" ? undefined : caller.id;
+/**
+ * Whose budget a request spends: the caller's id, or undefined for anonymous (counted by address
+ * instead). `perAddress`: a storefront's credential (a tenant token, or a key that may only search)
+ * sits in many shoppers' browsers at once, so it is counted per caller and client address: one
+ * shopper (or one abuser of a leaked key) cannot spend every other shopper's searches.
+ */
+export function rateLimitClient(caller: Caller): { id: string; perAddress: boolean } | undefined {
+  if (caller.kind === "anonymous") return undefined;
+  const searchOnly = caller.grants !== "*" && caller.grants.every((grant) => grant === "search");
+  return { id: caller.id, perAddress: caller.kind === "tenant" || (caller.kind === "key" && searchOnly) };
 }
 
 /** Whose an import job is (only they may read it): the caller's id; undefined for anonymous, who cannot import. */

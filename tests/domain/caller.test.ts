@@ -15,7 +15,7 @@ describe("Caller", () => {
     const caller = userCaller({ id: 7, role: "admin" });
     for (const permission of PERMISSIONS) expect(allows(caller, permission)).toBe(true);
     expect(canSeeCatalogue(caller, "outlet")).toBe(true);
-    expect(rateLimitClient(caller)).toBe("user:7");
+    expect(rateLimitClient(caller)).toEqual({ id: "user:7", perAddress: false });
     expect(jobOwner(caller)).toBe("user:7");
   });
 
@@ -30,7 +30,12 @@ describe("Caller", () => {
     expect(PERMISSIONS.filter((permission) => allows(key, permission))).toEqual(["search"]);
     expect(canSeeCatalogue(key, "outlet")).toBe(true);
     expect(canSeeCatalogue(key, "default")).toBe(false);
-    expect(rateLimitClient(key)).toBe("key:ab12");
+    // A key that may only search is a storefront's: counted per key and client address.
+    expect(rateLimitClient(key)).toEqual({ id: "key:ab12", perAddress: true });
+    const writer: Caller = { kind: "key", grants: ["search", "products.write"], catalogues: "*", id: "key:cd34" };
+    expect(rateLimitClient(writer)).toEqual({ id: "key:cd34", perAddress: false });
+    const tenant: Caller = { kind: "tenant", grants: ["search"], catalogues: ["outlet"], id: "tenant:ab12" };
+    expect(rateLimitClient(tenant)).toEqual({ id: "tenant:ab12", perAddress: true });
   });
 
   test("anonymous holds only what the service opens to anyone, and is counted by address", () => {

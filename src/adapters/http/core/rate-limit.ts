@@ -60,8 +60,9 @@ export type RateLimitDeclaration = RateLimitBucket | { bucket: RateLimitBucket; 
 export function rateLimits({ limiter, trustProxy }: RateLimitDeps) {
   const spend = async ({ request, server, set, caller }: RateLimitContext, bucket: RateLimitBucket, units: number) => {
     if (!limiter.limits(bucket)) return;
-    const client =
-      (caller && rateLimitClient(caller)) ?? `address:${clientAddress(request, server, trustProxy) ?? "unknown"}`;
+    const counted = caller && rateLimitClient(caller);
+    const address = () => `address:${clientAddress(request, server, trustProxy) ?? "unknown"}`;
+    const client = counted === undefined ? address() : counted.perAddress ? `${counted.id}|${address()}` : counted.id;
     const state = await limiter.spend(bucket, client, units);
     if (state) Object.assign(set.headers, rateLimitHeaders(state));
   };

@@ -129,6 +129,26 @@ describe("rate limits", () => {
     expect((await from("203.0.113.2")).status).toBe(200);
   });
 
+  test("a storefront's search-only key is counted per client address; a key that may write, per key", async () => {
+    const h = await createHarness({
+      rateLimits: { search: { limit: 1, windowMs: MINUTE } },
+      settings: { trustProxy: true },
+    });
+    const storefront = await h.keyOf({ actions: ["search"] });
+    const backend = await h.keyOf({ actions: ["search", "products.write"] });
+    const search = (key: string, address: string) =>
+      h.call("POST", "/products/search", {
+        json: { query: "x" },
+        headers: { authorization: `Bearer ${key}`, "x-forwarded-for": address },
+      });
+    expect((await search(storefront.key, "203.0.113.1")).status).toBe(200);
+    expect((await search(storefront.key, "203.0.113.1")).status).toBe(429);
+    // Another shopper of the same shop still searches.
+    expect((await search(storefront.key, "203.0.113.2")).status).toBe(200);
+    expect((await search(backend.key, "203.0.113.1")).status).toBe(200);
+    expect((await search(backend.key, "203.0.113.2")).status).toBe(429);
+  });
+
   test("without limits configured, nothing is limited and no header is sent", async () => {
     const h = await createHarness();
     for (let i = 0; i < 5; i++) {
