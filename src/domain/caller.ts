@@ -37,8 +37,6 @@ export interface Caller {
    * "anonymous" for anonymous callers (counted by address instead).
    */
   id: string;
-  /** Users: their id (idempotency keys are kept per user). */
-  userId?: number | undefined;
 }
 
 /** A user's role: what every token of theirs may do. */
@@ -58,7 +56,7 @@ export function anonymousCaller(open: readonly Permission[]): Caller {
 
 /** The caller a user's login token stands for: what the user's role grants, in every catalogue. */
 export function userCaller(user: { id: number; role: Role }): Caller {
-  return { kind: "user", grants: ROLE_GRANTS[user.role], catalogues: "*", id: `user:${user.id}`, userId: user.id };
+  return { kind: "user", grants: ROLE_GRANTS[user.role], catalogues: "*", id: `user:${user.id}` };
 }
 
 export function allows(caller: Caller, permission: Permission): boolean {
@@ -81,7 +79,10 @@ export function rateLimitClient(caller: Caller): { id: string; perAddress: boole
   return { id: caller.id, perAddress: caller.kind === "tenant" || (caller.kind === "key" && searchOnly) };
 }
 
-/** Whose an import job is (only they may read it): the caller's id; undefined for anonymous, who cannot import. */
-export function jobOwner(caller: Caller): string | undefined {
+/**
+ * Whose an import job or an Idempotency-Key is (only they may read the job; another caller's same
+ * key is another key): the caller's id; undefined for anonymous and tenant tokens, who cannot write.
+ */
+export function writerOf(caller: Caller): string | undefined {
   return caller.kind === "user" || caller.kind === "key" ? caller.id : undefined;
 }

@@ -14,7 +14,7 @@ export interface Deps {
 
 export interface CreateOptions {
   /** With the user it belongs to: the same key and body within the ttl get the first answer again. */
-  idempotency?: { userId: number; key: string };
+  idempotency?: { owner: string; key: string };
   /** Aborts (with the reason to throw) when the caller stops waiting: nothing is stored after that. */
   signal?: AbortSignal;
 }
@@ -43,7 +43,7 @@ export class CreateProduct {
       ttlHours: IDEMPOTENCY_KEY_TTL_HOURS,
     };
     if (record) {
-      const earlier = await this.deps.products.findIdempotentAnswer(record.userId, record.key, record.ttlHours);
+      const earlier = await this.deps.products.findIdempotentAnswer(record.owner, record.key, record.ttlHours);
       if (earlier) return replay(earlier, record);
     }
     const embedding = await embedOne(this.deps.embedder, embeddingText(product), "document", options.signal);

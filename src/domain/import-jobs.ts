@@ -26,7 +26,7 @@ export type JobCounts = Record<ImportStatus | "pending", number>;
 
 export interface ImportJob {
   id: number;
-  /** Whose it is (`jobOwner` of the caller that sent it). */
+  /** Whose it is (`writerOf` of the caller that sent it). */
   owner: string;
   status: ImportJobStatus;
   /** Items the import sent. */

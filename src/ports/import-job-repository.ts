@@ -6,7 +6,7 @@ import type { BulkWrite, BulkWriteOutcome } from "./product-repository.ts";
 export type NewJobItem = { product: ImportProduct } | { result: ImportItemResult };
 
 export interface NewImportJob {
-  /** Whose job it is (`jobOwner`): only they may read it. */
+  /** Whose job it is (`writerOf`): only they may read it. */
   owner: string;
   /** Every item of the import, in its order (an item's position is its index here). */
   items: readonly NewJobItem[];

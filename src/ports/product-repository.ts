@@ -10,7 +10,8 @@ import type { Vector } from "../domain/vector.ts";
 
 /** A create sent with an Idempotency-Key: its first answer is recorded with the product, atomically. */
 export interface IdempotencyRecord {
-  userId: number;
+  /** Whose key it is: the caller's id ("user:12", "key:<id>"); another caller's same key is another key. */
+  owner: string;
   key: string;
   /** The request as the use case normalised it: a retry with the same key must carry the same. */
   fingerprint: string;
@@ -104,7 +105,7 @@ export interface ProductRepository {
    */
   add(row: EmbeddedProduct, idempotency?: IdempotencyRecord): Promise<AddResult>;
   /** The recorded answer of a key younger than `ttlHours`, or null. */
-  findIdempotentAnswer(userId: number, key: string, ttlHours: number): Promise<IdempotentAnswer | null>;
+  findIdempotentAnswer(owner: string, key: string, ttlHours: number): Promise<IdempotentAnswer | null>;
   /** Deletes the key records older than `ttlHours`; returns how many. */
   pruneIdempotencyKeys(ttlHours: number): Promise<number>;
 

@@ -76,7 +76,7 @@ forEachDatabase((db, engine) => {
         expect((error as EmbeddingSpaceChanged).message).toContain("otro modelo de embeddings");
       };
       await refused(old.add(row(mug, [0, 1, 0, 0])));
-      await refused(old.add(row(mug, [0, 1, 0, 0]), { userId: 1, key: "k", fingerprint: "f", ttlHours: 24 }));
+      await refused(old.add(row(mug, [0, 1, 0, 0]), { owner: "user:1", key: "k", fingerprint: "f", ttlHours: 24 }));
       await refused(
         old.update(id, 1, {
           fields: { ...lamp, name: "Otra" },

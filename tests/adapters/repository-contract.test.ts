@@ -201,22 +201,22 @@ function repositoryContract(open: RepositoryFactory): void {
 
   test("an idempotent add records its key with the product; the same key then answers the first product", async () => {
     const { products } = await open(4);
-    const record = { userId: 7, key: "clave-1", fingerprint: "f1", ttlHours: 24 };
+    const record = { owner: "user:7", key: "clave-1", fingerprint: "f1", ttlHours: 24 };
     const first = await stored(products.add(row(shoe, [1, 0, 0, 0]), record));
-    expect(await products.findIdempotentAnswer(7, "clave-1", 24)).toEqual({ fingerprint: "f1", product: first });
+    expect(await products.findIdempotentAnswer("user:7", "clave-1", 24)).toEqual({ fingerprint: "f1", product: first });
     const again = await products.add(row(lamp, [0, 1, 0, 0]), { ...record, fingerprint: "f2" });
     expect(again).toEqual({ alreadyAnswered: { fingerprint: "f1", product: first } });
     // Nothing of the second add was stored.
     expect((await products.searchByVector([1, 1, 0, 0], { limit: 10 })).map((hit) => hit.id)).toEqual([first.id]);
-    // Keys belong to their user.
-    expect(await products.findIdempotentAnswer(8, "clave-1", 24)).toBeNull();
-    const other = await stored(products.add(row(lamp, [0, 1, 0, 0]), { ...record, userId: 8 }));
+    // Keys belong to their caller: an API key's same key is another key.
+    expect(await products.findIdempotentAnswer("key:ab12", "clave-1", 24)).toBeNull();
+    const other = await stored(products.add(row(lamp, [0, 1, 0, 0]), { ...record, owner: "key:ab12" }));
     expect(other.id).not.toBe(first.id);
   });
 
   test("two concurrent adds with one key store one product and both get it", async () => {
     const { products } = await open(4);
-    const record = { userId: 1, key: "carrera", fingerprint: "f", ttlHours: 24 };
+    const record = { owner: "user:1", key: "carrera", fingerprint: "f", ttlHours: 24 };
     const results = await Promise.all([
       products.add(row(shoe, [1, 0, 0, 0]), record),
       products.add(row(shoe, [1, 0, 0, 0]), record),
@@ -232,7 +232,7 @@ function repositoryContract(open: RepositoryFactory): void {
 
   test("nine concurrent adds of one product with a sku under one key store it once; the other eight get its answer", async () => {
     const { products } = await open(4);
-    const record = { userId: 1, key: "pedido-9", fingerprint: "f", ttlHours: 24 };
+    const record = { owner: "user:1", key: "pedido-9", fingerprint: "f", ttlHours: 24 };
     const results = await Promise.all(
       Array.from({ length: 9 }, () => products.add(row({ ...shoe, sku: "ZAP-42" }, [1, 0, 0, 0]), record)),
     );
@@ -248,12 +248,12 @@ function repositoryContract(open: RepositoryFactory): void {
   test("adds under one key whose sku another product has record no key: each is skuTaken", async () => {
     const { products } = await open(4);
     await stored(products.add(row({ ...lamp, sku: "LAM-1" }, [0, 1, 0, 0])));
-    const record = { userId: 1, key: "pedido-10", fingerprint: "f", ttlHours: 24 };
+    const record = { owner: "user:1", key: "pedido-10", fingerprint: "f", ttlHours: 24 };
     const results = await Promise.all(
       Array.from({ length: 3 }, () => products.add(row({ ...shoe, sku: "LAM-1" }, [1, 0, 0, 0]), record)),
     );
     expect(results).toEqual(Array(3).fill({ skuTaken: "LAM-1" }));
-    expect(await products.findIdempotentAnswer(1, "pedido-10", 24)).toBeNull();
+    expect(await products.findIdempotentAnswer("user:1", "pedido-10", 24)).toBeNull();
   });
 
   test("health answers", async () => {

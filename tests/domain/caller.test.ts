@@ -4,10 +4,10 @@ import {
   anonymousCaller,
   type Caller,
   canSeeCatalogue,
-  jobOwner,
   PERMISSIONS,
   rateLimitClient,
   userCaller,
+  writerOf,
 } from "../../src/domain/caller.ts";
 
 describe("Caller", () => {
@@ -16,7 +16,7 @@ describe("Caller", () => {
     for (const permission of PERMISSIONS) expect(allows(caller, permission)).toBe(true);
     expect(canSeeCatalogue(caller, "outlet")).toBe(true);
     expect(rateLimitClient(caller)).toEqual({ id: "user:7", perAddress: false });
-    expect(jobOwner(caller)).toBe("user:7");
+    expect(writerOf(caller)).toBe("user:7");
   });
 
   test("a viewer searches and reads, in every catalogue, and nothing else", () => {
@@ -44,6 +44,6 @@ describe("Caller", () => {
     const open = anonymousCaller(["search"]);
     expect(PERMISSIONS.filter((permission) => allows(open, permission))).toEqual(["search"]);
     expect(rateLimitClient(open)).toBeUndefined();
-    expect(jobOwner(open)).toBeUndefined();
+    expect(writerOf(open)).toBeUndefined();
   });
 });

@@ -122,7 +122,7 @@ describe("CreateProduct", () => {
   });
 
   describe("with an idempotency key", () => {
-    const key = { userId: 3, key: "pedido-42" };
+    const key = { owner: "user:3", key: "pedido-42" };
 
     test("a retry with the same key and body gets the first product again, embedded and stored once", async () => {
       const first = await createProduct.execute(VALID, { idempotency: key });
@@ -144,7 +144,7 @@ describe("CreateProduct", () => {
 
     test("another user's key of the same name is another key", async () => {
       await createProduct.execute(VALID, { idempotency: key });
-      const other = await createProduct.execute(VALID, { idempotency: { ...key, userId: 4 } });
+      const other = await createProduct.execute(VALID, { idempotency: { ...key, owner: "key:0a1b2c3d4e5f6a7b" } });
       expect(other.replayed).toBe(false);
       expect(products.products).toHaveLength(2);
     });

@@ -57,7 +57,7 @@ export class MemoryProductRepository implements ProductRepository {
     this.checkUp();
     this.checkVector(row.embedding);
     if (idempotency) {
-      const earlier = this.idempotentAnswer(idempotency.userId, idempotency.key, idempotency.ttlHours);
+      const earlier = this.idempotentAnswer(idempotency.owner, idempotency.key, idempotency.ttlHours);
       if (earlier) return { alreadyAnswered: earlier };
     }
     if (row.product.sku !== undefined && this.idOfSku(row.product.sku) !== undefined) {
@@ -65,7 +65,7 @@ export class MemoryProductRepository implements ProductRepository {
     }
     const created = publicView(this.insert(row));
     if (idempotency) {
-      this.idempotencyKeys.set(keyOf(idempotency.userId, idempotency.key), {
+      this.idempotencyKeys.set(keyOf(idempotency.owner, idempotency.key), {
         fingerprint: idempotency.fingerprint,
         product: { ...created },
         createdAt: this.now(),
@@ -74,9 +74,9 @@ export class MemoryProductRepository implements ProductRepository {
     return { created };
   }
 
-  async findIdempotentAnswer(userId: number, key: string, ttlHours: number): Promise<IdempotentAnswer | null> {
+  async findIdempotentAnswer(owner: string, key: string, ttlHours: number): Promise<IdempotentAnswer | null> {
     this.checkUp();
-    return this.idempotentAnswer(userId, key, ttlHours);
+    return this.idempotentAnswer(owner, key, ttlHours);
   }
 
   async pruneIdempotencyKeys(ttlHours: number): Promise<number> {
@@ -276,8 +276,8 @@ export class MemoryProductRepository implements ProductRepository {
     if (problem) throw new Error(`invalid embedding: ${problem}`);
   }
 
-  private idempotentAnswer(userId: number, key: string, ttlHours: number): IdempotentAnswer | null {
-    const record = this.idempotencyKeys.get(keyOf(userId, key));
+  private idempotentAnswer(owner: string, key: string, ttlHours: number): IdempotentAnswer | null {
+    const record = this.idempotencyKeys.get(keyOf(owner, key));
     if (!record || this.now() - record.createdAt >= ttlHours * HOUR) return null;
     return { fingerprint: record.fingerprint, product: { ...record.product } };
   }
@@ -293,8 +293,8 @@ function wordsOf(text: string): string[] {
   return (text.toLowerCase().match(/\p{L}{4,}/gu) ?? []) as string[];
 }
 
-function keyOf(userId: number, key: string): string {
-  return `${userId}\u0000${key}`;
+function keyOf(owner: string, key: string): string {
+  return `${owner}\u0000${key}`;
 }
 
 export function cosineSimilarity(a: readonly number[], b: readonly number[]): number {

@@ -153,7 +153,7 @@ export class PostgresProductRepository implements ProductRepository {
 
   private async addIdempotently(
     insert: (db: SqlClient) => Promise<Product>,
-    { userId, key, fingerprint, ttlHours }: IdempotencyRecord,
+    { owner, key, fingerprint, ttlHours }: IdempotencyRecord,
   ): Promise<AddResult> {
     const created = await this.writes
       .transaction(async (tx) => {
@@ -164,18 +164,18 @@ export class PostgresProductRepository implements ProductRepository {
         // A record younger than its ttl wins: then this transaction stores nothing. The claim's
         // product_id and response are placeholders no one else sees: they are set before commit.
         const claimed = await tx.query(
-          `INSERT INTO idempotency_keys (user_id, key, fingerprint, product_id, response)
+          `INSERT INTO idempotency_keys (owner, key, fingerprint, product_id, response)
            VALUES ($1, $2, $3, 0, 'null'::jsonb)
-           ON CONFLICT (user_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, created_at = now()
+           ON CONFLICT (owner, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, created_at = now()
              WHERE idempotency_keys.created_at <= now() - make_interval(hours => $4)
            RETURNING key`,
-          [userId, key, fingerprint, ttlHours],
+          [owner, key, fingerprint, ttlHours],
         );
         if (claimed.length === 0) throw KEY_ALREADY_ANSWERED;
         const stored = await insert(tx);
         await tx.query(
-          "UPDATE idempotency_keys SET product_id = $3, response = $4::jsonb WHERE user_id = $1 AND key = $2",
-          [userId, key, stored.id, JSON.stringify(stored)],
+          "UPDATE idempotency_keys SET product_id = $3, response = $4::jsonb WHERE owner = $1 AND key = $2",
+          [owner, key, stored.id, JSON.stringify(stored)],
         );
         return stored;
       })
@@ -184,16 +184,16 @@ export class PostgresProductRepository implements ProductRepository {
         throw error;
       });
     if (created) return { created };
-    const earlier = await this.findIdempotentAnswer(userId, key, ttlHours);
+    const earlier = await this.findIdempotentAnswer(owner, key, ttlHours);
     if (!earlier) throw new Error(`idempotency key ${JSON.stringify(key)} was answered, then vanished`);
     return { alreadyAnswered: earlier };
   }
 
-  async findIdempotentAnswer(userId: number, key: string, ttlHours: number): Promise<IdempotentAnswer | null> {
+  async findIdempotentAnswer(owner: string, key: string, ttlHours: number): Promise<IdempotentAnswer | null> {
     const [row] = await this.writes.query<{ fingerprint: string; response: ProductRow | string }>(
       `SELECT fingerprint, response FROM idempotency_keys
-       WHERE user_id = $1 AND key = $2 AND created_at > now() - make_interval(hours => $3)`,
-      [userId, key, ttlHours],
+       WHERE owner = $1 AND key = $2 AND created_at > now() - make_interval(hours => $3)`,
+      [owner, key, ttlHours],
     );
     if (!row) return null;
     // postgres.js parses jsonb; PGlite too, but a text cast would not be: accept both.

@@ -241,6 +241,20 @@ const MIGRATIONS: readonly Migration[] = [
         )`);
     },
   },
+  {
+    version: 12,
+    name: "idempotency keys per caller (users and API keys)",
+    async apply(tx) {
+      // A key's creates are idempotent too: the records belong to the caller's id ("user:12",
+      // "key:<id>"), no longer to a user id alone.
+      await tx.query("ALTER TABLE idempotency_keys ADD COLUMN owner text");
+      await tx.query("UPDATE idempotency_keys SET owner = 'user:' || user_id");
+      await tx.query("ALTER TABLE idempotency_keys ALTER COLUMN owner SET NOT NULL");
+      await tx.query("ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_pkey");
+      await tx.query("ALTER TABLE idempotency_keys DROP COLUMN user_id");
+      await tx.query("ALTER TABLE idempotency_keys ADD PRIMARY KEY (owner, key)");
+    },
+  },
 ];
 
 /**

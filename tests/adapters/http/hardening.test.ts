@@ -187,6 +187,22 @@ describe("Idempotency-Key on POST /products/", () => {
     expect(h.products.products).toHaveLength(1);
   });
 
+  test("an API key's creates are idempotent too, and its keys are its own, not its user's", async () => {
+    const h = await createHarness();
+    const { key: apiKey } = await h.keyOf({ actions: ["products.write"] });
+    const send = (authorization: string, body: object) =>
+      h.call("POST", "/products/", { json: body, headers: { authorization, "idempotency-key": "pedido-8" } });
+    const first = await send(`Bearer ${apiKey}`, LAPTOP);
+    const retry = await send(`Bearer ${apiKey}`, LAPTOP);
+    expect([first.status, retry.status]).toEqual([201, 201]);
+    expect(retry.headers.get("idempotent-replayed")).toBe("true");
+    expect(retry.json).toEqual(first.json);
+    // The user's own "pedido-8" is another key: a new product, not the key's replay.
+    const mine = await send(`Bearer ${h.token}`, LAPTOP);
+    expect(mine.headers.get("idempotent-replayed")).toBeNull();
+    expect(h.products.products).toHaveLength(2);
+  });
+
   test("a malformed key is 400 and stores nothing", async () => {
     const h = await createHarness();
     for (const key of ["", "x".repeat(256), "clave\u00f1"]) {

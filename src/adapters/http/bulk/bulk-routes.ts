@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { jobOwner } from "../../../domain/caller.ts";
+import { writerOf } from "../../../domain/caller.ts";
 import { NotAuthenticated } from "../../../domain/errors.ts";
 import type { ImportJobs } from "../../../domain/import-jobs.ts";
 import { checkedField } from "../../../domain/product.ts";
@@ -75,7 +75,7 @@ export function bulkRoutes({ importJobs, limits, requestTimeoutMs, auth, rateLim
     .post(
       BULK_PATH,
       async ({ request, signal, timeLeftMs, caller, headers, set, status, spendRateLimit }) => {
-        const owner = jobOwner(caller);
+        const owner = writerOf(caller);
         if (owner === undefined) throw new NotAuthenticated();
         const items = await readBulkItems(request, limits);
         await spendRateLimit(importCost(items.length));

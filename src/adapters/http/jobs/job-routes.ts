@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { jobOwner } from "../../../domain/caller.ts";
+import { writerOf } from "../../../domain/caller.ts";
 import { JobNotFound } from "../../../domain/errors.ts";
 import type { ImportJobs } from "../../../domain/import-jobs.ts";
 import { INVALID_CURSOR } from "../../../domain/manage-products.ts";
@@ -63,7 +63,7 @@ export function jobRoutes({ importJobs, auth }: JobRoutesDeps) {
     .get(
       "/jobs/:id",
       async ({ params, query, caller }) => {
-        const owner = jobOwner(caller);
+        const owner = writerOf(caller);
         if (owner === undefined) throw new JobNotFound(params.id);
         const limit = query.limit ?? REPORT_LIMIT.default;
         if (!Number.isInteger(limit) || limit < REPORT_LIMIT.min || limit > REPORT_LIMIT.max) {

@@ -1,4 +1,5 @@
 import { Elysia, t } from "elysia";
+import { writerOf } from "../../../domain/caller.ts";
 import type { CreateProduct } from "../../../domain/create-product.ts";
 import {
   ConcurrentModification,
@@ -196,10 +197,11 @@ export function productRoutes({ createProduct, manageProducts, maxBodyBytes, aut
       "/",
       async ({ body, caller, headers, signal, set, status }) => {
         const key = idempotencyKey(headers["idempotency-key"]);
+        // Kept per caller (a user, an API key): another caller's same key is another key.
+        const owner = writerOf(caller);
         const { product, replayed } = await createProduct.execute(body, {
           signal,
-          // Kept per user (the table's key); a key's or anonymous create is not idempotent (yet).
-          idempotency: key === undefined || caller.userId === undefined ? undefined : { userId: caller.userId, key },
+          idempotency: key === undefined || owner === undefined ? undefined : { owner, key },
         });
         if (replayed) set.headers["Idempotent-Replayed"] = "true";
         return status(201, productView(product));
