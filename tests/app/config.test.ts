@@ -88,7 +88,7 @@ describe("loadConfig", () => {
         efSearch: 100,
         probes: "auto",
         filterExactMaxRows: 30_000,
-        rerankDepth: 100,
+        rerankDepth: 40,
       },
       vectorIndexKind: "ivf-bq",
       vectorIndexBuildMemory: "auto",

@@ -64,7 +64,7 @@ export const DEFAULT_SEARCH_PLAN: VectorSearchSettings = {
   filterExactMaxRows: 30_000,
   efSearch: 100,
   probes: "auto",
-  rerankDepth: 100,
+  rerankDepth: 40,
 };
 
 /**
