@@ -1,116 +1,187 @@
 /**
- * The catalogue at scale: ingest through the HTTP bulk path, the vector index's build, and search
- * latency and recall, on PostgreSQL or PGlite.
+ * The catalogue at scale, up to 1,000,000 × 3072 on one machine: bulk ingest against the binary
+ * COPY floor, the vector index's build, search latency and recall, and writes with the index live,
+ * on PostgreSQL (DATABASE_URL or --database-url) or PGlite.
  *
- * For each size (cumulative loads into one fresh database):
- * 1. the service runs as users run it (`bun run cli serve`, VECTOR_INDEX=off so the bench decides
- *    when to build) and products go in through POST /products/bulk (NDJSON, `--batch` items per
- *    request, `--clients` requests at a time), embedded by a fake OpenAI-compatible provider on
- *    127.0.0.1 that answers every call after `--latency-ms` with clustered, embedding-like vectors
- *    (bench/vectors.ts) of `--dimension`; or, with `--embedder local`, by the offline model itself.
- *    Before the first load, `--single` products go in one request each from one client: the rate
- *    the bulk path is compared with;
- * 2. with the service stopped, the bench opens the database itself and times the SQL part of
- *    search (PostgresProductRepository.searchByVector, as the service calls it, one query at a time):
- *    first without the index (the exact plan, whose answers are the reference for recall@10),
- *    then after building the index (SqlVectorIndex.build, as `sku-search index build` does), at each
- *    `--ef` for unfiltered queries and at the service's default for filtered ones: categories of
- *    about 0.1 %, 1 %, 5 % and 30 % of the products, queries near the category and far from it;
- * 3. the index is dropped before the next load (a large load is faster without it); after the last
- *    size, `--indexed-load` more products go in with the index present, to show that rate too.
+ *   bun run bench:scale -- --n 100000 [--database-url postgres://...] [--engine pg|pglite]
+ *     [--index ivf-bq|hnsw-bq|halfvec] [--sample 10000] [--live 5000] [--dimension 3072]
+ *     [--latency-ms 200] [--batch 1000] [--clients 4] [--queries 100] [--filtered-queries 10]
+ *     [--passes 3] [--scan 5,10,20] [--rerank 40,100,200] [--probes auto|P] [--ef-search E] [--rerank-depth R]
+ *     [--build-memory auto|1GB] [--build-workers 2] [--keep] [--quick]
  *
- * Run by hand (figures in README "Vector index"):
- *   bun bench/scale.ts --engine pg [--database-url postgres://postgres@127.0.0.1:55432/postgres]
- *     [--sizes 10000,50000,100000] [--dataset synthetic|catalogue] [--dimension 3072]
- *     [--latency-ms 200] [--batch 1000] [--clients 4] [--queries 100] [--ef 40,100,200,400]
- *     [--filter-exact-max-rows 30000] [--passes 3]
- *   bun bench/scale.ts --engine pglite --dataset catalogue --embedder local
- * `--database-url` names a server where the bench may create and drop the database `sku_scale_bench`
- * (`--keep`: left there at the end, with its index, for a look at the plans).
- * The catalogue dataset is the 12,430 products of ../shared/eval/products-all.jsonl.gz, read in place.
+ * With N products in the end (cumulative, in one new database; every vector is made as it is
+ * written, never all held in memory: 1,000,000 × 3072 is 12 GB):
+ * 1. the service (`bun run cli serve`, VECTOR_INDEX=off so the bench decides when to build) makes
+ *    the schema; N − 2 × sample products are written by binary COPY straight from the bench;
+ * 2. after VACUUM ANALYZE and a CHECKPOINT (the fill's aftermath would otherwise fall on one of
+ *    them), the floor: `sample` products by binary COPY into the same table (copy_per_s: the
+ *    database's own work, the rows encoded beforehand), and `sample` more through POST /products/bulk
+ *    (ingest_per_s: NDJSON, `--batch` items a request, `--clients` at a time), embedded by a fake
+ *    OpenAI-compatible provider on 127.0.0.1 that answers each call after `--latency-ms` with
+ *    clustered, embedding-like vectors (bench/vectors.ts productLowRank, made before the clock
+ *    starts); on a server each in two halves, taking turns;
+ * 3. with the service stopped, the exact answers of `--queries` unfiltered queries and of filtered
+ *    ones (categories of about 0.1, 1, 5 and 30 % of the products, queries near and far), through
+ *    the repository's exact plan: the reference for recall@10;
+ * 4. the index build (SqlVectorIndex.build, as `index build` does; its progress is printed as the
+ *    database reports it), then search latency (PostgresProductRepository.searchByVector, the SQL
+ *    part of a search, one query at a time, `--passes` times each) and recall@10 at each `--scan`
+ *    (IVFFlat probes, or HNSW ef_search) × `--rerank` depth, then at the service's settings
+ *    (`--probes`, `--ef-search`, `--rerank-depth`: the JSON's figures) with filtered recall;
+ * 5. with the index live: `--live` products through the bulk path (ingest_live_index_per_s), then
+ *    `--live` by COPY (copy_live_index_per_s).
+ * The settings, each phase's figures and the load average are printed; the last line is one JSON
+ * object. `--quick` (CI) runs it all on 3,000 products in about a minute, so the bench does not rot.
+ * On a server the bench creates and drops its own database (`--keep` leaves it, with its index).
+ * At 1,000,000 × 3072 the table takes about 21 GB and the run took 15 minutes (load 2 to 7); give
+ * PostgreSQL shared_buffers of at least 2 GB (README "Vector index").
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { freePort } from "../scripts/free-port.ts";
 import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
+import { type CopyField, encodeCopyRows } from "../src/adapters/postgres/binary-copy.ts";
 import { DEFAULT_SEARCH_PLAN, PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
 import { connectPostgres, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
-import { indexTarget, SqlVectorIndex, vectorSessionSettings } from "../src/adapters/postgres/vector-index.ts";
-import { LocalEmbedder } from "../src/adapters/providers/local-embedder.ts";
-import { INSTALLED_MODEL_DIR } from "../src/adapters/providers/local-model-files.ts";
+import {
+  IndexInUse,
+  indexTarget,
+  probesFor,
+  reranked,
+  SqlVectorIndex,
+  VECTOR_INDEX_KIND_SETTINGS,
+  type VectorIndexKindSetting,
+  vectorSessionSettings,
+} from "../src/adapters/postgres/vector-index.ts";
 import { embeddingText } from "../src/domain/product.ts";
-import { loadCatalogue, SyntheticSpace, seedOf } from "./vectors.ts";
+import { type CatalogueProduct, DEFAULT_PRODUCTS_FILE, loadCatalogue, SyntheticSpace, seedOf } from "./vectors.ts";
 
 const { values: args } = parseArgs({
   options: {
+    n: { type: "string", default: "100000" },
     engine: { type: "string", default: "pg" },
-    "database-url": { type: "string", default: "postgres://postgres@127.0.0.1:55432/postgres" },
-    dataset: { type: "string", default: "synthetic" },
-    sizes: { type: "string", default: "10000,50000,100000" },
-    embedder: { type: "string", default: "fake" },
+    "database-url": {
+      type: "string",
+      default: process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:55432/postgres",
+    },
+    index: { type: "string", default: "ivf-bq" },
+    sample: { type: "string" },
+    live: { type: "string" },
     dimension: { type: "string", default: "3072" },
     "latency-ms": { type: "string", default: "200" },
     batch: { type: "string", default: "1000" },
     clients: { type: "string", default: "4" },
-    single: { type: "string", default: "20" },
     queries: { type: "string", default: "100" },
     "filtered-queries": { type: "string", default: "10" },
     passes: { type: "string", default: "3" },
-    ef: { type: "string", default: "40,100,200,400" },
+    scan: { type: "string" },
+    rerank: { type: "string" },
+    "ef-search": { type: "string", default: String(DEFAULT_SEARCH_PLAN.efSearch) },
+    probes: { type: "string", default: String(DEFAULT_SEARCH_PLAN.probes) },
+    "rerank-depth": { type: "string", default: String(DEFAULT_SEARCH_PLAN.rerankDepth) },
     "filter-exact-max-rows": { type: "string", default: String(DEFAULT_SEARCH_PLAN.filterExactMaxRows) },
-    "indexed-load": { type: "string", default: "2000" },
+    "build-memory": { type: "string", default: "auto" },
+    "build-workers": { type: "string", default: "2" },
+    products: { type: "string", default: DEFAULT_PRODUCTS_FILE },
     keep: { type: "boolean", default: false },
+    quick: { type: "boolean", default: false },
   },
 });
 
+const QUICK = args.quick === true;
 const ENGINE = args.engine === "pglite" ? "pglite" : "pg";
-const LOCAL = args.embedder === "local";
-const DIMENSION = LOCAL ? 384 : Number(args.dimension);
+const N = QUICK ? 3000 : Number(String(args.n).replaceAll("_", ""));
+const SAMPLE = Number(args.sample ?? (QUICK ? 500 : Math.min(10_000, Math.floor(N / 5))));
+const LIVE = Number(args.live ?? (QUICK ? 300 : Math.min(5_000, Math.floor(N / 10))));
+const FILL = N - 2 * SAMPLE;
+const DIMENSION = Number(args.dimension);
+const KIND = (VECTOR_INDEX_KIND_SETTINGS.find((kind) => kind === args.index) ??
+  "ivf-bq") satisfies VectorIndexKindSetting;
+const TARGET = indexTarget(DIMENSION, KIND);
+const IVF = TARGET?.kind === "ivf-bq";
 const LATENCY_MS = Number(args["latency-ms"]);
 const BATCH = Number(args.batch);
 const CLIENTS = Number(args.clients);
-const QUERIES = Number(args.queries);
-const FILTERED_QUERIES = Number(args["filtered-queries"]);
-const PASSES = Number(args.passes);
-const EFS = (args.ef as string).split(",").map(Number);
+const QUERIES = QUICK ? 20 : Number(args.queries);
+const FILTERED_QUERIES = QUICK ? 3 : Number(args["filtered-queries"]);
+const PASSES = QUICK ? 1 : Number(args.passes);
+const EF_SEARCH = Number(args["ef-search"]);
+const PROBES: number | "auto" = args.probes === "auto" ? "auto" : Number(args.probes);
+/** The index scan's own setting, which the grid varies: IVFFlat's probes, or HNSW's ef_search. */
+const SCAN_SETTING = IVF ? "ivfflat.probes" : "hnsw.ef_search";
+const SCAN_LABEL = IVF ? "probes" : "ef_search";
+const RERANK_DEPTH = Number(args["rerank-depth"]);
+const list = (text: string | undefined, fallback: number[]) => (text ? text.split(",").map(Number) : fallback);
+const SCANS = list(args.scan, QUICK ? [] : IVF ? [5, 10, 20] : [40, 100, 200]);
+const RERANKS = reranked(TARGET?.kind) ? list(args.rerank, QUICK ? [RERANK_DEPTH] : [40, 100, 200]) : [RERANK_DEPTH];
 const PLAN = { ...DEFAULT_SEARCH_PLAN, filterExactMaxRows: Number(args["filter-exact-max-rows"]) };
 const K = 10;
 const PROJECT = resolve(import.meta.dir, "..");
-const DATABASE = "sku_scale_bench";
+const DATABASE = `sku_scale_bench_${process.pid}`;
+if (FILL < 0 || SAMPLE < 1 || LIVE < 0) throw new Error(`--n ${N} must be at least twice --sample ${SAMPLE}`);
 
-const catalogue = loadCatalogue();
-const space = new SyntheticSpace(catalogue, DIMENSION);
-const synthetic = args.dataset !== "catalogue";
-const sizes = synthetic
-  ? (args.sizes as string).split(",").map((n) => Number(n.replaceAll("_", "")))
-  : [catalogue.length];
+/**
+ * The texts: the catalogue's (../shared/eval, or --products), or where that file is not (CI) a
+ * made-up one of 1,000 products in categories of skewed sizes, as a shop's are.
+ */
+function catalogue(): { products: CatalogueProduct[]; source: string } {
+  const file = args.products as string;
+  if (existsSync(file)) return { products: loadCatalogue(file), source: file };
+  const shares = [0.3, 0.2, 0.12, 0.1, 0.08, 0.06, 0.05, 0.04, 0.03, 0.01, 0.005, 0.003, 0.001, 0.001];
+  const products: CatalogueProduct[] = [];
+  shares.forEach((share, c) => {
+    for (let i = 0; i < Math.max(1, Math.round(share * 1000)); i++) {
+      const category = `Category ${c}`;
+      const sub = `${category} > Line ${i % 4}`;
+      products.push({ name: `Product ${c}.${i}`, description: `${sub}, item ${i}`, category, keys: [category, sub] });
+    }
+  });
+  return { products, source: `${products.length} made-up products (${file} is not there)` };
+}
+const texts = catalogue();
+const space = new SyntheticSpace(texts.products, DIMENSION);
 
-/** Row `row` of the dataset as the bulk path takes it; synthetic rows past the file reuse its texts, numbered. */
+/** Row `row` as the bulk path takes it: the catalogue's texts, cycled, the row number in the name. */
 function productOf(row: number): { name: string; description: string; category: string } {
   const text = space.text(row);
-  const name = synthetic ? `${text.name} #${row}` : text.name;
-  return { name, description: text.description, category: text.category };
+  return { name: `${text.name} #${row}`, description: text.description, category: text.category };
+}
+
+/** The row a product text was made from (the fake provider answers with that row's vector). */
+function rowOfText(text: string): number | undefined {
+  const match = / #(\d+)\n/.exec(text);
+  return match ? Number(match[1]) : undefined;
 }
 
 // ---------------------------------------------------------------- fake provider
 
-/** The row of each embedded text, for the fake provider to answer with that row's vector. */
-const rowOfText = new Map<string, number>();
-function remember(row: number): void {
-  const text = embeddingText(productOf(row));
-  if (!rowOfText.has(text)) rowOfText.set(text, row);
-}
-
 /** Every value from -1 to 1 in steps of 1e-5, written as JSON: formatting a vector is then a lookup per value. */
 const DECIMALS = Array.from({ length: 200_001 }, (_, i) => String((i - 100_000) / 100_000));
 
+/**
+ * The vectors of the rows about to go through the bulk path, as JSON, made before the clock starts:
+ * the provider's work is not the service's (a real provider computes elsewhere), and making them
+ * during the run took this process a third of a millisecond of CPU a row on the two cores that the
+ * service and PostgreSQL share, as much as either of them. The COPY floor is measured alike.
+ */
+const rendered = new Map<number, string>();
+function renderVectors(from: number, to: number): void {
+  rendered.clear();
+  for (let row = from; row < to; row++) rendered.set(row, rowJson(row));
+}
+
 /** The vector of an embedded text as JSON (rounded to 1e-5; the components are about 0.02 at 3072 dims). */
 function vectorJson(text: string): string {
-  const row = rowOfText.get(text);
-  const vector =
-    row === undefined ? space.productLowRank(seedOf(text) % catalogue.length, 1.3, text) : space.productLowRank(row);
+  const row = rowOfText(text);
+  if (row !== undefined) return rendered.get(row) ?? rowJson(row);
+  return toJson(space.productLowRank(seedOf(text) % texts.products.length, 1.3, text));
+}
+
+const rowJson = (row: number) => toJson(space.productLowRank(row));
+
+function toJson(vector: Float64Array): string {
   const parts = new Array<string>(vector.length);
   for (let i = 0; i < vector.length; i++) {
     parts[i] = DECIMALS[Math.round((vector[i] as number) * 100_000) + 100_000] as string;
@@ -140,15 +211,17 @@ function startFakeProvider() {
   return { url: `http://127.0.0.1:${server.port}/v1`, calls: () => calls, stop: () => server.stop(true) };
 }
 
-// ---------------------------------------------------------------- the service
+// ---------------------------------------------------------------- the database and the service
 
 interface Target {
   env: Record<string, string>;
   open(): Promise<SqlClient>;
+  /** A connection of its own for index builds (a server's build lock is its session's). */
+  openBuilder?: (onNotice: (message: string) => void) => SqlClient;
   drop(): Promise<void>;
 }
 
-async function createTarget(providerUrl: string | undefined): Promise<Target> {
+async function createTarget(providerUrl: string): Promise<Target> {
   const common: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: tmpdir(),
@@ -156,20 +229,19 @@ async function createTarget(providerUrl: string | undefined): Promise<Target> {
     WRITE_RATE_LIMIT: "0",
     SEARCH_RATE_LIMIT: "0",
     VECTOR_INDEX: "off",
+    VECTOR_INDEX_KIND: KIND,
     QUERY_TRANSLATION: "off",
     LOG_LEVEL: "warn",
     REQUEST_TIMEOUT_MS: "600000",
     DATABASE_TIMEOUT_MS: "300000",
-    ...(providerUrl
-      ? {
-          EMBEDDING_PROVIDER: "openai",
-          OPENAI_API_KEY: "bench-key",
-          OPENAI_BASE_URL: providerUrl,
-          EMBEDDING_DIMENSIONS: String(DIMENSION),
-        }
-      : {}),
+    BULK_MAX_ITEMS: String(Math.max(BATCH, 5000)),
+    BULK_MAX_BYTES: String(256 * 1024 * 1024),
+    EMBEDDING_PROVIDER: "openai",
+    OPENAI_API_KEY: "bench-key",
+    OPENAI_BASE_URL: providerUrl,
+    EMBEDDING_DIMENSIONS: String(DIMENSION),
   };
-  const settings = vectorSessionSettings({ efSearch: DEFAULT_SEARCH_PLAN.efSearch });
+  const settings = vectorSessionSettings({ efSearch: EF_SEARCH, probes: PROBES });
   if (ENGINE === "pglite") {
     const dataDir = mkdtempSync(join(tmpdir(), "sku-scale-"));
     return {
@@ -186,6 +258,7 @@ async function createTarget(providerUrl: string | undefined): Promise<Target> {
   return {
     env: { ...common, DATABASE_URL: url.toString(), DATA_DIR: mkdtempSync(join(tmpdir(), "sku-scale-")) },
     open: async () => connectPostgres(url.toString(), { maxConnections: 1, sessionSettings: settings }),
+    openBuilder: (onNotice) => connectPostgres(url.toString(), { maxConnections: 1, onNotice }),
     drop: async () => {
       if (!args.keep) await admin.query(`DROP DATABASE IF EXISTS ${DATABASE}`);
       await admin.close();
@@ -203,7 +276,7 @@ async function startService(target: Target) {
   });
   const base = `http://127.0.0.1:${port}`;
   for (let waited = 0; ; waited += 200) {
-    if (waited > 120_000) throw new Error("the service did not become ready");
+    if (waited > 300_000) throw new Error("the service did not become ready");
     if (child.exitCode !== null) throw new Error(`the service exited with code ${child.exitCode} while starting`);
     const ready = await fetch(`${base}/health/ready`).catch(() => null);
     if (ready?.status === 200) break;
@@ -226,8 +299,9 @@ async function startService(target: Target) {
 
 type Service = Awaited<ReturnType<typeof startService>>;
 
-/** Rows [from, to) through POST /products/bulk; returns products per second. */
+/** Rows [from, to) through POST /products/bulk (their vectors made beforehand); returns products per second. */
 async function bulkLoad(service: Service, from: number, to: number): Promise<number> {
+  renderVectors(from, to);
   const started = performance.now();
   let next = from;
   const worker = async () => {
@@ -236,10 +310,7 @@ async function bulkLoad(service: Service, from: number, to: number): Promise<num
       const end = Math.min(to, start + BATCH);
       next = end;
       const lines: string[] = [];
-      for (let row = start; row < end; row++) {
-        remember(row);
-        lines.push(JSON.stringify(productOf(row)));
-      }
+      for (let row = start; row < end; row++) lines.push(JSON.stringify(productOf(row)));
       const response = await fetch(`${service.base}/products/bulk`, {
         method: "POST",
         headers: { ...service.auth, "content-type": "application/x-ndjson" },
@@ -252,22 +323,55 @@ async function bulkLoad(service: Service, from: number, to: number): Promise<num
     }
   };
   await Promise.all(Array.from({ length: CLIENTS }, worker));
-  return (to - from) / ((performance.now() - started) / 1000);
+  const rate = (to - from) / ((performance.now() - started) / 1000);
+  rendered.clear();
+  return rate;
 }
 
-/** `count` products through POST /products/, one request each, one client; returns products per second. */
-async function singleLoad(service: Service, count: number): Promise<number> {
-  const started = performance.now();
-  for (let i = 0; i < count; i++) {
-    const product = { name: `single ${i}`, description: "one request each", category: "bench single" };
-    const response = await fetch(`${service.base}/products/`, {
-      method: "POST",
-      headers: { ...service.auth, "content-type": "application/json" },
-      body: JSON.stringify(product),
-    });
-    if (response.status !== 201 && response.status !== 200) throw new Error(`create: ${response.status}`);
+// ---------------------------------------------------------------- binary COPY
+
+const COPY_COLUMNS = ["name", "description", "category", "content_digest", "embedding"];
+const COPY_CHUNK = 500;
+
+/** Rows [from, to) in binary COPY format, as the bulk path would store them (content digest included). */
+function copyChunk(from: number, to: number): Uint8Array {
+  const rows: CopyField[][] = [];
+  for (let row = from; row < to; row++) {
+    const product = productOf(row);
+    const digest = new Bun.CryptoHasher("sha256").update(embeddingText(product)).digest("hex");
+    rows.push([
+      { text: product.name },
+      { text: product.description },
+      { text: product.category },
+      { text: digest },
+      { vector: space.productLowRank(row) },
+    ]);
   }
-  return count / ((performance.now() - started) / 1000);
+  return encodeCopyRows(rows);
+}
+
+/**
+ * Rows [from, to) by binary COPY, COPY_CHUNK a statement. `encodedFirst`: every chunk is made
+ * before the clock starts (the floor: the database's work alone); otherwise each chunk is made
+ * while the previous one is written (the fill, streamed: memory stays at two chunks). Rows per second.
+ */
+async function copyRows(db: SqlClient, from: number, to: number, encodedFirst: boolean): Promise<number> {
+  const ranges: [number, number][] = [];
+  for (let start = from; start < to; start += COPY_CHUNK) ranges.push([start, Math.min(to, start + COPY_CHUNK)]);
+  const encoded = encodedFirst ? ranges.map(([a, b]) => copyChunk(a, b)) : undefined;
+  const started = performance.now();
+  let writing: Promise<void> = Promise.resolve();
+  for (const [i, [a, b]] of ranges.entries()) {
+    const chunk = encoded?.[i] ?? copyChunk(a, b);
+    await writing;
+    writing = db.copyIn("products", COPY_COLUMNS, chunk);
+    if (!encodedFirst && i % 100 === 99) {
+      await writing;
+      console.log(`  … ${b} rows (load average ${load()})`);
+    }
+  }
+  await writing;
+  return (to - from) / ((performance.now() - started) / 1000);
 }
 
 // ---------------------------------------------------------------- queries
@@ -281,57 +385,47 @@ interface Query {
 /** How much further from their sub-category than products queries are (short texts). */
 const QUERY_SPREAD = 1.3;
 
-const localEmbedder = LOCAL ? new LocalEmbedder(INSTALLED_MODEL_DIR) : undefined;
+const queryNear = (row: number, label: string) => Array.from(space.productLowRank(row, QUERY_SPREAD, label));
 
-/** A query near dataset row `row`: the synthetic space's, or the offline model's embedding of its name. */
-async function queryNear(row: number, label: string): Promise<number[]> {
-  if (!localEmbedder) return Array.from(space.productLowRank(row, QUERY_SPREAD, label));
-  const [vector] = await localEmbedder.embed([productOf(row).name], "query");
-  return Array.from(vector as ArrayLike<number>);
+function unfilteredQueries(): Query[] {
+  return Array.from({ length: QUERIES }, (_, i) => ({
+    vector: queryNear(seedOf(`pick:${i}`) % N, `query:${i}`),
+    label: "unfiltered",
+  }));
 }
 
-async function unfilteredQueries(loaded: number): Promise<Query[]> {
-  const queries: Query[] = [];
-  for (let i = 0; i < QUERIES; i++) {
-    const row = seedOf(`pick:${i}`) % loaded;
-    queries.push({ vector: await queryNear(row, `query:${i}`), label: "unfiltered" });
+/** Categories of about 0.1 %, 1 %, 5 % and 30 % of the products; per category, queries near it and far from it. */
+function filteredQueries(): Query[] {
+  const counts = new Map<string, number>();
+  for (let row = 0; row < N; row++) {
+    const { category } = space.text(row);
+    counts.set(category, (counts.get(category) ?? 0) + 1);
   }
-  return queries;
-}
-
-/** Categories of about 0.1 %, 1 %, 5 % and 30 % of the rows; per category, queries near it and far from it. */
-async function filteredQueries(db: SqlClient, loaded: number): Promise<Query[]> {
-  const counts = await db.query<{ category: string; n: number | string }>(
-    "SELECT category, count(*) AS n FROM products GROUP BY category",
-  );
   const byShare = (share: number) =>
-    counts.reduce((best, row) =>
-      Math.abs(Math.log(Number(row.n) / loaded / share)) < Math.abs(Math.log(Number(best.n) / loaded / share))
-        ? row
-        : best,
+    [...counts].reduce((best, row) =>
+      Math.abs(Math.log(row[1] / N / share)) < Math.abs(Math.log(best[1] / N / share)) ? row : best,
     );
   const rowsOf = (category: string) => {
     const rows: number[] = [];
-    for (let row = 0; row < loaded && rows.length < FILTERED_QUERIES; row++) {
-      if (productOf((row * 7919) % loaded).category === category) rows.push((row * 7919) % loaded);
+    for (let i = 0; i < N && rows.length < FILTERED_QUERIES; i++) {
+      const row = (i * 7919) % N;
+      if (space.text(row).category === category) rows.push(row);
     }
     return rows;
   };
   const queries: Query[] = [];
   const seen = new Set<string>();
   for (const share of [0.001, 0.01, 0.05, 0.3]) {
-    const { category, n } = byShare(share);
+    const [category, n] = byShare(share);
     if (seen.has(category)) continue;
     seen.add(category);
-    const label = `${category} (${n} rows, ${((100 * Number(n)) / loaded).toFixed(1)} %)`;
-    const near = rowsOf(category);
-    const other = counts.find((row) => row.category !== category && Number(row.n) > loaded / 20)?.category;
-    const far = other ? rowsOf(other) : [];
-    for (const [i, row] of near.entries()) {
-      queries.push({ vector: await queryNear(row, `near:${i}`), categories: [category], label: `${label}, near` });
+    const label = `${category} (${n} rows, ${((100 * n) / N).toFixed(1)} %)`;
+    const other = [...counts].find(([name, count]) => name !== category && count > N / 20)?.[0];
+    for (const [i, row] of rowsOf(category).entries()) {
+      queries.push({ vector: queryNear(row, `near:${i}`), categories: [category], label: `${label}, near` });
     }
-    for (const [i, row] of far.entries()) {
-      queries.push({ vector: await queryNear(row, `far:${i}`), categories: [category], label: `${label}, far` });
+    for (const [i, row] of (other ? rowsOf(other) : []).entries()) {
+      queries.push({ vector: queryNear(row, `far:${i}`), categories: [category], label: `${label}, far` });
     }
   }
   return queries;
@@ -346,9 +440,10 @@ interface Timing {
 async function run(repository: PostgresProductRepository, queries: readonly Query[], passes = PASSES): Promise<Timing> {
   const times: number[] = [];
   const ids: number[][] = [];
-  for (const query of queries.slice(0, 5))
+  for (const query of queries.slice(0, 5)) {
     await repository.searchByVector(query.vector, { limit: K, categories: query.categories });
-  // Every query `--passes` times; latency over all of them (a running service has its index in
+  }
+  // Every query `passes` times; latency over all of them (a running service has its index in
   // memory, which the first pass only begins to bring there), answers from the first pass.
   for (let pass = 0; pass < passes; pass++) {
     for (const query of queries) {
@@ -377,111 +472,282 @@ function recall(truth: number[][], found: number[][]): number {
 const shortAnswers = (truth: number[][], found: number[][]) =>
   found.filter((ids, i) => ids.length < (truth[i] as number[]).length).length;
 
+// ---------------------------------------------------------------- PostgreSQL's memory
+
+/**
+ * The memory of the PostgreSQL server's processes (proportional set size: shared buffers counted
+ * once), in MB, when the server runs on this machine and /proc shows it; else undefined.
+ */
+async function serverMemoryMb(db: SqlClient): Promise<number | undefined> {
+  try {
+    const [row] = await db.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+    const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[1]);
+    const postmaster = parentOf(Number(row?.pid));
+    let kb = 0;
+    for (const entry of readdirSync("/proc")) {
+      const pid = Number(entry);
+      if (!Number.isInteger(pid)) continue;
+      try {
+        if (pid !== postmaster && parentOf(pid) !== postmaster) continue;
+        const pss = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
+        kb += Number(pss?.[1] ?? 0);
+      } catch {
+        // The process ended meanwhile.
+      }
+    }
+    return kb > 0 ? Math.round(kb / 1024) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 // ---------------------------------------------------------------- main
 
 const fmt = (ms: number) => (ms < 10 ? ms.toFixed(2) : ms.toFixed(1));
 const load = () => loadavg()[0]?.toFixed(2);
-const lines: string[] = [];
-const out = (line: string) => {
-  console.log(line);
-  lines.push(line);
-};
+const loads: number[] = [];
+const noteLoad = () => loads.push(loadavg()[0] ?? 0);
+const round = (x: number, digits = 0) => Math.round(x * 10 ** digits) / 10 ** digits;
 
-const provider = LOCAL ? undefined : startFakeProvider();
-const target = await createTarget(provider?.url);
-console.log(
-  `engine ${ENGINE}, dataset ${synthetic ? "synthetic (clustered, embedding-like)" : "catalogue (12,430 real products)"}, ` +
-    `${DIMENSION} dims, embedder ${LOCAL ? "offline model" : `fake provider, ${LATENCY_MS} ms per call`}, ` +
-    `bulk ${BATCH} items per request × ${CLIENTS} clients; HNSW m 16, ef_construction ${indexTarget(DIMENSION)?.efConstruction}; ` +
-    `filtered exact up to ${PLAN.filterExactMaxRows} rows; ${QUERIES} unfiltered queries, ` +
-    `${FILTERED_QUERIES} per filtered case, each ${PASSES} times; latency of searchByVector, one query at a time; load average ${load()}`,
-);
-/** The service while it runs, stopped whatever happens (its connections would keep the database from being dropped). */
+const provider = startFakeProvider();
+const target = await createTarget(provider.url);
 let running: Service | undefined;
-async function serviceFor(): Promise<Service> {
+const serviceFor = async () => {
   running = await startService(target);
   return running;
-}
+};
+const figures: Record<string, unknown> = { n: N, index: TARGET?.kind ?? "none", engine: ENGINE, dimension: DIMENSION };
+let peakMemoryMb: number | undefined;
+const sampleMemory = async (db: SqlClient) => {
+  const mb = await serverMemoryMb(db);
+  if (mb !== undefined) peakMemoryMb = Math.max(peakMemoryMb ?? 0, mb);
+};
+
 try {
-  let loaded = 0;
-  for (const [step, size] of sizes.entries()) {
-    const service = await serviceFor();
-    if (step === 0 && Number(args.single) > 0) {
-      const single = await singleLoad(service, Number(args.single));
-      out(`one product per request, one client: ${single.toFixed(1)} products/s`);
-    }
-    const rate = await bulkLoad(service, loaded, size);
-    await service.stop();
-    out(`\n== ${size} products: bulk ingest ${rate.toFixed(0)} products/s (load average ${load()})`);
-    loaded = size;
+  const setup = await target.open();
+  const [server] = await setup.query<{ version: string }>("SELECT current_setting('server_version') AS version");
+  const gucs = await setup.query<{ name: string; setting: string; unit: string | null }>(
+    "SELECT name, setting, unit FROM pg_settings WHERE name IN ('shared_buffers', 'max_parallel_maintenance_workers', 'max_wal_size', 'jit')",
+  );
+  await setup.close();
+  console.log(
+    `engine ${ENGINE} (PostgreSQL ${server?.version}; ${gucs.map((g) => `${g.name} ${g.setting}${g.unit ?? ""}`).join(", ")}), ` +
+      `${N} products of ${DIMENSION} dims (clustered, embedding-like; texts: ${texts.source}), index ${TARGET?.kind} ` +
+      `(${TARGET?.method}${TARGET?.efConstruction ? ` m 16, ef_construction ${TARGET.efConstruction}` : ""}; build memory ${args["build-memory"]}, ${args["build-workers"]} workers); ` +
+      `fill ${FILL} by COPY, floor ${SAMPLE} by COPY, ${SAMPLE} through the bulk path (${BATCH} a request × ${CLIENTS} clients, ` +
+      `fake provider ${LATENCY_MS} ms a call), ${LIVE} + ${LIVE} with the index live; ${QUERIES} unfiltered queries, ` +
+      `${FILTERED_QUERIES} per filtered case, each ${PASSES} times; filtered exact up to ${PLAN.filterExactMaxRows} rows; ` +
+      `service settings ${SCAN_LABEL} ${IVF ? PROBES : EF_SEARCH}, re-rank depth ${RERANK_DEPTH}; load average ${load()}`,
+  );
 
-    const db = await target.open();
-    try {
-      await db.query("VACUUM ANALYZE products");
-      const repository = new PostgresProductRepository(db, DIMENSION, PLAN);
-      const index = new SqlVectorIndex(db, DIMENSION, {
-        server: ENGINE === "pg",
-        buildMemory: ENGINE === "pg" ? "1GB" : undefined,
-      });
-      const unfiltered = await unfilteredQueries(loaded);
-      const filtered = await filteredQueries(db, loaded);
-      const exact = await run(repository, unfiltered, 1); // seconds a pass at 100,000: once is enough
-      out(`exact (no index): p50 ${fmt(exact.p50)} ms, p95 ${fmt(exact.p95)} ms`);
-      const exactFiltered = new Map<string, Timing>();
-      for (const label of new Set(filtered.map((q) => q.label))) {
-        exactFiltered.set(
-          label,
-          await run(
-            repository,
-            filtered.filter((q) => q.label === label),
-          ),
-        );
-      }
+  // 1. The schema (the service's migrations), then the fill.
+  await (await serviceFor()).stop();
+  let db = await target.open();
+  const fillStarted = performance.now();
+  const fillRate = FILL > 0 ? await copyRows(db, 0, FILL, false) : 0;
+  console.log(
+    `fill: ${FILL} rows by COPY, ${fillRate.toFixed(0)} rows/s, ${((performance.now() - fillStarted) / 1000).toFixed(0)} s`,
+  );
 
-      const started = performance.now();
-      await index.build();
-      const { bytes } = await index.status();
-      out(`index build ${((performance.now() - started) / 1000).toFixed(1)} s, ${(bytes / 2 ** 20).toFixed(0)} MB`);
-      for (const ef of EFS) {
-        await db.query("SELECT set_config('hnsw.ef_search', $1, false)", [String(ef)]);
-        const indexed = await run(new PostgresProductRepository(db, DIMENSION, { ...PLAN, efSearch: ef }), unfiltered);
-        out(
-          `index, ef_search ${ef}: p50 ${fmt(indexed.p50)} ms, p95 ${fmt(indexed.p95)} ms, recall@10 ${recall(exact.ids, indexed.ids).toFixed(3)}`,
-        );
-      }
-      await db.query("SELECT set_config('hnsw.ef_search', $1, false)", [String(DEFAULT_SEARCH_PLAN.efSearch)]);
-      let found = 0;
-      let total = 0;
-      for (const [label, truth] of exactFiltered) {
-        const cases = filtered.filter((q) => q.label === label);
-        const indexed = await run(repository, cases);
-        const r = recall(truth.ids, indexed.ids);
-        found += r * cases.length;
-        total += cases.length;
-        out(
-          `filter ${label}: exact p50 ${fmt(truth.p50)} ms; with the index present p50 ${fmt(indexed.p50)} ms, ` +
-            `p95 ${fmt(indexed.p95)} ms, recall@10 ${r.toFixed(3)}, short answers ${shortAnswers(truth.ids, indexed.ids)}`,
-        );
-      }
-      out(`filtered recall@10 over all cases: ${(found / total).toFixed(3)}`);
-      if (step < sizes.length - 1) await index.drop();
-    } finally {
-      await db.close();
+  // 2. The floor and the bulk path, at the same size, after the fill's own aftermath (autovacuum
+  // and a checkpoint on 20 GB of writes would fall on one of them): on a server in two halves each,
+  // taking turns, so that what the machine does meanwhile falls on both alike.
+  await db.query("VACUUM ANALYZE products");
+  await db.query("CHECKPOINT").catch(() => {}); // needs the pg_checkpoint role: skipped without it
+  noteLoad();
+  const halves = ENGINE === "pg" ? 2 : 1;
+  const part = Math.floor(SAMPLE / halves);
+  let [copied, copySeconds, ingested, ingestSeconds] = [0, 0, 0, 0];
+  const bulk = ENGINE === "pg" ? await serviceFor() : undefined;
+  for (let half = 0; half < halves; half++) {
+    const copyFrom = FILL + half * part;
+    const copyTo = half === halves - 1 ? FILL + SAMPLE : copyFrom + part;
+    const rate = await copyRows(db, copyFrom, copyTo, true);
+    copied += copyTo - copyFrom;
+    copySeconds += (copyTo - copyFrom) / rate;
+    const bulkFrom = FILL + SAMPLE + half * part;
+    const bulkTo = half === halves - 1 ? N : bulkFrom + part;
+    if (ENGINE === "pglite") await db.close();
+    const service = bulk ?? (await serviceFor());
+    const bulkRate = await bulkLoad(service, bulkFrom, bulkTo);
+    if (!bulk) await service.stop();
+    ingested += bulkTo - bulkFrom;
+    ingestSeconds += (bulkTo - bulkFrom) / bulkRate;
+  }
+  await bulk?.stop();
+  if (ENGINE === "pg") await db.close();
+  const [copyRate, ingestRate] = [copied / copySeconds, ingested / ingestSeconds];
+  noteLoad();
+  console.log(
+    `\nno index, ${FILL + SAMPLE} products: binary COPY ${copyRate.toFixed(0)} rows/s; bulk path ${ingestRate.toFixed(0)} products/s ` +
+      `(${(ingestRate / copyRate).toFixed(2)} × COPY; load average ${load()})`,
+  );
+  Object.assign(figures, { copy_per_s: round(copyRate), ingest_per_s: round(ingestRate) });
+
+  // 3. The exact answers.
+  db = await target.open();
+  await db.query("VACUUM ANALYZE products");
+  const exactRepository = new PostgresProductRepository(db, DIMENSION, { ...PLAN, filterExactMaxRows: N });
+  const unfiltered = unfilteredQueries();
+  const filtered = filteredQueries();
+  const exactStarted = performance.now();
+  const exact = await run(exactRepository, unfiltered, 1);
+  console.log(
+    `exact search (no index): p50 ${fmt(exact.p50)} ms, p95 ${fmt(exact.p95)} ms (${((performance.now() - exactStarted) / 1000).toFixed(0)} s)`,
+  );
+  figures.exact_p50_ms = round(exact.p50, 1);
+  const labels = [...new Set(filtered.map((q) => q.label))];
+  const exactFiltered = new Map<string, Timing>();
+  for (const label of labels) {
+    exactFiltered.set(
+      label,
+      await run(
+        exactRepository,
+        filtered.filter((q) => q.label === label),
+        1,
+      ),
+    );
+  }
+  await sampleMemory(db);
+
+  // 4. The index: build, then latency and recall.
+  noteLoad();
+  const inUse = new IndexInUse(db, DIMENSION, TARGET);
+  const index = new SqlVectorIndex(db, DIMENSION, {
+    server: ENGINE === "pg",
+    kind: KIND,
+    inUse,
+    buildMemory: args["build-memory"] as string,
+    buildWorkers: Number(args["build-workers"]),
+    ...(target.openBuilder ? { openBuilder: target.openBuilder } : {}),
+    log: (event) => console.log(`  ${JSON.stringify(event)}`),
+  });
+  const watcher = ENGINE === "pg" ? await target.open() : undefined;
+  const watch = watcher ? new SqlVectorIndex(watcher, DIMENSION, { server: true, kind: KIND }) : undefined;
+  const buildStarted = performance.now();
+  const building = index.build();
+  let built = false;
+  void building.finally(() => {
+    built = true;
+  });
+  while (watch && watcher && !built) {
+    await Promise.race([building, Bun.sleep(QUICK ? 200 : 15_000)]);
+    if (built) break;
+    const { progress } = await watch.status();
+    await sampleMemory(watcher);
+    if (progress) {
+      console.log(
+        `  build ${(100 * progress.fraction).toFixed(0)} % (${progress.phase}, ${progress.tuplesDone} rows), ` +
+          `${((performance.now() - buildStarted) / 1000).toFixed(0)} s, load average ${load()}`,
+      );
     }
   }
-  const extra = Number(args["indexed-load"]);
-  if (synthetic && extra > 0) {
-    const service = await serviceFor();
-    const rate = await bulkLoad(service, loaded, loaded + extra);
-    await service.stop();
-    out(`\nbulk ingest of ${extra} more with the index present: ${rate.toFixed(0)} products/s`);
+  if (!(await building)) throw new Error("the index was not built");
+  await watcher?.close();
+  const buildSeconds = (performance.now() - buildStarted) / 1000;
+  const { bytes } = await index.status();
+  noteLoad();
+  console.log(
+    `index ${TARGET?.kind} built in ${buildSeconds.toFixed(1)} s, ${(bytes / 2 ** 20).toFixed(0)} MB (load average ${load()})`,
+  );
+  Object.assign(figures, { build_s: round(buildSeconds, 1), index_mb: round(bytes / 2 ** 20) });
+
+  const repositoryWith = (scan: number, rerankDepth: number) =>
+    new PostgresProductRepository(
+      db,
+      DIMENSION,
+      { ...PLAN, efSearch: IVF ? EF_SEARCH : scan, probes: IVF ? scan : PROBES, rerankDepth },
+      undefined,
+      inUse,
+    );
+  const setScan = (value: number) => db.query("SELECT set_config($1, $2, false)", [SCAN_SETTING, String(value)]);
+  const rerankLabel = (depth: number) => (reranked(TARGET?.kind) ? `, re-rank ${depth}` : "");
+  for (const scan of SCANS) {
+    for (const depth of RERANKS) {
+      await setScan(scan);
+      const indexed = await run(repositoryWith(scan, depth), unfiltered);
+      const r = recall(exact.ids, indexed.ids);
+      console.log(
+        `${SCAN_LABEL} ${scan}${rerankLabel(depth)}: p50 ${fmt(indexed.p50)} ms, ` +
+          `p95 ${fmt(indexed.p95)} ms, recall@10 ${r.toFixed(3)}`,
+      );
+    }
   }
-  if (provider) out(`fake provider calls: ${provider.calls()}`);
+  // The service's settings: the figures of the JSON line (measured again, after the others).
+  const serviceScan = IVF ? PROBES : EF_SEARCH;
+  if (serviceScan === "auto") await db.query("RESET ivfflat.probes");
+  else await setScan(serviceScan);
+  const service = new PostgresProductRepository(
+    db,
+    DIMENSION,
+    { ...PLAN, efSearch: EF_SEARCH, probes: PROBES, rerankDepth: RERANK_DEPTH },
+    undefined,
+    inUse,
+  );
+  const headline = await run(service, unfiltered);
+  const headlineRecall = recall(exact.ids, headline.ids);
+  await sampleMemory(db);
+  noteLoad();
+  const lists = (await inUse.index()).lists;
+  const serviceScanLabel = serviceScan === "auto" && lists !== undefined ? `auto: ${probesFor(lists)}` : serviceScan;
+  console.log(
+    `service settings (${SCAN_LABEL} ${serviceScanLabel}${rerankLabel(RERANK_DEPTH)}): p50 ${fmt(headline.p50)} ms, ` +
+      `p95 ${fmt(headline.p95)} ms, recall@10 ${headlineRecall.toFixed(3)} (load average ${load()})`,
+  );
+  Object.assign(figures, {
+    [SCAN_LABEL]: serviceScan === "auto" && lists !== undefined ? probesFor(lists) : serviceScan,
+    rerank_depth: RERANK_DEPTH,
+    p50_ms: round(headline.p50, 2),
+    p95_ms: round(headline.p95, 2),
+    recall_at_10: round(headlineRecall, 3),
+  });
+  let found = 0;
+  let total = 0;
+  for (const [label, truth] of exactFiltered) {
+    const cases = filtered.filter((q) => q.label === label);
+    const indexed = await run(service, cases);
+    const r = recall(truth.ids, indexed.ids);
+    found += r * cases.length;
+    total += cases.length;
+    console.log(
+      `filter ${label}: exact p50 ${fmt(truth.p50)} ms; with the index p50 ${fmt(indexed.p50)} ms, ` +
+        `p95 ${fmt(indexed.p95)} ms, recall@10 ${r.toFixed(3)}, short answers ${shortAnswers(truth.ids, indexed.ids)}`,
+    );
+  }
+  figures.filtered_recall_at_10 = round(total === 0 ? 1 : found / total, 3);
+  console.log(`filtered recall@10 over all cases: ${figures.filtered_recall_at_10}`);
+  await db.close();
+
+  // 5. Writes with the index live.
+  if (LIVE > 0) {
+    const live = await serviceFor();
+    const liveRate = await bulkLoad(live, N, N + LIVE);
+    await live.stop();
+    db = await target.open();
+    const liveCopyRate = await copyRows(db, N + LIVE, N + 2 * LIVE, true);
+    await sampleMemory(db);
+    await db.close();
+    noteLoad();
+    console.log(
+      `\nwith the index live: bulk path ${liveRate.toFixed(0)} products/s, binary COPY ${liveCopyRate.toFixed(0)} rows/s (load average ${load()})`,
+    );
+    Object.assign(figures, {
+      ingest_live_index_per_s: round(liveRate),
+      copy_live_index_per_s: round(liveCopyRate),
+    });
+  }
+  Object.assign(figures, {
+    ingest_vs_copy: round((figures.ingest_per_s as number) / (figures.copy_per_s as number), 2),
+    pg_memory_mb: peakMemoryMb ?? null,
+    fake_provider_calls: provider.calls(),
+    load_avg: round(loads.reduce((a, b) => a + b, 0) / loads.length, 1),
+  });
+  console.log(JSON.stringify(figures));
 } catch (error) {
   console.error(error);
   process.exitCode = 1;
 } finally {
   await running?.stop();
-  provider?.stop();
+  provider.stop();
   await target.drop();
 }

@@ -30,7 +30,7 @@ import { applyMigrations, checkSchema, missingMigrations, prepareDatabase } from
 import { connectPostgres, type PostgresOptions, type SqlClient } from "../adapters/postgres/sql-client.ts";
 import { SqlUpkeepLease } from "../adapters/postgres/upkeep-lease.ts";
 import { PostgresUserRepository } from "../adapters/postgres/user-repository.ts";
-import { SqlVectorIndex, vectorSessionSettings } from "../adapters/postgres/vector-index.ts";
+import { IndexInUse, indexTarget, SqlVectorIndex, vectorSessionSettings } from "../adapters/postgres/vector-index.ts";
 import { LocalEmbedder } from "../adapters/providers/local-embedder.ts";
 import { INSTALLED_MODEL_DIR } from "../adapters/providers/local-model-files.ts";
 import type { ProviderClientOptions } from "../adapters/providers/provider-client.ts";
@@ -301,15 +301,29 @@ export class CompositionRoot {
   }
 
   async products(): Promise<PostgresProductRepository> {
-    const [, embedder, pools, space] = await Promise.all([
+    const [, embedder, pools, space, inUse] = await Promise.all([
       this.store(),
       this.embedder(),
       this.pools(),
       this.spaceOfWrites(),
+      this.indexInUse(),
     ]);
     return this.once(
       "products",
-      async () => new PostgresProductRepository(pools, embedder.dimension, this.config.vectorSearch, space),
+      async () => new PostgresProductRepository(pools, embedder.dimension, this.config.vectorSearch, space, inUse),
+    );
+  }
+
+  /**
+   * Which vector index searches use, read where they run (the read pool): one per process, told at
+   * once of this process's builds and drops.
+   */
+  private async indexInUse(): Promise<IndexInUse> {
+    const [, embedder, { reads }] = await Promise.all([this.store(), this.embedder(), this.pools()]);
+    return this.once(
+      "indexInUse",
+      async () =>
+        new IndexInUse(reads, embedder.dimension, indexTarget(embedder.dimension, this.config.vectorIndexKind)),
     );
   }
 
@@ -403,8 +417,13 @@ export class CompositionRoot {
 
   /** The vector index of the stored embeddings (the adapter's primitives), on the primary. */
   async vectorIndex(): Promise<VectorIndex> {
-    const [, embedder, { writes }] = await Promise.all([this.store(), this.embedder(), this.pools()]);
-    return this.once("vectorIndex", async () => this.openVectorIndex(writes, embedder.dimension));
+    const [, embedder, { writes }, inUse] = await Promise.all([
+      this.store(),
+      this.embedder(),
+      this.pools(),
+      this.indexInUse(),
+    ]);
+    return this.once("vectorIndex", async () => this.openVectorIndex(writes, embedder.dimension, inUse));
   }
 
   /**
@@ -576,26 +595,30 @@ export class CompositionRoot {
     }
   }
 
-  private openVectorIndex(client: SqlClient, dimension: number): SqlVectorIndex {
-    const { databaseUrl } = this.config;
+  private openVectorIndex(client: SqlClient, dimension: number, inUse: IndexInUse): SqlVectorIndex {
+    const { databaseUrl, vectorIndexKind, vectorIndexBuildMemory, vectorIndexBuildWorkers } = this.config;
     return new SqlVectorIndex(client, dimension, {
       server: databaseUrl !== undefined,
+      kind: vectorIndexKind,
+      inUse,
       // Behind a transaction pooler a session's advisory lock stays on whichever server connection
       // took it: the upkeep lease alone keeps builds one at a time there.
       advisoryLock: !this.config.databaseTransactionPooler,
-      buildMemory: this.config.vectorIndexBuildMemory,
-      // A build takes minutes at 100,000 products: on a connection of its own (its advisory lock is the
+      buildMemory: vectorIndexBuildMemory,
+      buildWorkers: vectorIndexBuildWorkers,
+      // A build takes minutes at 1,000,000 products: on a connection of its own (its advisory lock is the
       // connection's), without the service's statement limit.
       ...(databaseUrl === undefined
         ? {}
         : {
-            openBuilder: () =>
+            openBuilder: (onNotice) =>
               connectPostgres(databaseUrl, {
                 maxConnections: 1,
                 transactionPooler: this.config.databaseTransactionPooler,
+                onNotice,
               }),
           }),
-      log: (event) => this.log.info(event),
+      log: (event) => (event.event === "vector_index_build_spilled" ? this.log.warn : this.log.info)(event),
     });
   }
 }

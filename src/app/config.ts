@@ -6,7 +6,11 @@
 
 import { JWT_ALGORITHMS, type JwtAlgorithm } from "../adapters/http/auth/jwt-algorithms.ts";
 import { DEFAULT_SEARCH_PLAN } from "../adapters/postgres/product-repository.ts";
-import type { VectorSearchSettings } from "../adapters/postgres/vector-index.ts";
+import {
+  VECTOR_INDEX_KIND_SETTINGS,
+  type VectorIndexKindSetting,
+  type VectorSearchSettings,
+} from "../adapters/postgres/vector-index.ts";
 import {
   ANTHROPIC_DEFAULT_GENERATION_MODEL,
   GOOGLE_DEFAULT_EMBEDDING_MODEL,
@@ -132,12 +136,16 @@ export interface Config {
   /** Hours a finished import job (and its report) is kept before it is deleted. */
   jobRetentionHours: number;
   /**
-   * When the vector index is built (domain/maintain-vector-index.ts), the index scan's ef_search and
-   * the plans of filtered searches (adapters/postgres/vector-index.ts).
+   * When the vector index is built (domain/maintain-vector-index.ts), the index scan's ef_search, the
+   * re-rank depth and the plans of filtered searches (adapters/postgres/vector-index.ts).
    */
   vectorSearch: VectorIndexPolicy & VectorSearchSettings;
-  /** maintenance_work_mem of an index build on a PostgreSQL server. */
+  /** The kind of vector index from 512 dimensions: IVFFlat or HNSW on the bits, or HNSW on the half-precision copy. */
+  vectorIndexKind: VectorIndexKindSetting;
+  /** maintenance_work_mem of an index build: an amount, or `auto` (the graph's estimated size). */
   vectorIndexBuildMemory: string;
+  /** max_parallel_maintenance_workers of an index build on a PostgreSQL server. */
+  vectorIndexBuildWorkers: number;
   /** Longest wait for one database statement while serving, in ms (PostgreSQL only: PGlite runs in process). */
   databaseTimeoutMs: number;
   translation: {
@@ -327,8 +335,16 @@ export function loadConfig(env: Env): Config {
         0,
         1_000_000_000,
       ),
+      probes:
+        read.optional("VECTOR_IVF_PROBES") === "auto" || read.optional("VECTOR_IVF_PROBES") === undefined
+          ? "auto"
+          : read.integer("VECTOR_IVF_PROBES", 10, 1, 10_000),
+      rerankDepth: read.integer("VECTOR_RERANK_DEPTH", DEFAULT_SEARCH_PLAN.rerankDepth, 10, 1_000),
     },
-    vectorIndexBuildMemory: read.memory("VECTOR_INDEX_BUILD_MEMORY", "1GB"),
+    vectorIndexKind: read.oneOf("VECTOR_INDEX_KIND", VECTOR_INDEX_KIND_SETTINGS, "ivf-bq"),
+    vectorIndexBuildMemory:
+      read.optional("VECTOR_INDEX_BUILD_MEMORY") === "auto" ? "auto" : read.memory("VECTOR_INDEX_BUILD_MEMORY", "auto"),
+    vectorIndexBuildWorkers: read.integer("VECTOR_INDEX_BUILD_WORKERS", 2, 0, 64),
     translation: {
       mode: read.oneOf("QUERY_TRANSLATION", TRANSLATION_MODES, "auto"),
       apertiumDir: read.optional("APERTIUM_DIR"),

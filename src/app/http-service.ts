@@ -8,7 +8,7 @@ import { createHttpApp } from "../adapters/http/app.ts";
 import { JwtTokenService } from "../adapters/http/auth/jwt-token-service.ts";
 import { currentRequestConsistency, requestLogFields } from "../adapters/http/core/request-context.ts";
 import { metricsApp } from "../adapters/http/metrics/metrics-routes.ts";
-import { PrometheusMetrics } from "../adapters/metrics/prometheus-metrics.ts";
+import { PrometheusMetrics, type PrometheusMetricsOptions } from "../adapters/metrics/prometheus-metrics.ts";
 import { countProducts } from "../adapters/postgres/catalog-stats.ts";
 import { LocalEmbedder } from "../adapters/providers/local-embedder.ts";
 import { Authenticate } from "../domain/authenticate.ts";
@@ -42,12 +42,15 @@ export type HttpService = Awaited<ReturnType<typeof createHttpService>>;
 
 /**
  * The service's metrics when GET /metrics is served (METRICS_TOKEN or METRICS_PORT), else none.
- * `countProducts` is called at scrapes, once the database is open.
+ * `read` is called at scrapes, once the database is open: the products, the vector index.
  */
-function createMetrics(config: Config, countProducts: () => Promise<number>): PrometheusMetrics | undefined {
+function createMetrics(
+  config: Config,
+  read: Pick<PrometheusMetricsOptions, "countProducts" | "vectorIndexStatus">,
+): PrometheusMetrics | undefined {
   const { token, port } = config.metrics;
   if (token === undefined && port === undefined) return undefined;
-  return new PrometheusMetrics({ version: config.version, countProducts });
+  return new PrometheusMetrics({ version: config.version, ...read });
 }
 
 /** The budgets RATE_LIMIT_* set; a limit of 0 leaves its bucket unlimited. */
@@ -67,7 +70,13 @@ function rateLimitPolicies(config: Config): Partial<Record<"search" | "write", R
  */
 export async function createHttpService(config: Config, baseLog: Logger, overrides: Overrides = {}) {
   let root: CompositionRoot | undefined;
-  const metrics = createMetrics(config, async () => (root ? countProducts(await root.readDatabase()) : Number.NaN));
+  const metrics = createMetrics(config, {
+    countProducts: async () => (root ? countProducts(await root.readDatabase()) : Number.NaN),
+    vectorIndexStatus: async () => {
+      if (!root) throw new Error("not started");
+      return (await root.vectorIndex()).status();
+    },
+  });
   const log = tapLogger(baseLog, { fields: requestLogFields, observe: metrics?.observe });
   root = new CompositionRoot(config, log, {
     serving: true,

@@ -18,7 +18,7 @@ export type IndexDecision =
   | "built"
   /** VECTOR_INDEX=off, or no index can exist here, or it is built only on the operator's demand. */
   | "not-automatic"
-  /** There is a valid index: every write keeps it up to date. */
+  /** There is a valid index of the wanted kind: every write keeps it up to date. */
   | "ready"
   /** The catalogue is under minRows: an exact scan is fast enough and writes stay fast. */
   | "too-small"
@@ -46,12 +46,16 @@ export interface Deps {
  * every VECTOR_INDEX_CHECK interval, `check`) and by the operator's commands after a large load
  * (`afterLoad`, at the end of an import or a re-embed).
  *
- * An index slows every write (pgvector inserts each new row into its graph: 186 products/s with it
- * against 1,856 without, at 100,000 × 3072), and a small catalogue is scanned fast enough. So in
- * `auto` mode it is built once the catalogue has minRows products and no product was written since
- * the previous look: after a large load, not during it. A command that has just finished a load
- * knows it is over and builds at once. Once built, the index is kept up to date by every write; an
- * invalid one (a concurrent build that failed) is built again at the next look.
+ * An index may slow every write (an HNSW graph on half-precision vectors took 186 products/s against
+ * 1,856 without it, at 100,000 × 3072; the default IVFFlat on their bits costs writes little), and a
+ * small catalogue is scanned fast enough. So in `auto` mode it is built once the catalogue has
+ * minRows products and no product was written since the previous look: after a large load, not
+ * during it. A command that has just finished a load knows it is over and builds at once. Once
+ * built, the index is kept up to date by every write. It is built again, at a look as quiet, when
+ * the adapter says it is `outdated` (another kind than VECTOR_INDEX_KIND now asks for, or an IVFFlat
+ * index whose lists no longer fit a catalogue that has doubled or halved): the build makes the new
+ * one beside the old, then drops the old, so searches keep an index throughout. An invalid one (a
+ * concurrent build that failed) is built again at the next look.
  */
 export class MaintainVectorIndex {
   private lastWriteCount: number | undefined;
@@ -106,7 +110,7 @@ export class MaintainVectorIndex {
       this.lastWriteCount = writes;
       const status = await index.status();
       if (policy.mode === "off" || status.availability !== "automatic") return "not-automatic";
-      if (status.present && status.valid) return "ready";
+      if (status.present && status.valid && !status.outdated) return "ready";
       if (!quiet) return "writes-under-way";
       if (!(await index.hasAtLeast(policy.minRows))) return "too-small";
       return (await index.build()) ? "built" : "busy";

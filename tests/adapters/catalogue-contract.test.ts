@@ -175,6 +175,31 @@ function catalogueContract(open: Open): void {
     expect(await products.writeMany([])).toEqual([]);
   });
 
+  test("writeMany of new products only: each stored with its digest, in order; a sku taken meanwhile is skuTaken and the rest are stored", async () => {
+    const products = await open(4);
+    const outcomes = await products.writeMany([
+      { kind: "insert", row: row({ ...mug, sku: "M1" }, [0, 0, 1, 0], "dm") },
+      { kind: "insert", row: row({ ...boot }, [1, 1, 0, 0], "db") },
+    ]);
+    expect(outcomes).toEqual([
+      { written: { id: expect.any(Number), ...mug, sku: "M1" } },
+      { written: { id: expect.any(Number), ...boot } },
+    ]);
+    const [mugId, bootId] = outcomes.map((outcome) => (outcome as { written: Product }).written.id);
+    expect(bootId).toBeGreaterThan(mugId as number);
+    expect(await products.get(mugId as number)).toMatchObject({ ...mug, sku: "M1", contentDigest: "dm", version: 1 });
+    const [top] = await products.searchByVector([1, 1, 0, 0], { limit: 1 });
+    expect(top?.id).toBe(bootId);
+
+    const raced = await products.writeMany([
+      { kind: "insert", row: row({ ...lamp, sku: "L1" }, [0, 1, 0, 0]) },
+      { kind: "insert", row: row({ ...shoe, sku: "M1" }, [1, 0, 0, 0]) },
+    ]);
+    expect(raced).toEqual([{ written: { id: expect.any(Number), ...lamp, sku: "L1" } }, { raced: "skuTaken" }]);
+    expect((await products.findBySkus(["M1"]))[0]).toMatchObject({ ...mug, sku: "M1" });
+    expect((await products.list({ limit: 10, order: "id" })).total).toBe(3);
+  });
+
   test("a filtered search returns the most similar products of those categories only, as many as exist up to the limit", async () => {
     const dimension = 8;
     const products = await open(dimension);

@@ -6,30 +6,60 @@
 import { describe, expect, test } from "bun:test";
 import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
-import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
-import { INDEX_NAME, SqlVectorIndex, vectorSessionSettings } from "../../src/adapters/postgres/vector-index.ts";
+import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
+import {
+  buildMemoryFor,
+  IndexInUse,
+  type IndexTarget,
+  indexTarget,
+  probesFor,
+  SqlVectorIndex,
+  type SqlVectorIndexOptions,
+  type VectorIndexKindSetting,
+  vectorSessionSettings,
+} from "../../src/adapters/postgres/vector-index.ts";
 import { MaintainVectorIndex } from "../../src/domain/maintain-vector-index.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { BulkWrite } from "../../src/ports/product-repository.ts";
 import { cosineSimilarity } from "../fakes/memory-product-repository.ts";
 import { seededRandom } from "../support/seeded-random.ts";
-import { forEachDatabase } from "../support/test-databases.ts";
+import { forEachDatabase, POSTGRES_URL } from "../support/test-databases.ts";
 
-/** Clustered vectors as embeddings are: `clusters` centres, each product near one of them. */
-function clusteredSpace(dimension: number, clusters: number, seed: number) {
+/**
+ * Clustered vectors as embeddings are: `clusters` centres, each product near one of them. With
+ * `directions`, a cluster's products differ along that many directions of its own (plus a little
+ * noise in all): sentence embeddings have a low intrinsic dimension. Noise alone in 512 dimensions
+ * would put every product of a cluster about equally far from a query, a flat neighbour profile
+ * that no approximate index ranks well (README "Vector index").
+ */
+function clusteredSpace(dimension: number, clusters: number, seed: number, directions?: number) {
   const random = seededRandom(seed);
   const gaussian = () => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
   const centres = Array.from({ length: clusters }, () => Array.from({ length: dimension }, gaussian));
+  const bases = centres.map(() =>
+    Array.from({ length: directions ?? 0 }, () => Array.from({ length: dimension }, gaussian)),
+  );
   return {
     near(cluster: number, spread: number): number[] {
       const centre = centres[cluster % clusters] as number[];
-      return centre.map((value) => value + spread * gaussian());
+      const basis = bases[cluster % clusters] as number[][];
+      if (basis.length === 0) return centre.map((value) => value + spread * gaussian());
+      const weights = basis.map(() => (spread * gaussian()) / Math.sqrt(basis.length));
+      return centre.map(
+        (value, j) =>
+          value +
+          basis.reduce((sum, direction, k) => sum + (weights[k] as number) * (direction[j] as number), 0) +
+          0.1 * spread * gaussian(),
+      );
     },
   };
 }
 
 const DIMENSION = 32;
+/** From 512 dimensions the index is on the half-precision copy: its bits (ivf-bq, hnsw-bq) or itself (halfvec). */
+const LONG_DIMENSION = 512;
 const PRODUCTS = 3000;
+const INDEX_NAME = "products_embedding_hnsw";
 const CLUSTERS = 30;
 /** Product i lies near cluster i % CLUSTERS: category `apart` holds clusters 0 to 8 (900 products), `main` the rest. */
 const categoryOf = (i: number) => (i % CLUSTERS < 9 ? "apart" : "main");
@@ -38,6 +68,10 @@ const mainQuery = (space: ReturnType<typeof clusteredSpace>, i: number) => space
 
 interface Loaded {
   db: SqlClient;
+  /** The plan of the last statement the repository sent (a search's own SQL). */
+  planOfLastSearch(): Promise<string>;
+  engine: "pglite" | "postgres";
+  dimension: number;
   products: PostgresProductRepository;
   index: SqlVectorIndex;
   vectors: Map<number, Vector>;
@@ -45,21 +79,61 @@ interface Loaded {
   space: ReturnType<typeof clusteredSpace>;
 }
 
-async function load(
-  db: SqlClient,
-  engine: "pglite" | "postgres",
-  options: { filterExactMaxRows?: number } = {},
-): Promise<Loaded> {
-  await prepareDatabase(db, { model: "test", dimension: DIMENSION });
+interface LoadOptions {
+  filterExactMaxRows?: number;
+  dimension?: number;
+  /** VECTOR_INDEX_KIND of the index (and of the repository's view of it). */
+  kind?: VectorIndexKindSetting;
+}
+
+/**
+ * The adapter, and a repository that sees its index within 20 ms (IndexInUse's reading) and
+ * remembers the last statement it sent, so a test can EXPLAIN a search's own SQL.
+ */
+async function indexAndProducts(db: SqlClient, engine: "pglite" | "postgres", options: LoadOptions) {
+  const dimension = options.dimension ?? DIMENSION;
+  const inUse = new IndexInUse(db, dimension, indexTarget(dimension, options.kind), 20);
+  const settings: SqlVectorIndexOptions = { server: engine === "postgres", kind: options.kind ?? "ivf-bq", inUse };
+  if (engine === "postgres") {
+    // A build on a server runs on a connection of its own: its advisory lock is the session's.
+    const url = await urlOfSchema(db);
+    settings.openBuilder = (onNotice) => connectPostgres(url, { maxConnections: 1, onNotice });
+  }
+  let last: { text: string; params: readonly unknown[] } = { text: "SELECT 1", params: [] };
+  const recording = (client: SqlClient): SqlClient => ({
+    query: <T>(text: string, params: readonly unknown[] = []) => {
+      if (!text.includes("set_config")) last = { text, params };
+      return client.query<T>(text, params);
+    },
+    transaction: (fn) => client.transaction((tx) => fn(recording(tx))),
+    copyIn: (table, columns, data) => client.copyIn(table, columns, data),
+    close: () => client.close(),
+  });
+  return {
+    index: new SqlVectorIndex(db, dimension, settings),
+    products: new PostgresProductRepository(
+      recording(db),
+      dimension,
+      { filterExactMaxRows: options.filterExactMaxRows ?? 100, efSearch: 100, probes: "auto", rerankDepth: 100 },
+      undefined,
+      inUse,
+    ),
+    async planOfLastSearch(): Promise<string> {
+      const rows = await db.query<Record<string, string>>(`EXPLAIN ${last.text}`, last.params);
+      return rows.map((row) => Object.values(row)[0]).join("\n");
+    },
+  };
+}
+
+async function load(db: SqlClient, engine: "pglite" | "postgres", options: LoadOptions = {}): Promise<Loaded> {
+  const dimension = options.dimension ?? DIMENSION;
+  await prepareDatabase(db, { model: "test", dimension });
   // The service sets these when a connection opens; the test's connection is already open.
-  for (const [name, value] of Object.entries(vectorSessionSettings({ efSearch: 100 }))) {
+  for (const [name, value] of Object.entries(vectorSessionSettings({ efSearch: 100, probes: "auto" }))) {
     await db.query("SELECT set_config($1, $2, false)", [name, value]);
   }
-  const products = new PostgresProductRepository(db, DIMENSION, {
-    filterExactMaxRows: options.filterExactMaxRows ?? 100,
-    efSearch: 100,
-  });
-  const space = clusteredSpace(DIMENSION, CLUSTERS, 7);
+  const { index, products, planOfLastSearch } = await indexAndProducts(db, engine, options);
+  const space = clusteredSpace(dimension, CLUSTERS, 7, dimension >= LONG_DIMENSION ? 8 : undefined);
   const writes: BulkWrite[] = [];
   const pending: { vector: Vector; category: string }[] = [];
   for (let i = 0; i < PRODUCTS; i++) {
@@ -83,8 +157,7 @@ async function load(
     vectors.set(outcome.written.id, (pending[i] as { vector: Vector }).vector);
     categories.set(outcome.written.id, (pending[i] as { category: string }).category);
   });
-  const index = new SqlVectorIndex(db, DIMENSION, { server: engine === "postgres" });
-  return { db, products, index, vectors, categories, space };
+  return { db, planOfLastSearch, engine, dimension, products, index, vectors, categories, space };
 }
 
 /** The exact top `k` ids by cosine (ties by id), of `categories` when given. */
@@ -97,6 +170,43 @@ function bruteForce(loaded: Loaded, query: Vector, k: number, categories?: strin
     .map((hit) => hit.id);
 }
 
+/**
+ * Searches near `queries` and returns recall@10 against the brute-force top 10; every hit's score
+ * must be the exact cosine of its stored vector, in descending order, and every answer full.
+ */
+async function recallAt10(loaded: Loaded, queries: readonly Vector[]): Promise<number> {
+  let found = 0;
+  for (const query of queries) {
+    const hits = await loaded.products.searchByVector(query, { limit: 10 });
+    expect(hits).toHaveLength(10);
+    const truth = bruteForce(loaded, query, 10);
+    found += hits.filter((hit) => truth.includes(hit.id)).length;
+    for (const hit of hits) {
+      expect(hit.score).toBeCloseTo(cosineSimilarity(query, loaded.vectors.get(hit.id) as Vector), 5);
+    }
+    const scores = hits.map((hit) => hit.score);
+    expect(scores).toEqual([...scores].sort((a, b) => b - a));
+  }
+  if (Bun.env.SHOW_RECALL) console.log("recall@10", found / (queries.length * 10));
+  return found / (queries.length * 10);
+}
+
+/** The server URL of `db`'s schema (tests each have their own). */
+async function urlOfSchema(db: SqlClient): Promise<string> {
+  const [where] = await db.query<{ schema: string }>("SELECT current_schema() AS schema");
+  const url = new URL(POSTGRES_URL);
+  url.searchParams.set("search_path", `${where?.schema},public`);
+  return url.toString();
+}
+
+/** The names of the vector indexes on products. */
+async function indexNames(db: SqlClient): Promise<string[]> {
+  const rows = await db.query<{ name: string }>(
+    "SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'products'::regclass AND c.relname LIKE 'products_embedding_%' ORDER BY 1",
+  );
+  return rows.map((row) => row.name);
+}
+
 /** The plan PostgreSQL chose for the search's candidates. */
 async function planOf(db: SqlClient, query: Vector, categories?: string[]): Promise<string> {
   const vector = `[${query.join(",")}]`;
@@ -106,6 +216,27 @@ async function planOf(db: SqlClient, query: Vector, categories?: string[]): Prom
   const rows = await db.query<Record<string, string>>(sql, categories ? [vector, categories] : [vector]);
   return rows.map((row) => Object.values(row)[0]).join("\n");
 }
+
+describe("the lists an IVFFlat search reads (VECTOR_IVF_PROBES=auto)", () => {
+  test("2 % of the index's lists, at least 5", () => {
+    expect([3, 100, 250, 1000, 2000].map(probesFor)).toEqual([5, 5, 5, 20, 40]);
+  });
+});
+
+describe("the memory an index build is given (VECTOR_INDEX_BUILD_MEMORY=auto)", () => {
+  test("holds an HNSW graph, or an IVFFlat build's k-means, with room to spare, from 64 MB to 4 GB", () => {
+    const bq = indexTarget(3072, "hnsw-bq") as IndexTarget;
+    expect(buildMemoryFor(bq, 3_000)).toBe("64MB");
+    // 1,000,000 × 3072: 1,164 bytes an element were measured; 1 GB spilled at about 920,000.
+    expect(buildMemoryFor(bq, 1_000_000)).toBe("1230MB");
+    // IVFFlat: its k-means sample (50 rows a list) and a float per sample and list, which pgvector
+    // checks before it starts (227 MB asked for at 1,000,000 × 3072).
+    expect(buildMemoryFor(indexTarget(3072) as IndexTarget, 1_000_000)).toBe("270MB");
+    expect(buildMemoryFor(indexTarget(3072) as IndexTarget, 100_000)).toBe("64MB");
+    expect(buildMemoryFor(indexTarget(3072, "halfvec") as IndexTarget, 1_000_000)).toBe("4096MB");
+    expect(buildMemoryFor(indexTarget(384) as IndexTarget, 100_000)).toBe("244MB");
+  });
+});
 
 forEachDatabase((database, engine) => {
   describe("vector index", () => {
@@ -188,6 +319,188 @@ forEachDatabase((database, engine) => {
         await database.cleanup();
       }
     }, 120_000);
+
+    for (const [kind, name] of [
+      ["ivf-bq", "products_embedding_ivf_3"],
+      ["hnsw-bq", "products_embedding_bq"],
+    ] as const) {
+      test(`binary-quantized, ${kind} (from 512 dimensions): the index's candidates, re-ranked, keep the exact top results and exact scores`, async () => {
+        const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION, kind });
+        try {
+          expect(await loaded.index.status()).toMatchObject({ kind, present: false, outdated: false });
+          expect(await loaded.index.build()).toBe(true);
+          const status = await loaded.index.status();
+          expect(status).toMatchObject({ kind, present: true, valid: true, outdated: false });
+          expect(status.bytes).toBeGreaterThan(0);
+          expect(await indexNames(loaded.db)).toEqual([name]);
+          const queries = Array.from({ length: 20 }, (_, i) => loaded.space.near(i * 7, 0.8));
+          expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
+          expect(await loaded.planOfLastSearch()).toContain(name);
+          // Filtered to a category too large to scan exactly: the index's iterative scan.
+          const filtered = await loaded.products.searchByVector(mainQuery(loaded.space, 1), {
+            limit: 10,
+            categories: ["main"],
+          });
+          expect(filtered).toHaveLength(10);
+          expect(filtered.every((hit) => loaded.categories.get(hit.id) === "main")).toBe(true);
+          expect(await loaded.planOfLastSearch()).toContain(name);
+        } finally {
+          await database.cleanup();
+        }
+      }, 120_000);
+    }
+
+    test("switching the index kind builds the new one beside the old and drops the old: search answers throughout", async () => {
+      const db = await database.fresh();
+      const loaded = await load(db, engine, { dimension: LONG_DIMENSION, kind: "halfvec" });
+      try {
+        expect(await loaded.index.build()).toBe(true);
+        expect(await indexNames(db)).toEqual(["products_embedding_hnsw"]);
+        const queries = Array.from({ length: 20 }, (_, i) => loaded.space.near(i * 7, 0.8));
+        expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
+
+        // The setting now says ivf-bq: the service's next look (or `index build`) switches.
+        const switched = await indexAndProducts(db, engine, { dimension: LONG_DIMENSION, kind: "ivf-bq" });
+        expect(await switched.index.status()).toMatchObject({ kind: "ivf-bq", present: false, outdated: true });
+        const searcher = { ...loaded, products: switched.products };
+        const building = switched.index.build();
+        let answeredDuringBuild = 0;
+        // A server builds concurrently: searches go on meanwhile (on PGlite they wait their turn).
+        for (let done = false; !done; ) {
+          const race = await Promise.race([building.then(() => "built"), Bun.sleep(1).then(() => "running")]);
+          done = race === "built";
+          const hits = await switched.products.searchByVector(queries[answeredDuringBuild % 20] as Vector, {
+            limit: 10,
+          });
+          expect(hits).toHaveLength(10);
+          if (!done) answeredDuringBuild++;
+        }
+        expect(await building).toBe(true);
+        if (engine === "postgres") expect(answeredDuringBuild).toBeGreaterThan(0);
+        expect(await indexNames(db)).toEqual(["products_embedding_ivf_3"]);
+        expect(await switched.index.status()).toMatchObject({
+          kind: "ivf-bq",
+          present: true,
+          valid: true,
+          outdated: false,
+        });
+        expect(await recallAt10(searcher, queries)).toBeGreaterThanOrEqual(0.95);
+        expect(await switched.planOfLastSearch()).toContain("products_embedding_ivf_3");
+      } finally {
+        await database.cleanup();
+      }
+    }, 180_000);
+
+    test("a live binary-quantized index takes bulk writes, and the new products are found through it", async () => {
+      const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION });
+      try {
+        await loaded.index.build();
+        // 300 more products of the same clusters, written by the bulk path while the index is there.
+        const added = Array.from({ length: 300 }, (_, i) => loaded.space.near(i, 0.6));
+        const outcomes = await loaded.products.writeMany(
+          added.map((vector, i) => ({
+            kind: "insert" as const,
+            row: {
+              product: { name: `nuevo ${i}`, description: "", category: "nuevo" },
+              embedding: vector,
+              contentDigest: `n${i}`,
+            },
+          })),
+        );
+        const ids = outcomes.map((outcome) => ("written" in outcome ? outcome.written.id : Number.NaN));
+        ids.forEach((id, i) => {
+          loaded.vectors.set(id, added[i] as Vector);
+          loaded.categories.set(id, "nuevo");
+        });
+        for (const i of [0, 37, 150, 299]) {
+          const [first] = await loaded.products.searchByVector(added[i] as Vector, { limit: 10 });
+          expect(first?.id).toBe(ids[i]);
+        }
+        expect(await loaded.planOfLastSearch()).toContain("products_embedding_ivf_3");
+        const queries = Array.from({ length: 20 }, (_, i) => loaded.space.near(i * 7, 0.8));
+        expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
+        expect((await loaded.index.status()).valid).toBe(true);
+      } finally {
+        await database.cleanup();
+      }
+    }, 120_000);
+
+    test("an IVFFlat index whose catalogue has doubled is outdated; its rebuild has lists for the new size and replaces it", async () => {
+      const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION });
+      try {
+        await loaded.index.build();
+        expect(await indexNames(loaded.db)).toEqual(["products_embedding_ivf_3"]);
+        const added = Array.from({ length: 4000 }, (_, i) => loaded.space.near(i, 0.6));
+        const outcomes = await loaded.products.writeMany(
+          added.map((vector, i) => ({
+            kind: "insert" as const,
+            row: {
+              product: { name: `más ${i}`, description: "", category: "main" },
+              embedding: vector,
+              contentDigest: "m",
+            },
+          })),
+        );
+        outcomes.forEach((outcome, i) => {
+          if (!("written" in outcome)) throw new Error("not written");
+          loaded.vectors.set(outcome.written.id, added[i] as Vector);
+          loaded.categories.set(outcome.written.id, "main");
+        });
+        await loaded.db.query("ANALYZE products");
+        expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: true });
+        expect(await loaded.index.build()).toBe(true);
+        expect(await indexNames(loaded.db)).toEqual(["products_embedding_ivf_7"]);
+        expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: false });
+        const queries = Array.from({ length: 20 }, (_, i) => loaded.space.near(i * 7, 0.8));
+        expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
+        expect(await loaded.planOfLastSearch()).toContain("products_embedding_ivf_7");
+      } finally {
+        await database.cleanup();
+      }
+    }, 120_000);
+
+    if (engine === "postgres") {
+      test("a build under way is visible in the status, phase and fraction, from another connection", async () => {
+        const db = await database.fresh();
+        const loaded = await load(db, engine, { dimension: LONG_DIMENSION });
+        const watcher = new SqlVectorIndex(await database.another(), LONG_DIMENSION, { server: true });
+        const writer = await database.another();
+        try {
+          // A transaction that wrote to products holds the concurrent build at its first phase.
+          let building: Promise<boolean> | undefined;
+          await writer.transaction(async (tx) => {
+            await tx.query("UPDATE products SET version = version WHERE id = (SELECT min(id) FROM products)");
+            building = loaded.index.build();
+            let progress = (await watcher.status()).progress;
+            for (let tries = 0; !progress?.phase.includes("waiting for writers") && tries < 200; tries++) {
+              await Bun.sleep(25);
+              progress = (await watcher.status()).progress;
+            }
+            expect(progress?.phase).toContain("waiting for writers");
+            expect(progress?.fraction).toBe(0);
+          });
+          expect(await building).toBe(true);
+          expect((await watcher.status()).progress).toBeUndefined();
+        } finally {
+          await database.cleanup();
+        }
+      }, 120_000);
+
+      test("a build whose graph outgrows its memory says so in the log", async () => {
+        const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION, kind: "halfvec" });
+        const events: Record<string, unknown>[] = [];
+        const url = await urlOfSchema(loaded.db);
+        const index = new SqlVectorIndex(loaded.db, LONG_DIMENSION, {
+          server: true,
+          kind: "halfvec",
+          buildMemory: "1MB",
+          openBuilder: (onNotice) => connectPostgres(url, { maxConnections: 1, onNotice }),
+          log: (event) => events.push(event),
+        });
+        expect(await index.build()).toBe(true);
+        expect(events.map((event) => event.event)).toContain("vector_index_build_spilled");
+      }, 120_000);
+    }
 
     test("the index policy on the real database builds only from minRows and after a look with no writes; drop removes it", async () => {
       const loaded = await load(await database.fresh(), engine);

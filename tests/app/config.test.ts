@@ -82,8 +82,17 @@ describe("loadConfig", () => {
       bulkMaxBytes: 16 * 1024 * 1024,
       bulkMaxItems: 5_000,
       jobRetentionHours: 168,
-      vectorSearch: { mode: "auto", minRows: 5_000, efSearch: 100, filterExactMaxRows: 30_000 },
-      vectorIndexBuildMemory: "1GB",
+      vectorSearch: {
+        mode: "auto",
+        minRows: 5_000,
+        efSearch: 100,
+        probes: "auto",
+        filterExactMaxRows: 30_000,
+        rerankDepth: 40,
+      },
+      vectorIndexKind: "ivf-bq",
+      vectorIndexBuildMemory: "auto",
+      vectorIndexBuildWorkers: 2,
       translation: { mode: "auto", apertiumDir: undefined, timeoutMs: 1000 },
       logLevel: "info",
     });
@@ -242,9 +251,22 @@ describe("loadConfig", () => {
       VECTOR_EF_SEARCH: "400",
       VECTOR_FILTER_EXACT_MAX_ROWS: "0",
       VECTOR_INDEX_BUILD_MEMORY: "256MB",
+      VECTOR_INDEX_BUILD_WORKERS: "0",
+      VECTOR_INDEX_KIND: "halfvec",
+      VECTOR_RERANK_DEPTH: "300",
+      VECTOR_IVF_PROBES: "32",
     });
-    expect(config.vectorSearch).toEqual({ mode: "off", minRows: 20_000, efSearch: 400, filterExactMaxRows: 0 });
+    expect(config.vectorSearch).toEqual({
+      mode: "off",
+      minRows: 20_000,
+      efSearch: 400,
+      filterExactMaxRows: 0,
+      probes: 32,
+      rerankDepth: 300,
+    });
     expect(config.vectorIndexBuildMemory).toBe("256MB");
+    expect(config.vectorIndexBuildWorkers).toBe(0);
+    expect(config.vectorIndexKind).toBe("halfvec");
   });
 
   test("the problem names the bad value where it is not a secret", () => {
@@ -301,6 +323,11 @@ describe("loadConfig", () => {
     ["VECTOR_FILTER_EXACT_MAX_ROWS", "mil"],
     ["VECTOR_INDEX_BUILD_MEMORY", "1G"],
     ["VECTOR_INDEX_BUILD_MEMORY", "lots"],
+    ["VECTOR_INDEX_BUILD_MEMORY", "Auto"],
+    ["VECTOR_INDEX_KIND", "ivfflat"],
+    ["VECTOR_RERANK_DEPTH", "5"],
+    ["VECTOR_IVF_PROBES", "0"],
+    ["VECTOR_INDEX_BUILD_WORKERS", "-1"],
   ] as const) {
     test(`${name}=${value.length > 40 ? `(${value.length} characters)` : value} is refused, by name`, () => {
       const { problems } = configError({ [name]: value });

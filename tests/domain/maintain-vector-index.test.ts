@@ -59,6 +59,18 @@ describe("MaintainVectorIndex", () => {
     expect(index).toMatchObject({ present: true, valid: true, builds: 1 });
   });
 
+  test("an index of another kind left beside a valid one (a switch cut short) is dropped by a build at the next quiet look", async () => {
+    const index = new FakeVectorIndex();
+    index.write(2000);
+    index.present = index.valid = true;
+    index.outdated = true;
+    const { maintain } = policyOn(index);
+    expect(await maintain.check()).toBe("writes-under-way");
+    expect(await maintain.check()).toBe("built");
+    expect(index).toMatchObject({ present: true, valid: true, outdated: false, builds: 1 });
+    expect(await maintain.check()).toBe("ready");
+  });
+
   test("off, none possible, or on demand only: the policy never builds", async () => {
     for (const [index, mode] of [
       [new FakeVectorIndex("automatic"), "off"],

@@ -10,6 +10,8 @@ export class FakeVectorIndex implements VectorIndex {
   writes = 0;
   present = false;
   valid = false;
+  /** An index of another kind is there too (the kind setting changed): a build replaces it. */
+  outdated = false;
   builds = 0;
   failNext: Error | undefined;
   /** Another process holds the build lock: build() answers false. */
@@ -35,30 +37,35 @@ export class FakeVectorIndex implements VectorIndex {
 
   async status(): Promise<VectorIndexStatus> {
     this.maybeFail();
+    const none = this.availability === "none";
     return {
-      column: this.availability === "none" ? undefined : "embedding",
+      kind: none ? undefined : "vector",
+      column: none ? undefined : "embedding",
       availability: this.availability,
       present: this.present,
       valid: this.valid,
+      outdated: this.outdated,
       bytes: this.present ? this.rows * 100 : 0,
       estimatedRows: this.rows,
+      progress: undefined,
     };
   }
 
   async build(): Promise<boolean> {
     this.maybeFail();
     if (this.availability === "none" || this.lockedElsewhere) return false;
-    if (this.present && this.valid) return false;
+    if (this.present && this.valid && !this.outdated) return false;
     await this.held?.promise;
     this.builds++;
     this.present = true;
     this.valid = true;
+    this.outdated = false;
     return true;
   }
 
   async drop(): Promise<boolean> {
-    const was = this.present;
-    this.present = this.valid = false;
+    const was = this.present || this.outdated;
+    this.present = this.valid = this.outdated = false;
     return was;
   }
 

@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { VectorIndexStatus } from "../../ports/vector-index.ts";
 
 export type MetricsEvent = Record<string, unknown>;
 
@@ -11,7 +12,12 @@ export interface PrometheusMetricsOptions {
   productCountMaxAgeMs?: number;
   /** Process and runtime metrics (CPU, memory, file descriptors, event loop lag, GC); default true. */
   processMetrics?: boolean;
+  /** The vector index now (read at scrapes): its size, and a build's progress. */
+  vectorIndexStatus?: () => Promise<VectorIndexStatus>;
 }
+
+/** A scrape waits this long for the vector index's status (PGlite answers nothing while it builds). */
+const INDEX_STATUS_WAIT_MS = 2_000;
 
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const STAGE_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20];
@@ -33,6 +39,8 @@ const WORD = /^[a-z0-9][a-z0-9_.-]{0,31}$/;
  * - `generation_failed` {generator, fallback: true}: sku_provider_calls_total{outcome="fallback"}
  * - `query_cache` {result: "hit" | "miss", layer}: sku_query_cache_hits_total, sku_query_cache_misses_total
  * - `import_items` {outcome, count}: sku_import_items_total
+ * Read at a scrape instead: sku_products (countProducts), sku_vector_index_bytes and
+ * sku_vector_index_build_progress (vectorIndexStatus).
  */
 export class PrometheusMetrics {
   readonly registry = new Registry();
@@ -101,6 +109,8 @@ export class PrometheusMetrics {
       labelNames: ["outcome"],
       registers,
     });
+    const { vectorIndexStatus } = options;
+    if (vectorIndexStatus) this.vectorIndexGauges(vectorIndexStatus);
     const { countProducts } = options;
     if (countProducts) {
       const maxAgeMs = options.productCountMaxAgeMs ?? 60_000;
@@ -118,6 +128,48 @@ export class PrometheusMetrics {
         },
       });
     }
+  }
+
+  /**
+   * sku_vector_index_bytes{kind} and sku_vector_index_build_progress, from one reading of the
+   * status per scrape; a reading that fails or takes too long leaves the previous values.
+   */
+  private vectorIndexGauges(readStatus: () => Promise<VectorIndexStatus>): void {
+    const registers = [this.registry];
+    let reading: Promise<VectorIndexStatus | undefined> | undefined;
+    const status = () => {
+      reading ??= Promise.race([
+        readStatus().catch(() => undefined),
+        Bun.sleep(INDEX_STATUS_WAIT_MS).then(() => undefined),
+      ]).finally(() => {
+        reading = undefined;
+      });
+      return reading;
+    };
+    new Gauge({
+      name: "sku_vector_index_bytes",
+      help: "Size of the vector index on disk, by kind (bq, halfvec, vector); 0 while there is none (searches are exact).",
+      labelNames: ["kind"],
+      registers,
+      async collect() {
+        const now = await status();
+        if (!now?.kind) return;
+        this.reset();
+        this.set({ kind: now.kind }, now.present && now.valid ? now.bytes : 0);
+      },
+    });
+    new Gauge({
+      name: "sku_vector_index_build_progress",
+      help: "Share done (0 to 1) of a vector index build under way on the database server (pg_stat_progress_create_index), by the kind built; absent when none runs.",
+      labelNames: ["kind"],
+      registers,
+      async collect() {
+        const now = await status();
+        if (now === undefined) return;
+        this.reset();
+        if (now.progress && now.kind) this.set({ kind: now.kind }, now.progress.fraction);
+      },
+    });
   }
 
   /** Updates the metrics an event stands for; any other event is ignored. */

@@ -24,7 +24,7 @@ import { type CopyField, encodeCopyRows } from "./binary-copy.ts";
 import { poolsOf, type ReadWriteClients } from "./read-write-clients.ts";
 import { HALF_PRECISION_COPY_FROM_DIMENSION, TEXT_SEARCH_CONFIGS, vectorParam } from "./schema.ts";
 import type { SqlClient } from "./sql-client.ts";
-import type { VectorSearchSettings } from "./vector-index.ts";
+import { binaryQuantized, type IndexInUse, probesFor, reranked, type VectorSearchSettings } from "./vector-index.ts";
 
 /**
  * The space of the vectors a repository stores (the embedder's): `changed` hears of the space the
@@ -55,10 +55,17 @@ const UNIQUE_VIOLATION = "23505";
 /** pgvector's errors for a vector of the wrong dimension ("expected 384 dimensions, not 32", "different vector dimensions"). */
 const DATA_EXCEPTION = "22000";
 /**
- * Filters matching up to this many products are scanned exactly (VECTOR_FILTER_EXACT_MAX_ROWS), and
- * the index scan's candidate list (VECTOR_EF_SEARCH): bench/scale.ts measured both.
+ * Filters matching up to this many products are scanned exactly (VECTOR_FILTER_EXACT_MAX_ROWS), an
+ * HNSW scan's candidate list (VECTOR_EF_SEARCH), the lists an IVFFlat scan reads (VECTOR_IVF_PROBES)
+ * and the candidates of a binary-quantized index re-ranked by their half-precision cosine
+ * (VECTOR_RERANK_DEPTH): bench/scale.ts measured them.
  */
-export const DEFAULT_SEARCH_PLAN = { filterExactMaxRows: 30_000, efSearch: 100 };
+export const DEFAULT_SEARCH_PLAN: VectorSearchSettings = {
+  filterExactMaxRows: 30_000,
+  efSearch: 100,
+  probes: "auto",
+  rerankDepth: 40,
+};
 
 /**
  * Products over PostgreSQL or PGlite.
@@ -71,11 +78,13 @@ export const DEFAULT_SEARCH_PLAN = { filterExactMaxRows: 30_000, efSearch: 100 }
  *   (`embedding_half`). Half precision moves a cosine by about 1e-5, far less than the gap the
  *   extra candidates cover. Scanning it at 3072 dimensions and 12,430 products: p95 45 ms on
  *   PostgreSQL (150 ms scanning the out-of-row vectors).
- * The candidates come from the HNSW index on that column once the catalogue has one (vector-index.ts),
- * else from an exact scan; filtered searches choose by the filter's size (denseCandidates).
+ * The candidates come from the vector index once the catalogue has one (vector-index.ts), else from
+ * an exact scan; filtered searches choose by the filter's size (denseCandidates). An HNSW index on
+ * that column serves the same query (the planner picks it); a binary-quantized one has a query of
+ * its own: its Hamming-nearest candidates, re-ranked by that column first.
  *
- * Bulk writes load their rows with binary COPY into a temporary table, then insert and update from
- * it in two statements: a vector as text would cost more to parse than to store.
+ * Bulk writes go in by binary COPY (a vector as text would cost more to parse than to store): new
+ * products straight into the table, a mix with updates through a temporary table (writeMany).
  *
  * With a read pool (DATABASE_READ_URL), reads and searches go there; writes, and the reads a write
  * depends on (idempotency records, the products an import or an update writes over), go to the
@@ -99,14 +108,17 @@ export class PostgresProductRepository implements ProductRepository {
 
   /**
    * `dimension`: that of the stored embeddings (it decides how search scans); `search`: how filtered
-   * searches choose their plan, and the session's hnsw.ef_search (vector-index.ts); `writesInSpace`:
-   * the space of the vectors this repository is given to store (none: writes are not checked).
+   * searches choose their plan, the session's hnsw.ef_search, the probes and the re-rank depth
+   * (vector-index.ts); `writesInSpace`: the space of the vectors this repository is given to store
+   * (none: writes are not checked); `indexInUse`: which vector index there is (unset: none of the
+   * binary-quantized kinds).
    */
   constructor(
     db: SqlClient | ReadWriteClients,
     private readonly dimension: number,
-    private readonly search: Pick<VectorSearchSettings, "filterExactMaxRows" | "efSearch"> = DEFAULT_SEARCH_PLAN,
+    private readonly search: VectorSearchSettings = DEFAULT_SEARCH_PLAN,
     private readonly writesInSpace?: SpaceOfWrites,
+    private readonly indexInUse?: IndexInUse,
   ) {
     this.scansHalfCopy = dimension >= HALF_PRECISION_COPY_FROM_DIMENSION;
     this.pools = poolsOf(db);
@@ -369,6 +381,65 @@ export class PostgresProductRepository implements ProductRepository {
 
   async writeMany(writes: readonly BulkWrite[]): Promise<BulkWriteOutcome[]> {
     if (writes.length === 0) return [];
+    const inserts = writes.flatMap((write) => (write.kind === "insert" ? [write.row] : []));
+    if (inserts.length === writes.length) {
+      const copied = await this.insertByCopy(inserts);
+      if (copied) return copied;
+    }
+    return this.writeThroughStaging(writes);
+  }
+
+  /**
+   * New products only (an import's usual chunk): their ids drawn first, then the rows written by
+   * one binary COPY straight into products, the cheapest way in (nothing staged and written twice:
+   * a 3072-d vector is 12 kB, stored out of the row). Undefined, with nothing written, when a sku
+   * was taken meanwhile (the import checked them before): then the staged path decides row by row.
+   */
+  private async insertByCopy(rows: readonly EmbeddedProduct[]): Promise<BulkWriteOutcome[] | undefined> {
+    let ids: number[];
+    try {
+      ids = await this.writes.transaction(async (tx) => {
+        if (this.writesInSpace) {
+          // As writeThroughStaging: the lock every write of `products` takes, then the space checked.
+          await tx.query("LOCK TABLE products IN ROW EXCLUSIVE MODE");
+          await this.refuseIfSpaceChanged(tx);
+        }
+        const drawn = await tx.query<{ id: number | string }>(
+          "SELECT nextval(pg_get_serial_sequence('products', 'id')) AS id FROM generate_series(1, $1)",
+          [rows.length],
+        );
+        const drawnIds = drawn.map((row) => Number(row.id));
+        const copied = rows.map(({ product, embedding, contentDigest }, i): CopyField[] => [
+          { int8: drawnIds[i] as number },
+          product.sku === undefined ? null : { text: product.sku },
+          { text: product.name },
+          { text: product.description },
+          { text: product.category },
+          { text: contentDigest },
+          { vector: embedding },
+        ]);
+        // COPY writes the given ids into the identity column (as INSERT ... OVERRIDING SYSTEM VALUE).
+        await tx.copyIn(
+          "products",
+          ["id", "sku", "name", "description", "category", "content_digest", "embedding"],
+          encodeCopyRows(copied),
+        );
+        return drawnIds;
+      });
+    } catch (error) {
+      if (isUniqueViolation(error, "products_sku")) return undefined;
+      throw error;
+    }
+    await this.pools.wrote();
+    return rows.map(({ product }, i) => ({ written: publicView({ id: ids[i] as number, ...product }) }));
+  }
+
+  /**
+   * Any mix of inserts and updates: the rows are loaded by binary COPY into a temporary table,
+   * then inserted (a sku taken meanwhile skips its row) and updated (a version changed meanwhile
+   * skips its row) from it in two statements.
+   */
+  private async writeThroughStaging(writes: readonly BulkWrite[]): Promise<BulkWriteOutcome[]> {
     const staged = writes.map((write, position): CopyField[] => {
       const base: CopyField[] = [{ int4: position }];
       if (write.kind === "insert") {
@@ -467,10 +538,10 @@ export class PostgresProductRepository implements ProductRepository {
 
   async searchByVector(embedding: Vector, query: SearchQuery): Promise<VersionedHit[]> {
     const params: unknown[] = [vectorParam(embedding), query.limit];
-    const dense = await this.denseCandidates(
+    const { sql: dense, probes } = await this.denseCandidates(
       params,
       categoryFilter(params, query.categories),
-      Math.max(candidatesFor(query.limit), this.search.efSearch),
+      candidatesFor(query.limit),
       `${PRODUCT_COLUMNS}, version, embedding`,
     );
     params.push(finalistsFor(query.limit));
@@ -478,14 +549,16 @@ export class PostgresProductRepository implements ProductRepository {
     // finalists' full vectors, stored out of the row past 512 dimensions, are read for the exact
     // cosine (a row carries its out-of-row vector as a pointer until the cosine reads it). The rows
     // come from the scan itself: no second lookup by id (0.26 ms of 4.6 at 100,000 × 3072).
-    const rows = await this.reads.query<ProductRow & { version: number; distance: number }>(
-      `WITH dense AS (${dense}),
-       finalists AS (SELECT * FROM dense ORDER BY near LIMIT $${params.length})
-       SELECT ${PRODUCT_COLUMNS}, version, embedding <=> $1::vector AS distance
-       FROM finalists
-       ORDER BY distance, id
-       LIMIT $2`,
-      params,
+    const rows = await this.withProbes(probes, (db) =>
+      db.query<ProductRow & { version: number; distance: number }>(
+        `WITH dense AS (${dense}),
+         finalists AS (SELECT * FROM dense ORDER BY near LIMIT $${params.length})
+         SELECT ${PRODUCT_COLUMNS}, version, embedding <=> $1::vector AS distance
+         FROM finalists
+         ORDER BY distance, id
+         LIMIT $2`,
+        params,
+      ),
     );
     return rows.map((row) => ({ ...toProduct(row), version: Number(row.version), score: 1 - Number(row.distance) }));
   }
@@ -493,18 +566,20 @@ export class PostgresProductRepository implements ProductRepository {
   async hybridCandidates(embedding: Vector, texts: readonly string[], query: HybridQuery): Promise<HybridCandidate[]> {
     const params: unknown[] = [vectorParam(embedding), [...texts], query.candidates];
     const filter = categoryFilter(params, query.categories);
-    const dense = await this.denseCandidates(params, filter, query.candidates, "id");
-    const rows = await this.reads.query<ProductRow & { version: number; distance: number; lexical: number }>(
-      `WITH q AS (SELECT $1::vector AS v, (${LEXICAL_QUERY_SQL}) AS t),
-       dense AS (${dense}),
-       lexical AS (
-         SELECT id FROM products, q WHERE search_text @@ q.t ${filter ? `AND ${filter.sql}` : ""}
-         ORDER BY ts_rank(search_text, q.t) DESC, id LIMIT $3
-       )
-       SELECT ${PRODUCT_COLUMNS}, version, embedding <=> q.v AS distance, ts_rank(search_text, q.t) AS lexical
-       FROM products, q
-       WHERE id IN (SELECT id FROM dense UNION SELECT id FROM lexical)`,
-      params,
+    const { sql: dense, probes } = await this.denseCandidates(params, filter, query.candidates, "id");
+    const rows = await this.withProbes(probes, (db) =>
+      db.query<ProductRow & { version: number; distance: number; lexical: number }>(
+        `WITH q AS (SELECT $1::vector AS v, (${LEXICAL_QUERY_SQL}) AS t),
+         dense AS (${dense}),
+         lexical AS (
+           SELECT id FROM products, q WHERE search_text @@ q.t ${filter ? `AND ${filter.sql}` : ""}
+           ORDER BY ts_rank(search_text, q.t) DESC, id LIMIT $3
+         )
+         SELECT ${PRODUCT_COLUMNS}, version, embedding <=> q.v AS distance, ts_rank(search_text, q.t) AS lexical
+         FROM products, q
+         WHERE id IN (SELECT id FROM dense UNION SELECT id FROM lexical)`,
+        params,
+      ),
     );
     return rows.map((row) => ({
       ...toProduct(row),
@@ -525,26 +600,63 @@ export class PostgresProductRepository implements ProductRepository {
    * (found through the btree on category), as an index scan of a small category far from the query
    * misses many of its nearest products (bench/index.ts: recall@10 0.63 to 0.89); past it, the index
    * scan with iterative scanning (the session's hnsw.iterative_scan), deeper than unfiltered.
+   *
+   * With a binary-quantized index, the index gives the rerankDepth products nearest by the Hamming
+   * distance of their bits (iterative scanning fills that many past ef_search or probes), and the
+   * `depth` nearest of those by the half-precision cosine are the candidates: the column is in the
+   * row, so re-ranking 100 costs about 100 page reads, where the full vectors' would read TOAST.
+   * With VECTOR_IVF_PROBES `auto`, an IVFFlat index's search also says how many lists to read
+   * (`probes`, probesFor its lists).
    */
   private async denseCandidates(
     params: unknown[],
     filter: CategoryFilter | undefined,
     depth: number,
     columns: string,
-  ): Promise<string> {
+  ): Promise<{ sql: string; probes?: number }> {
     const query = this.scansHalfCopy ? "$1::vector::halfvec" : "$1::vector";
     const column = this.scansHalfCopy ? "embedding_half" : "embedding";
     const near = `${column} <=> ${query}`;
-    if (!filter) {
+    const exact =
+      filter !== undefined &&
+      (await this.countUpTo(filter.categories, this.search.filterExactMaxRows + 1)) <= this.search.filterExactMaxRows;
+    const where = filter ? ` WHERE ${filter.sql}` : "";
+    const index = !exact && this.scansHalfCopy ? await this.indexInUse?.index() : undefined;
+    if (index && reranked(index.kind)) {
+      params.push(Math.max(depth, this.search.rerankDepth, filter ? FILTERED_INDEX_CANDIDATES : 0));
+      const bits = binaryQuantized(this.dimension);
+      const hamming = `SELECT ${columns}, ${column} FROM products${where}
+         ORDER BY ${bits} <~> binary_quantize($1::vector)::bit(${this.dimension}) LIMIT $${params.length}`;
       params.push(depth);
-      return `SELECT ${columns}, ${near} AS near FROM products ORDER BY near LIMIT $${params.length}`;
+      const auto = this.search.probes === "auto" && index.lists !== undefined;
+      return {
+        sql: `SELECT ${columns}, ${near} AS near FROM (${hamming}) AS by_bits ORDER BY near LIMIT $${params.length}`,
+        ...(auto ? { probes: probesFor(index.lists as number) } : {}),
+      };
     }
-    const { filterExactMaxRows } = this.search;
-    const exact = (await this.countUpTo(filter.categories, filterExactMaxRows + 1)) <= filterExactMaxRows;
-    params.push(exact ? depth : Math.max(depth, FILTERED_INDEX_CANDIDATES));
+    if (!filter) {
+      params.push(Math.max(depth, this.search.efSearch));
+      return { sql: `SELECT ${columns}, ${near} AS near FROM products ORDER BY near LIMIT $${params.length}` };
+    }
+    params.push(exact ? depth : Math.max(depth, this.search.efSearch, FILTERED_INDEX_CANDIDATES));
     // `+ 0`: an order the index cannot give, so the planner scans the filtered rows exactly.
-    return `SELECT ${columns}, ${near} AS near FROM products WHERE ${filter.sql}
-            ORDER BY ${exact ? `(${near}) + 0` : "near"} LIMIT $${params.length}`;
+    return {
+      sql: `SELECT ${columns}, ${near} AS near FROM products${where}
+            ORDER BY ${exact ? `(${near}) + 0` : "near"} LIMIT $${params.length}`,
+    };
+  }
+
+  /**
+   * `run` on the read pool, or, when a search must read `probes` lists of an IVFFlat index, in a
+   * transaction there that sets ivfflat.probes for itself alone (a pooled connection's session
+   * setting would stay for whoever uses it next): one more round trip, about 0.1 ms.
+   */
+  private withProbes<T>(probes: number | undefined, run: (db: SqlClient) => Promise<T>): Promise<T> {
+    if (probes === undefined) return run(this.reads);
+    return this.reads.transaction(async (tx) => {
+      await tx.query("SELECT set_config('ivfflat.probes', $1, true)", [String(probes)]);
+      return run(tx);
+    });
   }
 
   /** The products of `categories`, counting at most `cap` of them (through the btree on category). */

@@ -75,6 +75,8 @@ export interface PostgresOptions {
    * refuses unknown ones: sessionSettings and statement_timeout then belong in its `connect_query`).
    */
   transactionPooler?: boolean;
+  /** The server's notices (e.g. pgvector's during an index build); unset: ignored. */
+  onNotice?: (message: string) => void;
 }
 
 /**
@@ -96,7 +98,7 @@ export function connectPostgres(url: string, options: PostgresOptions = {}): Sql
     // that cut every connection, a request routed to one of them waited that long though the
     // server was long back. At most one second, so the pool heals within a second of the server.
     backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1),
-    onnotice: () => {},
+    onnotice: (notice) => options.onNotice?.(String(notice.message)),
     prepare: !pooled,
     connection: pooled
       ? {}

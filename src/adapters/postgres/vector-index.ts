@@ -1,72 +1,297 @@
-import type { VectorIndex, VectorIndexAvailability, VectorIndexStatus } from "../../ports/vector-index.ts";
+import type {
+  VectorIndex,
+  VectorIndexAvailability,
+  VectorIndexBuildProgress,
+  VectorIndexStatus,
+} from "../../ports/vector-index.ts";
 import { HALF_PRECISION_COPY_FROM_DIMENSION } from "./schema.ts";
 import type { SqlClient } from "./sql-client.ts";
 
 /**
- * The approximate nearest-neighbour index of the products' embeddings (pgvector HNSW) on PostgreSQL
- * and PGlite: the primitives of the VectorIndex port. When it is built is decided by the domain's
- * MaintainVectorIndex; this adapter says which index fits the stored dimension, whether a build
- * here may be automatic, and builds one build at a time.
+ * The approximate nearest-neighbour index of the products' embeddings (pgvector) on PostgreSQL and
+ * PGlite: the primitives of the VectorIndex port. When it is built is decided by the domain's
+ * MaintainVectorIndex; this adapter says which index fits the stored dimension and the catalogue's
+ * size, whether a build here may be automatic, builds one build at a time, and tells search which
+ * index to use (IndexInUse).
  *
- * Which index: HNSW (m 16, ef_construction by indexTarget) on the column search already scans, so one query
- * shape serves with and without it and the planner picks the index when it exists:
- * - under HALF_PRECISION_COPY_FROM_DIMENSION dimensions (the offline model's 384): `embedding`
- *   itself (`vector_cosine_ops`; pgvector indexes `vector` up to 2,000 dimensions);
- * - from there up to 4,000 dimensions (the spec's 3072): the in-row half-precision copy
- *   `embedding_half` (`halfvec_cosine_ops`);
+ * Which index (its kind):
+ * - under HALF_PRECISION_COPY_FROM_DIMENSION dimensions (the offline model's 384): `vector`, HNSW
+ *   on `embedding` itself (`vector_cosine_ops`, m 16, ef_construction 64);
+ * - from there up to 4,000 dimensions (the providers' 3072), VECTOR_INDEX_KIND, all three on the
+ *   in-row half-precision copy `embedding_half`:
+ *   - `ivf-bq` (the default): IVFFlat on its binary quantization, `binary_quantize(embedding_half)
+ *     ::bit(D)` with `bit_hamming_ops`, one list per 1,000 products (√n past 1,000,000). One bit a
+ *     dimension: 384 bytes an element at 3072, where a `halfvec` fills an 8 kB page. A search
+ *     reads the lists nearest the query (VECTOR_IVF_PROBES of them) and re-ranks the
+ *     VECTOR_RERANK_DEPTH nearest by Hamming distance by their half-precision cosine
+ *     (product-repository.ts). A write costs little more than without it (an HNSW graph made every
+ *     insert 5 to 10 times as dear: thousands of buffer lookups to find its neighbours), and it
+ *     builds in seconds (k-means on a sample, then one pass). Its lists are fixed at the build: once
+ *     the catalogue has doubled or halved since, the index is `outdated` and the policy builds it
+ *     again (beside the old one, under a new name);
+ *   - `hnsw-bq`: HNSW (m 16, ef_construction 64) on the same bits, re-ranked alike: searches
+ *     about as fast, writes far slower;
+ *   - `halfvec`: HNSW on `embedding_half` (`halfvec_cosine_ops`, ef_construction 128): fast while
+ *     the whole graph fits in shared_buffers (to about 100,000 × 3072 in 1 GB), far slower to build
+ *     and to write into; in PGlite only on the operator's demand;
  * - past 4,000 dimensions: none (pgvector indexes no longer vectors); search stays exact.
- * Search re-ranks the index's candidates by the exact cosine of the full vectors, so the scores in
- * the answers are exact (product-repository.ts). bench/index.ts measured the choices (HNSW against
- * binary quantization, ef_search, re-rank depth, filtered plans); README "Vector index" has figures.
+ * bench/scale.ts measured the kinds, their settings and their writes; README "Vector index".
  *
  * On a PostgreSQL server it is built CONCURRENTLY (reads and writes go on) under an advisory lock,
- * so only one process builds. PGlite is one backend: queries wait for the build (≈ 12 s at
- * 12,430 × 384), so there the half-precision index (about 300 s at 10,000 × 3072 in WASM,
- * GUIDE.md) is built only on the operator's demand ("on-demand").
+ * so only one process builds, with VECTOR_INDEX_BUILD_MEMORY of maintenance_work_mem and
+ * VECTOR_INDEX_BUILD_WORKERS parallel workers; pg_stat_progress_create_index shows how far it is.
+ * PGlite is one backend: queries wait for the build. A new index (another kind, or more lists) is
+ * built beside the old one; the old is dropped once every process's searches have seen the new
+ * (IndexInUse re-reads the catalog every few seconds): searches never lose their index.
  */
 
 export interface VectorSearchSettings {
-  /** hnsw.ef_search: the candidate list of an index scan; larger is slower and finds more true neighbours. */
+  /** hnsw.ef_search: the candidate list of an HNSW scan; larger is slower and finds more true neighbours. */
   efSearch: number;
+  /**
+   * ivfflat.probes: the lists an IVFFlat scan reads; more is slower and finds more true neighbours.
+   * `auto`: probesFor the index's lists.
+   */
+  probes: number | "auto";
   /** A category filter matching at most this many products is answered by an exact scan of them. */
   filterExactMaxRows: number;
+  /**
+   * Candidates taken from a binary-quantized index and re-ranked by their half-precision cosine
+   * (VECTOR_RERANK_DEPTH): more finds more true neighbours, slower.
+   */
+  rerankDepth: number;
 }
 
-export const INDEX_NAME = "products_embedding_hnsw";
+/** What VECTOR_INDEX_KIND may say: the kind of index from 512 dimensions. */
+export const VECTOR_INDEX_KIND_SETTINGS = ["ivf-bq", "hnsw-bq", "halfvec"] as const;
+export type VectorIndexKindSetting = (typeof VECTOR_INDEX_KIND_SETTINGS)[number];
+export type VectorIndexKind = "vector" | VectorIndexKindSetting;
+
+/** Whether searches with an index of this kind re-rank its candidates (a binary-quantized one). */
+export function reranked(kind: VectorIndexKind | undefined): boolean {
+  return kind === "ivf-bq" || kind === "hnsw-bq";
+}
+
 /** pgvector's largest indexable `halfvec`. */
 const MAX_INDEXED_DIMENSION = 4_000;
-const HNSW_M = 16;
-/** Any constant shared by every replica: whoever holds it builds the index. */
-const BUILD_LOCK_KEY = 8_310_427_734_116;
+/**
+ * The advisory lock whoever builds holds, with the products table's oid: one build per table (so
+ * per schema) across every replica. Any constant that every replica shares.
+ */
+const BUILD_LOCK = "831042773, 'products'::regclass::oid::integer";
+const NAME_PREFIX = "products_embedding_";
 
-interface IndexTarget {
-  column: string;
+export interface IndexTarget {
+  kind: VectorIndexKind;
+  method: "hnsw" | "ivfflat";
+  /** The indexed column or expression, as searches must write it for the planner to use the index. */
+  expression: string;
   operatorClass: string;
-  /** The graph's build-time candidate list: larger builds slower and finds true neighbours at a smaller ef_search. */
-  efConstruction: number;
+  /** Bytes a value takes in a build's memory (an HNSW element adds its neighbour lists). */
+  valueBytes: number;
+  /** HNSW's build-time candidate list: larger builds slower and finds true neighbours at a smaller ef_search. */
+  efConstruction?: number;
 }
 
 /**
- * The column, operator class and ef_construction the index is built with for `dimension`, or
- * undefined when none can be. At 100,000 × 3072 (bench/scale.ts, one load, ef_search 100), a graph
- * built with ef_construction 64 kept recall@10 0.974 (0.999 on an earlier load of the same data:
- * its quality varies from build to build), with 128 it kept 1.000, for a build 1.7 times as long;
- * the offline model's 384-d vectors keep 0.99 with 64, and PGlite's build blocks queries, so 64 there.
+ * Memory of an HNSW graph element beyond its value, measured with pgvector 0.8 (m 16) from the
+ * notice a build gives when its graph outgrows maintenance_work_mem: 1,164 bytes an element on
+ * 3072 bits (a 392-byte value), 6,938 on a 3072-d halfvec (6,152), 2,317 on a 384-d vector (1,544).
  */
-export function indexTarget(dimension: number): IndexTarget | undefined {
+const GRAPH_BYTES_PER_ELEMENT = 780;
+const HNSW_M = 16;
+
+/**
+ * The index built for `dimension` under VECTOR_INDEX_KIND `setting`, or undefined when none can be.
+ * ef_construction: at 100,000 × 3072 (one load, ef_search 100) a halfvec graph built with 64 kept
+ * recall@10 0.974 (0.999 on another build of the same data), with 128 it kept 1.000, for a build 1.7
+ * times as long; the binary graph keeps 64 (its candidates are re-ranked, and its build must stay
+ * within minutes at 1,000,000); the offline model's 384-d vectors keep 0.99 with 64.
+ */
+export function indexTarget(dimension: number, setting: VectorIndexKindSetting = "ivf-bq"): IndexTarget | undefined {
   if (dimension > MAX_INDEXED_DIMENSION) return undefined;
-  return dimension >= HALF_PRECISION_COPY_FROM_DIMENSION
-    ? { column: "embedding_half", operatorClass: "halfvec_cosine_ops", efConstruction: 128 }
-    : { column: "embedding", operatorClass: "vector_cosine_ops", efConstruction: 64 };
+  if (dimension < HALF_PRECISION_COPY_FROM_DIMENSION) {
+    const [expression, operatorClass] = ["embedding", "vector_cosine_ops"];
+    return {
+      kind: "vector",
+      method: "hnsw",
+      expression,
+      operatorClass,
+      valueBytes: 8 + 4 * dimension,
+      efConstruction: 64,
+    };
+  }
+  if (setting === "halfvec") {
+    const [expression, operatorClass] = ["embedding_half", "halfvec_cosine_ops"];
+    return {
+      kind: "halfvec",
+      method: "hnsw",
+      expression,
+      operatorClass,
+      valueBytes: 8 + 2 * dimension,
+      efConstruction: 128,
+    };
+  }
+  const bits = {
+    expression: binaryQuantized(dimension),
+    operatorClass: "bit_hamming_ops",
+    valueBytes: 8 + dimension / 8,
+  };
+  return setting === "hnsw-bq"
+    ? { kind: "hnsw-bq", method: "hnsw", ...bits, efConstruction: 64 }
+    : { kind: "ivf-bq", method: "ivfflat", ...bits };
 }
 
 /**
- * Session settings every connection that searches must have (set when the connection opens):
- * the index scan's ef_search, and iterative scans (pgvector 0.8), so that an index scan keeps
- * going until the query's LIMIT is reached, past ef_search and past rows a filter drops.
+ * The lists an IVFFlat search reads when VECTOR_IVF_PROBES is `auto`: 2 % of them, at least 5. A
+ * fixed number does not fit every size, as each list holds about 1,000 products whatever the size:
+ * on bench/scale.ts's data, 5 probes kept recall@10 0.990 at 100,000 (100 lists) but 0.852 at
+ * 1,000,000 (1,000 lists), where 10 kept 0.944 and 20 kept 0.996.
  */
-export function vectorSessionSettings(settings: Pick<VectorSearchSettings, "efSearch">): Record<string, string> {
-  return { "hnsw.ef_search": String(settings.efSearch), "hnsw.iterative_scan": "relaxed_order" };
+export function probesFor(lists: number): number {
+  return Math.max(5, Math.ceil(lists / 50));
+}
+
+/** pgvector's advice for an IVFFlat index: a list per 1,000 rows up to 1,000,000, √rows past it. */
+export function ivfLists(rows: number): number {
+  return Math.max(1, rows <= 1_000_000 ? Math.round(rows / 1000) : Math.round(Math.sqrt(rows)));
+}
+
+/** The index's name: each kind its own, an IVFFlat one with its lists (a new one is built beside the old). */
+function indexName(target: IndexTarget, rows: number): string {
+  if (target.kind === "ivf-bq") return `${NAME_PREFIX}ivf_${ivfLists(rows)}`;
+  return `${NAME_PREFIX}${target.kind === "hnsw-bq" ? "bq" : "hnsw"}`;
+}
+
+/** The kind of one of this adapter's indexes, from its name (vector and halfvec share one: a dimension has one of them). */
+function kindOfName(name: string, dimension: number): VectorIndexKind | undefined {
+  if (name === `${NAME_PREFIX}bq`) return "hnsw-bq";
+  if (name.startsWith(`${NAME_PREFIX}ivf_`)) return "ivf-bq";
+  if (name === `${NAME_PREFIX}hnsw`) return dimension < HALF_PRECISION_COPY_FROM_DIMENSION ? "vector" : "halfvec";
+  return undefined;
+}
+
+/** The IVFFlat lists an index's name records. */
+function listsOfName(name: string): number {
+  return Number(name.slice(`${NAME_PREFIX}ivf_`.length));
+}
+
+/**
+ * maintenance_work_mem for building `target` over `rows` products when VECTOR_INDEX_BUILD_MEMORY is
+ * `auto`, with a tenth to spare (products written during the build, the estimate's error), from
+ * 64 MB to 4 GB. HNSW: the whole graph; one that outgrows it goes on building on disk, many times
+ * slower (1,000,000 × 3072 `hnsw-bq`: 1,230 MB, where 1 GB spills at about 920,000 products;
+ * `halfvec` would need 7.3 GB). IVFFlat: its k-means, which refuses to start without room for its
+ * sample (50 rows a list), a float per sample and list and per pair of lists (Elkan's bounds), and
+ * its centres, with a quarter to spare: 270 MB for the 1,000 lists of 1,000,000 products (pgvector
+ * asked for 227 MB).
+ */
+export function buildMemoryFor(target: IndexTarget, rows: number): string {
+  const megabytes = (bytes: number) => Math.ceil(bytes / 2 ** 20);
+  if (target.method === "ivfflat") {
+    const lists = ivfLists(rows);
+    const samples = Math.min(rows, 50 * lists);
+    const bytes = samples * (target.valueBytes + 16 + 4 * lists) + 4 * lists * (lists + target.valueBytes);
+    return `${Math.min(4096, Math.max(64, megabytes(1.25 * bytes)))}MB`;
+  }
+  return `${Math.min(4096, Math.max(64, megabytes(1.1 * rows * (target.valueBytes + GRAPH_BYTES_PER_ELEMENT))))}MB`;
+}
+
+/** The binary-quantized indexes' expression over the stored products (`embedding_half`). */
+export function binaryQuantized(dimension: number): string {
+  return `(binary_quantize(embedding_half)::bit(${dimension}))`;
+}
+
+/**
+ * Session settings every connection that searches must have (set when the connection opens): the
+ * index scans' ef_search and probes, and iterative scans (pgvector 0.8), so that an index scan
+ * keeps going until the query's LIMIT is reached, past ef_search or probes and past rows a filter drops.
+ */
+export function vectorSessionSettings(
+  settings: Pick<VectorSearchSettings, "efSearch" | "probes">,
+): Record<string, string> {
+  return {
+    "hnsw.ef_search": String(settings.efSearch),
+    "hnsw.iterative_scan": "relaxed_order",
+    // `auto`: each search sets it for the index's lists (product-repository.ts).
+    ...(settings.probes === "auto" ? {} : { "ivfflat.probes": String(settings.probes) }),
+    "ivfflat.iterative_scan": "relaxed_order",
+  };
+}
+
+interface IndexRow {
+  name: string;
+  valid: boolean;
+  bytes: number | string;
+}
+
+/** This adapter's indexes on products, with whether each is valid and its size, newest first. */
+async function readIndexes(db: SqlClient): Promise<IndexRow[]> {
+  return db.query<IndexRow>(
+    `SELECT c.relname AS name, i.indisvalid AS valid, pg_relation_size(i.indexrelid) AS bytes
+     FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+     WHERE i.indrelid = 'products'::regclass AND c.relname LIKE '${NAME_PREFIX}%'
+     ORDER BY c.oid DESC`,
+  );
+}
+
+/**
+ * Which index searches use, as the repository needs to know it: a binary-quantized index needs its
+ * own query (its candidates are re-ranked), the others are used by the planner for the plain one.
+ * Read from the catalog at most every `maxAgeMs` (another process may build, switch or drop), so it
+ * costs a search nothing; this process's own builds and drops tell it at once (`forget`).
+ */
+export class IndexInUse {
+  private known: (SearchIndex & { at: number }) | undefined;
+  private reading: Promise<SearchIndex> | undefined;
+
+  constructor(
+    private readonly db: SqlClient,
+    private readonly dimension: number,
+    private readonly target: IndexTarget | undefined,
+    /** How long a reading is trusted; a switch waits twice this before dropping the old index. */
+    readonly maxAgeMs = 2_000,
+  ) {}
+
+  /** The kind of the valid index searches should use (the target's when there are two), or undefined. */
+  async kind(): Promise<VectorIndexKind | undefined> {
+    return (await this.index()).kind;
+  }
+
+  /** That index's kind, and its lists when it is an IVFFlat one. */
+  async index(): Promise<SearchIndex> {
+    const known = this.known;
+    if (known !== undefined && performance.now() - known.at < this.maxAgeMs) return known;
+    this.reading ??= this.read().finally(() => {
+      this.reading = undefined;
+    });
+    return this.reading;
+  }
+
+  forget(): void {
+    this.known = undefined;
+  }
+
+  private async read(): Promise<SearchIndex> {
+    let found: SearchIndex = { kind: undefined, lists: undefined };
+    if (this.target !== undefined) {
+      const valid = (await readIndexes(this.db))
+        .filter((index) => index.valid)
+        .map((index) => ({ kind: kindOfName(index.name, this.dimension), name: index.name }));
+      const chosen = valid.find((index) => index.kind === this.target?.kind) ?? valid[0];
+      if (chosen) {
+        found = { kind: chosen.kind, lists: chosen.kind === "ivf-bq" ? listsOfName(chosen.name) : undefined };
+      }
+    }
+    this.known = { ...found, at: performance.now() };
+    return found;
+  }
+}
+
+/** The index searches use: its kind, and an IVFFlat one's lists. */
+export interface SearchIndex {
+  kind: VectorIndexKind | undefined;
+  lists: number | undefined;
 }
 
 export interface SqlVectorIndexOptions {
@@ -74,54 +299,75 @@ export interface SqlVectorIndexOptions {
   server: boolean;
   /** False behind a transaction pooler, where a session's lock cannot be held (default: true on a server). */
   advisoryLock?: boolean;
+  /** VECTOR_INDEX_KIND: the kind built from 512 dimensions (default ivf-bq). */
+  kind?: VectorIndexKindSetting;
   /**
-   * A connection for the build, without a statement time limit (a build takes minutes at 100,000
-   * products); closed after it. Unset: `db` itself.
+   * A connection for the build, without a statement time limit (a build takes minutes at 1,000,000
+   * products), handing the server's notices to `onNotice`; closed after it. Unset: `db` itself,
+   * which on a server must then be one connection, not a pool (the lock is the session's).
    */
-  openBuilder?: () => SqlClient;
-  /** Memory for the build (maintenance_work_mem), e.g. "1GB": HNSW builds far faster when its graph fits. */
+  openBuilder?: (onNotice: (message: string) => void) => SqlClient;
+  /**
+   * Memory for the build (maintenance_work_mem), e.g. "1GB", or `auto` (buildMemoryFor the
+   * catalogue): HNSW builds far faster when its graph fits. Unset: the database's own setting.
+   */
   buildMemory?: string;
-  /** `vector_index_build_started` and `vector_index_built` events. */
+  /** max_parallel_maintenance_workers of a build on a server (the leader works too). */
+  buildWorkers?: number;
+  /** Tells searches which index to use; one per process, shared with the repository. */
+  inUse?: IndexInUse;
+  /**
+   * `vector_index_build_started`, `vector_index_built`, `vector_index_build_spilled` (an HNSW graph
+   * outgrew buildMemory: the build goes on, many times slower) and `vector_index_dropped` events.
+   */
   log?: (event: Record<string, unknown>) => void;
+}
+
+/** What is there now, against what a build would make. */
+interface Inspection {
+  /** The index of the target kind searches use (the newest valid one, else the newest). */
+  current: IndexRow | undefined;
+  /** Indexes a build replaces: of other kinds, older ones of the target kind. */
+  stale: IndexRow[];
+  /** An IVFFlat index whose lists no longer fit the catalogue (it doubled or halved since the build). */
+  misfit: boolean;
+  estimatedRows: number;
 }
 
 /** The VectorIndex port over PostgreSQL or PGlite (one SQL, `server` tells them apart). */
 export class SqlVectorIndex implements VectorIndex {
-  private readonly target: IndexTarget | undefined;
+  readonly target: IndexTarget | undefined;
+  readonly inUse: IndexInUse;
   private readonly availability: VectorIndexAvailability;
   private building: Promise<boolean> | null = null;
 
   constructor(
     private readonly db: SqlClient,
-    dimension: number,
+    private readonly dimension: number,
     private readonly options: SqlVectorIndexOptions,
   ) {
-    this.target = indexTarget(dimension);
+    this.target = indexTarget(dimension, options.kind);
+    this.inUse = options.inUse ?? new IndexInUse(db, dimension, this.target);
     this.availability =
       this.target === undefined
         ? "none"
-        : !options.server && this.target.column === "embedding_half"
+        : !options.server && this.target.kind === "halfvec"
           ? "on-demand"
           : "automatic";
   }
 
   async status(): Promise<VectorIndexStatus> {
-    const [index] = await this.db.query<{ valid: boolean; bytes: number | string }>(
-      `SELECT i.indisvalid AS valid, pg_relation_size(i.indexrelid) AS bytes
-       FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-       WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`,
-      [INDEX_NAME],
-    );
-    const [table] = await this.db.query<{ rows: number | string }>(
-      "SELECT greatest(reltuples, 0)::bigint AS rows FROM pg_class WHERE oid = 'products'::regclass",
-    );
+    const { current, stale, misfit, estimatedRows } = await this.inspect(this.db);
     return {
-      column: this.target?.column,
+      kind: this.target?.kind,
+      column: this.target?.expression.replace(/^\((.*)\)$/, "$1"),
       availability: this.availability,
-      present: index !== undefined,
-      valid: index?.valid ?? false,
-      bytes: Number(index?.bytes ?? 0),
-      estimatedRows: Number(table?.rows ?? 0),
+      present: current !== undefined,
+      valid: current?.valid ?? false,
+      outdated: stale.length > 0 || misfit,
+      bytes: Number(current?.bytes ?? 0),
+      estimatedRows,
+      progress: await this.progress(),
     };
   }
 
@@ -133,11 +379,9 @@ export class SqlVectorIndex implements VectorIndex {
   }
 
   async drop(): Promise<boolean> {
-    const dropped = await this.db.query(
-      `SELECT 1 FROM pg_class WHERE relname = $1 AND relnamespace = current_schema()::regnamespace`,
-      [INDEX_NAME],
-    );
-    await this.db.query(`DROP INDEX ${this.options.server ? "CONCURRENTLY " : ""}IF EXISTS ${INDEX_NAME}`);
+    const dropped = (await readIndexes(this.db)).map((index) => index.name);
+    for (const name of dropped) await this.dropIndex(this.db, name);
+    this.inUse.forget();
     return dropped.length > 0;
   }
 
@@ -157,46 +401,133 @@ export class SqlVectorIndex implements VectorIndex {
     return Number(row?.n ?? 0) >= n;
   }
 
+  private async inspect(db: SqlClient): Promise<Inspection> {
+    const indexes = await readIndexes(db);
+    const [table] = await db.query<{ rows: number | string }>(
+      "SELECT greatest(reltuples, 0)::bigint AS rows FROM pg_class WHERE oid = 'products'::regclass",
+    );
+    const estimatedRows = Number(table?.rows ?? 0);
+    const ofKind = indexes.filter((index) => kindOfName(index.name, this.dimension) === this.target?.kind);
+    const current = ofKind.find((index) => index.valid) ?? ofKind[0];
+    const wanted = ivfLists(estimatedRows);
+    const lists = current && this.target?.kind === "ivf-bq" ? listsOfName(current.name) : undefined;
+    return {
+      current,
+      stale: indexes.filter((index) => index !== current),
+      misfit: lists !== undefined && (lists < wanted / 2 || lists > wanted * 2),
+      estimatedRows,
+    };
+  }
+
+  /**
+   * A build of an index on products under way on a server (PostgreSQL reports its backends'
+   * CREATE INDEX in pg_stat_progress_create_index; PGlite's one backend is busy building). pgvector
+   * reports the table's blocks read and the rows put in the index, without a total of rows.
+   */
+  private async progress(): Promise<VectorIndexBuildProgress | undefined> {
+    if (!this.options.server) return undefined;
+    const [row] = await this.db.query<{
+      phase: string;
+      tuples_done: number | string;
+      tuples_total: number | string;
+      blocks_done: number | string;
+      blocks_total: number | string;
+    }>(
+      `SELECT phase, tuples_done, tuples_total, blocks_done, blocks_total
+       FROM pg_stat_progress_create_index WHERE relid = 'products'::regclass LIMIT 1`,
+    );
+    if (!row) return undefined;
+    const tuplesDone = Number(row.tuples_done);
+    const tuplesTotal = Number(row.tuples_total);
+    const [done, total] =
+      tuplesTotal > 0 ? [tuplesDone, tuplesTotal] : [Number(row.blocks_done), Number(row.blocks_total)];
+    return { phase: row.phase, fraction: total > 0 ? Math.min(1, done / total) : 0, tuplesDone };
+  }
+
+  private async dropIndex(db: SqlClient, name: string): Promise<void> {
+    await db.query(`DROP INDEX ${this.options.server ? "CONCURRENTLY " : ""}IF EXISTS ${name}`);
+    this.options.log?.({ event: "vector_index_dropped", index: name });
+  }
+
   private async buildNow(): Promise<boolean> {
     const target = this.target;
     if (target === undefined) return false;
-    const builder = this.options.openBuilder?.() ?? this.db;
+    const { server, log } = this.options;
+    const builder =
+      this.options.openBuilder?.((message) => {
+        // pgvector's notice when the graph no longer fits in maintenance_work_mem: the build goes on
+        // on disk, several times slower. The operator should raise VECTOR_INDEX_BUILD_MEMORY.
+        if (/maintenance_work_mem/.test(message)) log?.({ event: "vector_index_build_spilled", message });
+      }) ?? this.db;
     const started = performance.now();
     try {
-      const locking = this.options.server && this.options.advisoryLock !== false;
+      const locking = server && this.options.advisoryLock !== false;
       if (locking) {
-        const [lock] = await builder.query<{ locked: boolean }>(
-          `SELECT pg_try_advisory_lock(${BUILD_LOCK_KEY}) AS locked`,
-        );
+        const [lock] = await builder.query<{ locked: boolean }>(`SELECT pg_try_advisory_lock(${BUILD_LOCK}) AS locked`);
         if (!lock?.locked) return false;
       }
       try {
-        const { present, valid, estimatedRows } = await this.status();
-        if (present && valid) return false;
-        // A failed concurrent build leaves an invalid index that is maintained but never used.
-        if (present) await builder.query(`DROP INDEX ${this.options.server ? "CONCURRENTLY " : ""}${INDEX_NAME}`);
-        this.options.log?.({ event: "vector_index_build_started", column: target.column, rows: estimatedRows });
-        if (this.options.buildMemory !== undefined) {
-          await builder.query("SELECT set_config('maintenance_work_mem', $1, false)", [this.options.buildMemory]);
+        const { current, stale, misfit } = await this.inspect(builder);
+        if (current?.valid && stale.length === 0 && !misfit) return false;
+        if (!current?.valid || misfit) {
+          // A failed concurrent build leaves an invalid index that is maintained but never used.
+          if (current && !current.valid) await this.dropIndex(builder, current.name);
+          await this.buildIndex(builder, target, started);
         }
-        await builder.query(
-          `CREATE INDEX ${this.options.server ? "CONCURRENTLY " : ""}${INDEX_NAME} ON products
-           USING hnsw (${target.column} ${target.operatorClass}) WITH (m = ${HNSW_M}, ef_construction = ${target.efConstruction})`,
-        );
-        await builder.query("ANALYZE products");
-        const { bytes } = await this.status();
-        this.options.log?.({
-          event: "vector_index_built",
-          column: target.column,
-          seconds: Math.round((performance.now() - started) / 100) / 10,
-          bytes,
-        });
+        await this.dropOutdated(builder);
         return true;
       } finally {
-        if (locking) await builder.query(`SELECT pg_advisory_unlock(${BUILD_LOCK_KEY})`);
+        if (locking) await builder.query(`SELECT pg_advisory_unlock(${BUILD_LOCK})`);
       }
     } finally {
       if (builder !== this.db) await builder.close();
     }
+  }
+
+  private async buildIndex(builder: SqlClient, target: IndexTarget, started: number): Promise<void> {
+    const { server, log } = this.options;
+    // A fresh count for the lists and the memory (ANALYZE samples: about a second at 1,000,000).
+    await builder.query("ANALYZE products");
+    const { estimatedRows: rows } = await this.inspect(builder);
+    const name = indexName(target, rows);
+    const memory = this.options.buildMemory === "auto" ? buildMemoryFor(target, rows) : this.options.buildMemory;
+    log?.({ event: "vector_index_build_started", kind: target.kind, index: name, rows, memory });
+    if (memory !== undefined) await builder.query("SELECT set_config('maintenance_work_mem', $1, false)", [memory]);
+    if (server && this.options.buildWorkers !== undefined) {
+      await builder.query("SELECT set_config('max_parallel_maintenance_workers', $1, false)", [
+        String(this.options.buildWorkers),
+      ]);
+    }
+    const options =
+      target.method === "ivfflat"
+        ? `lists = ${ivfLists(rows)}`
+        : `m = ${HNSW_M}, ef_construction = ${target.efConstruction}`;
+    await builder.query(
+      `CREATE INDEX ${server ? "CONCURRENTLY " : ""}${name} ON products
+       USING ${target.method} (${target.expression} ${target.operatorClass}) WITH (${options})`,
+    );
+    await builder.query("ANALYZE products");
+    this.inUse.forget();
+    const [built] = (await readIndexes(builder)).filter((index) => index.name === name);
+    log?.({
+      event: "vector_index_built",
+      kind: target.kind,
+      index: name,
+      seconds: Math.round((performance.now() - started) / 100) / 10,
+      bytes: Number(built?.bytes ?? 0),
+    });
+  }
+
+  /**
+   * Drops every index but the newest valid one of the target kind, once every process's searches
+   * have had time to see it (IndexInUse re-reads every maxAgeMs): a search planned for an index
+   * while it is dropped would scan the whole table.
+   */
+  private async dropOutdated(builder: SqlClient): Promise<void> {
+    const { stale } = await this.inspect(builder);
+    if (stale.length === 0) return;
+    if (this.options.server) await Bun.sleep(2 * this.inUse.maxAgeMs);
+    for (const index of stale) await this.dropIndex(builder, index.name);
+    this.inUse.forget();
   }
 }

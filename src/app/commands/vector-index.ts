@@ -1,5 +1,6 @@
 /** `index status|build|drop`: the vector index of the catalogue's embeddings (README "Vector index"). */
 import { UpkeepBusy } from "../../domain/reembed-catalogue.ts";
+import type { VectorIndex } from "../../ports/vector-index.ts";
 import type { Config } from "../config.ts";
 import { createLogger } from "../logger.ts";
 import { type CliOutput, EXIT, type RegisterCommand } from "./command.ts";
@@ -13,7 +14,10 @@ export const registerVectorIndex: RegisterCommand = (program, run, output) => {
       .command(name)
       .description(description)
       .action(() => run((config) => vectorIndex(config, name, output)));
-  action("status", "show the vector index: its column, whether it is built and valid, its size, the products");
+  action(
+    "status",
+    "show the vector index: its kind and column, whether it is built and valid, its size, the products, a build's progress",
+  );
   action("build", "build the vector index now, whatever the catalogue's size (VECTOR_INDEX_MIN_ROWS)");
   action("drop", "drop the vector index: search scans exactly until it is built again");
 };
@@ -29,21 +33,57 @@ async function vectorIndex(config: Config, action: IndexAction, output: CliOutpu
       const lease = await root.upkeepLease();
       if (lease && !(await lease.acquire())) throw new UpkeepBusy();
       try {
-        if (!(await index.build()) && !(await index.status()).valid) {
+        const building = index.build();
+        // On a server the build runs on a connection of its own: say how far it is now and then.
+        if (config.databaseUrl !== undefined) await reportProgress(index, building, output, started);
+        if (!(await building) && !(await index.status()).valid) {
           output.err("no vector index was built: see `index status` (the dimension, or another build running)\n");
           return EXIT.failed;
         }
       } finally {
         await lease?.release();
       }
-      output.err(`vector index ready (${((performance.now() - started) / 1000).toFixed(1)} s)\n`);
+      output.err(`vector index ready (${seconds(started)} s)\n`);
     } else if (action === "drop") {
       output.err((await index.drop()) ? "vector index dropped\n" : "there was no vector index\n");
     }
-    const { mode, minRows, efSearch, filterExactMaxRows } = config.vectorSearch;
-    output.out(`${JSON.stringify({ ...(await index.status()), mode, minRows, efSearch, filterExactMaxRows })}\n`);
+    const { mode, minRows, efSearch, probes, rerankDepth, filterExactMaxRows } = config.vectorSearch;
+    const settings = { mode, minRows, probes, efSearch, rerankDepth, filterExactMaxRows };
+    output.out(`${JSON.stringify({ ...(await index.status()), ...settings })}\n`);
     return EXIT.ok;
   } finally {
     await root.close();
+  }
+}
+
+const PROGRESS_EVERY_MS = 10_000;
+
+const seconds = (since: number) => ((performance.now() - since) / 1000).toFixed(1);
+
+/** A line on stderr every PROGRESS_EVERY_MS while `building` runs, from the database's own report of the build. */
+async function reportProgress(
+  index: VectorIndex,
+  building: Promise<boolean>,
+  output: CliOutput,
+  started: number,
+): Promise<void> {
+  let done = false;
+  const finished = building.then(
+    () => {
+      done = true;
+    },
+    () => {
+      done = true;
+    },
+  );
+  while (!done) {
+    await Promise.race([finished, Bun.sleep(PROGRESS_EVERY_MS)]);
+    if (done) return;
+    const { progress } = await index.status();
+    if (progress) {
+      output.err(
+        `building: ${(100 * progress.fraction).toFixed(0)} % (${progress.phase}, ${progress.tuplesDone} products in the graph), ${seconds(started)} s\n`,
+      );
+    }
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { PrometheusMetrics } from "../../../src/adapters/metrics/prometheus-metrics.ts";
+import type { VectorIndexStatus } from "../../../src/ports/vector-index.ts";
 
 async function exposition(metrics: PrometheusMetrics): Promise<string> {
   return (await metrics.render()).body;
@@ -117,6 +118,33 @@ describe("PrometheusMetrics", () => {
     });
     // prom-client writes "Nan", which Prometheus reads as NaN (its float parser ignores case).
     expect(await exposition(failing)).toMatch(/^sku_products nan$/im);
+  });
+
+  test("the vector index's size by kind, and a build's progress while one runs (absent otherwise)", async () => {
+    const status: VectorIndexStatus = {
+      kind: "bq",
+      column: "binary_quantize(embedding_half)::bit(3072)",
+      availability: "automatic",
+      present: true,
+      valid: false,
+      outdated: false,
+      bytes: 1234,
+      estimatedRows: 100_000,
+      progress: { phase: "building index: loading tuples", fraction: 0.25, tuplesDone: 25_000 },
+    };
+    const metrics = new PrometheusMetrics({
+      version: "1",
+      processMetrics: false,
+      vectorIndexStatus: async () => status,
+    });
+    let text = await exposition(metrics);
+    expect(text).toMatch(/^sku_vector_index_build_progress\{kind="bq"\} 0\.25$/m);
+    expect(text).toMatch(/^sku_vector_index_bytes\{kind="bq"\} 0$/m);
+
+    Object.assign(status, { valid: true, progress: undefined });
+    text = await exposition(metrics);
+    expect(text).not.toMatch(/^sku_vector_index_build_progress /m);
+    expect(text).toMatch(/^sku_vector_index_bytes\{kind="bq"\} 1234$/m);
   });
 
   test("process and runtime metrics are exported", async () => {
