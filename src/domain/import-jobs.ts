@@ -184,6 +184,12 @@ export class ImportJobs {
   /** The works and worker loops under way, for `stop` to wait for. */
   private readonly running = new Set<Promise<unknown>>();
   private nextPruneAt = Number.NEGATIVE_INFINITY;
+  /**
+   * Items per ms the last work stored (this process's embedder and database as they are now): a
+   * new work's first chunk is sized by it, so a fast provider is not asked in chunks of 128 again
+   * at every request (a 1,000-item request: 3 provider calls instead of 2).
+   */
+  private recentRate: number | undefined;
 
   constructor(private readonly deps: Deps) {
     this.settings = { ...DEFAULT_JOB_SETTINGS, ...deps.settings };
@@ -474,20 +480,27 @@ export class ImportJobs {
     }
   }
 
-  /** The size of each chunk of a work: the first chunkSize, the next ones what it stored per chunkPaceMs so far. */
+  /**
+   * The size of each chunk of a work: what it stored per chunkPaceMs so far; the first, what the
+   * last work stored per chunkPaceMs (chunkSize when there was none yet).
+   */
   private pace() {
     const { chunkSize, chunkPaceMs } = this.settings;
     const startedAt = this.deps.clock.now();
     let stored = 0;
+    const bounded = (itemsPerMs: number) =>
+      Math.min(PACED_CHUNK.max, Math.max(PACED_CHUNK.min, Math.round(itemsPerMs * chunkPaceMs)));
     return {
       size: (): number => {
-        if (chunkPaceMs <= 0 || stored === 0) return chunkSize;
+        if (chunkPaceMs <= 0) return chunkSize;
+        if (stored === 0) return this.recentRate === undefined ? chunkSize : bounded(this.recentRate);
         const elapsed = this.deps.clock.now() - startedAt;
-        const paced = elapsed > 0 ? Math.round((stored * chunkPaceMs) / elapsed) : PACED_CHUNK.max;
-        return Math.min(PACED_CHUNK.max, Math.max(PACED_CHUNK.min, paced));
+        return elapsed > 0 ? bounded(stored / elapsed) : PACED_CHUNK.max;
       },
       stored: (items: number) => {
         stored += items;
+        const elapsed = this.deps.clock.now() - startedAt;
+        if (elapsed > 0) this.recentRate = stored / elapsed;
       },
     };
   }

@@ -293,6 +293,27 @@ describe("jobs worked by the worker loop", () => {
     expect((await sizes(1_000)).slice(0, 4)).toEqual([2, 2, 16, 16]);
   });
 
+  test("a new job's first chunk is sized by the pace of the last one, not chunkSize again", async () => {
+    const { imports, embedder, clock, jobs } = setup({ chunkSize: 2, chunkPaceMs: 4_000 });
+    const stop = running(imports);
+    const callsOf = async (job: number, items: number) => {
+      await imports.enqueue(OWNER, inputs(items));
+      const calls: number[] = [];
+      while (calls.reduce((sum, size) => sum + size, 0) < items) {
+        const call = await embedder.next();
+        calls.push(call.texts.length);
+        clock.advance(100);
+        call.pass();
+      }
+      await waitUntil(() => jobs.jobs[job]?.status === "succeeded");
+      return calls;
+    };
+    // 2 items per 100 ms: 4 s of them is 80 a chunk.
+    expect((await callsOf(0, 200)).slice(0, 3)).toEqual([2, 2, 40]);
+    expect((await callsOf(1, 200))[0]).toBeGreaterThan(2);
+    await stop();
+  });
+
   test("while the database takes no writes (standbys only) the worker does not look for work", async () => {
     const { clock, timers, products, jobs, embedder } = setup();
     let writable = false;
