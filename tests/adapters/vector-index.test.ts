@@ -191,10 +191,16 @@ async function recallAt10(loaded: Loaded, queries: readonly Vector[]): Promise<n
   return found / (queries.length * 10);
 }
 
-/** The server URL of `db`'s schema (tests each have their own). */
+/**
+ * The server URL of `db`'s database and schema (tests each have their own schema, or through
+ * pgbouncer their own database): a connection straight to the server, as a build's is.
+ */
 async function urlOfSchema(db: SqlClient): Promise<string> {
-  const [where] = await db.query<{ schema: string }>("SELECT current_schema() AS schema");
+  const [where] = await db.query<{ schema: string; database: string }>(
+    "SELECT current_schema() AS schema, current_database() AS database",
+  );
   const url = new URL(POSTGRES_URL);
+  url.pathname = `/${where?.database}`;
   url.searchParams.set("search_path", `${where?.schema},public`);
   return url.toString();
 }
