@@ -211,6 +211,9 @@ const config = loadConfig({
   SEARCH_RATE_LIMIT: "0",
   WRITE_RATE_LIMIT: "0",
   QUERY_CACHE_DAYS: "0",
+  // Embedding 1,000 products afresh (a change of the embedded text) can take longer than a request's
+  // usual budget on a busy machine, and the bulk import would then answer 202 with a job.
+  REQUEST_TIMEOUT_MS: "600000",
   LOG_LEVEL: "warn",
 });
 const modelDir = config.localModelDir ?? join(REPO, "models/all-MiniLM-L6-v2");

@@ -271,8 +271,17 @@ const SEARCH_TEXT_SQL = ["name", "category", "description"]
   })
   .join(" || ");
 
-/** contentDigest (domain/product.ts) in SQL: SHA-256 hex of name, a newline and description, as UTF-8. */
+/** contentDigest (domain/product.ts) as it was at migration 5: SHA-256 hex of name, a newline and description, as UTF-8. */
 const CONTENT_DIGEST_SQL = "encode(sha256(convert_to(name || E'\\n' || description, 'UTF8')), 'hex')";
+
+/**
+ * contentDigest (domain/product.ts) of a product's text as it is now, in SQL: SHA-256 hex of
+ * "name. category. description" (an empty description left out), as UTF-8. A stored digest that
+ * differs is that of an older text (or of the text as the service embedded it before the category
+ * was part of it): re-embedding gives the product a vector of its current text.
+ */
+export const EMBEDDED_TEXT_DIGEST_SQL =
+  "encode(sha256(convert_to(concat_ws('. ', name, category, NULLIF(description, '')), 'UTF8')), 'hex')";
 
 /** The version of every migration, in order (what `schema_migrations` holds once all are applied). */
 export const MIGRATION_VERSIONS: readonly number[] = MIGRATIONS.map((migration) => migration.version);
