@@ -115,7 +115,7 @@ function sameSku(item: ValidItem): ValidItem[] {
  * ImportProducts: validates every item first and reports each invalid one by position (fields other
  * than the product's are ignored, but an embedding is refused: the service computes it); stores the
  * valid ones in chunks. An item with a sku is upserted by it: unchanged fields are `unchanged` (no
- * write), changed ones `updated`, and only a changed name or description is embedded again. Texts
+ * write), changed ones `updated`, and only a changed name, category or description is embedded again. Texts
  * are embedded a chunk at a time (the embedder batches them within its provider's limits) and each
  * chunk is written in a few statements. When the embedder fails (after its own retries), the
  * chunks already written stay and every item not yet written is reported failed, saying why. The

@@ -178,7 +178,10 @@ describe("ImportProducts", () => {
       expect(embedder.calls.map((call) => call.text).sort()).toEqual(
         [
           "Último. par. Descripción 0",
-          ...Array.from({ length: 9 }, (_, i) => `Nuevo ${i + 1}. ${i % 2 === 0 ? "impar" : "par"}. Descripción ${i + 1}`),
+          ...Array.from(
+            { length: 9 },
+            (_, i) => `Nuevo ${i + 1}. ${i % 2 === 0 ? "impar" : "par"}. Descripción ${i + 1}`,
+          ),
         ].sort(),
       );
       expect(products.products.map((stored) => stored.name).sort()).toEqual(

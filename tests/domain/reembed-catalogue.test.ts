@@ -54,7 +54,9 @@ describe("ReembedCatalogue", () => {
     ]);
     expect(await space.current()).toEqual({ model: embedder.model, dimension: 8 });
     const first = space.products.get(1);
-    expect(first?.vector).toEqual(bagOfWords(embeddingText({ name: "producto 1", category: "Hogar", description: "descripción 1" }), 8));
+    expect(first?.vector).toEqual(
+      bagOfWords(embeddingText({ name: "producto 1", category: "Hogar", description: "descripción 1" }), 8),
+    );
   });
 
   test("a failure midway leaves the live space untouched; the next run resumes with what is left", async () => {
@@ -88,10 +90,19 @@ describe("ReembedCatalogue", () => {
   test("products written during the re-embed are embedded at the switch", async () => {
     const space = catalogue(2);
     space.onSwitch = () =>
-      space.add({ id: 3, name: "nuevo", category: "Hogar", description: "", contentDigest: "d3", vector: [0, 1, 0, 0] });
+      space.add({
+        id: 3,
+        name: "nuevo",
+        category: "Hogar",
+        description: "",
+        contentDigest: "d3",
+        vector: [0, 1, 0, 0],
+      });
     const embedder = new FakeEmbedder(8);
     expect(await new ReembedCatalogue({ space, embedder }).execute()).toEqual({ products: 3 });
-    expect(space.products.get(3)?.vector).toEqual(bagOfWords(embeddingText({ name: "nuevo", category: "Hogar", description: "" }), 8));
+    expect(space.products.get(3)?.vector).toEqual(
+      bagOfWords(embeddingText({ name: "nuevo", category: "Hogar", description: "" }), 8),
+    );
   });
 
   test("a stop between batches keeps what is staged and switches nothing", async () => {

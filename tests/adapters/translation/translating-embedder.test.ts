@@ -111,8 +111,16 @@ describe.skipIf(!apertium.found)("the offline model behind Apertium (real)", () 
       category: "Kitchen & Dining",
       description: "Keeps drinks cold for 24 hours, 750 ml",
     },
-    { name: "Leather wallet", category: "Bags, Wallets & Belts", description: "Slim bifold wallet for men with card slots" },
-    { name: "Running shoes", category: "Footwear", description: "Lightweight men's sports shoes with a cushioned sole" },
+    {
+      name: "Leather wallet",
+      category: "Bags, Wallets & Belts",
+      description: "Slim bifold wallet for men with card slots",
+    },
+    {
+      name: "Running shoes",
+      category: "Footwear",
+      description: "Lightweight men's sports shoes with a cushioned sole",
+    },
     {
       name: "Mochila escolar",
       category: "Mochilas",
