@@ -332,6 +332,24 @@ function lexicalContract(open: Open): void {
     expect(await products.knowsAnyWord(["sdfghj", "dfg", "asd"])).toBe(false);
     expect(await products.knowsAnyWord([])).toBe(false);
   });
+
+  test("the vocabulary follows every way products are written: bulk inserts, bulk updates, single updates", async () => {
+    const products = await open(4);
+    const entry = (name: string): EmbeddedProduct => ({
+      product: { name, description: "", category: "Home" },
+      embedding: [1, 0, 0, 0],
+      contentDigest: `digest of ${name}`,
+    });
+    const [lamp] = await products.writeMany([{ kind: "insert", row: entry("Bedside lamp") }]);
+    expect(await products.knowsAnyWord(["bedside"])).toBe(true);
+    const id = (lamp as { written: { id: number } }).written.id;
+    await products.writeMany([
+      { kind: "update", id, expectedVersion: 1, update: { fields: { ...entry("Reading lamp").product } } },
+    ]);
+    expect(await products.knowsAnyWord(["reading"])).toBe(true);
+    await products.update(id, 2, { fields: { ...entry("Desk lamp").product } });
+    expect(await products.knowsAnyWord(["desk"])).toBe(true);
+  });
 }
 
 describe("memory fake", () => {
