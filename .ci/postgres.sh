@@ -46,4 +46,5 @@ su postgres -c "$PGBIN/initdb -D $WORK/data --auth=trust -U postgres -E UTF8 --l
 su postgres -c "$PGBIN/pg_ctl -D $WORK/data -l $WORK/server.log -o '-p $PORT -k $WORK -c listen_addresses=127.0.0.1' -w start" >/dev/null
 psql -h 127.0.0.1 -p "$PORT" -U postgres -qc "CREATE DATABASE sku_test" >/dev/null
 psql -h 127.0.0.1 -p "$PORT" -U postgres -d sku_test -qc "CREATE EXTENSION IF NOT EXISTS vector" >/dev/null
+psql -h 127.0.0.1 -p "$PORT" -U postgres -d sku_test -qc "CREATE EXTENSION IF NOT EXISTS pg_trgm" >/dev/null
 echo "postgres://postgres@127.0.0.1:$PORT/sku_test"

@@ -9,12 +9,14 @@
  *   (seeded), scored the same way, and the ratio typo'd / clean of the mean nDCG@10;
  * - the share of empty answers on the real queries and on generated gibberish ("xqzv", "asdf
  *   qwerty"; seeded);
- * - the best hit's cosine on each kind of query (where a relevance threshold would have to fall);
+ * - the best hit's cosine on each kind of query (where the relevance threshold, SEARCH_MIN_SCORE,
+ *   falls: run with SEARCH_MIN_SCORE=0 to see every query's);
  * - what translating a query costs (Apertium, warm).
  * The last line is one JSON object of the figures.
  *
- * Run by hand: `bun run eval [--eval-dir DIR] [--products all] [--seed N] [--queries]`
+ * Run by hand: `bun run eval [--eval-dir DIR] [--products all] [--seed N] [--gibberish N] [--queries]`
  * (`--products all`: products-all.jsonl.gz, 12,430 products whose extra 10,774 are unlabelled;
+ * `--gibberish N`: how many gibberish queries, 40 by default;
  * `--queries`: one line per query with its translation). No network: the offline model and
  * Apertium. Product and query vectors are kept between runs in a cache file keyed by the exact text
  * embedded (`--no-cache` to skip it): the model is deterministic, and embedding the catalogue is
@@ -29,7 +31,7 @@ import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
 import { LocalEmbedder } from "../src/adapters/providers/local-embedder.ts";
 import { ApertiumTranslator, findApertium } from "../src/adapters/translation/apertium.ts";
 import { loadConfig } from "../src/app/config.ts";
-import { createHttpService } from "../src/app/http-service.ts";
+import { createHttpService, relevanceThreshold as thresholdFor } from "../src/app/http-service.ts";
 import { createLogger } from "../src/app/logger.ts";
 import { SEARCH_MODES, type SearchMode } from "../src/domain/hybrid-ranking.ts";
 import type { Vector } from "../src/domain/vector.ts";
@@ -65,7 +67,7 @@ interface Answer {
 
 const K = 10;
 const REPO = resolve(import.meta.dir, "..");
-const GIBBERISH_QUERIES = 40;
+const GIBBERISH_QUERIES = Number(option("gibberish") ?? 40);
 
 function option(name: string): string | undefined {
   const at = process.argv.indexOf(`--${name}`);
@@ -211,12 +213,16 @@ const config = loadConfig({
   SEARCH_RATE_LIMIT: "0",
   WRITE_RATE_LIMIT: "0",
   QUERY_CACHE_DAYS: "0",
+  // Embedding 1,000 products afresh (a change of the embedded text) can take longer than a request's
+  // usual budget on a busy machine, and the bulk import would then answer 202 with a job.
+  REQUEST_TIMEOUT_MS: "600000",
   LOG_LEVEL: "warn",
 });
 const modelDir = config.localModelDir ?? join(REPO, "models/all-MiniLM-L6-v2");
 const cacheDir = join(tmpdir(), "sku-search-eval");
 if (useCache) mkdirSync(cacheDir, { recursive: true });
 const embedder = new RememberingLocalEmbedder(modelDir, useCache ? join(cacheDir, "all-MiniLM-L6-v2.tsv") : undefined);
+const relevanceThreshold = thresholdFor(config.searchMinScore, embedder);
 const container = await createHttpService(
   { ...config, databaseUrl: undefined, dataDir: join(tmpdir(), "sku-search-eval-data") },
   createLogger("warn"),
@@ -264,7 +270,8 @@ async function search(query: string, mode: SearchMode): Promise<Answer> {
   };
   return {
     ids: answer.results.map((hit) => evalIdOf.get(hit.id) ?? -1),
-    topCosine: answer.results[0]?.score ?? null,
+    // The best cosine among the answered products (in hybrid and lexical mode not always the first).
+    topCosine: answer.results.length === 0 ? null : Math.max(...answer.results.map((hit) => hit.score)),
   };
 }
 
@@ -327,6 +334,8 @@ const settings = {
         ? `Apertium spa-eng (${apertium.prefix})`
         : `off: ${apertium?.reason}`,
   hybrid_alpha: config.hybridAlpha,
+  category_boost: config.categoryBoost,
+  min_score: relevanceThreshold,
   default_mode: config.searchMode,
   products: `${productsFile} (${products.length})`,
   queries: `queries-dev.json (${queries.length}: ${groups
@@ -338,10 +347,10 @@ const settings = {
   eval_dir: evalDir,
 };
 console.log("\nsettings:");
-for (const [name, value] of Object.entries(settings)) console.log(`  ${name.padEnd(13)} ${value}`);
+for (const [name, value] of Object.entries(settings)) console.log(`  ${name.padEnd(15)} ${value}`);
 const searches = answers.size * (2 * queries.length + GIBBERISH_QUERIES);
 console.log(
-  `  ${"search".padEnd(13)} ${searches} searches through the API, ${((searchSeconds * 1000) / searches).toFixed(1)} ms each (mean)`,
+  `  ${"search".padEnd(15)} ${searches} searches through the API, ${((searchSeconds * 1000) / searches).toFixed(1)} ms each (mean)`,
 );
 console.log(
   `\nexample typo'd queries: ${typoQueries
@@ -412,6 +421,20 @@ for (const [mode, { clean, typo, gibberish: nonsense }] of answers) {
     `  ${mode.padEnd(9)} real, top grade 2 ${describe(cosines(clean, 2))}; 1 ${describe(cosines(clean, 1))}; 0 ${describe(cosines(clean, 0))}`,
   );
   console.log(`  ${"".padEnd(9)} typo'd ${describe(cosines(typo))}; gibberish ${describe(cosines(nonsense))}`);
+}
+// Calibrating SEARCH_MIN_SCORE: with SEARCH_MIN_SCORE=0 every search answers, and these are the
+// cosines a threshold would cut (the semantic answers' best: the query's nearest product).
+const semantic = answers.get("semantic");
+if (semantic) {
+  const best = (rows: readonly Answer[]) =>
+    rows.flatMap((answer) => (answer.topCosine === null ? [] : [answer.topCosine]));
+  const realMin = Math.min(...best(semantic.clean), ...best(semantic.typo));
+  const gibberishAnswered = best(semantic.gibberish);
+  console.log(
+    `relevance threshold ${relevanceThreshold} (SEARCH_MIN_SCORE): real and typo'd queries' lowest best cosine ${fixed(realMin)}; ` +
+      `gibberish answered ${gibberishAnswered.length} of ${semantic.gibberish.length}, ` +
+      `${gibberishAnswered.filter((cosine) => cosine < realMin).length} of them below that lowest (run with SEARCH_MIN_SCORE=0 to see them all)`,
+  );
 }
 
 if (perQueryLines) {

@@ -159,6 +159,7 @@ async function openPostgres(url: string): Promise<Engine> {
   await admin.unsafe(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
   await admin.unsafe(`CREATE SCHEMA ${SCHEMA}`);
   await admin.unsafe("CREATE EXTENSION IF NOT EXISTS vector");
+  await admin.unsafe("CREATE EXTENSION IF NOT EXISTS pg_trgm");
   const inSchema = new URL(url);
   inSchema.searchParams.set("search_path", `${SCHEMA},public`);
   // One connection: session settings and prepared statements stay on it, as on one pooled connection.

@@ -1,12 +1,12 @@
 /**
  * `bun run build`: compiles src/app/main.ts into one self-contained executable, dist/sku-search,
  * for the current platform (Linux, x64 or arm64). It embeds PGlite's files, a new empty database
- * (made here, so that a first start need not run initdb), pgvector, the offline model and
+ * (made here, so that a first start need not run initdb), pgvector, pg_trgm, the offline model and
  * onnxruntime's native addon; src/app/runtime-assets.ts hands them over (or writes them out) at
  * startup. The search page (src/ui) is bundled here and carried in a constant (ui-bundle.ts).
  *
  * `bun run build --assets-beside` (the container image): the files native code opens by path
- * (pgvector's bundle, the model, onnxruntime) are not embedded but laid out in
+ * (pgvector's and pg_trgm's bundles, the model, onnxruntime) are not embedded but laid out in
  * dist/sku-search-assets/<digest>/, where the executable uses them without writing anything.
  * Needs `bun install` first (it installs the model).
  */
@@ -48,6 +48,7 @@ const embedded = [
 ];
 const onDisk = [
   join(packageDir("@electric-sql/pglite-pgvector"), "dist", ON_DISK.vectorBundle),
+  join(pgliteDist, ON_DISK.trgmBundle),
   join(onnxruntimeBin, ON_DISK.onnxruntimeBinding),
   join(onnxruntimeBin, ON_DISK.onnxruntimeLibrary),
   INSTALLED_MODEL_DIR,

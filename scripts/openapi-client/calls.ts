@@ -105,6 +105,40 @@ export function everyOperation(baseUrl: string, login: { username: string; passw
         return scores;
       },
     },
+    "/products/synonyms": {
+      put: async () => {
+        const { data } = await client.PUT("/products/synonyms", {
+          headers: authorized(),
+          body: { synonyms: [["cafetera", "máquina de café"]] },
+        });
+        return data?.synonyms.length;
+      },
+      get: async () => {
+        const { data } = await client.GET("/products/synonyms", { headers: authorized() });
+        const sets: string[][] = data?.synonyms ?? [];
+        return sets;
+      },
+    },
+    "/events": {
+      post: async () => {
+        // A click on the first result of a search, with that search's id.
+        const { data } = await client.POST("/products/search", { headers: authorized(), body: { query: "cafetera" } });
+        const first = data?.results[0];
+        if (!data || !first) return undefined;
+        const { response } = await client.POST("/events", {
+          headers: authorized(),
+          body: { search_id: data.search_id, product_id: first.id, type: "click" },
+        });
+        return response.status;
+      },
+    },
+    "/analytics": {
+      get: async () => {
+        const { data } = await client.GET("/analytics", { headers: authorized(), params: { query: { days: 7 } } });
+        const rates: number[] = data?.top_queries.map((query) => query.click_through_rate) ?? [];
+        return [data?.no_result_searches, rates];
+      },
+    },
     "/products/bulk": {
       post: async () => {
         const sent = { body: [product, { ...product, sku: "CAF-16" }] };

@@ -17,6 +17,7 @@ import { registerImport } from "./commands/import.ts";
 import { registerKeys } from "./commands/keys.ts";
 import { registerReembed } from "./commands/reembed.ts";
 import { registerServe } from "./commands/serve.ts";
+import { registerSynonyms } from "./commands/synonyms.ts";
 import { registerUsers } from "./commands/users.ts";
 import { registerVectorIndex } from "./commands/vector-index.ts";
 import { ConfigError, loadConfig } from "./config.ts";
@@ -28,6 +29,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerServe,
   registerUsers,
   registerKeys,
+  registerSynonyms,
   registerImport,
   registerExport,
   registerReembed,

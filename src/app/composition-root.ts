@@ -27,7 +27,9 @@ import {
   readYourWrites,
 } from "../adapters/postgres/read-write-clients.ts";
 import { applyMigrations, checkSchema, missingMigrations, prepareDatabase } from "../adapters/postgres/schema.ts";
+import { PostgresSearchAnalytics } from "../adapters/postgres/search-analytics-store.ts";
 import { connectPostgres, type PostgresOptions, type SqlClient } from "../adapters/postgres/sql-client.ts";
+import { PostgresSynonymStore } from "../adapters/postgres/synonym-store.ts";
 import { SqlUpkeepLease } from "../adapters/postgres/upkeep-lease.ts";
 import { PostgresUserRepository } from "../adapters/postgres/user-repository.ts";
 import { IndexInUse, indexTarget, SqlVectorIndex, vectorSessionSettings } from "../adapters/postgres/vector-index.ts";
@@ -46,6 +48,7 @@ import { ImportProducts } from "../domain/import-products.ts";
 import { MaintainVectorIndex } from "../domain/maintain-vector-index.ts";
 import { ManageUsers } from "../domain/manage-users.ts";
 import { ReembedCatalogue } from "../domain/reembed-catalogue.ts";
+import { ManageSynonyms } from "../domain/synonyms.ts";
 import { type Clock, systemClock } from "../ports/clock.ts";
 import type { Embedder } from "../ports/embedder.ts";
 import type { Generator } from "../ports/generator.ts";
@@ -375,6 +378,34 @@ export class CompositionRoot {
   async manageUsers(): Promise<ManageUsers> {
     const users = await this.users();
     return this.once("manageUsers", async () => new ManageUsers({ users, hasher: this.passwordHasher() }));
+  }
+
+  /** Each catalogue's synonyms (remembered for 2 s between reads: every hybrid or lexical search asks). */
+  async synonymStore(): Promise<PostgresSynonymStore> {
+    const [, pools] = await Promise.all([this.store(), this.pools()]);
+    return this.once("synonymStore", async () => new PostgresSynonymStore(pools));
+  }
+
+  /** Reading and replacing each catalogue's synonyms. */
+  async manageSynonyms(): Promise<ManageSynonyms> {
+    return new ManageSynonyms(await this.synonymStore());
+  }
+
+  /**
+   * Where search analytics are kept, written behind the answers; closed (what is queued stored)
+   * before the database.
+   */
+  async searchAnalyticsStore(): Promise<PostgresSearchAnalytics> {
+    const [, pools, watch] = await Promise.all([this.store(), this.pools(), this.primaryWatch()]);
+    return this.once("searchAnalyticsStore", async () => {
+      const store = new PostgresSearchAnalytics(pools, {
+        retentionDays: Math.max(1, this.config.analyticsRetentionDays),
+        log: (event) => this.log.warn(event),
+        writable: () => watch === undefined || watch.state === "writable",
+      });
+      this.closers.push(() => store.close());
+      return store;
+    });
   }
 
   /** A round trip where reads go: the service answers as long as it can search. */

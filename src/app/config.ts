@@ -21,7 +21,7 @@ import {
 import type { RetryPolicy } from "../adapters/providers/resilient-fetch.ts";
 import { SEARCH_MODES, type SearchMode } from "../domain/hybrid-ranking.ts";
 import { VECTOR_INDEX_MODES, type VectorIndexPolicy } from "../domain/maintain-vector-index.ts";
-import { DEFAULT_HYBRID_ALPHA } from "../domain/search-and-recommend.ts";
+import { DEFAULT_CATEGORY_BOOST, DEFAULT_HYBRID_ALPHA } from "../domain/search-and-recommend.ts";
 import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from "../domain/user.ts";
 
 export const EMBEDDING_PROVIDERS = ["openai", "google", "local"] as const;
@@ -125,10 +125,19 @@ export interface Config {
   queryCacheMaxRows: number;
   /** Time budget of one HTTP request, in ms (503 with Retry-After past it). */
   requestTimeoutMs: number;
-  /** How searches rank when the request does not say: `semantic` (the contract's) or `hybrid`. */
+  /** How searches rank when the request does not say: `semantic` (the contract's), `hybrid` or `lexical`. */
   searchMode: SearchMode;
   /** The weight of the semantic score in hybrid searches that give none, 0 to 1. */
   hybridAlpha: number;
+  /** The weight of the boost of the categories that dominate a hybrid or lexical search's nearest products, 0 to 1. */
+  categoryBoost: number;
+  /**
+   * The relevance threshold: the cosine the best product must reach for a search to answer any
+   * (0 to 1; 0: every search answers); "auto": the one calibrated for the offline model, none for others.
+   */
+  searchMinScore: number | "auto";
+  /** Days searches and their clicks are kept for the analytics (0: none are kept). */
+  analyticsRetentionDays: number;
   /** Largest bulk import request (POST /products/bulk), in bytes. */
   bulkMaxBytes: number;
   /** Most products in one bulk import request. */
@@ -322,6 +331,12 @@ export function loadConfig(env: Env): Config {
     databaseTimeoutMs,
     searchMode: read.oneOf("SEARCH_MODE", SEARCH_MODES, "semantic"),
     hybridAlpha: read.fraction("HYBRID_ALPHA", DEFAULT_HYBRID_ALPHA),
+    categoryBoost: read.fraction("HYBRID_CATEGORY_BOOST", DEFAULT_CATEGORY_BOOST),
+    searchMinScore:
+      (read.optional("SEARCH_MIN_SCORE") ?? "auto").toLowerCase() === "auto"
+        ? "auto"
+        : read.fraction("SEARCH_MIN_SCORE", 0),
+    analyticsRetentionDays: read.integer("ANALYTICS_RETENTION_DAYS", 90, 0, 3650),
     bulkMaxBytes: read.integer("BULK_MAX_BYTES", 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     bulkMaxItems: read.integer("BULK_MAX_ITEMS", 5_000, 1, 1_000_000),
     jobRetentionHours: read.integer("JOB_RETENTION_HOURS", 168, 1, 24 * 3650),

@@ -10,14 +10,16 @@ import { currentRequestConsistency, requestLogFields } from "../adapters/http/co
 import { metricsApp } from "../adapters/http/metrics/metrics-routes.ts";
 import { PrometheusMetrics, type PrometheusMetricsOptions } from "../adapters/metrics/prometheus-metrics.ts";
 import { countProducts } from "../adapters/postgres/catalog-stats.ts";
-import { LocalEmbedder } from "../adapters/providers/local-embedder.ts";
+import { LocalEmbedder, OFFLINE_MODEL_MIN_SCORE } from "../adapters/providers/local-embedder.ts";
 import { Authenticate } from "../domain/authenticate.ts";
 import { AuthenticateKeys } from "../domain/authenticate-keys.ts";
 import { CreateProduct } from "../domain/create-product.ts";
 import { LoginThrottle } from "../domain/login-throttle.ts";
 import { ManageProducts } from "../domain/manage-products.ts";
 import { RateLimiter, type RateLimitPolicy } from "../domain/rate-limit.ts";
+import { SearchAnalytics } from "../domain/search-analytics.ts";
 import { SearchAndRecommend } from "../domain/search-and-recommend.ts";
+import type { Embedder } from "../ports/embedder.ts";
 import { CompositionRoot, type Overrides } from "./composition-root.ts";
 import type { Config } from "./config.ts";
 import { type Logger, tapLogger } from "./logger.ts";
@@ -51,6 +53,15 @@ function createMetrics(
   const { token, port } = config.metrics;
   if (token === undefined && port === undefined) return undefined;
   return new PrometheusMetrics({ version: config.version, ...read });
+}
+
+/**
+ * SEARCH_MIN_SCORE: as set, or for "auto" the threshold calibrated for the offline model (none for
+ * another model, whose cosines fall elsewhere: README "Honest empty answers" says how to choose one).
+ */
+export function relevanceThreshold(setting: number | "auto", embedder: Embedder): number {
+  if (setting !== "auto") return setting;
+  return embedder instanceof LocalEmbedder ? OFFLINE_MODEL_MIN_SCORE : 0;
 }
 
 /** The budgets RATE_LIMIT_* set; a limit of 0 leaves its bucket unlimited. */
@@ -170,6 +181,13 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
   });
   // Once a reembed elsewhere has moved the catalogue to another model, no search (cached or not).
   const spaceWatch = await root.spaceWatch();
+  const [synonymStore, analyticsStore] = await Promise.all([root.synonymStore(), root.searchAnalyticsStore()]);
+  const analytics = new SearchAnalytics({
+    store: analyticsStore,
+    clock,
+    retentionDays: config.analyticsRetentionDays,
+    log: (event) => log.info(event),
+  });
 
   const app = createHttpApp({
     authenticate,
@@ -183,9 +201,17 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
       embedder: spaceWatch ? spaceWatch.guard(queryEmbedder) : queryEmbedder,
       generator: await root.generator(),
       defaults: { mode: config.searchMode, alpha: config.hybridAlpha },
+      ranking: {
+        categoryBoost: config.categoryBoost,
+        minScore: relevanceThreshold(config.searchMinScore, embedder),
+      },
+      synonyms: synonymStore,
+      analytics,
       translator: translation.translator,
       log: (event) => (event.event === "translation_failed" ? log.warn : log.info)(event),
     }),
+    synonyms: await root.manageSynonyms(),
+    analytics,
     health: await root.databaseHealth(),
     startup: {
       migrationsApplied: () => root.migrationsApplied(),

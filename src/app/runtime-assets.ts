@@ -8,8 +8,8 @@
  * and a Blob, and a new empty database made by the build (pgdata.tar.gz), which a first start
  * unpacks instead of running initdb (about 2 s and 450 MB of memory less).
  *
- * Opened by path (ON_DISK): pgvector's vector.tar.gz (PGlite reads it with a stream Bun cannot open
- * on an embedded file), the offline model folder, and onnxruntime-node's addon with its
+ * Opened by path (ON_DISK): pgvector's vector.tar.gz and PGlite's pg_trgm.tar.gz (PGlite reads
+ * them with a stream Bun cannot open on an embedded file), the offline model folder, and onnxruntime-node's addon with its
  * libonnxruntime.so.1 (native code). Where they are is decided at build time:
  *  - `bun run build`: embedded too, and written out (about 100 MB) once into a private folder under
  *    the temp directory (TMPDIR; it must allow loading libraries, i.e. not be mounted noexec), named
@@ -40,6 +40,7 @@ export const EMBEDDED = {
 /** Files opened by path, by their name inside the executable or the folder beside it. */
 export const ON_DISK = {
   vectorBundle: "vector.tar.gz",
+  trgmBundle: "pg_trgm.tar.gz",
   onnxruntimeBinding: "onnxruntime_binding.node",
   onnxruntimeLibrary: "libonnxruntime.so.1",
   /** A folder: the whole offline model. */
@@ -99,7 +100,7 @@ function once<T>(prepare: () => Promise<T>): () => Promise<T> {
 }
 
 const preparePglite = once(async (): Promise<Required<PgliteAssets>> => {
-  const folder = await onDisk([ON_DISK.vectorBundle]);
+  const folder = await onDisk([ON_DISK.vectorBundle, ON_DISK.trgmBundle]);
   const [pgliteWasmModule, initdbWasmModule] = await Promise.all([
     WebAssembly.compile(await embedded(EMBEDDED.pgliteWasm).arrayBuffer()),
     WebAssembly.compile(await embedded(EMBEDDED.initdbWasm).arrayBuffer()),
@@ -110,6 +111,7 @@ const preparePglite = once(async (): Promise<Required<PgliteAssets>> => {
     fsBundle: embedded(EMBEDDED.pgliteData),
     initialDataDir: embedded(EMBEDDED.pgdataTemplate),
     vectorBundlePath: join(folder.path, ON_DISK.vectorBundle),
+    trgmBundlePath: join(folder.path, ON_DISK.trgmBundle),
   };
 });
 

@@ -115,7 +115,7 @@ function sameSku(item: ValidItem): ValidItem[] {
  * ImportProducts: validates every item first and reports each invalid one by position (fields other
  * than the product's are ignored, but an embedding is refused: the service computes it); stores the
  * valid ones in chunks. An item with a sku is upserted by it: unchanged fields are `unchanged` (no
- * write), changed ones `updated`, and only a changed name or description is embedded again. Texts
+ * write), changed ones `updated`, and only a changed name, category or description is embedded again. Texts
  * are embedded a chunk at a time (the embedder batches them within its provider's limits) and each
  * chunk is written in a few statements. When the embedder fails (after its own retries), the
  * chunks already written stay and every item not yet written is reported failed, saying why. The
@@ -243,8 +243,20 @@ export class ImportProducts {
       chunk.map(async (item): Promise<Plan> => {
         const current = item.product.sku === undefined ? undefined : existing.get(item.product.sku);
         const digest = await contentDigest(item.product);
-        if (current && sameFields(current, item.product)) return { item, current, digest, kind: "unchanged" };
-        return { item, current, digest, kind: current ? "update" : "insert", embed: current?.contentDigest !== digest };
+        // A stored product whose digest is not that of its own text was embedded from an older
+        // form of it (before the category was part of the embedded text): embedded again.
+        const currentStale = current !== undefined && current.contentDigest !== (await contentDigest(current));
+        if (current && sameFields(current, item.product) && !currentStale) {
+          return { item, current, currentStale, digest, kind: "unchanged" };
+        }
+        return {
+          item,
+          current,
+          currentStale,
+          digest,
+          kind: current ? "update" : "insert",
+          embed: current?.contentDigest !== digest,
+        };
       }),
     );
     const needed = plans.filter((plan) => plan.kind !== "unchanged" && plan.embed);
@@ -303,6 +315,8 @@ export class ImportProducts {
 interface Plan {
   item: ValidItem;
   current: StoredProduct | undefined;
+  /** The stored product's vector was made from another text than its fields' (its digest differs). */
+  currentStale: boolean;
   digest: string;
   kind: "insert" | "update" | "unchanged";
   embed?: boolean;
@@ -328,12 +342,15 @@ function outcomesOf(plan: Plan, outcome: BulkWriteOutcome): ImportItemResult[] {
 /**
  * The results of the items of the plan's sku once it is stored, each as if written in turn: created
  * when there was no product yet, unchanged when its fields are those of the one before it (the
- * stored product, or the import's previous item of that sku), updated otherwise.
+ * stored product, or the import's previous item of that sku), updated otherwise (a stored product
+ * embedded again from its own text, its digest stale, is updated too).
  */
 function results(plan: Plan, id: number | undefined): ImportItemResult[] {
   let before: ProductFields | undefined = plan.current;
   return sameSku(plan.item).map((item) => {
-    const status = before === undefined ? "created" : sameFields(before, item.product) ? "unchanged" : "updated";
+    const same = before !== undefined && sameFields(before, item.product);
+    const unchanged = same && !(before === plan.current && plan.currentStale);
+    const status = before === undefined ? "created" : unchanged ? "unchanged" : "updated";
     before = item.product;
     return {
       index: item.index,

@@ -49,7 +49,7 @@ export interface ListResult {
 
 /**
  * ManageProducts: read, list, change and delete products. A change re-embeds the product only
- * when the text its embedding comes from (name and description) changed; if that embedding cannot
+ * when the text its embedding comes from (name, category and description) changed; if that embedding cannot
  * be computed nothing changes. Every change writes over the version it read, so two concurrent
  * changes never leave a product with an embedding of text it no longer has.
  */

@@ -1,21 +1,28 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { Generator, Recommendation } from "../ports/generator.ts";
-import type { ProductRepository } from "../ports/product-repository.ts";
+import type { LexicalQuery, ProductRepository } from "../ports/product-repository.ts";
+import type { SynonymStore } from "../ports/synonym-store.ts";
 import type { Translation, Translator } from "../ports/translator.ts";
-import type { SearchFilter } from "./caller.ts";
+import { DEFAULT_CATALOGUE, type SearchFilter } from "./caller.ts";
 import { checkCitations, withCheckedCitations } from "./citations.ts";
 import { embedOne } from "./embed.ts";
 import { InvalidInput } from "./errors.ts";
 import { checkAlpha, fuse, SEARCH_MODES, type SearchMode } from "./hybrid-ranking.ts";
 import { normalizeCategories, publicView } from "./manage-products.ts";
 import type { ScoredProduct, VersionedHit } from "./product.ts";
+import type { SearchAnalytics } from "./search-analytics.ts";
 import { narrowCategories } from "./search-filter.ts";
+import { synonymsFor } from "./synonyms.ts";
 import { textProblem, trimText } from "./text.ts";
 import type { Vector } from "./vector.ts";
 
 export const SEARCH_LIMIT = { default: 5, min: 1, max: 50 } as const;
 export const QUERY_MAX_LENGTH = 1000;
 
+/**
+ * Said, without asking any model, when nothing in the catalogue matches the query: no product is
+ * near enough (the relevance threshold, Ranking.minScore) or none is left by the filters.
+ */
 export const NOTHING_MATCHED = "No hemos encontrado ningún producto en el catálogo que corresponda a su búsqueda.";
 
 /** Said instead when a model's whole text was citations of products it was not given. */
@@ -44,6 +51,24 @@ export interface SearchOptions {
   signal?: AbortSignal | undefined;
   /** A filter the request may narrow, never widen (a tenant token's: search-filter.ts). */
   filter?: SearchFilter | undefined;
+  /** The catalogue searched (its synonyms, its analytics); absent: the default catalogue. */
+  catalogue?: string | undefined;
+}
+
+/**
+ * What decides relevance besides the mode: the category boost of hybrid and lexical searches
+ * (hybrid-ranking.ts), and the relevance threshold under which a search answers nothing.
+ */
+export interface Ranking {
+  /** Weight of the boost of the categories that dominate the nearest products (0: none). */
+  categoryBoost: number;
+  /**
+   * The relevance threshold: when no product's cosine with the query reaches it (and, in hybrid
+   * and lexical mode, no product matches its words), the search answers no products (and
+   * NOTHING_MATCHED, without asking a model); so does a query none of whose words can be read
+   * (`readable`). 0: every search answers.
+   */
+  minScore: number;
 }
 
 /** How a search ranks when the request does not say. */
@@ -54,6 +79,8 @@ export interface SearchDefaults {
 }
 
 export interface SearchResult {
+  /** Names this search in the clicks and conversions a shop reports on its results (analytics). */
+  searchId: string;
   query: string;
   recommendation: string;
   results: ScoredProduct[];
@@ -67,12 +94,13 @@ export interface SearchResult {
  * `done` together; the event stream sends each as it comes.
  */
 export type SearchEvent =
-  | { type: "results"; query: string; results: ScoredProduct[] }
+  | { type: "results"; searchId: string; query: string; results: ScoredProduct[] }
   | { type: "delta"; text: string }
   /** Every delta so far is withdrawn: the writer failed and the next one's text replaces it. */
   | { type: "reset" }
   | {
       type: "done";
+      searchId: string;
       /** The whole recommendation, label included, exactly as the JSON answer would carry it. */
       recommendation: string;
       citedIds: number[];
@@ -89,14 +117,22 @@ export interface Deps {
   generator: Generator;
   /** Defaults: semantic ranking (the contract's); alpha as chosen on the eval set. */
   defaults?: SearchDefaults;
+  /** Defaults: DEFAULT_RANKING (the category boost as measured, no relevance threshold). */
+  ranking?: Ranking;
+  /** Each catalogue's synonyms, added to the lexical side of hybrid and lexical searches; absent: none. */
+  synonyms?: SynonymStore | undefined;
+  /** Told of every answered search (its id, query, mode and how many results); absent: nothing kept. */
+  analytics?: Pick<SearchAnalytics, "searched"> | undefined;
+  /** Makes each search's id (default: a random UUID). */
+  newSearchId?: () => string;
   /**
    * Brings a Spanish query into English, once per search: the embedder is given its English, and a
    * hybrid search matches the words of both. Absent: the query as it is. A failure is not fatal.
    */
   translator?: Translator | undefined;
   /**
-   * Receives one `search` event per answered search (sizes and the milliseconds of each stage:
-   * translateMs, embedMs, searchMs, checkMs, generateMs; never the query), and a
+   * Receives one `search` event per answered search (its mode, sizes and the milliseconds of each
+   * stage: translateMs, embedMs, searchMs, checkMs, generateMs; never the query), and a
    * `translation_failed` warning when the translator could not answer.
    */
   log?: (event: Record<string, unknown>) => void;
@@ -118,15 +154,23 @@ interface CheckedRequest {
  */
 export const DEFAULT_HYBRID_ALPHA = 0.75;
 
+/**
+ * The weight of the category boost, chosen on the eval set's dev queries (bench/eval.ts, offline
+ * model): see the README's search quality figures.
+ */
+export const DEFAULT_CATEGORY_BOOST = 0.4;
+
+export const DEFAULT_RANKING: Ranking = { categoryBoost: DEFAULT_CATEGORY_BOOST, minScore: 0 };
+
 /** Hybrid candidates taken from each side, as a multiple of the limit (at least 40). */
 function hybridCandidatesFor(limit: number): number {
   return Math.max(40, 4 * limit);
 }
 
-/** What the search understood of the query: its vector and the texts whose words hybrid mode matches. */
+/** What the search understood of the query: its vector and, in hybrid and lexical mode, the words to match. */
 interface UnderstoodQuery {
   embedding: Vector;
-  lexicalTexts: string[];
+  lexical: LexicalQuery;
 }
 
 /** How an answer leaves: whole once everything is known (JSON), or streamed as each part is ready (events). */
@@ -153,9 +197,11 @@ const RUN_AGAIN = Symbol("run again");
 export class SearchAndRecommend {
   /** How this service ranks when a request does not say (its SEARCH_MODE and HYBRID_ALPHA). */
   readonly defaults: SearchDefaults;
+  private readonly ranking: Ranking;
 
   constructor(private readonly deps: Deps) {
     this.defaults = deps.defaults ?? { mode: "semantic", alpha: DEFAULT_HYBRID_ALPHA };
+    this.ranking = deps.ranking ?? DEFAULT_RANKING;
   }
 
   /** `signal` aborts (with the reason to throw) when the caller stops waiting: provider requests are cancelled. */
@@ -164,7 +210,13 @@ export class SearchAndRecommend {
     for await (const event of this.events(request, options, "whole")) {
       if (event.type === "results") results = event.results;
       if (event.type === "done") {
-        return { query: request.query, recommendation: event.recommendation, results, citedIds: event.citedIds };
+        return {
+          searchId: event.searchId,
+          query: request.query,
+          recommendation: event.recommendation,
+          results,
+          citedIds: event.citedIds,
+        };
       }
     }
     throw new Error("the search pipeline ended without its done event");
@@ -182,15 +234,27 @@ export class SearchAndRecommend {
   /** The pipeline: check, understand the query, retrieve, check the results, write, answer (see the class). */
   private async *events(
     request: SearchRequest,
-    { signal, filter }: SearchOptions,
+    { signal, filter, catalogue = DEFAULT_CATALOGUE }: SearchOptions,
     delivery: Delivery,
   ): AsyncGenerator<SearchEvent> {
     const checked = checkSearchRequest(request, this.defaults, filter);
+    const searchId = (this.deps.newSearchId ?? (() => crypto.randomUUID()))();
+    /** Keeps the answered search for the analytics (behind the answer). */
+    const answered = (results: number) =>
+      this.deps.analytics?.searched({ searchId, catalogue, query: checked.query, mode: checked.mode, results });
+    const nothing = (): SearchEvent => ({
+      type: "done",
+      searchId,
+      recommendation: NOTHING_MATCHED,
+      citedIds: [],
+      writer: null,
+    });
     if (checked.categories === "nothing") {
       // The request's categories and the fixed filter's have none in common: nothing to look at.
-      this.logSearch({ results: 0, recommendedBy: null, filteredOut: true });
-      yield { type: "results", query: request.query, results: [] };
-      yield { type: "done", recommendation: NOTHING_MATCHED, citedIds: [], writer: null };
+      this.logSearch({ mode: checked.mode, results: 0, recommendedBy: null, filteredOut: true });
+      answered(0);
+      yield { type: "results", searchId, query: request.query, results: [] };
+      yield nothing();
       return;
     }
     const categories = checked.categories;
@@ -199,10 +263,11 @@ export class SearchAndRecommend {
     const stages = { translateMs: 0, embedMs: 0, searchMs: 0, checkMs: 0, generateMs: 0 };
     const translation = await this.translate(checked.query, signal);
     stages.translateMs = timer.lap();
-    const query = await this.understand(checked, translation, signal);
+    const query = await this.understand(checked, translation, catalogue, signal);
     stages.embedMs = timer.lap();
     const results = (hits: VersionedHit[]): SearchEvent => ({
       type: "results",
+      searchId,
       query: request.query,
       results: hits.map(scoredView),
     });
@@ -213,18 +278,22 @@ export class SearchAndRecommend {
       stages.checkMs += timer.lap();
       return checkedHits;
     };
+    // A query the service cannot read at all answers nothing, whatever its nearest products.
+    const read = await this.readable(checked.query, translation, catalogue);
+    stages.searchMs += timer.lap();
     for (let run = 1; ; run++) {
       const lastRun = run === SEARCH_RUNS;
       timer.lap();
-      const found = await this.retrieve(query, { ...checked, categories });
+      const found = read ? await this.retrieve(query, { ...checked, categories }) : [];
       stages.searchMs += timer.lap();
       // Streamed, the results leave now, with the first event: they are checked now.
       const hits = delivery === "streamed" ? await check(found, lastRun) : found;
       if (hits === RUN_AGAIN) continue;
       if (hits.length === 0) {
-        this.logSearch({ results: 0, ...stages, recommendedBy: null });
+        this.logSearch({ mode: checked.mode, results: 0, ...stages, recommendedBy: null });
+        answered(0);
         yield results(hits);
-        yield { type: "done", recommendation: NOTHING_MATCHED, citedIds: [], writer: null };
+        yield nothing();
         return;
       }
       signal?.throwIfAborted();
@@ -241,10 +310,12 @@ export class SearchAndRecommend {
           }
           const label = labelOf(event.recommendation);
           stages.generateMs = timer.lap();
-          this.logSearch({ results: hits.length, ...stages, recommendedBy: label, streamed: true });
+          this.logSearch({ mode: checked.mode, results: hits.length, ...stages, recommendedBy: label, streamed: true });
+          answered(hits.length);
           const { provider, model } = event.recommendation;
           yield {
             type: "done",
+            searchId,
             recommendation: `[${label}] ${event.recommendation.text || NOTHING_GROUNDED}`,
             citedIds: event.citedIds,
             writer: { provider, model, position: event.position },
@@ -260,7 +331,8 @@ export class SearchAndRecommend {
       const current = await check(hits, lastRun);
       if (current === RUN_AGAIN) continue;
       const label = labelOf(written);
-      this.logSearch({ results: current.length, ...stages, recommendedBy: label });
+      this.logSearch({ mode: checked.mode, results: current.length, ...stages, recommendedBy: label });
+      answered(current.length);
       // Citations of anything but the products returned are removed: the answer cites only what it shows.
       const cited = checkCitations(
         written.text,
@@ -269,6 +341,7 @@ export class SearchAndRecommend {
       yield results(current);
       yield {
         type: "done",
+        searchId,
         recommendation: `[${label}] ${cited.text || NOTHING_GROUNDED}`,
         citedIds: cited.citedIds,
         writer: { provider: written.provider, model: written.model },
@@ -278,20 +351,46 @@ export class SearchAndRecommend {
   }
 
   /**
-   * The query's vector and, in hybrid mode, the texts whose words are matched: the embedder gets
-   * the query's English (translated once, before), the lexical side both texts.
+   * The query's vector and, in hybrid and lexical mode, the words to match: the embedder gets the
+   * query's English (translated once, before); the lexical side the query and its English, and as
+   * expansions the dictionary's other translations of its words and the catalogue's synonyms of
+   * them (read while the query is embedded).
    */
   private async understand(
     checked: CheckedRequest,
     translation: Translation | undefined,
+    catalogue: string,
     signal: AbortSignal | undefined,
   ): Promise<UnderstoodQuery> {
-    const embedding = await embedOne(this.deps.embedder, translation?.text ?? checked.query, "query", signal);
-    if (checked.mode === "semantic") return { embedding, lexicalTexts: [] };
-    return {
-      embedding,
-      lexicalTexts: translation?.translated ? [checked.query, translation.text] : [checked.query],
-    };
+    const texts = translation?.translated ? [checked.query, translation.text] : [checked.query];
+    const [embedding, sets] = await Promise.all([
+      embedOne(this.deps.embedder, translation?.text ?? checked.query, "query", signal),
+      checked.mode === "semantic" ? [] : (this.deps.synonyms?.get(catalogue) ?? []),
+    ]);
+    if (checked.mode === "semantic") return { embedding, lexical: { texts: [], expansions: [] } };
+    const expansions = [...(translation?.alternatives ?? []), ...synonymsFor(texts, sets)];
+    // With a translator, only the words its dictionaries do not know may be misspelt ("wear" is no typo).
+    const misspellable = translation ? (translation.unknownWords ?? []) : undefined;
+    return { embedding, lexical: { texts, expansions, misspellable } };
+  }
+
+  /**
+   * Whether the query holds anything the service can read, when the relevance threshold is on and
+   * a translator can tell: a word one of its dictionaries knows, a number, a word of the catalogue's
+   * names and categories (or one like it by spelling: a misspelt brand), or a term of the
+   * catalogue's synonyms. Gibberish ("sdfghj dfg", "xqzv") holds none of them; its nearest products
+   * are as near as real queries' (bench/eval.ts: the best cosines of 40 gibberish queries and of the
+   * 40 dev queries overlap from 0.345 to 0.478), so no cosine threshold alone tells them apart.
+   * Without a translator (no dictionary to ask), every query is read.
+   */
+  private async readable(query: string, translation: Translation | undefined, catalogue: string): Promise<boolean> {
+    if (this.ranking.minScore <= 0 || translation === undefined) return true;
+    const unknown = new Set(translation.unknownWords ?? []);
+    const tokens = query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+    if (tokens.some((token) => /\p{N}/u.test(token) || !unknown.has(token))) return true;
+    const sets = (await this.deps.synonyms?.get(catalogue)) ?? [];
+    if (synonymsFor([query], sets).length > 0) return true;
+    return this.deps.products.knowsAnyWord([...unknown]);
   }
 
   /**
@@ -321,17 +420,30 @@ export class SearchAndRecommend {
     }
   }
 
-  /** The `limit` best products: by cosine, or in hybrid mode by the blend of cosine and lexical match. */
+  /**
+   * The `limit` best products: by cosine, or in hybrid and lexical mode by the blend of cosine,
+   * lexical match and category boost (hybrid-ranking.ts). None when no product's cosine reaches
+   * the relevance threshold and, in hybrid and lexical mode, no product matches the query's words.
+   */
   private async retrieve(
-    { embedding, lexicalTexts }: UnderstoodQuery,
+    { embedding, lexical }: UnderstoodQuery,
     checked: CheckedRequest & { categories: readonly string[] | undefined },
   ): Promise<VersionedHit[]> {
-    if (checked.mode === "semantic") return this.deps.products.searchByVector(embedding, checked);
-    const candidates = await this.deps.products.hybridCandidates(embedding, lexicalTexts, {
+    const { minScore, categoryBoost } = this.ranking;
+    if (checked.mode === "semantic") {
+      const hits = await this.deps.products.searchByVector(embedding, checked);
+      return minScore > 0 && (hits[0]?.score ?? 0) < minScore ? [] : hits;
+    }
+    const candidates = await this.deps.products.hybridCandidates(embedding, lexical, {
       candidates: hybridCandidatesFor(checked.limit),
       categories: checked.categories,
     });
-    return fuse(candidates, checked.alpha)
+    // Words matched are relevance too (a shop's synonym the model has never seen, a model number).
+    const nearest = Math.max(0, ...candidates.map((candidate) => candidate.score));
+    if (minScore > 0 && nearest < minScore && !candidates.some((candidate) => candidate.lexical > 0)) return [];
+    // Lexical: ranked by the words alone; which categories dominate is still told by meaning and words together.
+    const alpha = checked.mode === "lexical" ? 0 : checked.alpha;
+    return fuse(candidates, { alpha, categoryBoost, dominanceAlpha: checked.alpha })
       .slice(0, checked.limit)
       .map(({ lexical: _lexical, ...hit }) => hit);
   }

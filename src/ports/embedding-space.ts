@@ -6,12 +6,16 @@ export interface EmbeddingSpace {
   dimension: number;
 }
 
-/** What re-embedding reads of a product: its id and the text its embedding is computed from. */
+/** What re-embedding reads of a product: its id and the fields its embedding is computed from. */
 export interface ProductText {
   id: number;
   name: string;
+  category: string;
   description: string;
-  /** Digest of that text (domain/product.ts contentDigest): a staged vector counts only for the digest it was made from. */
+  /**
+   * Digest of that text as it is now (domain/product.ts contentDigest): a staged vector counts only
+   * for the digest it was made from, and becomes the product's stored digest at the switch.
+   */
   contentDigest: string;
 }
 

@@ -89,6 +89,24 @@ export interface SearchQuery {
   categories?: readonly string[] | undefined;
 }
 
+/**
+ * The words a hybrid or lexical search matches: any of them (OR), each stemmed as products are. A
+ * word of 4 or more letters that no product's name or category holds (and that may be misspelt) is
+ * also matched as the word of theirs it is nearest to by spelling (typo tolerance: "cushoins" finds
+ * what "cushions" finds).
+ */
+export interface LexicalQuery {
+  /** The shopper's words: the query, and its English when it was translated. */
+  texts: readonly string[];
+  /** Words that may stand for them: the dictionary's other translations, the catalogue's synonyms. */
+  expansions: readonly string[];
+  /**
+   * The words of `texts` that may be misspelt (those no dictionary knows, when a translator could
+   * tell): only these are matched by spelling. Absent: any word of `texts`.
+   */
+  misspellable?: readonly string[] | undefined;
+}
+
 export interface HybridQuery {
   /** Candidates taken from each side: the most similar by embedding, and the best lexical matches. */
   candidates: number;
@@ -137,11 +155,16 @@ export interface ProductRepository {
   /** The `limit` products most similar to `embedding` by cosine similarity, most similar first. */
   searchByVector(embedding: Vector, query: SearchQuery): Promise<VersionedHit[]>;
   /**
-   * The candidates of a hybrid search: the products most similar to `embedding` together with
-   * those whose words best match any of `texts` (the query, and its translation), each with both
-   * its cosine and its lexical score.
+   * The candidates of a hybrid or lexical search: the products most similar to `embedding`
+   * together with those whose words best match the lexical query, each with both its cosine and
+   * its lexical score.
    */
-  hybridCandidates(embedding: Vector, texts: readonly string[], query: HybridQuery): Promise<HybridCandidate[]>;
+  hybridCandidates(embedding: Vector, lexical: LexicalQuery, query: HybridQuery): Promise<HybridCandidate[]>;
+  /**
+   * Whether the catalogue's names or categories hold any of these words (lower case), or for a
+   * word of 4 or more letters one like it by spelling (as the lexical query's typo tolerance).
+   */
+  knowsAnyWord(words: readonly string[]): Promise<boolean>;
   /** The current version of each of these products that still exists. */
   versions(ids: readonly number[]): Promise<Map<number, number>>;
 }

@@ -6,6 +6,18 @@ export interface Translation {
   text: string;
   language: Language;
   translated: boolean;
+  /**
+   * Other English words the dictionary gives for the translated text's words, besides those the
+   * translation chose ("reloj": watch chosen, clock another): a search may match them too. Absent
+   * when there are none, or the translator cannot tell.
+   */
+  alternatives?: string[];
+  /**
+   * The text's words (lower case) that no dictionary of the translator knows, once repaired: most
+   * often misspellings, which a search may match by spelling. Absent when there are none, or the
+   * translator cannot tell.
+   */
+  unknownWords?: string[];
 }
 
 /**

@@ -1,7 +1,9 @@
 /**
- * The search: the form (query, number of results, mode and its weight, categories), the products
- * as soon as the service finds them, and the recommendation as it is written, streamed as
- * server-sent events, with its label and its citations linked to the products they name.
+ * The search: the form (query, number of results, mode and its weight, categories; hybrid by
+ * default), the products as soon as the service finds them, and the recommendation as it is
+ * written, streamed as server-sent events, with its label and its citations linked to the products
+ * they name. Opening a product (its name, or a citation of it) is reported as a click on that
+ * search's result (POST /events), for the shop's search analytics.
  */
 import { QUERY_MAX_LENGTH, SEARCH_LIMIT } from "../domain/search-and-recommend.ts";
 import type { Api } from "./api.ts";
@@ -31,6 +33,12 @@ const EMPTY_CATALOGUE = " El catálogo está vacío: añade productos en «Produ
 
 type DoneEvent = Writer & { recommendation: string; cited_ids: number[] };
 
+interface ResultsEvent {
+  search_id: string;
+  query: string;
+  results: Hit[];
+}
+
 export class SearchView {
   private readonly form = byId("search-form", HTMLFormElement);
   private readonly query = byId("search-query", HTMLInputElement);
@@ -53,6 +61,9 @@ export class SearchView {
   /** The catalogue has no products (as of the last categories read): an empty search says where to add some. */
   private catalogueEmpty = false;
   private readonly hits = new Map<number, { hit: Hit; item: HTMLLIElement }>();
+  /** The shown results' search, and the products of it already reported as opened. */
+  private searchId: string | undefined;
+  private readonly opened = new Set<number>();
 
   constructor(private readonly api: Api) {
     this.query.maxLength = QUERY_MAX_LENGTH;
@@ -65,6 +76,13 @@ export class SearchView {
     });
     this.mode.addEventListener("change", () => {
       this.alpha.disabled = this.mode.value !== "hybrid";
+    });
+    this.alpha.disabled = this.mode.value !== "hybrid";
+    // Following a citation opens the product it names.
+    this.text.addEventListener("click", (event) => {
+      const cite = (event.target as Element | null)?.closest?.("a.cite");
+      const id = Number(cite?.getAttribute("href")?.replace("#result-", ""));
+      if (Number.isInteger(id) && this.hits.has(id)) this.open(id, true);
     });
     this.alpha.addEventListener("input", () => {
       this.alphaValue.value = formatWeight(Number(this.alpha.value));
@@ -118,7 +136,7 @@ export class SearchView {
       query: this.query.value,
       limit: Number(this.limit.value),
       ...(categories.length > 0 ? { category: categories } : {}),
-      ...(mode ? { mode } : {}),
+      mode,
       ...(mode === "hybrid" ? { alpha: Number(this.alpha.value) } : {}),
     };
   }
@@ -140,15 +158,15 @@ export class SearchView {
       });
       if (!response.body || !(response.headers.get("content-type") ?? "").includes("text/event-stream")) {
         // Not streamed (something between us and the service took it whole): the JSON answer.
-        const answer = (await response.json()) as { query: string; results: Hit[] } & DoneEvent;
-        this.showResults(answer.query, answer.results);
+        const answer = (await response.json()) as ResultsEvent & DoneEvent;
+        this.showResults(answer);
         this.finish({ ...answer, provider: null, model: null, position: null });
         return;
       }
       for await (const { event, data } of serverEvents(response.body)) {
         if (signal.aborted) return;
         const payload = JSON.parse(data);
-        if (event === "results") this.showResults(payload.query, payload.results);
+        if (event === "results") this.showResults(payload);
         else if (event === "delta") this.write(this.written + payload.text);
         else if (event === "reset") {
           this.write("");
@@ -172,8 +190,10 @@ export class SearchView {
     }
   }
 
-  private showResults(query: string, hits: readonly Hit[]): void {
+  private showResults({ search_id: searchId, query, results: hits }: ResultsEvent): void {
     this.hits.clear();
+    this.searchId = searchId;
+    this.opened.clear();
     this.results.replaceChildren(...hits.map((hit) => this.resultItem(hit)));
     this.output.hidden = false;
     say(
@@ -200,16 +220,43 @@ export class SearchView {
     );
     if (hybrid) score.append(h("span", { className: "score-detail", text: ` · similitud ${formatScore(hit.score)}` }));
     const meta = [hit.category, hit.sku === undefined ? "" : `SKU ${hit.sku}`].filter(Boolean).join(" · ");
+    const description = h("p", {
+      className: "result-description",
+      text: hit.description,
+      attrs: { id: `result-description-${hit.id}` },
+    });
+    const open = h("button", {
+      className: "result-open",
+      text: hit.name,
+      attrs: { type: "button", "aria-expanded": "false", "aria-controls": description.id },
+    });
+    open.addEventListener("click", () => this.open(hit.id, open.getAttribute("aria-expanded") !== "true"));
     const item = h(
       "li",
       { className: "card result", attrs: { id: `result-${hit.id}`, tabindex: "-1", "data-id": String(hit.id) } },
-      h("div", { className: "result-head" }, h("h3", { className: "result-name", text: hit.name }), score),
+      h("div", { className: "result-head" }, h("h3", { className: "result-name" }, open), score),
       h("p", { className: "result-meta", text: meta }),
-      h("p", { className: "result-description", text: hit.description }),
+      description,
       h("p", { className: "cited-badge", text: "Citado en la recomendación" }),
     );
     this.hits.set(hit.id, { hit, item });
     return item;
+  }
+
+  /**
+   * Shows a result whole (or back to its first lines); the first opening of each product of a
+   * search is reported to the service as a click on that search's result. A report that fails
+   * changes nothing on the page: analytics are not worth an error message.
+   */
+  private open(id: number, opened: boolean): void {
+    const item = this.hits.get(id)?.item;
+    if (!item) return;
+    item.classList.toggle("open", opened);
+    item.querySelector(".result-open")?.setAttribute("aria-expanded", String(opened));
+    if (!opened || this.searchId === undefined || this.opened.has(id)) return;
+    this.opened.add(id);
+    const event = { search_id: this.searchId, product_id: id, type: "click" };
+    this.api.json("/events", "POST", event).catch(() => {});
   }
 
   /** Shows the recommendation written so far, citations as links, and highlights the products it cites. */

@@ -7,7 +7,12 @@ import { PostgresProductRepository } from "../../src/adapters/postgres/product-r
 import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import type { NewProduct, Product } from "../../src/domain/product.ts";
 import type { Vector } from "../../src/domain/vector.ts";
-import type { BulkWrite, EmbeddedProduct, ProductRepository } from "../../src/ports/product-repository.ts";
+import type {
+  BulkWrite,
+  EmbeddedProduct,
+  LexicalQuery,
+  ProductRepository,
+} from "../../src/ports/product-repository.ts";
 import { cosineSimilarity, MemoryProductRepository } from "../fakes/memory-product-repository.ts";
 import { seededRandom } from "../support/seeded-random.ts";
 import { forEachDatabase } from "../support/test-databases.ts";
@@ -229,6 +234,9 @@ function catalogueContract(open: Open): void {
   });
 }
 
+/** A lexical query of one text, nothing more. */
+const words = (text: string): LexicalQuery => ({ texts: [text], expansions: [] });
+
 /** Lexical search as PostgreSQL does it: words of either language, stemmed, matched in the name first. */
 function lexicalContract(open: Open): void {
   test("hybrid candidates: the most similar by embedding and the best word matches, each with both scores", async () => {
@@ -248,7 +256,7 @@ function lexicalContract(open: Open): void {
       { name: "Running socks", description: "Light", category: "sport" },
       [0.9, 0.1, 0, 0],
     );
-    const candidates = await products.hybridCandidates([1, 0, 0, 0], ["machines for coffee"], { candidates: 2 });
+    const candidates = await products.hybridCandidates([1, 0, 0, 0], words("machines for coffee"), { candidates: 2 });
     const byId = new Map(candidates.map((candidate) => [candidate.id, candidate]));
     // Two nearest by embedding (kettle, socks) and the word match (espresso), however far its vector.
     expect([...byId.keys()].sort()).toEqual([espresso.id, kettle.id, socks.id].sort());
@@ -266,11 +274,81 @@ function lexicalContract(open: Open): void {
       { name: "Coffee cup", description: "Ceramic", category: "tableware" },
       [0, 1, 0, 0],
     );
-    const candidates = await products.hybridCandidates([1, 0, 0, 0], ["coffee"], {
+    const candidates = await products.hybridCandidates([1, 0, 0, 0], words("coffee"), {
       candidates: 5,
       categories: ["tableware"],
     });
     expect(candidates.map((candidate) => candidate.id)).toEqual([cup.id]);
+  });
+
+  test("a misspelt word of 4+ letters finds what its right spelling finds (typo tolerance)", async () => {
+    const products = await open(4);
+    const cushion = await add(
+      products,
+      { name: "Velvet cushion cover", description: "Soft", category: "Home Furnishing" },
+      [0, 1, 0, 0],
+    );
+    await add(products, { name: "Kettle", description: "Boils water", category: "Kitchen" }, [1, 0, 0, 0]);
+    const matched = async (lexical: LexicalQuery) =>
+      (await products.hybridCandidates([1, 0, 0, 0], lexical, { candidates: 1 }))
+        .filter((candidate) => candidate.lexical > 0)
+        .map((candidate) => candidate.id);
+    expect(await matched(words("cushion covers"))).toEqual([cushion.id]);
+    // One letter replaced, one swapped, one dropped: each still finds the cushion cover.
+    for (const typo of ["cushiom", "cuhsion", "cushon", "velvte"]) {
+      expect(await matched(words(`${typo} for the sofa`))).toEqual([cushion.id]);
+    }
+    // Only the words that may be misspelt are read by spelling (those no dictionary knew, when told).
+    expect(await matched({ texts: ["cushiom"], expansions: [], misspellable: [] })).toEqual([]);
+    expect(await matched({ texts: ["cushiom"], expansions: [], misspellable: ["cushiom"] })).toEqual([cushion.id]);
+    // Short words are not guessed at: too many words are one letter from them.
+    expect(await matched(words("cus"))).toEqual([]);
+  });
+
+  test("expansions are matched like the query's own words", async () => {
+    const products = await open(4);
+    const watch = await add(products, { name: "Analog watch", description: "", category: "Watches" }, [0, 1, 0, 0]);
+    await add(products, { name: "Wall clock", description: "", category: "Home" }, [1, 0, 0, 0]);
+    const lexicalOf = async (lexical: LexicalQuery) =>
+      new Map(
+        (await products.hybridCandidates([1, 0, 0, 0], lexical, { candidates: 5 })).map((c) => [c.id, c.lexical]),
+      );
+    expect((await lexicalOf(words("reloj"))).get(watch.id)).toBe(0);
+    expect((await lexicalOf({ texts: ["reloj"], expansions: ["watch"] })).get(watch.id)).toBeGreaterThan(0);
+  });
+
+  test("knowsAnyWord: a word of the names and categories, or one a slip away; nothing else", async () => {
+    const products = await open(4);
+    await add(
+      products,
+      { name: "Casio analog watch", description: "Water resistant", category: "Watches" },
+      [1, 0, 0, 0],
+    );
+    expect(await products.knowsAnyWord(["casio"])).toBe(true);
+    expect(await products.knowsAnyWord(["xqzv", "watches"])).toBe(true);
+    expect(await products.knowsAnyWord(["cassio"])).toBe(true);
+    // Not the descriptions' words, not gibberish, not short words by spelling.
+    expect(await products.knowsAnyWord(["resistant"])).toBe(false);
+    expect(await products.knowsAnyWord(["sdfghj", "dfg", "asd"])).toBe(false);
+    expect(await products.knowsAnyWord([])).toBe(false);
+  });
+
+  test("the vocabulary follows every way products are written: bulk inserts, bulk updates, single updates", async () => {
+    const products = await open(4);
+    const entry = (name: string): EmbeddedProduct => ({
+      product: { name, description: "", category: "Home" },
+      embedding: [1, 0, 0, 0],
+      contentDigest: `digest of ${name}`,
+    });
+    const [lamp] = await products.writeMany([{ kind: "insert", row: entry("Bedside lamp") }]);
+    expect(await products.knowsAnyWord(["bedside"])).toBe(true);
+    const id = (lamp as { written: { id: number } }).written.id;
+    await products.writeMany([
+      { kind: "update", id, expectedVersion: 1, update: { fields: { ...entry("Reading lamp").product } } },
+    ]);
+    expect(await products.knowsAnyWord(["reading"])).toBe(true);
+    await products.update(id, 2, { fields: { ...entry("Desk lamp").product } });
+    expect(await products.knowsAnyWord(["desk"])).toBe(true);
   });
 }
 
@@ -301,7 +379,9 @@ forEachDatabase((db) => {
       [0, 0, 1, 0],
     );
     const lexicalOf = async (text: string) =>
-      new Map((await products.hybridCandidates([1, 0, 0, 0], [text], { candidates: 5 })).map((c) => [c.id, c.lexical]));
+      new Map(
+        (await products.hybridCandidates([1, 0, 0, 0], words(text), { candidates: 5 })).map((c) => [c.id, c.lexical]),
+      );
     expect((await lexicalOf("zapatilla para correr")).get(shoes.id)).toBeGreaterThan(0);
     expect((await lexicalOf("boot for hikes")).get(boots.id)).toBeGreaterThan(0);
     const stopWords = await lexicalOf("the of and para la");

@@ -168,6 +168,7 @@ describe.skipIf(!postgresUrl)("on a PostgreSQL server (TEST_DATABASE_URL)", () =
     const schema = `rate_${process.pid}`;
     const admin = connectPostgres(postgresUrl, { maxConnections: 1 });
     await admin.query("CREATE EXTENSION IF NOT EXISTS vector");
+    await admin.query("CREATE EXTENSION IF NOT EXISTS pg_trgm");
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await admin.query(`CREATE SCHEMA ${schema}`);
     const url = new URL(postgresUrl);

@@ -18,7 +18,7 @@ import { PostgresUserRepository } from "../../src/adapters/postgres/user-reposit
 import { Authenticate, TOKEN_REFUSALS } from "../../src/domain/authenticate.ts";
 import { DatabaseUnavailable, EmbeddingUnavailable, UserAlreadyExists } from "../../src/domain/errors.ts";
 import { LoginThrottle } from "../../src/domain/login-throttle.ts";
-import { embeddingText, type NewProduct, type Product } from "../../src/domain/product.ts";
+import { contentDigest, embeddingText, type NewProduct, type Product } from "../../src/domain/product.ts";
 import { ReembedCatalogue, type ReembedOptions } from "../../src/domain/reembed-catalogue.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { ApiKeyRepository } from "../../src/ports/api-key-repository.ts";
@@ -752,6 +752,24 @@ function databaseContract(db: TestDatabase): void {
     await reembedProducts(client, new FakeEmbedder());
     expect(await tableColumns(client, "products")).not.toContain("embedding_half");
     expect(await new PostgresProductRepository(client, 3).searchByVector([1, 1, 1], { limit: 10 })).toHaveLength(6);
+  });
+
+  test("a re-embed leaves each product with the digest of its current text, as contentDigest computes it", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    const repository = new PostgresProductRepository(client, space.dimension);
+    const products = [shoe, { ...lamp, description: "" }, { ...mug, name: 'Taza "térmica"\tñ 😀' }];
+    const added = [];
+    for (const [i, product] of products.entries()) added.push(await stored(repository.add(row(product, [1, i, 0, 0]))));
+    // `row` stores made-up digests, as a catalogue embedded before the category was in the text has stale ones.
+    const embedder = new FakeEmbedder();
+    await reembedProducts(client, embedder);
+    expect(embedder.calls).toBe(1);
+    await prepareDatabase(client, { model: "fake-3", dimension: 3 });
+    const after = new PostgresProductRepository(client, 3);
+    for (const [i, product] of products.entries()) {
+      expect((await after.get(added[i]?.id as number))?.contentDigest).toBe(await contentDigest(product));
+    }
   });
 
   test("a re-embed that fails midway leaves the live embeddings as they were; the next run resumes and switches", async () => {

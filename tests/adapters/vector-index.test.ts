@@ -312,10 +312,14 @@ forEachDatabase((database, engine) => {
           const truth = bruteForce(loaded, query, 10, ["main"]);
           foundMain += main.filter((hit) => truth.includes(hit.id)).length;
           // Hybrid candidates take the same plans.
-          const hybrid = await loaded.products.hybridCandidates(query, ["producto"], {
-            candidates: 40,
-            categories: ["apart"],
-          });
+          const hybrid = await loaded.products.hybridCandidates(
+            query,
+            { texts: ["producto"], expansions: [] },
+            {
+              candidates: 40,
+              categories: ["apart"],
+            },
+          );
           expect(hybrid.every((hit) => loaded.categories.get(hit.id) === "apart")).toBe(true);
           expect(hybrid.map((hit) => hit.id)).toEqual(expect.arrayContaining(bruteForce(loaded, query, 10, ["apart"])));
         }

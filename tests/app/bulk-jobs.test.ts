@@ -156,6 +156,7 @@ describe.skipIf(!POSTGRES_URL)("a restart, on a PostgreSQL server (TEST_DATABASE
     const schema = `bulk_jobs_${process.pid}_${++counter}`;
     const admin = connectPostgres(POSTGRES_URL, { maxConnections: 1 });
     await admin.query("CREATE EXTENSION IF NOT EXISTS vector");
+    await admin.query("CREATE EXTENSION IF NOT EXISTS pg_trgm");
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await admin.query(`CREATE SCHEMA ${schema}`);
     cleanups.push(async () => {

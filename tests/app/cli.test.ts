@@ -139,6 +139,33 @@ describe.concurrent("users", () => {
   });
 });
 
+test.concurrent("synonyms: set from a file (one set a line, or JSON on stdin), get as JSON, per catalogue", async () => {
+  const env = { DATA_DIR: await dataDirWithDatabase() };
+  const file = join(env.DATA_DIR, "synonyms.txt");
+  await Bun.write(file, "# the shop's words\ncelular, móvil , smartphone\n\ntv,televisor\n");
+  const set = await cli(["synonyms", "set", file], env);
+  expect(set).toMatchObject({ code: 0, stdout: "2 synonym sets stored for catalogue 'default'\n" });
+  const other = await cli(
+    ["synonyms", "set", "-", "--catalogue", "muebles"],
+    env,
+    '{"synonyms": [["sofá", "sillón"]]}',
+  );
+  expect(other.code).toBe(0);
+  const got = await cli(["synonyms", "get"], env);
+  expect(JSON.parse(got.stdout)).toEqual({
+    synonyms: [
+      ["celular", "móvil", "smartphone"],
+      ["tv", "televisor"],
+    ],
+  });
+  expect(JSON.parse((await cli(["synonyms", "get", "--catalogue", "muebles"], env)).stdout)).toEqual({
+    synonyms: [["sofá", "sillón"]],
+  });
+  const bad = await cli(["synonyms", "set", "-"], env, "solo\n");
+  expect(bad.code).toBe(1);
+  expect(bad.stderr).toContain("El grupo de sinónimos 0");
+});
+
 test.concurrent("`bun run cli help` and `--version` work as the README writes them (the rest of the usage: cli-usage.test.ts)", async () => {
   const env = { DATA_DIR: dataDir() };
   const [help, version] = await Promise.all([cli(["help"], env), cli(["--version"], env)]);

@@ -53,6 +53,7 @@ blockHooks(skipped, {
   async beforeAll() {
     admin = connectPostgres(POSTGRES_URL, { maxConnections: 1 });
     await admin.query("CREATE EXTENSION IF NOT EXISTS vector");
+    await admin.query("CREATE EXTENSION IF NOT EXISTS pg_trgm");
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await admin.query(`CREATE SCHEMA ${schema}`);
     const url = new URL(POSTGRES_URL);

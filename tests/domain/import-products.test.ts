@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, test } from "bun:test";
 import { DeadlineExceeded } from "../../src/domain/errors.ts";
 import { type ImportInput, ImportProducts } from "../../src/domain/import-products.ts";
+import type { StoredProduct } from "../../src/domain/product.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { EmbeddingPurpose } from "../../src/ports/embedder.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
@@ -97,7 +98,7 @@ describe("ImportProducts", () => {
     expect(await products.versions(before.items.map((item) => item.id))).toEqual(versions);
   });
 
-  test("upserts by sku: a changed category is written without an embedding, a changed name re-embedded", async () => {
+  test("upserts by sku: a changed category or name is embedded again (both are in the embedded text)", async () => {
     await importer.execute(items(product(1), product(2), product(3)));
     embedder.calls.length = 0;
     const report = await importer.execute(
@@ -105,11 +106,33 @@ describe("ImportProducts", () => {
     );
     expect(report.items.map((item) => item.status)).toEqual(["updated", "updated", "unchanged", "created"]);
     expect(embedder.calls.map((call) => call.text)).toEqual([
-      "Nombre nuevo\nDescripción 2",
-      "Producto 4\nDescripción 4",
+      "Producto 1. otra. Descripción 1",
+      "Nombre nuevo. par. Descripción 2",
+      "Producto 4. par. Descripción 4",
     ]);
     expect(products.products.find((stored) => stored.sku === "SKU-1")?.category).toBe("otra");
     expect(products.products).toHaveLength(4);
+  });
+
+  test("a stored product embedded from an older form of its text (a stale digest) is embedded again, once", async () => {
+    await importer.execute(items(product(1), product(2)));
+    // As a catalogue stored before the category was part of the embedded text: the digest of "name\ndescription".
+    const stored = (await products.get(products.products[0]?.id as number)) as StoredProduct;
+    const { sku: _sku, ...fields } = product(1);
+    expect(
+      await products.update(stored.id, stored.version, {
+        fields: { ...fields, sku: stored.sku },
+        embedding: { vector: Array(32).fill(1), contentDigest: "digest of the old text" },
+      }),
+    ).toHaveProperty("updated");
+    embedder.calls.length = 0;
+    const report = await importer.execute(items(product(1), product(2)));
+    expect(report.items.map((item) => item.status)).toEqual(["updated", "unchanged"]);
+    expect(embedder.calls.map((call) => call.text)).toEqual(["Producto 1. impar. Descripción 1"]);
+    embedder.calls.length = 0;
+    const again = await importer.execute(items(product(1), product(2)));
+    expect(again.items.map((item) => item.status)).toEqual(["unchanged", "unchanged"]);
+    expect(embedder.calls).toEqual([]);
   });
 
   describe("a sku repeated in one import is an update: the later item wins, every item is counted", () => {
@@ -154,8 +177,11 @@ describe("ImportProducts", () => {
       expect(writes).toBe(3); // 10 products to write, 4 a chunk
       expect(embedder.calls.map((call) => call.text).sort()).toEqual(
         [
-          "Último\nDescripción 0",
-          ...Array.from({ length: 9 }, (_, i) => `Nuevo ${i + 1}\nDescripción ${i + 1}`),
+          "Último. par. Descripción 0",
+          ...Array.from(
+            { length: 9 },
+            (_, i) => `Nuevo ${i + 1}. ${i % 2 === 0 ? "impar" : "par"}. Descripción ${i + 1}`,
+          ),
         ].sort(),
       );
       expect(products.products.map((stored) => stored.name).sort()).toEqual(

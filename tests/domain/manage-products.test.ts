@@ -53,25 +53,32 @@ describe("ManageProducts.update", () => {
     embedder.calls.length = 0;
     const updated = await manage.update(product.id, { name: " Zapatilla de trail " });
     expect(updated).toEqual({ ...product, name: "Zapatilla de trail" });
-    expect(embedder.calls).toEqual([{ text: "Zapatilla de trail\nLigera y transpirable", purpose: "document" }]);
+    expect(embedder.calls).toEqual([
+      { text: "Zapatilla de trail. Deporte. Ligera y transpirable", purpose: "document" },
+    ]);
     expect((await products.get(product.id))?.contentDigest).toBe(
-      await contentDigest({ name: "Zapatilla de trail", description: SHOE.description }),
+      await contentDigest({ ...SHOE, name: "Zapatilla de trail" }),
     );
   });
 
-  test("a change that leaves name and description alone keeps the embedding: nothing is embedded", async () => {
+  test("a change that leaves name, category and description alone keeps the embedding: nothing is embedded", async () => {
     const product = await added();
     const before = products.embeddingOf(product.id);
     embedder.calls.length = 0;
-    expect(await manage.update(product.id, { category: "Running", sku: "R-9" })).toEqual({
-      ...product,
-      category: "Running",
-      sku: "R-9",
-    });
+    expect(await manage.update(product.id, { sku: "R-9" })).toEqual({ ...product, sku: "R-9" });
     // The same text, written again: no new embedding either.
-    await manage.update(product.id, { name: SHOE.name, description: SHOE.description });
+    await manage.update(product.id, { name: SHOE.name, description: SHOE.description, category: SHOE.category });
     expect(embedder.calls).toEqual([]);
     expect(products.embeddingOf(product.id)).toEqual(before);
+  });
+
+  test("a new category is embedded with the product (it is part of the embedded text)", async () => {
+    const product = await added();
+    embedder.calls.length = 0;
+    await manage.update(product.id, { category: "Running" });
+    expect(embedder.calls).toEqual([
+      { text: "Zapatilla de running. Running. Ligera y transpirable", purpose: "document" },
+    ]);
   });
 
   test("bidi controls and other invisible characters inside the changed fields are removed", async () => {
@@ -118,8 +125,10 @@ describe("ManageProducts.update", () => {
     ]);
     const stored = await products.get(product.id);
     expect(stored).toMatchObject({ name: "Nombre nuevo", description: "Descripción nueva", version: 3 });
-    expect(stored?.contentDigest).toBe(await contentDigest({ name: "Nombre nuevo", description: "Descripción nueva" }));
-    const [fresh] = await embedder.embed(["Nombre nuevo\nDescripción nueva"], "document");
+    expect(stored?.contentDigest).toBe(
+      await contentDigest({ name: "Nombre nuevo", description: "Descripción nueva", category: SHOE.category }),
+    );
+    const [fresh] = await embedder.embed(["Nombre nuevo. Deporte. Descripción nueva"], "document");
     expect(products.embeddingOf(product.id)).toEqual(fresh);
   });
 

@@ -13,6 +13,7 @@ function catalogue(size: number): FakeEmbeddingSpace {
     space.add({
       id,
       name: `producto ${id}`,
+      category: "Hogar",
       description: `descripción ${id}`,
       contentDigest: `d${id}`,
       vector: [1, 0, 0, 0],
@@ -53,7 +54,9 @@ describe("ReembedCatalogue", () => {
     ]);
     expect(await space.current()).toEqual({ model: embedder.model, dimension: 8 });
     const first = space.products.get(1);
-    expect(first?.vector).toEqual(bagOfWords(embeddingText({ name: "producto 1", description: "descripción 1" }), 8));
+    expect(first?.vector).toEqual(
+      bagOfWords(embeddingText({ name: "producto 1", category: "Hogar", description: "descripción 1" }), 8),
+    );
   });
 
   test("a failure midway leaves the live space untouched; the next run resumes with what is left", async () => {
@@ -74,23 +77,32 @@ describe("ReembedCatalogue", () => {
     expect(events[0]).toMatchObject({ type: "started", staged: 3, total: 6 });
     // Only the changed product and the two never staged were embedded again.
     expect(embedder.calls.map((call) => call.text)).toEqual([
-      embeddingText({ name: "producto 2", description: "otra descripción" }),
-      embeddingText({ name: "producto 5", description: "descripción 5" }),
-      embeddingText({ name: "producto 6", description: "descripción 6" }),
+      embeddingText({ name: "producto 2", category: "Hogar", description: "otra descripción" }),
+      embeddingText({ name: "producto 5", category: "Hogar", description: "descripción 5" }),
+      embeddingText({ name: "producto 6", category: "Hogar", description: "descripción 6" }),
     ]);
     expect(await space.current()).toEqual({ model: embedder.model, dimension: 8 });
     expect(space.products.get(2)?.vector).toEqual(
-      bagOfWords(embeddingText({ name: "producto 2", description: "otra descripción" }), 8),
+      bagOfWords(embeddingText({ name: "producto 2", category: "Hogar", description: "otra descripción" }), 8),
     );
   });
 
   test("products written during the re-embed are embedded at the switch", async () => {
     const space = catalogue(2);
     space.onSwitch = () =>
-      space.add({ id: 3, name: "nuevo", description: "", contentDigest: "d3", vector: [0, 1, 0, 0] });
+      space.add({
+        id: 3,
+        name: "nuevo",
+        category: "Hogar",
+        description: "",
+        contentDigest: "d3",
+        vector: [0, 1, 0, 0],
+      });
     const embedder = new FakeEmbedder(8);
     expect(await new ReembedCatalogue({ space, embedder }).execute()).toEqual({ products: 3 });
-    expect(space.products.get(3)?.vector).toEqual(bagOfWords(embeddingText({ name: "nuevo", description: "" }), 8));
+    expect(space.products.get(3)?.vector).toEqual(
+      bagOfWords(embeddingText({ name: "nuevo", category: "Hogar", description: "" }), 8),
+    );
   });
 
   test("a stop between batches keeps what is staged and switches nothing", async () => {

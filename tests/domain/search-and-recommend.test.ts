@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, test } from "bun:test";
 import { CreateProduct } from "../../src/domain/create-product.ts";
 import { EmbeddingUnavailable, GenerationUnavailable, InvalidInput } from "../../src/domain/errors.ts";
 import { ManageProducts } from "../../src/domain/manage-products.ts";
-import type { ProductFields } from "../../src/domain/product.ts";
+import { embeddingText, type ProductFields } from "../../src/domain/product.ts";
 import {
   NOTHING_MATCHED,
   QUERY_MAX_LENGTH,
@@ -10,10 +10,12 @@ import {
   SearchAndRecommend,
   type SearchEvent,
 } from "../../src/domain/search-and-recommend.ts";
+import type { LexicalQuery } from "../../src/ports/product-repository.ts";
 import type { Translation, Translator } from "../../src/ports/translator.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { FakeGenerator } from "../fakes/fake-generator.ts";
 import { cosineSimilarity, MemoryProductRepository } from "../fakes/memory-product-repository.ts";
+import { MemorySynonymStore } from "../fakes/memory-synonym-store.ts";
 
 const CATALOGUE: ProductFields[] = [
   { name: "Zapatillas de running", description: "Ligeras para correr en asfalto", category: "Deporte" },
@@ -107,10 +109,7 @@ describe("SearchAndRecommend: results", () => {
     const expected = await Promise.all(
       CATALOGUE.map(async (product, index) => ({
         id: index + 1,
-        score: cosineSimilarity(
-          queryVector,
-          (await embedder.embed([`${product.name}\n${product.description}`], "document"))[0] ?? [],
-        ),
+        score: cosineSimilarity(queryVector, (await embedder.embed([embeddingText(product)], "document"))[0] ?? []),
       })),
     );
     expected.sort((a, b) => b.score - a.score || a.id - b.id);
@@ -153,7 +152,13 @@ describe("SearchAndRecommend: results", () => {
 
   test("an empty catalogue: no results, the nothing-matched text and no generator call", async () => {
     const result = await search.execute({ query: " zapatillas " });
-    expect(result).toEqual({ query: " zapatillas ", recommendation: NOTHING_MATCHED, results: [], citedIds: [] });
+    expect(result).toEqual({
+      searchId: expect.any(String),
+      query: " zapatillas ",
+      recommendation: NOTHING_MATCHED,
+      results: [],
+      citedIds: [],
+    });
     expect(generator.requests).toHaveLength(0);
   });
 });
@@ -185,6 +190,7 @@ describe("SearchAndRecommend logging", () => {
     expect(events).toEqual([
       {
         event: "search",
+        mode: "semantic",
         results: 3,
         embedMs: expect.any(Number),
         searchMs: expect.any(Number),
@@ -214,7 +220,13 @@ describe("SearchAndRecommend: the catalogue as it is", () => {
     expect(two.results.every((product) => ["Ropa", "Deporte"].includes(product.category))).toBe(true);
     expect(two.results).toHaveLength(3);
     const none = await search.execute({ query: "café", category: "Juguetes" });
-    expect(none).toEqual({ query: "café", recommendation: NOTHING_MATCHED, results: [], citedIds: [] });
+    expect(none).toEqual({
+      searchId: expect.any(String),
+      query: "café",
+      recommendation: NOTHING_MATCHED,
+      results: [],
+      citedIds: [],
+    });
     await expect(search.execute({ query: "café", category: [] })).rejects.toBeInstanceOf(InvalidInput);
   });
 
@@ -228,7 +240,13 @@ describe("SearchAndRecommend: the catalogue as it is", () => {
     // Asking for what the filter leaves out finds nothing (not an error), without embedding the query.
     embedder.calls.length = 0;
     const widened = await search.execute({ query: "botas", category: "Deporte" }, { filter });
-    expect(widened).toEqual({ query: "botas", recommendation: NOTHING_MATCHED, results: [], citedIds: [] });
+    expect(widened).toEqual({
+      searchId: expect.any(String),
+      query: "botas",
+      recommendation: NOTHING_MATCHED,
+      results: [],
+      citedIds: [],
+    });
     const streamed: SearchEvent[] = [];
     for await (const event of search.stream({ query: "botas", category: "Deporte" }, { filter })) streamed.push(event);
     expect(streamed.map((event) => event.type)).toEqual(["results", "done"]);
@@ -288,6 +306,7 @@ describe("SearchAndRecommend: the catalogue as it is", () => {
     const done = events.at(-1);
     expect(done).toEqual({
       type: "done",
+      searchId: (events[0] as { searchId: string }).searchId,
       recommendation: `[FAKE - fake-1] ${text}`,
       citedIds: [results[0]?.id as number],
       writer: { provider: "FAKE", model: "fake-1", position: 0 },
@@ -321,9 +340,9 @@ describe("SearchAndRecommend: one pipeline", () => {
     const translator = new FakeTranslator();
     const lexical: (readonly string[])[] = [];
     const hybridCandidates = products.hybridCandidates.bind(products);
-    products.hybridCandidates = async (embedding, texts, query) => {
-      lexical.push(texts);
-      return hybridCandidates(embedding, texts, query);
+    products.hybridCandidates = async (embedding, words, query) => {
+      lexical.push(words.texts);
+      return hybridCandidates(embedding, words, query);
     };
     const translating = new SearchAndRecommend({ products, embedder, generator, translator });
     for (const search of [
@@ -348,9 +367,9 @@ describe("SearchAndRecommend: one pipeline", () => {
     const translating = new SearchAndRecommend({ products, embedder, generator, translator });
     const lexical: (readonly string[])[] = [];
     const hybridCandidates = products.hybridCandidates.bind(products);
-    products.hybridCandidates = async (embedding, texts, query) => {
-      lexical.push(texts);
-      return hybridCandidates(embedding, texts, query);
+    products.hybridCandidates = async (embedding, words, query) => {
+      lexical.push(words.texts);
+      return hybridCandidates(embedding, words, query);
     };
     await translating.execute({ query: "coffee", mode: "hybrid" });
     expect(lexical).toEqual([["coffee"]]);
@@ -384,7 +403,12 @@ describe("SearchAndRecommend: one pipeline", () => {
     const whole = await search.execute({ query: "café en grano", limit: 3 });
     const events: SearchEvent[] = [];
     for await (const event of search.stream({ query: "café en grano", limit: 3 })) events.push(event);
-    expect(events[0]).toEqual({ type: "results", query: "café en grano", results: whole.results });
+    expect(events[0]).toEqual({
+      type: "results",
+      searchId: expect.any(String),
+      query: "café en grano",
+      results: whole.results,
+    });
     expect(events.at(-1)).toMatchObject({
       type: "done",
       recommendation: whole.recommendation,
@@ -431,5 +455,183 @@ describe("SearchAndRecommend: one pipeline", () => {
     expect(results).toHaveLength(2);
     expect(citedIds).toEqual(results.map((product) => product.id));
     expect(recommendation).not.toContain(`[#${target}]`);
+  });
+});
+
+/** A translator that tells which words no dictionary of it knows: those listed as `unknown`. */
+class KnowingTranslator implements Translator {
+  readonly name = "knowing-translator";
+  constructor(
+    private readonly unknown: readonly string[],
+    private readonly alternatives: readonly string[] = [],
+  ) {}
+
+  async toEnglish(texts: readonly string[]): Promise<Translation[]> {
+    return texts.map((text) => {
+      const words = text.toLowerCase().match(/\p{L}+/gu) ?? [];
+      const unknownWords = words.filter((word) => this.unknown.includes(word));
+      return {
+        text,
+        language: unknownWords.length === words.length ? "unknown" : "es",
+        translated: false,
+        ...(unknownWords.length > 0 ? { unknownWords } : {}),
+        ...(this.alternatives.length > 0 ? { alternatives: [...this.alternatives] } : {}),
+      };
+    });
+  }
+
+  async close(): Promise<void> {}
+}
+
+describe("SearchAndRecommend: honest empty answers", () => {
+  const ranking = { categoryBoost: 0.4, minScore: 0.3 };
+
+  test("below the relevance threshold nothing matches: no products, the nothing-matched sentence, no model asked", async () => {
+    await fillCatalogue();
+    const strict = new SearchAndRecommend({ products, embedder, generator, ranking });
+    for (const mode of ["semantic", "hybrid", "lexical"] as const) {
+      // No word in common with any product: every cosine is 0 with the bag-of-words embedder.
+      const nothing = await strict.execute({ query: "patinete eléctrico plegable", mode });
+      expect(nothing).toMatchObject({ results: [], recommendation: NOTHING_MATCHED, citedIds: [] });
+      const events: SearchEvent[] = [];
+      for await (const event of strict.stream({ query: "patinete eléctrico plegable", mode })) events.push(event);
+      expect(events).toEqual([
+        { type: "results", searchId: expect.any(String), query: "patinete eléctrico plegable", results: [] },
+        { type: "done", searchId: expect.any(String), recommendation: NOTHING_MATCHED, citedIds: [], writer: null },
+      ]);
+      // A query near enough is answered as always.
+      expect((await strict.execute({ query: "molinillo de café", mode })).results.length).toBeGreaterThan(0);
+    }
+    expect(generator.requests).toHaveLength(3);
+  });
+
+  test("a threshold of 0 answers every search (the contract's behaviour)", async () => {
+    await fillCatalogue();
+    const open = new SearchAndRecommend({ products, embedder, generator, ranking: { ...ranking, minScore: 0 } });
+    expect((await open.execute({ query: "patinete eléctrico plegable" })).results).toHaveLength(5);
+  });
+
+  test("a query of words no dictionary knows, none of them the catalogue's, answers nothing however near its products", async () => {
+    await fillCatalogue();
+    // "sdfgh" shares nothing; the catalogue's own words are near by meaning and by spelling.
+    const translator = new KnowingTranslator(["sdfgh", "qwert", "cafe", "casio", "7200"]);
+    const strict = new SearchAndRecommend({ products, embedder, generator, translator, ranking });
+    // Near products (a word of the query is in "Taza de café"), but nothing in it can be read.
+    await new CreateProduct({ products, embedder }).execute({
+      name: "Taza sdfgh",
+      description: "",
+      category: "Hogar",
+    });
+    // "sdfgh" is now a word of a name: the catalogue knows it, so it is read.
+    expect((await strict.execute({ query: "sdfgh" })).results.length).toBeGreaterThan(0);
+    expect(await strict.execute({ query: "qwert sdfgj" })).toMatchObject({
+      results: [],
+      recommendation: NOTHING_MATCHED,
+    });
+    // A number may be a size or a model: read.
+    expect((await strict.execute({ query: "qwert 7200 café" })).results.length).toBeGreaterThan(0);
+    // Without a translator to tell, every query is read (the cosine threshold alone applies).
+    const untold = new SearchAndRecommend({ products, embedder, generator, ranking });
+    expect((await untold.execute({ query: "sdfgj taza" })).results.length).toBeGreaterThan(0);
+  });
+
+  test("a term of the catalogue's synonyms makes a query readable", async () => {
+    await fillCatalogue();
+    const synonyms = new MemorySynonymStore();
+    await synonyms.replace("default", [["birra", "taza de café"]]);
+    const translator = new KnowingTranslator(["birra"]);
+    const strict = new SearchAndRecommend({ products, embedder, generator, translator, synonyms, ranking });
+    const answer = await strict.execute({ query: "birra", mode: "hybrid" });
+    expect(answer.results[0]?.name).toBe("Taza de café");
+  });
+});
+
+describe("SearchAndRecommend: the lexical side (hybrid and lexical modes)", () => {
+  /** The lexical queries the repository is asked, in order. */
+  function captureLexical(): LexicalQuery[] {
+    const asked: LexicalQuery[] = [];
+    const hybridCandidates = products.hybridCandidates.bind(products);
+    products.hybridCandidates = async (embedding, lexical, query) => {
+      asked.push(lexical);
+      return hybridCandidates(embedding, lexical, query);
+    };
+    return asked;
+  }
+
+  test("the catalogue's synonyms change results at once, without embedding anything; other catalogues keep theirs", async () => {
+    await fillCatalogue();
+    const synonyms = new MemorySynonymStore();
+    const withSynonyms = new SearchAndRecommend({ products, embedder, generator, synonyms });
+    const first = async (catalogue?: string) =>
+      (await withSynonyms.execute({ query: "birra", mode: "hybrid", limit: 1 }, { catalogue })).results[0]?.name;
+    expect(await first()).not.toBe("Taza de café");
+    await synonyms.replace("default", [["birra", "taza"]]);
+    const embedded = embedder.calls.length;
+    expect(await first()).toBe("Taza de café");
+    expect(await first("otro")).not.toBe("Taza de café");
+    // Only the queries were embedded: no product again.
+    expect(embedder.calls.slice(embedded).every((call) => call.purpose === "query")).toBe(true);
+  });
+
+  test("synonyms, the dictionary's other translations and the words to read by spelling reach the lexical query", async () => {
+    await fillCatalogue();
+    const synonyms = new MemorySynonymStore();
+    await synonyms.replace("default", [
+      ["cafetera", "moka"],
+      ["tetera", "hervidor"],
+    ]);
+    const translator = new KnowingTranslator(["cafetrea"], ["coffee maker"]);
+    const asked = captureLexical();
+    const searching = new SearchAndRecommend({ products, embedder, generator, synonyms, translator });
+    await searching.execute({ query: "Cafetera cafetrea", mode: "lexical" });
+    expect(asked).toEqual([
+      { texts: ["Cafetera cafetrea"], expansions: ["coffee maker", "moka"], misspellable: ["cafetrea"] },
+    ]);
+    // Without a translator, any word may be misspelt.
+    asked.length = 0;
+    await new SearchAndRecommend({ products, embedder, generator, synonyms }).execute({
+      query: "cafetrea",
+      mode: "hybrid",
+    });
+    expect(asked).toEqual([{ texts: ["cafetrea"], expansions: [], misspellable: undefined }]);
+    // A semantic search asks nothing of the lexical side (the contract's ranking).
+    asked.length = 0;
+    await searching.execute({ query: "Cafetera" });
+    expect(asked).toEqual([]);
+  });
+
+  test("lexical mode ranks by the words, the cosine ordering what they do not tell apart; alpha is only for hybrid", async () => {
+    await fillCatalogue();
+    const { results } = await search.execute({ query: "lámpara para correr", mode: "lexical", limit: 9 });
+    expect(results[0]?.name).toBe("Lámpara de escritorio");
+    await expect(search.execute({ query: "café", mode: "lexical", alpha: 0.5 })).rejects.toBeInstanceOf(InvalidInput);
+  });
+});
+
+describe("SearchAndRecommend: search ids and analytics", () => {
+  test("every answer names its search, the same id in the stream's results and done; analytics hear of each", async () => {
+    await fillCatalogue();
+    const kept: unknown[] = [];
+    const ids = ["id-1", "id-2", "id-3"];
+    const tracked = new SearchAndRecommend({
+      products,
+      embedder,
+      generator,
+      analytics: { searched: (search) => kept.push(search) },
+      newSearchId: () => ids.shift() as string,
+      ranking: { categoryBoost: 0.4, minScore: 0.3 },
+    });
+    expect((await tracked.execute({ query: "  Café  En grano ", mode: "hybrid" })).searchId).toBe("id-1");
+    const events: SearchEvent[] = [];
+    for await (const event of tracked.stream({ query: "molinillo" })) events.push(event);
+    expect(
+      events.filter((event) => "searchId" in event).map((event) => (event as { searchId: string }).searchId),
+    ).toEqual(["id-2", "id-2"]);
+    expect((await tracked.execute({ query: "patinete" })).searchId).toBe("id-3");
+    expect(kept).toEqual([
+      { searchId: "id-1", catalogue: "default", query: "Café  En grano", mode: "hybrid", results: 5 },
+      { searchId: "id-2", catalogue: "default", query: "molinillo", mode: "semantic", results: 5 },
+      { searchId: "id-3", catalogue: "default", query: "patinete", mode: "semantic", results: 0 },
+    ]);
   });
 });

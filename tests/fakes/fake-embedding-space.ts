@@ -50,7 +50,13 @@ export class FakeEmbeddingSpace implements EmbeddingSpaceStore {
       .filter((product) => product.id > afterId && this.isUnstaged(product))
       .sort((a, b) => a.id - b.id)
       .slice(0, limit)
-      .map(({ id, name, description, contentDigest }) => ({ id, name, description, contentDigest }));
+      .map(({ id, name, category, description, contentDigest }) => ({
+        id,
+        name,
+        category,
+        description,
+        contentDigest,
+      }));
   }
 
   async stage(vectors: readonly StagedVector[]): Promise<void> {

@@ -11,6 +11,7 @@ import type {
   HybridQuery,
   IdempotencyRecord,
   IdempotentAnswer,
+  LexicalQuery,
   ListQuery,
   ProductPage,
   ProductRepository,
@@ -203,9 +204,23 @@ export class MemoryProductRepository implements ProductRepository {
    * name (weight 1), category (0.4) and description (0.2) contain. Not PostgreSQL's ranking, but
    * it orders matches the same way for the tests of the use cases.
    */
-  async hybridCandidates(embedding: Vector, texts: readonly string[], query: HybridQuery): Promise<HybridCandidate[]> {
+  async hybridCandidates(embedding: Vector, lexical: LexicalQuery, query: HybridQuery): Promise<HybridCandidate[]> {
     this.checkUp();
-    const words = new Set(texts.flatMap(wordsOf));
+    const words = new Set([...lexical.texts, ...lexical.expansions].flatMap(wordsOf));
+    // Typo tolerance as the SQL has it: a word of 4+ letters that no name or category holds also
+    // stands for the one of theirs most like it by trigrams (similarity 0.4 at least).
+    const vocabulary = new Set(
+      [...this.rows.values()].flatMap((row) => wordsOf(`${row.product.name} ${row.product.category}`)),
+    );
+    for (const word of (lexical.misspellable ?? lexical.texts).flatMap(wordsOf)) {
+      if (!/^\p{L}{4,}$/u.test(word) || vocabulary.has(word)) continue;
+      const nearest = [...vocabulary]
+        .map((known) => ({ known, similarity: trigramSimilarity(word, known) }))
+        .filter(({ similarity }) => similarity >= 0.4)
+        .sort((a, b) => b.similarity - a.similarity || a.known.localeCompare(b.known))[0];
+      if (nearest) words.add(nearest.known);
+      for (const swapped of swaps(word)) if (vocabulary.has(swapped)) words.add(swapped);
+    }
     const rows = [...this.rows.values()].filter(
       (row) => !query.categories || query.categories.includes(row.product.category),
     );
@@ -225,6 +240,20 @@ export class MemoryProductRepository implements ProductRepository {
       .sort((a, b) => b.lexical - a.lexical || a.id - b.id)
       .slice(0, query.candidates);
     return [...new Map([...byCosine, ...byWords].map((candidate) => [candidate.id, candidate])).values()];
+  }
+
+  async knowsAnyWord(words: readonly string[]): Promise<boolean> {
+    this.checkUp();
+    const vocabulary = [...this.rows.values()].flatMap(
+      (row) => `${row.product.name} ${row.product.category}`.toLowerCase().match(/\p{L}{3,}/gu) ?? [],
+    );
+    return words.some((word) =>
+      vocabulary.some(
+        (known) =>
+          known === word ||
+          (word.length >= 4 && (trigramSimilarity(word, known) >= 0.4 || swaps(word).includes(known))),
+      ),
+    );
   }
 
   async versions(ids: readonly number[]): Promise<Map<number, number>> {
@@ -291,6 +320,27 @@ const HOUR = 3_600_000;
 
 function wordsOf(text: string): string[] {
   return (text.toLowerCase().match(/\p{L}{4,}/gu) ?? []) as string[];
+}
+
+/** The word with two neighbouring letters swapped, each way. */
+function swaps(word: string): string[] {
+  const letters = [...word];
+  return letters.slice(1).map((_, i) => {
+    const swapped = [...letters];
+    [swapped[i], swapped[i + 1]] = [swapped[i + 1] as string, swapped[i] as string];
+    return swapped.join("");
+  });
+}
+
+/** pg_trgm's similarity: shared trigrams of the words padded with two spaces before and one after, over all their trigrams. */
+function trigramSimilarity(a: string, b: string): number {
+  const trigrams = (word: string) => {
+    const padded = `  ${word} `;
+    return new Set(Array.from({ length: padded.length - 2 }, (_, i) => padded.slice(i, i + 3)));
+  };
+  const [first, second] = [trigrams(a), trigrams(b)];
+  const shared = [...first].filter((trigram) => second.has(trigram)).length;
+  return shared / (first.size + second.size - shared);
 }
 
 function keyOf(owner: string, key: string): string {

@@ -55,7 +55,7 @@ export function forEachDatabase(tests: (db: TestDatabase, engine: "pglite" | "po
   });
 
   describe.skipIf(!POSTGRES_URL)("PostgreSQL server (TEST_DATABASE_URL)", () => {
-    // Each test gets its own schema (first in search_path; pgvector stays in public).
+    // Each test gets its own schema (first in search_path; pgvector and pg_trgm stay in public).
     let admin: SqlClient;
     let schema = "";
     let clients: SqlClient[] = [];
@@ -88,6 +88,7 @@ export function forEachDatabase(tests: (db: TestDatabase, engine: "pglite" | "po
       async beforeAll() {
         admin = connectPostgres(POSTGRES_URL, { maxConnections: 1 });
         await admin.query("CREATE EXTENSION IF NOT EXISTS vector");
+        await admin.query("CREATE EXTENSION IF NOT EXISTS pg_trgm");
       },
       afterAll: () => admin.close(),
     });
@@ -117,7 +118,10 @@ export function forEachDatabase(tests: (db: TestDatabase, engine: "pglite" | "po
         const url = new URL(POSTGRES_URL);
         url.pathname = `/${database}`;
         const owner = connectPostgres(url.toString(), { maxConnections: 1 });
-        await owner.query("CREATE EXTENSION IF NOT EXISTS vector").finally(() => owner.close());
+        await owner
+          .query("CREATE EXTENSION IF NOT EXISTS vector")
+          .then(() => owner.query("CREATE EXTENSION IF NOT EXISTS pg_trgm"))
+          .finally(() => owner.close());
         return connect();
       },
       async another() {

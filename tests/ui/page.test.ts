@@ -296,7 +296,8 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     const results = page.locator("#results > li");
     expect(await results.count()).toBe(5);
     expect(await results.first().locator("h3").textContent()).toBe("Cafetera espresso");
-    expect(await results.first().locator(".score").textContent()).toMatch(/^Similitud \d,\d{3}$/);
+    // The page searches in hybrid mode: the score that orders them, and the similarity beside it.
+    expect(await results.first().locator(".score").textContent()).toMatch(/^Puntuación \d,\d{3} · similitud \d,\d{3}$/);
     expect(await text(page, "#search-status")).toBe("5 productos para «cafetera espresso».");
     // (The space after it is held back until the next word: the service checks citations on the way.)
     expect(await text(page, "#recommendation-text")).toBe("Para «cafetera espresso» le recomiendo");
@@ -330,6 +331,42 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     // Following the citation takes the reader (and the keyboard focus) to the product.
     await citation.click();
     expect(await activeId(page)).toBe(`result-${coffee.id}`);
+  });
+
+  test("opening a result shows it whole and tells the service: a click on that search's result, once", async () => {
+    const page = await openPage({ loggedIn: true });
+    await page.getByLabel("¿Qué buscas?").waitFor();
+    writer.pause = false;
+    const searched = page.waitForResponse((response) => response.url().endsWith("/products/search"));
+    await page.getByLabel("¿Qué buscas?").fill("esterilla yoga");
+    await page.getByLabel("¿Qué buscas?").press("Enter");
+    await searched;
+    await page.locator("#recommendation-label").waitFor();
+    const first = page.locator("#results > li").first();
+    const open = first.getByRole("button", { name: "Esterilla de yoga" });
+    expect(await open.getAttribute("aria-expanded")).toBe("false");
+    const reported = page.waitForRequest((request) => request.url().endsWith("/events"));
+    await open.click();
+    const event = JSON.parse((await reported).postData() ?? "");
+    expect(event).toEqual({
+      search_id: expect.any(String),
+      product_id: Number(await first.getAttribute("data-id")),
+      type: "click",
+    });
+    expect(await open.getAttribute("aria-expanded")).toBe("true");
+    expect(await first.getAttribute("class")).toContain("open");
+    // Closed and opened again: shown, not reported twice.
+    await open.click();
+    await open.click();
+    await expectAccessible(page, "a search with a result opened");
+    const report = async () => (await api("GET", "/analytics?days=1")).json;
+    let clicked = 0;
+    // Stored behind the answer: the report has it a moment later.
+    while (clicked === 0) {
+      clicked = (await report()).top_queries.find((q: { query: string }) => q.query === "esterilla yoga")?.clicks ?? 0;
+      if (clicked === 0) await Bun.sleep(50);
+    }
+    expect(clicked).toBe(1);
   });
 
   test("a recommendation that fails half-written says why (the stream's failure event), keeping the products", async () => {
@@ -380,6 +417,10 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     writer.pause = false;
     await page.getByText("Opciones de búsqueda").click();
     await page.getByLabel("Número de resultados").fill("2");
+    // Hybrid by default; the weight only applies to it.
+    expect(await page.getByLabel("Modo").inputValue()).toBe("hybrid");
+    expect(await page.getByLabel("Peso del significado (híbrida)").isDisabled()).toBe(false);
+    await page.getByLabel("Modo").selectOption("lexical");
     expect(await page.getByLabel("Peso del significado (híbrida)").isDisabled()).toBe(true);
     await page.getByLabel("Modo").selectOption("hybrid");
     await page.getByLabel("Peso del significado (híbrida)").fill("0.5");

@@ -7,9 +7,12 @@ import type { CreateProduct } from "../../domain/create-product.ts";
 import type { ImportJobs } from "../../domain/import-jobs.ts";
 import type { ManageProducts } from "../../domain/manage-products.ts";
 import type { RateLimiter } from "../../domain/rate-limit.ts";
+import type { SearchAnalytics } from "../../domain/search-analytics.ts";
 import type { SearchAndRecommend } from "../../domain/search-and-recommend.ts";
+import type { ManageSynonyms } from "../../domain/synonyms.ts";
 import { canonicalWalPosition } from "../../lib/wal-position.ts";
 import type { DatabaseHealth } from "../../ports/database-health.ts";
+import { analyticsRoutes } from "./analytics/analytics-routes.ts";
 import { authMacro } from "./auth/auth-macro.ts";
 import { loginRoutes } from "./auth/login-routes.ts";
 import type { BulkLimits } from "./bulk/bulk-body.ts";
@@ -33,6 +36,7 @@ import { type MetricsRoutesDeps, metricsRoutes } from "./metrics/metrics-routes.
 import { productRoutes } from "./products/product-routes.ts";
 import { RECONNECT_MS } from "./search/event-stream.ts";
 import { searchRoutes } from "./search/search-routes.ts";
+import { synonymRoutes } from "./synonyms/synonym-routes.ts";
 import { uiRoutes } from "./ui/ui-routes.ts";
 
 export interface HttpSettings {
@@ -67,6 +71,10 @@ export interface HttpDeps {
   /** Bulk imports, as jobs (POST /products/bulk, GET /jobs/{id}). */
   importJobs: ImportJobs;
   search: SearchAndRecommend;
+  /** GET and PUT /products/synonyms. */
+  synonyms: ManageSynonyms;
+  /** POST /events and GET /analytics. */
+  analytics: SearchAnalytics;
   health: DatabaseHealth;
   /** What GET /health/ready checks besides the database. */
   startup: StartupState;
@@ -96,7 +104,8 @@ const SECURITY_HEADERS = {
 /**
  * The Elysia app (not listening): GET /, /health/live, /health/ready, POST /auth/login, the
  * catalogue under /products (POST /products/ and POST /products/search as the contract has them),
- * the bulk import's jobs under /jobs, API keys under /keys,
+ * the bulk import's jobs under /jobs, the catalogue's synonyms (/products/synonyms), search
+ * analytics (POST /events, GET /analytics), API keys under /keys,
  * /openapi (Swagger UI with its script and stylesheet served from here, docs/), the search page at
  * /ui (ui/), and GET /metrics when `metrics` is given. Each feature is a plugin of its own folder;
  * core/ holds what they share.
@@ -143,6 +152,8 @@ export function createHttpApp(deps: HttpDeps) {
     rateLimits: limits,
   });
   const jobs = jobRoutes({ importJobs, auth });
+  const synonyms = synonymRoutes({ synonyms: deps.synonyms, maxBodyBytes, auth, rateLimits: limits });
+  const analytics = analyticsRoutes({ analytics: deps.analytics, maxBodyBytes, auth, rateLimits: limits });
   const keys = keyRoutes({ manageApiKeys, maxBodyBytes, auth });
   const metrics = deps.metrics ? metricsRoutes(deps.metrics) : new Elysia();
   // The search page, with a Content-Security-Policy of its own.
@@ -152,10 +163,12 @@ export function createHttpApp(deps: HttpDeps) {
     docsAssets,
     healthFeature,
     login,
+    synonyms,
     products,
     searchFeature,
     bulk,
     jobs,
+    analytics,
     keys,
     metrics,
     ui,
@@ -222,10 +235,12 @@ export function createHttpApp(deps: HttpDeps) {
       .use(docsAssets)
       .use(healthFeature)
       .use(login)
+      .use(synonyms)
       .use(products)
       .use(searchFeature)
       .use(bulk)
       .use(jobs)
+      .use(analytics)
       .use(keys)
       .use(metrics)
       .use(ui)

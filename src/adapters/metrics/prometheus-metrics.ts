@@ -33,8 +33,9 @@ const WORD = /^[a-z0-9][a-z0-9_.-]{0,31}$/;
  *
  * Events read (fields beyond these are ignored):
  * - `request` {method, route, status, ms}: sku_http_request_duration_seconds
- * - `search` {translateMs, embedMs, searchMs, checkMs, generateMs, recommendedBy}: sku_search_stage_duration_seconds,
- *   sku_search_recommendations_total
+ * - `search` {translateMs, embedMs, searchMs, checkMs, generateMs, recommendedBy, mode, results}:
+ *   sku_search_stage_duration_seconds, sku_search_recommendations_total, sku_searches_total
+ * - `search_event_recorded` {type}: sku_search_events_total
  * - `provider_call` {provider, kind, outcome}: sku_provider_calls_total
  * - `generation_failed` {generator, fallback: true}: sku_provider_calls_total{outcome="fallback"}
  * - `query_cache` {result: "hit" | "miss", layer}: sku_query_cache_hits_total, sku_query_cache_misses_total
@@ -51,6 +52,8 @@ export class PrometheusMetrics {
   private readonly cacheHits: Counter<"layer">;
   private readonly cacheMisses: Counter;
   private readonly importItems: Counter<"outcome">;
+  private readonly searches: Counter<"mode" | "outcome">;
+  private readonly searchEvents: Counter<"type">;
 
   constructor(options: PrometheusMetricsOptions) {
     const registers = [this.registry];
@@ -107,6 +110,20 @@ export class PrometheusMetrics {
       name: "sku_import_items_total",
       help: "Items of product imports, by outcome.",
       labelNames: ["outcome"],
+      registers,
+    });
+    this.searches = new Counter({
+      name: "sku_searches_total",
+      help:
+        'Answered searches by mode (semantic, hybrid, lexical) and outcome: "results", or "empty" when nothing in ' +
+        "the catalogue matched (the relevance threshold, or the filters).",
+      labelNames: ["mode", "outcome"],
+      registers,
+    });
+    this.searchEvents = new Counter({
+      name: "sku_search_events_total",
+      help: "Clicks and conversions reported on search results (POST /events), by type; over sku_searches_total, the click-through rate.",
+      labelNames: ["type"],
       registers,
     });
     const { vectorIndexStatus } = options;
@@ -197,6 +214,9 @@ export class PrometheusMetrics {
         if (event.result === "hit") this.cacheHits.inc({ layer: word(event.layer) });
         else if (event.result === "miss") this.cacheMisses.inc();
         break;
+      case "search_event_recorded":
+        this.searchEvents.inc({ type: word(event.type) });
+        break;
       case "import_items": {
         const count = typeof event.count === "number" && event.count > 0 ? event.count : 0;
         if (count > 0) this.importItems.inc({ outcome: word(event.outcome) }, count);
@@ -234,6 +254,9 @@ export class PrometheusMetrics {
     const provider =
       typeof event.recommendedBy === "string" ? word(event.recommendedBy.split(" - ")[0]?.toLowerCase()) : "none";
     this.recommendations.inc({ provider });
+    if (typeof event.results === "number") {
+      this.searches.inc({ mode: word(event.mode), outcome: event.results > 0 ? "results" : "empty" });
+    }
   }
 }
 

@@ -1,7 +1,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { PGlite, type PGliteOptions, type Transaction } from "@electric-sql/pglite";
+import { type Extension, PGlite, type PGliteOptions, type Transaction } from "@electric-sql/pglite";
+import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import { vector } from "@electric-sql/pglite-pgvector";
 import pgvector from "pgvector";
 import { DatabaseUnavailable } from "../../domain/errors.ts";
@@ -18,6 +19,8 @@ export interface PgliteAssets {
   fsBundle?: Blob;
   /** A real file path (or file: URL) of pgvector's `vector.tar.gz`. */
   vectorBundlePath?: string | URL;
+  /** A real file path (or file: URL) of PGlite's `pg_trgm.tar.gz` (trigram matching, for typo tolerance). */
+  trgmBundlePath?: string | URL;
   /**
    * A new database's files (a `dumpDataDir` tarball of a database just made by initdb): unpacked
    * when there is no database yet, instead of running initdb (which takes about 3 s and 800 MB of memory).
@@ -26,7 +29,7 @@ export interface PgliteAssets {
 }
 
 /**
- * Opens the embedded database with pgvector loaded: persisted in `dataDir`/pgdata (created when
+ * Opens the embedded database with pgvector and pg_trgm loaded: persisted in `dataDir`/pgdata (created when
  * missing, locked against other processes), or in memory when `dataDir` is undefined. PGlite is one backend in this process, so every query
  * and transaction runs one after another; a query outside a running transaction waits for it.
  * `sessionSettings` are set once, for every later query (e.g. vectorSessionSettings).
@@ -36,9 +39,12 @@ export async function openPglite(
   assets: PgliteAssets = {},
   sessionSettings: Record<string, string> = {},
 ): Promise<SqlClient> {
-  const { vectorBundlePath, initialDataDir, ...wasm } = assets;
+  const { vectorBundlePath, trgmBundlePath, initialDataDir, ...wasm } = assets;
   const options: PGliteOptions = {
-    extensions: { vector: vectorBundlePath === undefined ? vector : withBundlePath(vectorBundlePath) },
+    extensions: {
+      vector: vectorBundlePath === undefined ? vector : withBundlePath(vector, vectorBundlePath),
+      pg_trgm: trgmBundlePath === undefined ? pg_trgm : withBundlePath(pg_trgm, trgmBundlePath),
+    },
     ...wasm,
   };
   const unlock = dataDir === undefined ? () => {} : lockDataDir(dataDir);
@@ -68,11 +74,12 @@ export async function openPglite(
   };
 }
 
-function withBundlePath(path: string | URL): typeof vector {
+/** The extension, its files read from `path` (a real file) rather than next to its module. */
+function withBundlePath(extension: Extension, path: string | URL): Extension {
   const bundlePath = typeof path === "string" ? pathToFileURL(path) : path;
   return {
-    name: vector.name,
-    setup: async (pg, emscriptenOpts) => ({ ...(await vector.setup(pg, emscriptenOpts)), bundlePath }),
+    name: extension.name,
+    setup: async (pg, emscriptenOpts) => ({ ...(await extension.setup(pg, emscriptenOpts)), bundlePath }),
   };
 }
 

@@ -1,18 +1,22 @@
 import type { Vector } from "../../domain/vector.ts";
 import type { EmbeddingSpace, EmbeddingSpaceStore, ProductText, StagedVector } from "../../ports/embedding-space.ts";
 import { encodeCopyRows } from "./binary-copy.ts";
-import { addHalfPrecisionCopy, NOT_ZERO_CHECK, SCHEMA_LOCK_KEY } from "./schema.ts";
+import { addHalfPrecisionCopy, EMBEDDED_TEXT_DIGEST_SQL, NOT_ZERO_CHECK, SCHEMA_LOCK_KEY } from "./schema.ts";
 import type { SqlClient } from "./sql-client.ts";
 
 interface ProductTextRow {
   id: number | string;
   name: string;
+  category: string;
   description: string;
-  content_digest: string;
+  text_digest: string;
 }
 
-/** A product whose staged vector is missing or was made from another text than its current one. */
-const UNSTAGED = "(embedding_next IS NULL OR embedding_next_digest IS DISTINCT FROM content_digest)";
+/**
+ * A product whose staged vector is missing or was made from another text than its current one (the
+ * digest of its text now, not the stored one: that is of the text its live vector was made from).
+ */
+const UNSTAGED = `(embedding_next IS NULL OR embedding_next_digest IS DISTINCT FROM ${EMBEDDED_TEXT_DIGEST_SQL})`;
 
 /**
  * The EmbeddingSpaceStore port over PostgreSQL or PGlite. The staged vectors live in two columns of
@@ -86,6 +90,8 @@ export class SqlEmbeddingSpace implements EmbeddingSpaceStore {
         );
         afterId = (rest.at(-1) as ProductText).id;
       }
+      // Each product's digest is now that of the text its new vector was made from.
+      await tx.query("UPDATE products SET content_digest = embedding_next_digest");
       // CASCADE: the half-precision copy, when there is one, goes with the column it is made from.
       await tx.query("ALTER TABLE products DROP COLUMN embedding CASCADE");
       await tx.query("ALTER TABLE products DROP COLUMN embedding_next_digest");
@@ -120,14 +126,16 @@ async function dropStaging(tx: SqlClient): Promise<void> {
 
 async function unstagedIn(db: SqlClient, afterId: number, limit: number): Promise<ProductText[]> {
   const rows = await db.query<ProductTextRow>(
-    `SELECT id, name, description, content_digest FROM products WHERE id > $1 AND ${UNSTAGED} ORDER BY id LIMIT $2`,
+    `SELECT id, name, category, description, ${EMBEDDED_TEXT_DIGEST_SQL} AS text_digest
+     FROM products WHERE id > $1 AND ${UNSTAGED} ORDER BY id LIMIT $2`,
     [afterId, limit],
   );
   return rows.map((row) => ({
     id: Number(row.id),
     name: row.name,
+    category: row.category,
     description: row.description,
-    contentDigest: row.content_digest,
+    contentDigest: row.text_digest,
   }));
 }
 

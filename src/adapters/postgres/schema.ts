@@ -255,7 +255,92 @@ const MIGRATIONS: readonly Migration[] = [
       await tx.query("ALTER TABLE idempotency_keys ADD PRIMARY KEY (owner, key)");
     },
   },
+  {
+    version: 13,
+    name: "search vocabulary (typo tolerance)",
+    async apply(tx) {
+      // Trigram matching (a contrib extension of PostgreSQL; PGlite loads it, pglite-client.ts).
+      await tx.query("CREATE EXTENSION IF NOT EXISTS pg_trgm");
+      // The words of the catalogue's names and categories, which a misspelled query word is matched
+      // to by trigram similarity (product-repository.ts, LEXICAL_QUERY_SQL). Per catalogue.
+      await tx.query(`
+        CREATE TABLE search_vocabulary (
+          catalogue text NOT NULL DEFAULT 'default',
+          word text NOT NULL,
+          PRIMARY KEY (catalogue, word)
+        )`);
+      await tx.query("CREATE INDEX search_vocabulary_trigrams ON search_vocabulary USING gin (word gin_trgm_ops)");
+      // Kept by the database itself, whatever writes the products (one statement's rows at once):
+      // words are added, never removed (a word of a deleted product only leads to nothing).
+      await tx.query(`
+        CREATE OR REPLACE FUNCTION remember_search_vocabulary() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          INSERT INTO search_vocabulary (word)
+          SELECT DISTINCT word FROM written_products, ${VOCABULARY_WORDS_SQL}
+          ON CONFLICT DO NOTHING;
+          RETURN NULL;
+        END $$`);
+      for (const operation of ["INSERT", "UPDATE"]) {
+        await tx.query(`
+          CREATE TRIGGER products_search_vocabulary_${operation.toLowerCase()} AFTER ${operation} ON products
+          REFERENCING NEW TABLE AS written_products
+          FOR EACH STATEMENT EXECUTE FUNCTION remember_search_vocabulary()`);
+      }
+      await tx.query(
+        `INSERT INTO search_vocabulary (word) SELECT DISTINCT word FROM products, ${VOCABULARY_WORDS_SQL} ON CONFLICT DO NOTHING`,
+      );
+    },
+  },
+  {
+    version: 14,
+    name: "synonyms",
+    async apply(tx) {
+      // A catalogue's sets of equivalent words or phrases (synonym-store.ts), in the order given.
+      await tx.query(`
+        CREATE TABLE synonym_sets (
+          catalogue text NOT NULL DEFAULT 'default',
+          position integer NOT NULL,
+          terms text[] NOT NULL,
+          PRIMARY KEY (catalogue, position)
+        )`);
+    },
+  },
+  {
+    version: 15,
+    name: "search analytics",
+    async apply(tx) {
+      // Answered searches and the clicks and conversions shops report on them (search-analytics.ts):
+      // no caller, no address, only what the request carried. Pruned after ANALYTICS_RETENTION_DAYS.
+      await tx.query(`
+        CREATE TABLE searches (
+          search_id uuid PRIMARY KEY,
+          catalogue text NOT NULL DEFAULT 'default',
+          query text NOT NULL,
+          mode text NOT NULL,
+          results integer NOT NULL,
+          searched_at timestamptz NOT NULL
+        )`);
+      await tx.query("CREATE INDEX searches_catalogue_searched_at ON searches (catalogue, searched_at)");
+      await tx.query("CREATE INDEX searches_searched_at ON searches (searched_at)");
+      await tx.query(`
+        CREATE TABLE search_events (
+          search_id uuid NOT NULL,
+          product_id bigint NOT NULL,
+          type text NOT NULL CHECK (type IN ('click', 'conversion')),
+          happened_at timestamptz NOT NULL
+        )`);
+      await tx.query("CREATE INDEX search_events_search_id ON search_events (search_id)");
+      await tx.query("CREATE INDEX search_events_happened_at ON search_events (happened_at)");
+    },
+  },
 ];
+
+/**
+ * The words of a product's name and category that the search vocabulary keeps (a FROM item over a
+ * row with `name` and `category`): lower case (the `simple` configuration), letters only, 3 to 40 of them.
+ */
+const VOCABULARY_WORDS_SQL = `unnest(tsvector_to_array(to_tsvector('simple', name || ' ' || category))) AS word
+  WHERE word ~ '^[[:alpha:]]{3,40}$'`;
 
 /**
  * The words of a product for lexical search: name (weight A), category (B) and description (C),
@@ -271,8 +356,17 @@ const SEARCH_TEXT_SQL = ["name", "category", "description"]
   })
   .join(" || ");
 
-/** contentDigest (domain/product.ts) in SQL: SHA-256 hex of name, a newline and description, as UTF-8. */
+/** contentDigest (domain/product.ts) as it was at migration 5: SHA-256 hex of name, a newline and description, as UTF-8. */
 const CONTENT_DIGEST_SQL = "encode(sha256(convert_to(name || E'\\n' || description, 'UTF8')), 'hex')";
+
+/**
+ * contentDigest (domain/product.ts) of a product's text as it is now, in SQL: SHA-256 hex of
+ * "name. category. description" (an empty description left out), as UTF-8. A stored digest that
+ * differs is that of an older text (or of the text as the service embedded it before the category
+ * was part of it): re-embedding gives the product a vector of its current text.
+ */
+export const EMBEDDED_TEXT_DIGEST_SQL =
+  "encode(sha256(convert_to(concat_ws('. ', name, category, NULLIF(description, '')), 'UTF8')), 'hex')";
 
 /** The version of every migration, in order (what `schema_migrations` holds once all are applied). */
 export const MIGRATION_VERSIONS: readonly number[] = MIGRATIONS.map((migration) => migration.version);

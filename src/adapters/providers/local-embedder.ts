@@ -34,6 +34,17 @@ interface LoadedModel {
  * Never downloads anything: the model folder must already exist (installed by `bun install`).
  * The model is loaded once, on the first `embed` or an explicit `load()`; concurrent first calls share that load.
  */
+/**
+ * The relevance threshold for this model (SEARCH_MIN_SCORE=auto): the cosine under which a query's
+ * best product does not count as a match. Calibrated on the eval set's dev queries (bench/eval.ts,
+ * SEARCH_MIN_SCORE=0): their best cosines start at 0.331 with a letter mistyped (0.292 without the
+ * vocabulary lines taken from their failures, a query Apertium mistranslates), those of 40
+ * gibberish queries run from 0.275 to 0.478: no threshold answers every real query and empties
+ * gibberish, which is told apart by its words instead (SearchAndRecommend.readable). So it sits
+ * below every real query's, with a margin for queries not seen.
+ */
+export const OFFLINE_MODEL_MIN_SCORE = 0.25;
+
 export class LocalEmbedder implements Embedder {
   readonly model = LOCAL_EMBEDDING_MODEL;
   readonly dimension = LOCAL_EMBEDDING_DIMENSION;

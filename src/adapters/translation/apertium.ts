@@ -12,7 +12,14 @@ import { dirname, join } from "node:path";
 import { systemTimers, type Timers } from "../../ports/timers.ts";
 import type { Language, Translation, Translator } from "../../ports/translator.ts";
 import { NulPipe } from "./nul-pipe.ts";
-import { ACCENT_FIXES, preEdit, SHOP_VOCABULARY, type ShopVocabulary } from "./shop-vocabulary.ts";
+import {
+  ACCENT_FIXES,
+  isPlaceholderEnglish,
+  normaliseWord,
+  preEdit,
+  SHOP_VOCABULARY,
+  type ShopVocabulary,
+} from "./shop-vocabulary.ts";
 import {
   type AnalysedUnit,
   accentVariants,
@@ -23,11 +30,14 @@ import {
   knowledgeOfWords,
   omissionVariants,
   readAnalysis,
+  readBilingualAlternatives,
   readTranslation,
   replaceWords,
+  typoVariants,
+  unknownWords,
 } from "./spanish-text.ts";
 
-/** The shell command lines of the three pipelines. */
+/** The shell command lines of the pipelines. */
 export interface ApertiumPipelines {
   /** Spanish text in, English text out. */
   translate: string;
@@ -35,6 +45,14 @@ export interface ApertiumPipelines {
   analyseSpanish: string;
   /** English morphological analysis. */
   analyseEnglish: string;
+  /**
+   * `translate` cut after its bilingual dictionary (`lt-proc -b`): `front` gives every translation
+   * the dictionary has for each word, `^reloj<n><m><sg>/clock<n><sg>/watch<n><sg>$`, and `back`
+   * (lexical selection to generation) takes that and writes the English. When given, texts go
+   * through both instead of `translate`, and the front's output gives the other translations (no
+   * process more than one translation pipeline). Absent: no alternatives.
+   */
+  split?: { front: string; back: string };
 }
 
 export type ApertiumLookup =
@@ -68,6 +86,9 @@ export function findApertium(prefix?: string): ApertiumLookup {
   // unbuffered analyser is 15× slower), so only where needed.
   const line = (argvs: readonly string[][]) =>
     argvs.map((argv, i) => (i === 0 ? argv : [stdbuf, "-o0", ...argv]).map(shellQuote).join(" ")).join(" | ");
+  // Cut after the bilingual dictionary (analyser, tagger, pretransfer, `lt-proc -b`), when the mode has it.
+  const bilingual = stages.translate.findIndex((argv) => /lt-proc$/u.test(argv[0] ?? "") && argv.includes("-b"));
+  const cut = bilingual > 0 && bilingual < stages.translate.length - 1 ? bilingual + 1 : 0;
   return {
     found: true,
     prefix: root,
@@ -75,6 +96,9 @@ export function findApertium(prefix?: string): ApertiumLookup {
       translate: line(stages.translate),
       analyseSpanish: line(stages.translate.slice(0, 1)),
       analyseEnglish: line(stages.english.slice(0, 1)),
+      ...(cut > 0
+        ? { split: { front: line(stages.translate.slice(0, cut)), back: line(stages.translate.slice(cut)) } }
+        : {}),
     },
   };
 }
@@ -133,7 +157,7 @@ export interface ApertiumTranslatorOptions {
 /** Repairs tried per text: words the analyser does not know are few in a query, many in a catalogue text. */
 const MAX_REPAIRS = 4;
 /** Shortest word a one-letter typo repair is tried on (shorter words have too many neighbours). */
-const MIN_TYPO_LENGTH = 5;
+const MIN_TYPO_LENGTH = 4;
 const MAX_WORD_LENGTH = 24;
 
 /**
@@ -148,9 +172,12 @@ const MAX_WORD_LENGTH = 24;
  */
 export class ApertiumTranslator implements Translator {
   readonly name = "apertium spa-eng";
-  private readonly translate: NulPipe;
+  /** The translation as one pipeline, when it is not split in two (halves). */
+  private readonly translate: NulPipe | undefined;
   private readonly spanish: NulPipe;
   private readonly english: NulPipe;
+  /** The translation in two halves, cut after its bilingual dictionary (ApertiumPipelines.split); or whole. */
+  private readonly halves: { front: NulPipe; back: NulPipe } | undefined;
   private readonly maxChars: number;
   private readonly vocabulary: ShopVocabulary;
   private readonly timers: Timers;
@@ -168,21 +195,27 @@ export class ApertiumTranslator implements Translator {
         retryAfterMs: options.retryAfterMs ?? 5_000,
         timers: this.timers,
       });
-    this.translate = pipe(pipelines.translate);
+    this.halves = pipelines.split && { front: pipe(pipelines.split.front), back: pipe(pipelines.split.back) };
+    this.translate = this.halves ? undefined : pipe(pipelines.translate);
     this.spanish = pipe(pipelines.analyseSpanish);
     this.english = pipe(pipelines.analyseEnglish);
     this.maxChars = options.maxChars ?? 2_000;
     this.vocabulary = options.vocabulary ?? SHOP_VOCABULARY;
   }
 
-  /** Starts the three pipelines; rejects with the reason when one cannot start or answer. */
+  /** Starts the pipelines; rejects with the reason when one cannot start or answer. */
   async start(): Promise<void> {
-    await Promise.all([this.translate.start(), this.spanish.start(), this.english.start()]);
+    await Promise.all(this.pipes.map((pipe) => pipe.start()));
   }
 
   /** Times a pipeline was (re)started, for tests and logs. */
   get starts(): number {
-    return this.translate.starts + this.spanish.starts + this.english.starts;
+    return this.pipes.reduce((sum, pipe) => sum + pipe.starts, 0);
+  }
+
+  private get pipes(): NulPipe[] {
+    const translation = this.halves ? [this.halves.front, this.halves.back] : this.translate ? [this.translate] : [];
+    return [...translation, this.spanish, this.english];
   }
 
   async toEnglish(texts: readonly string[], signal?: AbortSignal): Promise<Translation[]> {
@@ -192,7 +225,7 @@ export class ApertiumTranslator implements Translator {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.translate.close(), this.spanish.close(), this.english.close()]);
+    await Promise.all(this.pipes.map((pipe) => pipe.close()));
   }
 
   private async one(text: string, signal?: AbortSignal): Promise<Translation> {
@@ -215,25 +248,55 @@ export class ApertiumTranslator implements Translator {
     const language: Language = decideLanguage(
       knowledgeOfWords(spanish, english, (word) => repairs.has(word) || this.vocabulary.has(word)),
     );
-    if (language !== "es") return { text, language, translated: false };
+    /** Its words no dictionary knows once repaired: the ones a search may take for misspellings. */
+    const unknown = () => {
+      // Of the text's own words (an abbreviation written out is no word of the shopper's).
+      const typed = new Set(head.toLowerCase().match(/\p{L}+/gu) ?? []);
+      const words = unknownWords(spanish, english, (word) => repairs.has(word) || this.vocabulary.has(word)).filter(
+        (word) => typed.has(word),
+      );
+      return words.length > 0 ? { unknownWords: words } : {};
+    };
+    if (language !== "es") return { text, language, translated: false, ...unknown() };
 
-    for (const [word, form] of await this.restoreOmissions(spanish, english, repairs, left, signal)) {
+    for (const [word, form] of await this.repairTypos(spanish, english, repairs, left, signal)) {
       repairs.set(word, form);
     }
     const repaired = ACCENT_FIXES.replace(replaceWords(expanded, repairs));
     const edited = preEdit(repaired, this.vocabulary);
     const lines = edited.text.split("\n");
     const wanted = lines.map((line, i) => ({ line, i })).filter(({ line }) => /\p{L}/u.test(line));
-    const answers = await this.translate.request(
-      wanted.map(({ line }) => `${escapeForApertium(line.replace(/\s+/gu, " ").trim())}.`),
-      left(),
-      signal,
-    );
+    const segments = wanted.map(({ line }) => `${escapeForApertium(line.replace(/\s+/gu, " ").trim())}.`);
+    const { answers, dictionary } = await this.translateSegments(segments, left, signal);
     wanted.forEach(({ i }, n) => {
       lines[i] = readTranslation(answers[n] ?? "").replace(/\s*\.$/u, "");
     });
     const translation = edited.restore(lines.join("\n"));
-    return { text: tail === "" ? translation : `${translation} ${tail}`, language, translated: true };
+    const alternatives = otherTranslations(dictionary, translation);
+    return {
+      text: tail === "" ? translation : `${translation} ${tail}`,
+      language,
+      translated: true,
+      ...(alternatives.length > 0 ? { alternatives } : {}),
+      ...unknown(),
+    };
+  }
+
+  /**
+   * The English of each segment, and (when the translation is split) its bilingual dictionary's
+   * output: every translation of each of its words.
+   */
+  private async translateSegments(
+    segments: readonly string[],
+    left: () => number,
+    signal: AbortSignal | undefined,
+  ): Promise<{ answers: string[]; dictionary: string[] }> {
+    if (!this.halves) {
+      const whole = this.translate as NulPipe;
+      return { answers: await whole.request(segments, left(), signal), dictionary: [] };
+    }
+    const dictionary = await this.halves.front.request(segments, left(), signal);
+    return { answers: await this.halves.back.request(dictionary, left(), signal), dictionary };
   }
 
   /**
@@ -290,10 +353,14 @@ export class ApertiumTranslator implements Translator {
   }
 
   /**
-   * For words neither analyser knows and no repair found, a form with one letter put back
-   * ("cargadr" → "cargador"), when exactly one candidate is a word the Spanish analyser knows.
+   * For words of 4 or more letters that neither analyser nor the shop vocabulary knows and no
+   * repair found, the word one slip away, when exactly one such word is known to the Spanish
+   * analyser or the vocabulary (accents aside): first with a letter put back ("cargadr" →
+   * "cargador"), and only when no such word exists, with a letter replaced, dropped or two swapped
+   * (typoVariants: "mocasijes" → "mocasines", "elegakte" → "elegante"). Several ("cenp": cena,
+   * ceno...; "fogo": foto, foco...) and the word stays as it is.
    */
-  private async restoreOmissions(
+  private async repairTypos(
     spanish: readonly AnalysedUnit[],
     english: readonly AnalysedUnit[],
     repairs: ReadonlyMap<string, string>,
@@ -317,13 +384,28 @@ export class ApertiumTranslator implements Translator {
           .map((unit) => unit.surface),
       ),
     ].slice(0, MAX_REPAIRS);
-    const [omissions] = await this.knownForms(
-      [new Map(words.map((word) => [word, omissionVariants(word)]))],
-      left,
-      signal,
+    // Two tiers, asked at once: a letter put back (the commonest slip), then the other slips.
+    const omissions = new Map(words.map((word) => [word, omissionVariants(word)]));
+    const others = new Map(
+      words.map((word) => {
+        const put = new Set(omissions.get(word));
+        return [word, typoVariants(word).filter((variant) => !put.has(variant))];
+      }),
     );
+    const known = await this.knownForms([omissions, others], left, signal);
     const found = new Map<string, string>();
-    for (const [word, forms] of omissions ?? []) if (forms.length === 1) found.set(word, forms[0] as string);
+    for (const word of words) {
+      for (const [tier, candidates] of [omissions, others].entries()) {
+        const forms = new Map<string, string>();
+        const inVocabulary = (candidates.get(word) ?? []).filter((variant) => this.vocabulary.has(variant));
+        for (const form of [...(known[tier]?.get(word) ?? []), ...inVocabulary]) {
+          if (!forms.has(normaliseWord(form))) forms.set(normaliseWord(form), form);
+        }
+        if (forms.size === 0) continue;
+        if (forms.size === 1) found.set(word, [...forms.values()][0] as string);
+        break;
+      }
+    }
     return found;
   }
 
@@ -353,6 +435,26 @@ export class ApertiumTranslator implements Translator {
     });
     return known;
   }
+}
+
+/**
+ * The dictionary's translations of a text's words (its bilingual stage's output, one answer per
+ * line) that its translation did not use, leaving out the placeholders' (a vocabulary phrase's
+ * English is the vocabulary's, not the placeholder noun's).
+ */
+function otherTranslations(dictionary: readonly string[], translation: string): string[] {
+  // Compared without a plural ending: "sleeve" is no other word than the translation's "sleeves".
+  const singular = (word: string) => word.replace(/(?:es|s)$/u, "");
+  const used = new Set((translation.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).map(singular));
+  const others = new Set<string>();
+  for (const answer of dictionary) {
+    for (const lemma of readBilingualAlternatives(answer)) {
+      if (isPlaceholderEnglish(lemma)) continue;
+      if (lemma.split(/\s+/u).every((word) => used.has(singular(word)))) continue;
+      others.add(lemma);
+    }
+  }
+  return [...others];
 }
 
 /** The text up to `max` characters, cut at a space when there is one, and the rest. */

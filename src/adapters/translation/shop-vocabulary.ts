@@ -185,6 +185,11 @@ const PLACEHOLDERS = [
 
 type Placeholder = (typeof PLACEHOLDERS)[number];
 
+/** Whether an English word is a placeholder noun's translation ("platypus"): it never stands for itself. */
+export function isPlaceholderEnglish(word: string): boolean {
+  return PLACEHOLDERS.some((placeholder) => placeholder.english.test(word));
+}
+
 /** A Spanish text with placeholders for the vocabulary's phrases, and how to put their English back. */
 export interface PreEdited {
   text: string;

@@ -11,7 +11,7 @@
  * database first and falls back to the socket only when the directory is in use.
  *
  * Each operation is a function of the composition root and its arguments (operation.ts), listed in
- * ADMIN_OPERATIONS by its command's area: users, keys (and catalogues, by their own file).
+ * ADMIN_OPERATIONS by its command's area: users, keys, synonyms (and catalogues, by their own file).
  */
 import { chmodSync, existsSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -22,10 +22,15 @@ import type { Config } from "../config.ts";
 import { createLogger, type Logger } from "../logger.ts";
 import { KEY_OPERATIONS } from "./key-operations.ts";
 import type { AdminArgs, AdminOperation } from "./operation.ts";
+import { SYNONYM_OPERATIONS } from "./synonym-operations.ts";
 import { USER_OPERATIONS } from "./user-operations.ts";
 
 /** Every admin operation, by name (`<area>.<action>`). */
-export const ADMIN_OPERATIONS: Record<string, AdminOperation> = { ...USER_OPERATIONS, ...KEY_OPERATIONS };
+export const ADMIN_OPERATIONS: Record<string, AdminOperation> = {
+  ...USER_OPERATIONS,
+  ...KEY_OPERATIONS,
+  ...SYNONYM_OPERATIONS,
+};
 
 const SOCKET_FILE = "admin.sock";
 

@@ -16,7 +16,9 @@ import { LoginThrottle } from "../../../src/domain/login-throttle.ts";
 import { ManageProducts } from "../../../src/domain/manage-products.ts";
 import { ManageUsers } from "../../../src/domain/manage-users.ts";
 import { type RateLimitBucket, RateLimiter, type RateLimitPolicy } from "../../../src/domain/rate-limit.ts";
-import { SearchAndRecommend, type SearchDefaults } from "../../../src/domain/search-and-recommend.ts";
+import { SearchAnalytics } from "../../../src/domain/search-analytics.ts";
+import { type Ranking, SearchAndRecommend, type SearchDefaults } from "../../../src/domain/search-and-recommend.ts";
+import { ManageSynonyms } from "../../../src/domain/synonyms.ts";
 import type { Generator } from "../../../src/ports/generator.ts";
 import { systemTimers } from "../../../src/ports/timers.ts";
 import { FakeClock } from "../../fakes/fake-clock.ts";
@@ -26,6 +28,8 @@ import { MemoryApiKeyRepository } from "../../fakes/memory-api-key-repository.ts
 import { MemoryDatabaseHealth } from "../../fakes/memory-database-health.ts";
 import { MemoryImportJobRepository } from "../../fakes/memory-import-job-repository.ts";
 import { MemoryProductRepository } from "../../fakes/memory-product-repository.ts";
+import { MemorySearchAnalytics } from "../../fakes/memory-search-analytics.ts";
+import { MemorySynonymStore } from "../../fakes/memory-synonym-store.ts";
 import { MemoryUserRepository } from "../../fakes/memory-user-repository.ts";
 import { type CallOptions, callApp } from "../../support/app-client.ts";
 import { lowCostHasher } from "../../support/password-hasher.ts";
@@ -48,6 +52,10 @@ export interface HarnessOptions {
   generator?: (log: Logger) => Generator;
   /** How the search ranks when a request does not say (SEARCH_MODE, HYBRID_ALPHA); unset: the domain's. */
   searchDefaults?: SearchDefaults;
+  /** The category boost and relevance threshold (HYBRID_CATEGORY_BOOST, SEARCH_MIN_SCORE); unset: the domain's. */
+  ranking?: Ranking;
+  /** Days the search analytics keep (ANALYTICS_RETENTION_DAYS); unset: 90. */
+  analyticsRetentionDays?: number;
   /** How import jobs are worked (unset: the domain's defaults). */
   jobSettings?: Partial<ImportJobSettings>;
 }
@@ -64,6 +72,8 @@ export async function createHarness(options: HarnessOptions = {}) {
   const generator = new FakeGenerator();
   const clock = new FakeClock();
   const jobs = new MemoryImportJobRepository(products);
+  const synonymStore = new MemorySynonymStore();
+  const analyticsStore = new MemorySearchAnalytics();
   /** What readiness sees besides the database; `migrated` as an Error makes the migration check fail with it. */
   const startup: { migrated: boolean | Error; embedderLoaded: boolean; writable: boolean } = {
     migrated: true,
@@ -115,6 +125,12 @@ export async function createHarness(options: HarnessOptions = {}) {
     ...(options.jobSettings ? { settings: options.jobSettings } : {}),
     log: (event) => log.info(event),
   });
+  const analytics = new SearchAnalytics({
+    store: analyticsStore,
+    clock,
+    retentionDays: options.analyticsRetentionDays ?? 90,
+    log: (event) => log.info(event),
+  });
   const app = createHttpApp({
     authenticate,
     authenticateKeys,
@@ -127,8 +143,13 @@ export async function createHarness(options: HarnessOptions = {}) {
       embedder,
       generator: options.generator?.(log) ?? generator,
       defaults: options.searchDefaults,
+      ...(options.ranking ? { ranking: options.ranking } : {}),
+      synonyms: synonymStore,
+      analytics,
       log: (event) => log.info(event),
     }),
+    synonyms: new ManageSynonyms(synonymStore),
+    analytics,
     health,
     startup: {
       migrationsApplied: async () => {
@@ -183,6 +204,8 @@ export async function createHarness(options: HarnessOptions = {}) {
     products,
     jobs,
     importJobs,
+    synonymStore,
+    analyticsStore,
     tokenOf,
     health,
     startup,

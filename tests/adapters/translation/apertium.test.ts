@@ -301,7 +301,9 @@ describe.skipIf(!apertium.found)("ApertiumTranslator on the real Apertium", () =
       "Puma sports shoes",
       "sheets for a king size bed",
     ]) {
-      expect(await toEnglish(text)).toEqual({ text, language: "en", translated: false });
+      const answer = await toEnglish(text);
+      expect(answer).toMatchObject({ text, language: "en", translated: false });
+      expect(answer?.alternatives).toBeUndefined();
     }
   });
 
@@ -321,3 +323,55 @@ describe.skipIf(!apertium.found)("ApertiumTranslator on the real Apertium", () =
     expect(wrong).toEqual([]);
   });
 });
+
+describe.skipIf(!apertium.found)(
+  "ApertiumTranslator on the real Apertium: what a search matches besides the translation",
+  () => {
+    let translator: ApertiumTranslator;
+    blockHooks(!apertium.found, {
+      async beforeAll() {
+        if (!apertium.found) return; // (narrows the type)
+        translator = new ApertiumTranslator(apertium.pipelines, { timeoutMs: 5000, timers: new FakeTimers() });
+        await translator.start();
+      },
+      afterAll: () => translator.close(),
+    });
+    const toEnglish = async (text: string) => (await translator.toEnglish([text]))[0];
+
+    test("a misspelt Spanish word one slip from exactly one word is read as it (a letter replaced, dropped, added or swapped)", async () => {
+      for (const [typed, meant] of [
+        ["mocasijes sin cordones", /loafers/i], // mocasines
+        ["reloj elegakte de mujer", /elegant watch/i], // elegante
+        ["aceite para aromatersapia", /aromatherapy/i], // aromaterapia, a letter too many
+        ["lámpara para el slaón", /living room/i], // salón, two letters swapped
+        ["quctar las manchas", /remove/i], // quitar
+      ] as const) {
+        const answer = await toEnglish(typed);
+        expect({ typed, english: answer?.text }).toEqual({ typed, english: expect.stringMatching(meant) });
+      }
+    });
+
+    test("a misspelling one slip from several words stays as it is: no guess between them", async () => {
+      // "fogo": foto, foco, foro... ; "cenp": cena, ceno...
+      expect((await toEnglish("un marco para la fogo de mi bebé"))?.text).toContain("fogo");
+      expect((await toEnglish("una cenp con amigas"))?.text).toContain("cenp");
+    });
+
+    test("the words no dictionary knows are told (misspellings, most often), in Spanish and English texts alike", async () => {
+      expect((await toEnglish("funda de terciopelo para el sofá"))?.unknownWords).toBeUndefined();
+      expect((await toEnglish("un marco para la fogo de mi bebé"))?.unknownWords).toEqual(["fogo"]);
+      expect((await toEnglish("replacement batxery for my laptop"))?.unknownWords).toEqual(["batxery"]);
+      expect((await toEnglish("sdfghj dfg"))?.unknownWords).toEqual(["sdfghj", "dfg"]);
+    });
+
+    test("the dictionary's other translations of nouns and adjectives come along; not those of the vocabulary's words", async () => {
+      const crystals = await toEnglish("reloj de mujer con cristales");
+      expect(crystals?.text).toMatch(/watch/i);
+      expect(crystals?.alternatives).toContain("glass");
+      // "reloj" is the vocabulary's (watch): Apertium's "clock" is not offered.
+      expect(crystals?.alternatives).not.toContain("clock");
+      // English is not translated, and has none.
+      expect((await toEnglish("a watch with crystals"))?.alternatives).toBeUndefined();
+    });
+  },
+);

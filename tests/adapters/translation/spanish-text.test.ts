@@ -8,8 +8,11 @@ import {
   knowledgeOfWords,
   omissionVariants,
   readAnalysis,
+  readBilingualAlternatives,
   readTranslation,
   replaceWords,
+  typoVariants,
+  unknownWords,
 } from "../../../src/adapters/translation/spanish-text.ts";
 
 describe("Apertium's stream format", () => {
@@ -109,6 +112,16 @@ describe("casual Spanish", () => {
     expect(new Set(variants).size).toBe(variants.length);
   });
 
+  test("typo candidates: a letter put back, replaced, dropped, or two neighbours swapped; never the word itself", () => {
+    const variants = typoVariants("mocasijes");
+    expect(variants).toContain("mocasines"); // replaced
+    expect(typoVariants("cargadr")).toContain("cargador"); // put back
+    expect(typoVariants("aromatersapia")).toContain("aromaterapia"); // dropped
+    expect(typoVariants("slaón")).toContain("salón"); // swapped
+    expect(variants).not.toContain("mocasijes");
+    expect(new Set(variants).size).toBe(variants.length);
+  });
+
   test("repairs replace whole words, whatever their case", () => {
     const repairs = new Map([["movil", "móvil"]]);
     expect(replaceWords("Movil y automovil, movil.", repairs)).toBe("móvil y automovil, móvil.");
@@ -125,5 +138,22 @@ describe("casual Spanish", () => {
     expect(diminutiveBases("relojitos")).toContain("relojes");
     expect(diminutiveBases("tacitas")).toContain("tazas");
     expect(diminutiveBases("mesa")).toEqual([]);
+  });
+});
+
+describe("what a search may match besides the translation", () => {
+  test("the bilingual dictionary's translations of each noun and adjective, without tags, marks or repeats", () => {
+    const output =
+      "^reloj<n><m><sg>/clock<n><sg>/watch<n><sg>$ ^de<pr>/of<pr>/from<pr>$ ^vela<n><f><sg>/sail<n><sg>/candle<n><sg>$ " +
+      "^aromático<adj><f><sg>/aromatic<adj><f><sg>$ ^quitar<vblex><inf>/remove<vblex><inf>/take# away<vblex><sep><inf>$ " +
+      "^*cafetera/*cafetera$ ^cargador<adj><m><sg>/@cargador<adj><m><sg>$ ^reloj<n><m><pl>/clock<n><pl>/watch<n><pl>$";
+    expect(readBilingualAlternatives(output)).toEqual(["clock", "watch", "sail", "candle", "aromatic"]);
+  });
+
+  test("the words neither analyser knows, nor the vocabulary or a repair, once each", () => {
+    const spanish = readAnalysis("^funda/funda<n>$ ^cafetrea/*cafetrea$ ^xyz/*xyz$ ^para/para<pr>$ ^xyz/*xyz$");
+    const english = readAnalysis("^funda/*funda$ ^cafetrea/*cafetrea$ ^xyz/*xyz$ ^para/*para$ ^xyz/*xyz$");
+    expect(unknownWords(spanish, english, () => false)).toEqual(["cafetrea", "xyz"]);
+    expect(unknownWords(spanish, english, (word) => word === "xyz")).toEqual(["cafetrea"]);
   });
 });

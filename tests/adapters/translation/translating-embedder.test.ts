@@ -101,12 +101,29 @@ describe.skipIf(!apertium.found)("the offline model behind Apertium (real)", () 
   let translator: ApertiumTranslator;
   let translating: TranslatingEmbedder;
   const products = [
-    { name: "Velvet cushion cover", description: "Soft cover for sofa cushions, 40 x 40 cm, zip closure" },
-    { name: "Stainless steel water bottle", description: "Keeps drinks cold for 24 hours, 750 ml" },
-    { name: "Leather wallet", description: "Slim bifold wallet for men with card slots" },
-    { name: "Running shoes", description: "Lightweight men's sports shoes with a cushioned sole" },
+    {
+      name: "Velvet cushion cover",
+      category: "Home Furnishing",
+      description: "Soft cover for sofa cushions, 40 x 40 cm, zip closure",
+    },
+    {
+      name: "Stainless steel water bottle",
+      category: "Kitchen & Dining",
+      description: "Keeps drinks cold for 24 hours, 750 ml",
+    },
+    {
+      name: "Leather wallet",
+      category: "Bags, Wallets & Belts",
+      description: "Slim bifold wallet for men with card slots",
+    },
+    {
+      name: "Running shoes",
+      category: "Footwear",
+      description: "Lightweight men's sports shoes with a cushioned sole",
+    },
     {
       name: "Mochila escolar",
+      category: "Mochilas",
       description: "Mochila resistente al agua con dos bolsillos, para niños que van al colegio",
     },
   ];

@@ -163,7 +163,7 @@ export function bulkRoutes({ importJobs, limits, requestTimeoutMs, auth, rateLim
             `Hasta ${limits.maxItems} productos y ${limits.maxBytes} bytes por petición, como array JSON ` +
             "(application/json) o JSON Lines (application/x-ndjson). Cada elemento se valida y se informa por su " +
             "posición: created, updated, unchanged o failed (con el motivo). Con sku, el producto se crea o se " +
-            "actualiza por él, y solo se vuelve a calcular el embedding si cambian el nombre o la descripción.\n\n" +
+            "actualiza por él, y solo se vuelve a calcular el embedding si cambian el nombre, la categoría o la descripción.\n\n" +
             "Si termina a tiempo, la respuesta es 200 con el informe; si no, poco antes del tiempo máximo de la " +
             "petición responde 202 con un trabajo (Location: /jobs/{id}) que ya contiene lo guardado y sigue en " +
             "segundo plano desde el primer producto no guardado (también tras un reinicio). Con " +

@@ -73,7 +73,14 @@ export function apiDocs(settings: ApiDocsSettings) {
       tags: [
         { name: "health", description: "Si la API responde y si puede atender peticiones." },
         { name: "auth", description: "Inicio de sesión: usuario y contraseña a cambio de un token de acceso." },
-        { name: "products", description: "El catálogo: alta, consulta, cambios, importación y búsqueda semántica." },
+        {
+          name: "products",
+          description: "El catálogo: alta, consulta, cambios, importación, sinónimos y búsqueda semántica.",
+        },
+        {
+          name: "analytics",
+          description: "Qué se busca y qué se abre: clics y compras de los resultados, y las búsquedas que fallan.",
+        },
         { name: "keys", description: "Claves de API: qué permite cada una y en qué catálogos; revocarlas." },
         ...(settings.metrics ? [METRICS_TAG] : []),
       ],

@@ -295,7 +295,7 @@ export function productRoutes({ createProduct, manageProducts, maxBodyBytes, aut
         tags,
         summary: "Cambiar algunos campos de un producto",
         description:
-          "Solo se vuelve a calcular el embedding si cambian el nombre o la descripción; si no se puede " +
+          "Solo se vuelve a calcular el embedding si cambian el nombre, la categoría o la descripción; si no se puede " +
           "calcular, la respuesta es 503 y el producto no cambia.",
       },
     })

@@ -55,6 +55,7 @@ function searchPayload(
       return [
         "done",
         {
+          search_id: event.searchId,
           recommendation: event.recommendation,
           cited_ids: event.citedIds,
           provider: event.writer?.provider ?? null,

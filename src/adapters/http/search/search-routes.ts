@@ -57,8 +57,11 @@ export function searchRoutes({ search, maxBodyBytes, auth, rateLimits, reconnect
       // Elysia sends a Response as it is; the route's schema describes the JSON answer only.
       return stream as never;
     }
-    const { query, recommendation, results, citedIds } = await search.execute(searchRequest, { signal, filter });
-    return { query, recommendation, results: results.map(scoredView), cited_ids: citedIds };
+    const { searchId, query, recommendation, results, citedIds } = await search.execute(searchRequest, {
+      signal,
+      filter,
+    });
+    return { search_id: searchId, query, recommendation, results: results.map(scoredView), cited_ids: citedIds };
   };
   // Runs before the rate-limit macro's check (a route's own hooks run before its macros'): a
   // reconnect to an ended stream costs no search. A Response, sent as it is: Elysia 1.4's `handle`

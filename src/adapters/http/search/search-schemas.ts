@@ -42,8 +42,10 @@ const QUERY_DESCRIPTION =
 
 const modeDescription = (defaults: SearchDefaults) =>
   "Cómo se ordenan los productos. semantic: por la similitud coseno del embedding; hybrid: por una combinación de " +
-  "esa similitud y la coincidencia de palabras en nombre, categoría y descripción. En este servicio, por defecto " +
-  `${defaults.mode}.`;
+  "esa similitud y la coincidencia de palabras en nombre, categoría y descripción (con los sinónimos del catálogo, " +
+  "otras traducciones de las palabras y tolerancia a erratas), que además favorece las categorías que dominan entre " +
+  "los productos más parecidos; lexical: por la coincidencia de palabras (la similitud solo ordena lo que las " +
+  `palabras no distinguen). En este servicio, por defecto ${defaults.mode}.`;
 
 const alphaDescription = (defaults: SearchDefaults) =>
   "Solo con mode hybrid: peso de la similitud semántica frente a la coincidencia de palabras, de 0 (solo palabras) " +
@@ -132,7 +134,15 @@ export const SearchHeaders = t.Object({
   "x-read-after": readAfterParameter,
 });
 
+/** The search id's field, in the JSON answer and in the stream's results and done events. */
+const searchIdField = t.String({
+  format: "uuid",
+  description:
+    "Identifica esta búsqueda: envíelo en POST /events con los clics y compras de sus resultados (analítica)",
+});
+
 const SearchResponse = t.Object({
+  search_id: searchIdField,
   query: t.String({ description: "La consulta, tal como se envió" }),
   recommendation: t.String({
     description:
@@ -150,7 +160,11 @@ const SearchResponse = t.Object({
         t.Number({ description: "Solo en búsquedas híbridas: la puntuación combinada que ordena los resultados" }),
       ),
     }),
-    { description: "Los productos encontrados, el más parecido primero (como mucho limit)" },
+    {
+      description:
+        "Los productos encontrados, el más parecido primero (como mucho limit); ninguno cuando nada del catálogo se " +
+        "parece lo bastante a la consulta (el umbral de relevancia)",
+    },
   ),
 });
 
@@ -164,8 +178,8 @@ export function scoredView(hit: ScoredProduct) {
 }
 
 /** A search's `results` event as clients receive it (the same fields as the JSON answer). */
-export function resultsView({ query, results }: SearchEvent & { type: "results" }) {
-  return { query, results: results.map(scoredView) };
+export function resultsView({ searchId, query, results }: SearchEvent & { type: "results" }) {
+  return { search_id: searchId, query, results: results.map(scoredView) };
 }
 
 /** The example recommendation, in the pieces a model might write it in (without the label). */
@@ -175,6 +189,9 @@ const RECOMMENDATION_EXAMPLE = [
   "son impermeables y agarran bien en barro.",
 ];
 
+/** The example search's id. */
+const SEARCH_ID_EXAMPLE = "9b2e7c4d-1f3a-4e5b-8c6d-7e8f9a0b1c2d";
+
 /** The example stream's id (a request id). */
 const STREAM_ID_EXAMPLE = "4f1c2e9a-7b3d-4c8e-9f0a-1b2c3d4e5f60";
 
@@ -183,12 +200,13 @@ const SEARCH_EVENTS =
   `El flujo empieza con \`retry: ${RECONNECT_MS}\` (milisegundos que un cliente espera antes de reconectar). ` +
   "Cada evento lleva `id: <flujo>:<n>` (el último, `id: <flujo>:end`; <flujo> es el X-Request-Id de la " +
   "respuesta), `event: <nombre>` y `data: <JSON>`, en este orden:\n\n" +
-  "- `results`, una vez, en cuanto se encuentran los productos: `{query, results}`, como en la respuesta JSON.\n" +
+  "- `results`, una vez, en cuanto se encuentran los productos: `{search_id, query, results}`, como en la respuesta " +
+  "JSON.\n" +
   "- `delta`, varias veces: `{text}`, el siguiente trozo de la recomendación según la escribe el modelo (sin la " +
   "etiqueta del proveedor).\n" +
   "- `reset`: `{}`; el proveedor que escribía falló: se descarta el texto recibido y el siguiente proveedor lo " +
   "escribe desde el principio con nuevos delta.\n" +
-  "- `done`, al final: `{recommendation, cited_ids, provider, model, position}`: la recomendación entera, con su " +
+  "- `done`, al final: `{search_id, recommendation, cited_ids, provider, model, position}`: la recomendación entera, con su " +
   "etiqueta, igual que en la respuesta JSON; los productos que cita; quién la escribió y su lugar en la cadena de " +
   "proveedores (0: el primero). provider, model y position son null si no se encontró ningún producto.\n\n" +
   `Si algo falla después de results, el flujo termina con \`${FAILURE_EVENT}\`: \`{detail, status}\`, el mensaje y ` +
@@ -201,7 +219,12 @@ const exampleIds = eventIds(STREAM_ID_EXAMPLE);
 const SEARCH_EVENTS_EXAMPLE = [
   `retry: ${RECONNECT_MS}\n\n`,
   searchFrame(
-    { type: "results", query: SEARCH_QUERY_EXAMPLE, results: [{ ...PRODUCT_EXAMPLE, score: 0.83 }] },
+    {
+      type: "results",
+      searchId: SEARCH_ID_EXAMPLE,
+      query: SEARCH_QUERY_EXAMPLE,
+      results: [{ ...PRODUCT_EXAMPLE, score: 0.83 }],
+    },
     resultsView,
     exampleIds,
   ),
@@ -209,6 +232,7 @@ const SEARCH_EVENTS_EXAMPLE = [
   searchFrame(
     {
       type: "done",
+      searchId: SEARCH_ID_EXAMPLE,
       recommendation: `[OPENAI - gpt-4o-mini] ${RECOMMENDATION_EXAMPLE.join("")}`,
       citedIds: [PRODUCT_EXAMPLE.id],
       writer: { provider: "OPENAI", model: "gpt-4o-mini", position: 0 },
@@ -238,6 +262,7 @@ export function searchAnswers(defaults: SearchDefaults, from: "body" | "query" =
       SearchResponse,
       "Los productos más parecidos a la consulta y la recomendación (con Accept: text/event-stream, como eventos)",
       {
+        search_id: SEARCH_ID_EXAMPLE,
         query: SEARCH_QUERY_EXAMPLE,
         recommendation: `[OPENAI - gpt-4o-mini] ${RECOMMENDATION_EXAMPLE.join("")}`,
         cited_ids: [PRODUCT_EXAMPLE.id],

@@ -369,6 +369,7 @@ describe("the document", () => {
       "PATCH /products/{id}",
       "POST /products/",
       "POST /products/bulk",
+      "PUT /products/synonyms",
       "PUT /products/{id}",
     ]);
     for (const { method, path, operation } of writes) {
@@ -406,7 +407,9 @@ describe("the document", () => {
       { apiKey: [] },
     ];
     for (const { method, path, operation } of operations(document)) {
-      const protectedPath = ["/products", "/jobs", "/keys"].some((prefix) => path.startsWith(prefix));
+      const protectedPath = ["/products", "/jobs", "/keys", "/events", "/analytics"].some((prefix) =>
+        path.startsWith(prefix),
+      );
       const expected = !protectedPath
         ? []
         : method === "GET" && path === "/products/search"

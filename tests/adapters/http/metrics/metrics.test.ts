@@ -62,6 +62,28 @@ describe("GET /metrics on the app", () => {
       expect(text).not.toContain(secret);
     }
   });
+
+  test("counts searches by mode and whether they found anything, and the clicks and conversions on them", async () => {
+    const h = await createHarness({ metricsToken: TOKEN, ranking: { categoryBoost: 0.4, minScore: 0.3 } });
+    await h.call("POST", "/products/", { token: h.token, json: PRODUCT });
+    const found = await h.call("POST", "/products/search", { token: h.token, json: { query: "cafetera espresso" } });
+    await h.call("POST", "/products/search", {
+      token: h.token,
+      json: { query: "consulta privadísima", mode: "hybrid" },
+    });
+    for (const type of ["click", "click", "conversion"]) {
+      const event = { search_id: found.json.search_id, product_id: found.json.results[0].id, type };
+      expect((await h.call("POST", "/events", { token: h.token, json: event })).status).toBe(202);
+    }
+    const { text } = await h.call("GET", "/metrics", scrape);
+    expect(text).toContain('sku_searches_total{mode="semantic",outcome="results"} 1');
+    expect(text).toContain('sku_searches_total{mode="hybrid",outcome="empty"} 1');
+    expect(text).toContain('sku_search_events_total{type="click"} 2');
+    expect(text).toContain('sku_search_events_total{type="conversion"} 1');
+    for (const secret of ["privadísima", "consulta", "cafetera espresso", found.json.search_id]) {
+      expect(text).not.toContain(secret);
+    }
+  });
 });
 
 describe("GET /metrics on a port of its own (METRICS_PORT)", () => {

@@ -11,7 +11,9 @@ describe("POST /products/", () => {
     expect(response.status).toBe(201);
     expect(response.json).toEqual({ id: 1, ...LAPTOP });
     expect(h.products.products).toEqual([{ id: 1, ...LAPTOP }]);
-    expect(h.embedder.calls).toEqual([{ text: `${LAPTOP.name}\n${LAPTOP.description}`, purpose: "document" }]);
+    expect(h.embedder.calls).toEqual([
+      { text: `${LAPTOP.name}. ${LAPTOP.category}. ${LAPTOP.description}`, purpose: "document" },
+    ]);
   });
 
   test("answers at /products without the trailing slash too", async () => {
@@ -209,21 +211,28 @@ describe("product lifecycle", () => {
     }
   });
 
-  test("PATCH changes some fields, re-embedding only when the name or description changes", async () => {
+  test("PATCH changes some fields, re-embedding only when the name, category or description changes", async () => {
     const h = await createHarness();
     const { id } = await create(h, LAPTOP);
     h.embedder.calls.length = 0;
-    const recategorised = await h.call("PATCH", `/products/${id}`, { token: h.token, json: { category: "gaming" } });
+    const skuOnly = await h.call("PATCH", `/products/${id}`, { token: h.token, json: { sku: "G-1" } });
+    expect(skuOnly.json).toEqual({ id, ...LAPTOP, sku: "G-1" });
+    expect(h.embedder.calls).toEqual([]);
+    const recategorised = await h.call("PATCH", `/products/${id}`, {
+      token: h.token,
+      json: { category: "gaming", sku: null },
+    });
     expect(recategorised.status).toBe(200);
     expect(recategorised.json).toEqual({ id, ...LAPTOP, category: "gaming" });
-    expect(h.embedder.calls).toEqual([]);
+    expect(h.embedder.calls.map((call) => call.text)).toEqual([`${LAPTOP.name}. gaming. ${LAPTOP.description}`]);
+    h.embedder.calls.length = 0;
 
     const renamed = await h.call("PATCH", `/products/${id}`, {
       token: h.token,
       json: { name: "Portátil ultraligero", sku: "UL-1" },
     });
     expect(renamed.json).toEqual({ id, ...LAPTOP, category: "gaming", name: "Portátil ultraligero", sku: "UL-1" });
-    expect(h.embedder.calls.map((call) => call.text)).toEqual([`Portátil ultraligero\n${LAPTOP.description}`]);
+    expect(h.embedder.calls.map((call) => call.text)).toEqual([`Portátil ultraligero. gaming. ${LAPTOP.description}`]);
 
     const search = await h.call("POST", "/products/search", { token: h.token, json: { query: "ultraligero" } });
     expect(search.json.results[0]).toMatchObject({ id, name: "Portátil ultraligero", sku: "UL-1" });

@@ -13,7 +13,9 @@ describe("POST /products/search", () => {
       json: { query: "laptop para videojuegos" },
     });
     expect(response.status).toBe(200);
-    expect(Object.keys(response.json).sort()).toEqual(["cited_ids", "query", "recommendation", "results"]);
+    // The contract's query, recommendation and results; cited_ids, and the search_id its clicks are reported with.
+    expect(Object.keys(response.json).sort()).toEqual(["cited_ids", "query", "recommendation", "results", "search_id"]);
+    expect(response.json.search_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     expect(response.json.query).toBe("laptop para videojuegos");
 
     const results = response.json.results as { id: number; name: string; score: number }[];
@@ -107,7 +109,13 @@ describe("POST /products/search", () => {
     const h = await createHarness();
     const response = await h.call("POST", "/products/search", { token: h.token, json: { query: "portátil" } });
     expect(response.status).toBe(200);
-    expect(response.json).toEqual({ query: "portátil", recommendation: NOTHING_MATCHED, results: [], cited_ids: [] });
+    expect(response.json).toEqual({
+      search_id: expect.any(String),
+      query: "portátil",
+      recommendation: NOTHING_MATCHED,
+      results: [],
+      cited_ids: [],
+    });
   });
 
   test("embedder failure, zero vector, generation failure and a database down are all 503", async () => {
@@ -171,7 +179,9 @@ describe("POST /products/search: filters and streaming", () => {
       .map((event) => event.data.text)
       .join("");
     expect(text).toBe(`Le recomiendo ${LAPTOP.name} [#1] o.`);
+    expect(events[0]?.data.search_id).toEqual(expect.any(String));
     expect(events.at(-1)?.data).toEqual({
+      search_id: events[0]?.data.search_id,
       recommendation: `[FAKE - fake-1] ${text}`,
       cited_ids: [1],
       provider: "FAKE",
@@ -301,7 +311,9 @@ describe("GET /products/search", () => {
       { token: h.token },
     );
     expect(got.status).toBe(200);
-    expect(got.json).toEqual(posted.json);
+    // The same answer, but for the search's own id.
+    expect({ ...got.json, search_id: "" }).toEqual({ ...posted.json, search_id: "" });
+    expect(got.json.search_id).not.toBe(posted.json.search_id);
     const one = await h.call("GET", "/products/search?query=silla&category=muebles", { token: h.token });
     expect(one.json.results.map((product: { name: string }) => product.name)).toEqual([CHAIR.name]);
   });
@@ -329,7 +341,7 @@ describe("GET /products/search", () => {
       ["query=x&limit=2.5", "Campo 'limit': debe ser un entero entre 1 y 50"],
       ["query=x&limit=muchos", "Campo 'limit': debe ser un entero entre 1 y 50"],
       [`query=x&category=${"x".repeat(101)}`, "El campo 'category' admite como máximo 100 caracteres"],
-      ["query=x&mode=keyword", "Campo 'mode': debe ser uno de: semantic, hybrid"],
+      ["query=x&mode=keyword", "Campo 'mode': debe ser uno de: semantic, hybrid, lexical"],
       ["query=x&mode=hybrid&alpha=2", "Campo 'alpha': debe ser un número entre 0 y 1"],
       ["query=x&alpha=0.5", 'El campo \'alpha\' solo se usa con "mode": "hybrid"'],
       ["query=x&top_k=3", "Campo 'top_k': no está permitido"],

@@ -1,0 +1,112 @@
+/** Search ids, POST /events and GET /analytics: how a shop finds the searches that fail it. */
+import { describe, expect, test } from "bun:test";
+import { addProducts, CHAIR, LAPTOP, MOUSE } from "../catalogue-fixtures.ts";
+import { createHarness } from "../harness.ts";
+
+const RANKING = { categoryBoost: 0.4, minScore: 0.3 };
+
+async function searched(h: Awaited<ReturnType<typeof createHarness>>, query: string) {
+  const response = await h.call("POST", "/products/search", { token: h.token, json: { query } });
+  expect(response.status).toBe(200);
+  return response.json as { search_id: string; results: { id: number }[] };
+}
+
+describe("search analytics", () => {
+  test("counts each search and each click: top queries, no-result queries and the click-through rate per query", async () => {
+    const h = await createHarness({ ranking: RANKING });
+    await addProducts(h, MOUSE, LAPTOP, CHAIR);
+    const laptops = [
+      await searched(h, "Portátil gamer"),
+      await searched(h, "portátil  GAMER"),
+      await searched(h, "portátil gamer"),
+    ];
+    await searched(h, "silla ergonómico");
+    const nothing = await searched(h, "patinete eléctrico");
+    expect(nothing.results).toEqual([]);
+    for (const [search, type] of [
+      [laptops[0], "click"],
+      [laptops[0], "click"],
+      [laptops[1], "click"],
+      [laptops[1], "conversion"],
+    ] as const) {
+      const event = { search_id: search?.search_id, product_id: search?.results[0]?.id, type };
+      const response = await h.call("POST", "/events", { token: h.token, json: event });
+      expect(response.status).toBe(202);
+      expect(response.text).toBe("");
+    }
+    const report = await h.call("GET", "/analytics?days=7", { token: h.token });
+    expect(report.status).toBe(200);
+    expect(report.json).toMatchObject({
+      days: 7,
+      searches: 5,
+      no_result_searches: 1,
+      clicked_searches: 2,
+      click_through_rate: 0.4,
+      clicks: 3,
+      conversions: 1,
+    });
+    expect(report.json.top_queries[0]).toEqual({
+      query: "portátil gamer",
+      searches: 3,
+      no_results: 0,
+      clicked_searches: 2,
+      click_through_rate: 0.667,
+      clicks: 3,
+      conversions: 1,
+    });
+    expect(report.json.no_result_queries).toEqual([
+      {
+        query: "patinete eléctrico",
+        searches: 1,
+        no_results: 1,
+        clicked_searches: 0,
+        click_through_rate: 0,
+        clicks: 0,
+        conversions: 0,
+      },
+    ]);
+  });
+
+  test("the stream carries the search id in its results and done events", async () => {
+    const h = await createHarness();
+    await addProducts(h, LAPTOP);
+    const response = await h.call("POST", "/products/search", {
+      token: h.token,
+      json: { query: "portátil" },
+      headers: { accept: "text/event-stream" },
+    });
+    const ids = [...response.text.matchAll(/"search_id":"([^"]+)"/g)].map((match) => match[1]);
+    expect(ids).toHaveLength(2);
+    expect(ids[0]).toBe(ids[1]);
+    expect(h.analyticsStore.searches.map((search) => search.searchId)).toEqual([ids[0] as string]);
+  });
+
+  test("a bad event is 422 naming the field, and nothing is kept; days out of range is 422", async () => {
+    const h = await createHarness();
+    const id = "9b2e7c4d-1f3a-4e5b-8c6d-7e8f9a0b1c2d";
+    for (const json of [
+      { search_id: "no-es-un-id", product_id: 1, type: "click" },
+      { search_id: id, product_id: 0, type: "click" },
+      { search_id: id, product_id: 1, type: "like" },
+      { search_id: id, product_id: 1 },
+      { search_id: id, product_id: 1, type: "click", user: "ana" },
+    ]) {
+      const response = await h.call("POST", "/events", { token: h.token, json });
+      expect({ json, status: response.status }).toEqual({ json, status: 422 });
+      expect(response.json.detail).toBeString();
+    }
+    expect(h.analyticsStore.events).toEqual([]);
+    for (const days of ["0", "91", "1.5", "x"]) {
+      expect((await h.call("GET", `/analytics?days=${days}`, { token: h.token })).status).toBe(422);
+    }
+  });
+
+  test("events take the search's permission (a storefront sends them), the report products.read", async () => {
+    const h = await createHarness({ settings: { searchRequiresAuth: false } });
+    const event = { search_id: "9b2e7c4d-1f3a-4e5b-8c6d-7e8f9a0b1c2d", product_id: 1, type: "click" };
+    expect((await h.call("POST", "/events", { json: event })).status).toBe(202);
+    expect((await h.call("GET", "/analytics")).status).toBe(401);
+    const viewer = await h.tokenOf("vera", "viewer");
+    expect((await h.call("GET", "/analytics", { token: viewer })).json).toMatchObject({ days: 7, searches: 0 });
+  });
+});
