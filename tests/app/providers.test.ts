@@ -156,7 +156,7 @@ describe("with provider keys, the service uses the real providers", () => {
       (request) => request.body as { model: string; dimensions: number; input: string[] },
     );
     expect(sent[0]).toMatchObject({ model: "text-embedding-3-large", dimensions: 3072 });
-    expect(sent[0]?.input).toEqual([`${COFFEE.name}\n${COFFEE.description}`]);
+    expect(sent[0]?.input).toEqual([`${COFFEE.name}. ${COFFEE.category}. ${COFFEE.description}`]);
     expect(embeddingRequests()[0]?.headers.get("authorization")).toBe(`Bearer ${KEYS.OPENAI_API_KEY}`);
 
     const found = await search("espresso machine with milk frother");

@@ -145,7 +145,10 @@ describe("the service with translation on", () => {
     const search = await call("POST", "/products/search", { query: "funda de terciopelo" });
     expect(search.status).toBe(200);
     expect(search.json.results[0]).toMatchObject(VELVET);
-    expect(embedder.calls.map((c) => c.text)).toEqual([`${VELVET.name}\n${VELVET.description}`, "funda de terciopelo"]);
+    expect(embedder.calls.map((c) => c.text)).toEqual([
+      `${VELVET.name}. ${VELVET.category}. ${VELVET.description}`,
+      "funda de terciopelo",
+    ]);
   });
 
   test("creating and searching work when Apertium dies mid-call; the next call restarts it", async () => {
@@ -162,8 +165,8 @@ describe("the service with translation on", () => {
     // Stored and returned as written; only the embedder saw the English.
     expect(search.json.results[0]).toMatchObject(VELVET);
     expect(embedder.calls.map((c) => c.text)).toEqual([
-      `${crashing.name}\n${crashing.description}`,
-      "cover of velvet\nfor the sofa of the house",
+      `${crashing.name}. ${crashing.category}. ${crashing.description}`,
+      "cover of velvet. Hogar. for the sofa of the house",
       "the cover of velvet",
     ]);
   });

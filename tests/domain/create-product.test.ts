@@ -50,9 +50,11 @@ describe("CreateProduct", () => {
     expect(products.products).toEqual([created]);
   });
 
-  test("embeds exactly name, a newline and description, as a document, once", async () => {
+  test('embeds exactly "name. category. description", as a document, once', async () => {
     await createProduct.execute({ ...VALID, name: ` ${VALID.name} ` });
-    expect(embedder.calls).toEqual([{ text: `${VALID.name}\n${VALID.description}`, purpose: "document" }]);
+    expect(embedder.calls).toEqual([
+      { text: `${VALID.name}. ${VALID.category}. ${VALID.description}`, purpose: "document" },
+    ]);
   });
 
   test("stores the vector the embedder computed", async () => {
@@ -103,17 +105,17 @@ describe("CreateProduct", () => {
     expect((await createProduct.execute({ ...VALID, name: value })).product.name).toBe(value);
   });
 
-  test("an empty description is accepted: the product is embedded by its name", async () => {
+  test("an empty description is accepted: the product is embedded by its name and category", async () => {
     const { product } = await createProduct.execute({ ...VALID, description: " \u200b " });
     expect(product.description).toBe("");
-    expect(embedder.calls).toEqual([{ text: `${VALID.name}\n`, purpose: "document" }]);
+    expect(embedder.calls).toEqual([{ text: `${VALID.name}. ${VALID.category}`, purpose: "document" }]);
   });
 
   test("bidi controls inside a field are removed before it is stored and embedded", async () => {
     const { product } = await createProduct.execute({ ...VALID, name: "Zapatillas de \u202Egninnur\u202C" });
     expect(product.name).toBe("Zapatillas de gninnur");
     expect(products.products[0]?.name).toBe("Zapatillas de gninnur");
-    expect(embedder.calls[0]?.text).toBe(`Zapatillas de gninnur\n${VALID.description}`);
+    expect(embedder.calls[0]?.text).toBe(`Zapatillas de gninnur. ${VALID.category}. ${VALID.description}`);
   });
 
   test("zero-width characters around a field are trimmed like spaces", async () => {
