@@ -81,16 +81,24 @@ test.skipIf(skipped)(
     }
     expect(failed).toEqual([]);
 
-    // Every connection of the pool at once: each must open and answer (a dead one would hang 5 s, then fail).
-    const backends = await Promise.all(
-      Array.from({ length: POOL_SIZE }, () =>
-        pool.query<{ pid: number }>("SELECT pg_backend_pid() AS pid, pg_sleep(0.5)").then(
-          (rows) => rows[0]?.pid,
-          (error: Error) => error.message,
+    // Every connection of the pool at once: each must open and answer (a dead one would hang 5 s, then
+    // fail). The service's own writes behind (query cache, analytics) may hold one for a moment, so
+    // a round that shared a connection is tried again; one that failed is not.
+    const everyConnection = () =>
+      Promise.all(
+        Array.from({ length: POOL_SIZE }, () =>
+          pool.query<{ pid: number }>("SELECT pg_backend_pid() AS pid, pg_sleep(0.5)").then(
+            (rows) => rows[0]?.pid,
+            (error: Error) => error.message,
+          ),
         ),
-      ),
-    );
-    expect(new Set(backends).size).toBe(POOL_SIZE);
-    expect(backends.every((pid) => typeof pid === "number")).toBe(true);
+      );
+    let distinct = 0;
+    for (let attempt = 0; attempt < 5 && distinct < POOL_SIZE; attempt++) {
+      const backends = await everyConnection();
+      expect(backends.every((pid) => typeof pid === "number")).toBe(true);
+      distinct = new Set(backends).size;
+    }
+    expect(distinct).toBe(POOL_SIZE);
   },
 );
