@@ -61,6 +61,7 @@ async function main(): Promise<void> {
       try {
         const { query, recommendation, results, citedIds } = await search.execute(
           (await request.json()) as SearchRequest,
+          { catalogue: "default" },
         );
         return Response.json({ query, recommendation, results: results.map(scoredView), cited_ids: citedIds });
       } catch (error) {

@@ -24,7 +24,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
+import { PostgresProducts } from "../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase } from "../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
 import { SqlVectorIndex } from "../src/adapters/postgres/vector-index.ts";
@@ -89,7 +89,7 @@ async function prepareCatalogue(): Promise<{ loadS: number; indexS: number } | "
   try {
     await prepareDatabase(db, { model: FAKE_MODEL, dimension: DIMENSION });
     const space = new SyntheticSpace(loadCatalogue(), DIMENSION);
-    const products = new PostgresProductRepository(db, DIMENSION);
+    const products = new PostgresProducts(db, DIMENSION).in("default");
     const loadStarted = performance.now();
     for (let first = 0; first < PRODUCTS; first += 500) {
       const rows = await Promise.all(
@@ -114,7 +114,7 @@ async function prepareCatalogue(): Promise<{ loadS: number; indexS: number } | "
     }
     const loadS = (performance.now() - loadStarted) / 1000;
     const indexStarted = performance.now();
-    await new SqlVectorIndex(db, DIMENSION, { server: true }).build();
+    await new SqlVectorIndex(db, DIMENSION, { server: true, table: "products_c1" }).build();
     await db.query("ANALYZE products");
     return { loadS, indexS: (performance.now() - indexStarted) / 1000 };
   } finally {

@@ -38,7 +38,7 @@ import { parseArgs } from "node:util";
 import { PGlite } from "@electric-sql/pglite";
 import { vector } from "@electric-sql/pglite-pgvector";
 import postgres from "postgres";
-import { PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
+import { PostgresProducts } from "../src/adapters/postgres/product-repository.ts";
 import { HALF_PRECISION_COPY_FROM_DIMENSION, prepareDatabase, vectorParam } from "../src/adapters/postgres/schema.ts";
 import { connectPostgres, insideTransaction, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
 import { LocalEmbedder } from "../src/adapters/providers/local-embedder.ts";
@@ -708,7 +708,7 @@ async function benchEngine(open: () => Promise<Engine>, space: VectorSource, siz
   const cases = await filterCases(space);
   const engine = await open();
   const { client } = engine;
-  const repository = new PostgresProductRepository(client, dimension);
+  const repository = new PostgresProducts(client, dimension).in("default");
   try {
     await prepareDatabase(client, { model: "bench", dimension });
     // The bench copies rows without the digest of their text (it never re-embeds them).
@@ -721,7 +721,9 @@ async function benchEngine(open: () => Promise<Engine>, space: VectorSource, siz
       loaded = n;
       const vacuumStarted = performance.now();
       await client.query("VACUUM ANALYZE products");
-      const [size] = await client.query<{ b: string }>("SELECT pg_total_relation_size('products') AS b");
+      const [size] = await client.query<{ b: string }>(
+        "SELECT sum(pg_total_relation_size(inhrelid)) AS b FROM pg_inherits WHERE inhparent = 'products'::regclass",
+      );
       const line = `| ${engine.name} | ${dimension} | ${n} | ${rate.toFixed(0)} | ${((performance.now() - vacuumStarted) / 1000).toFixed(1)} | ${mb(size?.b ?? 0).toFixed(0)} |`;
       loadRows.push(line);
       console.log(`  binary COPY ${rate.toFixed(0)} rows/s; table ${mb(size?.b ?? 0).toFixed(0)} MB`);
@@ -1039,7 +1041,7 @@ async function benchPlanner(
   }
   // Today's exact query with the ANN index present: does it turn approximate?
   const exactPlan = await planOf(client, todaysExactQuery(dimension), [vectorParam(queries[0] as number[]), LIMIT]);
-  const repository = new PostgresProductRepository(client, dimension);
+  const repository = new PostgresProducts(client, dimension).in("default");
   const exact = await measure(queries, truth, (q) => repository.searchByVector(q, { limit: LIMIT }));
   const line =
     `${head}: today's exact query with the HNSW index present: [${exactPlan}], ` +

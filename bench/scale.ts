@@ -43,10 +43,15 @@ import { parseArgs } from "node:util";
 import { freePort } from "../scripts/free-port.ts";
 import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
 import { type CopyField, encodeCopyRows } from "../src/adapters/postgres/binary-copy.ts";
-import { DEFAULT_SEARCH_PLAN, PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
+import {
+  DEFAULT_SEARCH_PLAN,
+  type PostgresProductRepository,
+  PostgresProducts,
+} from "../src/adapters/postgres/product-repository.ts";
+import { cataloguePartition } from "../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
 import {
-  IndexInUse,
+  IndexesInUse,
   indexTarget,
   probesFor,
   reranked,
@@ -57,6 +62,9 @@ import {
 } from "../src/adapters/postgres/vector-index.ts";
 import { embeddingText } from "../src/domain/product.ts";
 import { type CatalogueProduct, DEFAULT_PRODUCTS_FILE, loadCatalogue, SyntheticSpace, seedOf } from "./vectors.ts";
+
+/** The default catalogue's partition of products (schema.ts): the catalogue the bench fills and indexes. */
+const TABLE = cataloguePartition(1);
 
 const { values: args } = parseArgs({
   options: {
@@ -330,7 +338,8 @@ async function bulkLoad(service: Service, from: number, to: number): Promise<num
 
 // ---------------------------------------------------------------- binary COPY
 
-const COPY_COLUMNS = ["name", "description", "category", "content_digest", "embedding"];
+/** Into the default catalogue (the one the bulk path writes), as the bench's owner (row-level security confines only the service's role). */
+const COPY_COLUMNS = ["catalogue", "name", "description", "category", "content_digest", "embedding"];
 const COPY_CHUNK = 500;
 
 /** Rows [from, to) in binary COPY format, as the bulk path would store them (content digest included). */
@@ -340,6 +349,7 @@ function copyChunk(from: number, to: number): Uint8Array {
     const product = productOf(row);
     const digest = new Bun.CryptoHasher("sha256").update(embeddingText(product)).digest("hex");
     rows.push([
+      { text: "default" },
       { text: product.name },
       { text: product.description },
       { text: product.category },
@@ -587,7 +597,7 @@ try {
   // 3. The exact answers.
   db = await target.open();
   await db.query("VACUUM ANALYZE products");
-  const exactRepository = new PostgresProductRepository(db, DIMENSION, { ...PLAN, filterExactMaxRows: N });
+  const exactRepository = new PostgresProducts(db, DIMENSION, { ...PLAN, filterExactMaxRows: N }).in("default");
   const unfiltered = unfilteredQueries();
   const filtered = filteredQueries();
   const exactStarted = performance.now();
@@ -612,8 +622,10 @@ try {
 
   // 4. The index: build, then latency and recall.
   noteLoad();
-  const inUse = new IndexInUse(db, DIMENSION, TARGET);
+  const indexesInUse = new IndexesInUse(db, DIMENSION, TARGET);
+  const inUse = indexesInUse.of(TABLE);
   const index = new SqlVectorIndex(db, DIMENSION, {
+    table: TABLE,
     server: ENGINE === "pg",
     kind: KIND,
     inUse,
@@ -623,7 +635,9 @@ try {
     log: (event) => console.log(`  ${JSON.stringify(event)}`),
   });
   const watcher = ENGINE === "pg" ? await target.open() : undefined;
-  const watch = watcher ? new SqlVectorIndex(watcher, DIMENSION, { server: true, kind: KIND }) : undefined;
+  const watch = watcher
+    ? new SqlVectorIndex(watcher, DIMENSION, { server: true, kind: KIND, table: TABLE })
+    : undefined;
   const buildStarted = performance.now();
   const building = index.build();
   let built = false;
@@ -653,13 +667,13 @@ try {
   Object.assign(figures, { build_s: round(buildSeconds, 1), index_mb: round(bytes / 2 ** 20) });
 
   const repositoryWith = (scan: number, rerankDepth: number) =>
-    new PostgresProductRepository(
+    new PostgresProducts(
       db,
       DIMENSION,
       { ...PLAN, efSearch: IVF ? EF_SEARCH : scan, probes: IVF ? scan : PROBES, rerankDepth },
       undefined,
-      inUse,
-    );
+      { indexesInUse },
+    ).in("default");
   const setScan = (value: number) => db.query("SELECT set_config($1, $2, false)", [SCAN_SETTING, String(value)]);
   const rerankLabel = (depth: number) => (reranked(TARGET?.kind) ? `, re-rank ${depth}` : "");
   for (const scan of SCANS) {
@@ -677,13 +691,13 @@ try {
   const serviceScan = IVF ? PROBES : EF_SEARCH;
   if (serviceScan === "auto") await db.query("RESET ivfflat.probes");
   else await setScan(serviceScan);
-  const service = new PostgresProductRepository(
+  const service = new PostgresProducts(
     db,
     DIMENSION,
     { ...PLAN, efSearch: EF_SEARCH, probes: PROBES, rerankDepth: RERANK_DEPTH },
     undefined,
-    inUse,
-  );
+    { indexesInUse },
+  ).in("default");
   const headline = await run(service, unfiltered);
   const headlineRecall = recall(exact.ids, headline.ids);
   await sampleMemory(db);

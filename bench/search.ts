@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
-import { PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
+import { PostgresProducts } from "../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase, vectorParam } from "../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
 import { DatabaseUnavailable } from "../src/domain/errors.ts";
@@ -172,7 +172,7 @@ async function benchDimension(target: Target, dimension: number): Promise<Figure
   const figures: Figures[] = [];
   try {
     await prepareDatabase(client, { model: "bench", dimension });
-    const repository = new PostgresProductRepository(client, dimension);
+    const repository = new PostgresProducts(client, dimension).in("default");
     const space = new SyntheticSpace(catalogue, dimension);
     const queries = Array.from({ length: WARMUP + QUERIES }, (_, i) => space.query(i));
     const checks = queries.slice(WARMUP, WARMUP + CHECKED).map((q) => new BruteForceTop(Float64Array.from(q)));
@@ -205,7 +205,7 @@ async function benchDimension(target: Target, dimension: number): Promise<Figure
       parse.sort((a, b) => a - b);
 
       const [table] = await client.query<{ bytes: string | number }>(
-        "SELECT pg_total_relation_size('products') AS bytes",
+        "SELECT sum(pg_total_relation_size(inhrelid)) AS bytes FROM pg_inherits WHERE inhparent = 'products'::regclass",
       );
       const row: Figures = {
         database: target.name,

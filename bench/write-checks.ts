@@ -11,7 +11,7 @@
  * (or TEST_DATABASE_URL); it works in a schema of its own, dropped after. Last line: one JSON object.
  */
 import { parseArgs } from "node:util";
-import { PostgresProductRepository } from "../src/adapters/postgres/product-repository.ts";
+import { type PostgresProductRepository, PostgresProducts } from "../src/adapters/postgres/product-repository.ts";
 import { readYourWrites } from "../src/adapters/postgres/read-write-clients.ts";
 import { prepareDatabase } from "../src/adapters/postgres/schema.ts";
 import { connectPostgres } from "../src/adapters/postgres/sql-client.ts";
@@ -49,14 +49,14 @@ try {
     },
   };
   const variants = {
-    plain: new PostgresProductRepository(db, SPACE.dimension),
-    spaceChecked: new PostgresProductRepository(db, SPACE.dimension, undefined, SPACE),
-    spaceCheckedWithPosition: new PostgresProductRepository(
+    plain: new PostgresProducts(db, SPACE.dimension).in("default"),
+    spaceChecked: new PostgresProducts(db, SPACE.dimension, undefined, SPACE).in("default"),
+    spaceCheckedWithPosition: new PostgresProducts(
       readYourWrites(db, db, { request: () => request, standbys: false, waitMs: 0 }),
       SPACE.dimension,
       undefined,
       SPACE,
-    ),
+    ).in("default"),
   };
   const samples: Record<keyof typeof variants, number[]> = {
     plain: [],

@@ -29,6 +29,8 @@ export function everyOperation(baseUrl: string, login: { username: string; passw
   let jobId = 0;
   let keyId = "";
   let apiKey = "";
+  let catalogue = "";
+  let catalogueProductId = 0;
   const authorized = () => ({ Authorization: `Bearer ${token}` });
   const product = { name: "Cafetera espresso", description: "Cafetera de 15 bares", category: "cocina" };
 
@@ -167,6 +169,149 @@ export function everyOperation(baseUrl: string, login: { username: string; passw
               params: { path: { id: jobId }, query: { cursor: next } },
             })
           : pending;
+      },
+    },
+    "/catalogues": {
+      post: async () => {
+        const { data } = await client.POST("/catalogues", { headers: authorized(), body: { name: "tienda-norte" } });
+        if (data) catalogue = data.name;
+        return data?.products;
+      },
+      get: async () => {
+        const { data } = await client.GET("/catalogues", { headers: authorized() });
+        const counts: number[] = data?.catalogues.map((listed) => listed.products) ?? [];
+        return counts;
+      },
+    },
+    // The same operations as /products…, inside the catalogue made above.
+    "/catalogues/{catalogue}/products": {
+      post: async () => {
+        const { data } = await client.POST("/catalogues/{catalogue}/products", {
+          headers: authorized(),
+          params: { path: { catalogue } },
+          body: { ...product, sku: "CAF-15" },
+        });
+        if (data) catalogueProductId = data.id;
+        return data?.sku;
+      },
+      get: async () => {
+        const { data } = await client.GET("/catalogues/{catalogue}/products", {
+          headers: authorized(),
+          params: { path: { catalogue }, query: { limit: 5 } },
+        });
+        const next: string | null | undefined = data?.next_cursor;
+        return next;
+      },
+    },
+    "/catalogues/{catalogue}/products/synonyms": {
+      put: async () => {
+        const { data } = await client.PUT("/catalogues/{catalogue}/products/synonyms", {
+          headers: authorized(),
+          params: { path: { catalogue } },
+          body: { synonyms: [["tetera", "hervidor"]] },
+        });
+        return data?.synonyms.length;
+      },
+      get: async () => {
+        const { data } = await client.GET("/catalogues/{catalogue}/products/synonyms", {
+          headers: authorized(),
+          params: { path: { catalogue } },
+        });
+        const sets: string[][] = data?.synonyms ?? [];
+        return sets;
+      },
+    },
+    "/catalogues/{catalogue}/events": {
+      post: async () => {
+        const { data } = await client.POST("/catalogues/{catalogue}/products/search", {
+          headers: authorized(),
+          params: { path: { catalogue } },
+          body: { query: "tetera" },
+        });
+        const first = data?.results[0];
+        if (!data || !first) return undefined;
+        const { response } = await client.POST("/catalogues/{catalogue}/events", {
+          headers: authorized(),
+          params: { path: { catalogue } },
+          body: { search_id: data.search_id, product_id: first.id, type: "conversion" },
+        });
+        return response.status;
+      },
+    },
+    "/catalogues/{catalogue}/analytics": {
+      get: async () => {
+        const { data } = await client.GET("/catalogues/{catalogue}/analytics", {
+          headers: authorized(),
+          params: { path: { catalogue }, query: { days: 1 } },
+        });
+        return data?.conversions;
+      },
+    },
+    "/catalogues/{catalogue}/products/categories": {
+      get: () =>
+        client.GET("/catalogues/{catalogue}/products/categories", {
+          headers: authorized(),
+          params: { path: { catalogue } },
+        }),
+    },
+    "/catalogues/{catalogue}/products/{id}": {
+      get: () =>
+        client.GET("/catalogues/{catalogue}/products/{id}", {
+          headers: authorized(),
+          params: { path: { catalogue, id: catalogueProductId } },
+        }),
+      patch: () =>
+        client.PATCH("/catalogues/{catalogue}/products/{id}", {
+          headers: authorized(),
+          params: { path: { catalogue, id: catalogueProductId } },
+          body: { name: "Cafetera moka" },
+        }),
+      put: () =>
+        client.PUT("/catalogues/{catalogue}/products/{id}", {
+          headers: authorized(),
+          params: { path: { catalogue, id: catalogueProductId } },
+          body: product,
+        }),
+      delete: () =>
+        client.DELETE("/catalogues/{catalogue}/products/{id}", {
+          headers: authorized(),
+          params: { path: { catalogue, id: catalogueProductId } },
+        }),
+    },
+    "/catalogues/{catalogue}/products/search": {
+      post: async () => {
+        const { data } = await client.POST("/catalogues/{catalogue}/products/search", {
+          headers: authorized(),
+          params: { path: { catalogue } },
+          body: { query: "cafetera", mode: "hybrid" },
+        });
+        return data?.results.map((result) => result.fused_score);
+      },
+      get: async () => {
+        const { data } = await client.GET("/catalogues/{catalogue}/products/search", {
+          headers: authorized(),
+          params: { path: { catalogue }, query: { query: "cafetera" } },
+        });
+        return data?.recommendation;
+      },
+    },
+    "/catalogues/{catalogue}/products/bulk": {
+      post: async () => {
+        const { data } = await client.POST("/catalogues/{catalogue}/products/bulk", {
+          headers: authorized(),
+          params: { path: { catalogue } },
+          body: [product],
+        });
+        return data?.counts.created;
+      },
+    },
+    "/catalogues/{catalogue}": {
+      delete: async () => {
+        const { response } = await client.DELETE("/catalogues/{catalogue}", {
+          headers: authorized(),
+          params: { path: { catalogue } },
+        });
+        return response.status;
       },
     },
     "/keys": {

@@ -10,6 +10,7 @@ import { EmbeddingSpaceMismatch, SchemaBehind } from "../adapters/postgres/schem
 import { DomainError } from "../domain/errors.ts";
 import { UpkeepBusy } from "../domain/reembed-catalogue.ts";
 import { AdminChannelFailed } from "./admin/admin-channel.ts";
+import { registerCatalogues } from "./commands/catalogues.ts";
 import { type CliOutput, EXIT, type RegisterCommand, UsageError } from "./commands/command.ts";
 import { registerExport } from "./commands/export.ts";
 import { registerHealthcheck } from "./commands/healthcheck.ts";
@@ -29,6 +30,7 @@ const COMMANDS: readonly RegisterCommand[] = [
   registerServe,
   registerUsers,
   registerKeys,
+  registerCatalogues,
   registerSynonyms,
   registerImport,
   registerExport,

@@ -13,12 +13,13 @@ import { resolve } from "node:path";
 import { MemoryRateLimitCounters } from "../adapters/in-process/rate-limit-counters.ts";
 import { openPglite } from "../adapters/pglite/pglite-client.ts";
 import { PostgresApiKeyRepository } from "../adapters/postgres/api-key-repository.ts";
+import { PostgresCatalogueRepository } from "../adapters/postgres/catalogue-repository.ts";
 import { PostgresDatabaseHealth } from "../adapters/postgres/database-health.ts";
 import { SqlEmbeddingSpace } from "../adapters/postgres/embedding-space.ts";
 import { EmbeddingSpaceWatch } from "../adapters/postgres/embedding-space-watch.ts";
 import { PostgresImportJobRepository } from "../adapters/postgres/import-job-repository.ts";
 import { PrimaryWatch } from "../adapters/postgres/primary-watch.ts";
-import { PostgresProductRepository, type SpaceOfWrites } from "../adapters/postgres/product-repository.ts";
+import { PostgresProducts, type SpaceOfWrites } from "../adapters/postgres/product-repository.ts";
 import { PostgresQueryEmbeddingCache } from "../adapters/postgres/query-embedding-cache.ts";
 import { PostgresRateLimitCounters } from "../adapters/postgres/rate-limit-counters.ts";
 import {
@@ -32,7 +33,12 @@ import { connectPostgres, type PostgresOptions, type SqlClient } from "../adapte
 import { PostgresSynonymStore } from "../adapters/postgres/synonym-store.ts";
 import { SqlUpkeepLease } from "../adapters/postgres/upkeep-lease.ts";
 import { PostgresUserRepository } from "../adapters/postgres/user-repository.ts";
-import { IndexInUse, indexTarget, SqlVectorIndex, vectorSessionSettings } from "../adapters/postgres/vector-index.ts";
+import {
+  IndexesInUse,
+  indexTarget,
+  SqlVectorIndexes,
+  vectorSessionSettings,
+} from "../adapters/postgres/vector-index.ts";
 import { LocalEmbedder } from "../adapters/providers/local-embedder.ts";
 import { INSTALLED_MODEL_DIR } from "../adapters/providers/local-model-files.ts";
 import type { ProviderClientOptions } from "../adapters/providers/provider-client.ts";
@@ -45,7 +51,8 @@ import { ManageApiKeys } from "../domain/api-keys.ts";
 import { ExportCatalogue } from "../domain/export-catalogue.ts";
 import { ImportJobs } from "../domain/import-jobs.ts";
 import { ImportProducts } from "../domain/import-products.ts";
-import { MaintainVectorIndex } from "../domain/maintain-vector-index.ts";
+import { MaintainCatalogueIndexes } from "../domain/maintain-vector-index.ts";
+import { ManageCatalogues } from "../domain/manage-catalogues.ts";
 import { ManageUsers } from "../domain/manage-users.ts";
 import { ReembedCatalogue } from "../domain/reembed-catalogue.ts";
 import { ManageSynonyms } from "../domain/synonyms.ts";
@@ -57,7 +64,7 @@ import type { RateLimitCounters } from "../ports/rate-limit-counters.ts";
 import { systemTimers, type Timers } from "../ports/timers.ts";
 import type { Translator } from "../ports/translator.ts";
 import type { UpkeepLease } from "../ports/upkeep-lease.ts";
-import type { VectorIndex } from "../ports/vector-index.ts";
+import type { VectorIndexStatus } from "../ports/vector-index.ts";
 import type { Config, RemoteProvider } from "./config.ts";
 import type { Logger } from "./logger.ts";
 import { resolveRuntimeAssets } from "./runtime-assets.ts";
@@ -303,31 +310,42 @@ export class CompositionRoot {
     return (await missingMigrations(await this.readDatabase())).length === 0;
   }
 
-  async products(): Promise<PostgresProductRepository> {
-    const [, embedder, pools, space, inUse] = await Promise.all([
+  /** Every catalogue's products (each statement names its catalogue: product-repository.ts). */
+  async products(): Promise<PostgresProducts> {
+    const [, embedder, pools, space, indexesInUse] = await Promise.all([
       this.store(),
       this.embedder(),
       this.pools(),
       this.spaceOfWrites(),
-      this.indexInUse(),
+      this.indexesInUse(),
     ]);
     return this.once(
       "products",
-      async () => new PostgresProductRepository(pools, embedder.dimension, this.config.vectorSearch, space, inUse),
+      async () => new PostgresProducts(pools, embedder.dimension, this.config.vectorSearch, space, { indexesInUse }),
     );
   }
 
   /**
-   * Which vector index searches use, read where they run (the read pool): one per process, told at
-   * once of this process's builds and drops.
+   * Which vector index each catalogue's searches use, read where they run (the read pool): one per
+   * process, told at once of this process's builds and drops.
    */
-  private async indexInUse(): Promise<IndexInUse> {
+  private async indexesInUse(): Promise<IndexesInUse> {
     const [, embedder, { reads }] = await Promise.all([this.store(), this.embedder(), this.pools()]);
     return this.once(
-      "indexInUse",
+      "indexesInUse",
       async () =>
-        new IndexInUse(reads, embedder.dimension, indexTarget(embedder.dimension, this.config.vectorIndexKind)),
+        new IndexesInUse(reads, embedder.dimension, indexTarget(embedder.dimension, this.config.vectorIndexKind)),
     );
+  }
+
+  async catalogues(): Promise<PostgresCatalogueRepository> {
+    const [, pools] = await Promise.all([this.store(), this.pools()]);
+    return this.once("catalogues", async () => new PostgresCatalogueRepository(pools));
+  }
+
+  async manageCatalogues(): Promise<ManageCatalogues> {
+    const catalogues = await this.catalogues();
+    return this.once("manageCatalogues", async () => new ManageCatalogues({ catalogues, clock: this.clock }));
   }
 
   /**
@@ -446,15 +464,40 @@ export class CompositionRoot {
     };
   }
 
-  /** The vector index of the stored embeddings (the adapter's primitives), on the primary. */
-  async vectorIndex(): Promise<VectorIndex> {
+  /** Every catalogue's vector index (the adapter's primitives), on the primary. */
+  async vectorIndexes(): Promise<SqlVectorIndexes> {
     const [, embedder, { writes }, inUse] = await Promise.all([
       this.store(),
       this.embedder(),
       this.pools(),
-      this.indexInUse(),
+      this.indexesInUse(),
     ]);
-    return this.once("vectorIndex", async () => this.openVectorIndex(writes, embedder.dimension, inUse));
+    return this.once("vectorIndexes", async () => this.openVectorIndexes(writes, embedder.dimension, inUse));
+  }
+
+  /**
+   * Every catalogue's vector index as one status, for the metrics (sku_vector_index_bytes and the
+   * build progress): the bytes of the valid ones summed, the build under way in any of them.
+   */
+  async vectorIndexesStatus(): Promise<VectorIndexStatus> {
+    const indexes = await this.vectorIndexes();
+    const statuses: VectorIndexStatus[] = [];
+    for (const catalogue of await indexes.catalogues()) {
+      const status = await (await indexes.of(catalogue))?.status();
+      if (status) statuses.push(status);
+    }
+    const [first] = statuses;
+    if (!first) throw new Error("no catalogue: not even the default one");
+    const built = statuses.filter((status) => status.present && status.valid);
+    return {
+      ...first,
+      present: built.length > 0,
+      valid: built.length > 0,
+      outdated: statuses.some((status) => status.outdated),
+      bytes: built.reduce((sum, status) => sum + status.bytes, 0),
+      estimatedRows: statuses.reduce((sum, status) => sum + status.estimatedRows, 0),
+      progress: statuses.find((status) => status.progress)?.progress,
+    };
   }
 
   /**
@@ -472,13 +515,18 @@ export class CompositionRoot {
     return new SqlUpkeepLease(client, { holder: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}` });
   }
 
-  /** The policy that keeps the vector index fit: the service looks now and then, the commands after a load. */
-  async maintainVectorIndex(): Promise<MaintainVectorIndex> {
-    const [index, lease] = await Promise.all([this.vectorIndex(), this.upkeepLease()]);
+  /** The policy that keeps each catalogue's vector index fit: the service looks now and then, the commands after a load. */
+  async maintainVectorIndex(): Promise<MaintainCatalogueIndexes> {
+    const [indexes, lease] = await Promise.all([this.vectorIndexes(), this.upkeepLease()]);
     return this.once(
       "maintainVectorIndex",
       async () =>
-        new MaintainVectorIndex({ index, lease, policy: this.config.vectorSearch, log: (e) => this.log.warn(e) }),
+        new MaintainCatalogueIndexes({
+          indexes,
+          lease,
+          policy: this.config.vectorSearch,
+          log: (e) => this.log.warn(e),
+        }),
     );
   }
 
@@ -505,7 +553,7 @@ export class CompositionRoot {
       const jobs = new ImportJobs({
         jobs: new PostgresImportJobRepository(
           pools,
-          (tx) => new PostgresProductRepository(tx, embedder.dimension, vectorSearch, space),
+          (tx) => new PostgresProducts(tx, embedder.dimension, vectorSearch, space, { insideTransaction: true }),
         ),
         importProducts,
         clock: this.clock,
@@ -526,18 +574,18 @@ export class CompositionRoot {
   }
 
   /**
-   * Exporting the catalogue. The database is migrated but not checked against the embedder: an
+   * Exporting a catalogue. The database is migrated but not checked against the embedder: an
    * export states the space its embeddings are in, as the database records it, so a catalogue can
    * be exported before (or after) the embedder changes. The embedder is made (for the migrations
    * of a new database) but never loaded.
    */
-  async exportCatalogue(): Promise<ExportCatalogue> {
+  async exportCatalogue(catalogue: string): Promise<ExportCatalogue> {
     const [client, embedder] = await Promise.all([this.database(), this.embedder()]);
     await this.migrate(client, applyMigrations, embedder);
     const space = new SqlEmbeddingSpace(client);
     const { dimension } = await space.current();
     return new ExportCatalogue({
-      products: new PostgresProductRepository(client, dimension, this.config.vectorSearch),
+      products: new PostgresProducts(client, dimension, this.config.vectorSearch).in(catalogue),
       space: () => space.current(),
       clock: this.clock,
     });
@@ -626,9 +674,9 @@ export class CompositionRoot {
     }
   }
 
-  private openVectorIndex(client: SqlClient, dimension: number, inUse: IndexInUse): SqlVectorIndex {
+  private openVectorIndexes(client: SqlClient, dimension: number, inUse: IndexesInUse): SqlVectorIndexes {
     const { databaseUrl, vectorIndexKind, vectorIndexBuildMemory, vectorIndexBuildWorkers } = this.config;
-    return new SqlVectorIndex(client, dimension, {
+    return new SqlVectorIndexes(client, dimension, {
       server: databaseUrl !== undefined,
       kind: vectorIndexKind,
       inUse,

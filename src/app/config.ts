@@ -19,6 +19,7 @@ import {
   OPENAI_DEFAULT_GENERATION_MODEL,
 } from "../adapters/providers/default-models.ts";
 import type { RetryPolicy } from "../adapters/providers/resilient-fetch.ts";
+import { CATALOGUE_NAME } from "../domain/api-keys.ts";
 import { SEARCH_MODES, type SearchMode } from "../domain/hybrid-ranking.ts";
 import { VECTOR_INDEX_MODES, type VectorIndexPolicy } from "../domain/maintain-vector-index.ts";
 import { DEFAULT_CATEGORY_BOOST, DEFAULT_HYBRID_ALPHA } from "../domain/search-and-recommend.ts";
@@ -61,6 +62,9 @@ export const DEFAULT_EMBEDDING_DIMENSIONS = 3072;
 /** A given JWT secret must carry at least this many bytes (256 bits, as HS256's key size). */
 export const JWT_SECRET_MIN_BYTES = 32;
 
+/** METRICS_CATALOGUES names at most this many: each multiplies the series of the request metrics. */
+const MAX_LABELLED_CATALOGUES = 50;
+
 /** A metrics token must be at least this long (visible ASCII, no spaces: it travels in a header). */
 export const METRICS_TOKEN_MIN_LENGTH = 16;
 
@@ -100,8 +104,16 @@ export interface Config {
    * GET /metrics: served when either is set. `port`: on a listener of its own (at HOST); `token`: the
    * bearer token a scraper must send (on the main port, or on `port` too when both are set).
    */
-  metrics: { token: string | undefined; port: number | undefined };
-  /** Requests per client and window (0: not limited): searches, and writes under /products. */
+  metrics: {
+    token: string | undefined;
+    port: number | undefined;
+    /**
+     * METRICS_CATALOGUES: the catalogues the metrics' `catalogue` label names; any other is `other`,
+     * so the label takes a bounded number of values however many catalogues there are.
+     */
+    catalogues: string[];
+  };
+  /** Requests per client, catalogue and window (0: not limited): searches, and writes of products. */
   rateLimits: { search: number; write: number; windowSeconds: number };
   embeddingProvider: EmbeddingProvider;
   /** Length of the remote embedders' vectors (the offline model's is fixed at 384). */
@@ -310,7 +322,7 @@ export function loadConfig(env: Env): Config {
     maxBodyBytes: read.integer("MAX_BODY_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
     trustProxy: read.boolean("TRUST_PROXY", false),
     corsOrigins: read.origins("CORS_ORIGINS"),
-    metrics: { token: metricsToken, port: metricsPort },
+    metrics: { token: metricsToken, port: metricsPort, catalogues: read.catalogues("METRICS_CATALOGUES", ["default"]) },
     rateLimits: {
       search: read.integer("SEARCH_RATE_LIMIT", 60, 0, 1_000_000),
       write: read.integer("WRITE_RATE_LIMIT", 120, 0, 1_000_000),
@@ -445,6 +457,29 @@ class SettingReader {
    * Comma-separated exact origins (`scheme://host[:port]`), each as browsers send it in `Origin`;
    * `*`, paths and anything but http(s) are refused. Unset: none.
    */
+  /** A comma-separated list of catalogue names (at most MAX_LABELLED_CATALOGUES), or `fallback` when unset. */
+  catalogues(name: string, fallback: string[]): string[] {
+    const raw = this.optional(name);
+    if (raw === undefined) return fallback;
+    const names = [
+      ...new Set(
+        raw
+          .split(",")
+          .map((entry) => entry.trim())
+          .filter(Boolean),
+      ),
+    ];
+    const bad = names.find((catalogue) => !CATALOGUE_NAME.test(catalogue));
+    if (bad !== undefined) {
+      this.problems.push(`${name}: '${bad}' is not a catalogue name (${CATALOGUE_NAME.source})`);
+    } else if (names.length > MAX_LABELLED_CATALOGUES) {
+      this.problems.push(
+        `${name}: at most ${MAX_LABELLED_CATALOGUES} catalogues (each is a label value of every request metric)`,
+      );
+    }
+    return names;
+  }
+
   origins(name: string): string[] {
     const raw = this.optional(name);
     if (raw === undefined) return [];

@@ -50,9 +50,9 @@ function createMetrics(
   config: Config,
   read: Pick<PrometheusMetricsOptions, "countProducts" | "vectorIndexStatus">,
 ): PrometheusMetrics | undefined {
-  const { token, port } = config.metrics;
+  const { token, port, catalogues } = config.metrics;
   if (token === undefined && port === undefined) return undefined;
-  return new PrometheusMetrics({ version: config.version, ...read });
+  return new PrometheusMetrics({ version: config.version, ...read, labelledCatalogues: catalogues });
 }
 
 /**
@@ -82,10 +82,13 @@ function rateLimitPolicies(config: Config): Partial<Record<"search" | "write", R
 export async function createHttpService(config: Config, baseLog: Logger, overrides: Overrides = {}) {
   let root: CompositionRoot | undefined;
   const metrics = createMetrics(config, {
-    countProducts: async () => (root ? countProducts(await root.readDatabase()) : Number.NaN),
+    countProducts: async () => {
+      if (!root) throw new Error("the database is not open yet");
+      return countProducts(await root.readDatabase());
+    },
     vectorIndexStatus: async () => {
       if (!root) throw new Error("not started");
-      return (await root.vectorIndex()).status();
+      return root.vectorIndexesStatus();
     },
   });
   const log = tapLogger(baseLog, { fields: requestLogFields, observe: metrics?.observe });
@@ -195,6 +198,7 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     manageApiKeys,
     createProduct: new CreateProduct({ products, embedder: documentEmbedder }),
     manageProducts: new ManageProducts({ products, embedder: documentEmbedder }),
+    manageCatalogues: await root.manageCatalogues(),
     importJobs: await root.importJobs(),
     search: new SearchAndRecommend({
       products,

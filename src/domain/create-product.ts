@@ -1,5 +1,6 @@
 import type { Embedder } from "../ports/embedder.ts";
-import type { IdempotencyRecord, IdempotentAnswer, ProductRepository } from "../ports/product-repository.ts";
+import type { IdempotencyRecord, IdempotentAnswer, ProductCatalogues } from "../ports/product-repository.ts";
+import { DEFAULT_CATALOGUE } from "./caller.ts";
 import { embedOne } from "./embed.ts";
 import { IdempotencyKeyReused, SkuTaken } from "./errors.ts";
 import { contentDigest, embeddingText, type NewProduct, normalizeProduct, type Product } from "./product.ts";
@@ -8,11 +9,13 @@ import { contentDigest, embeddingText, type NewProduct, normalizeProduct, type P
 export const IDEMPOTENCY_KEY_TTL_HOURS = 24;
 
 export interface Deps {
-  products: ProductRepository;
+  products: ProductCatalogues;
   embedder: Embedder;
 }
 
 export interface CreateOptions {
+  /** The catalogue the product goes into. */
+  catalogue: string;
   /** With the user it belongs to: the same key and body within the ttl get the first answer again. */
   idempotency?: { owner: string; key: string };
   /** Aborts (with the reason to throw) when the caller stops waiting: nothing is stored after that. */
@@ -35,27 +38,35 @@ export interface Created {
 export class CreateProduct {
   constructor(private readonly deps: Deps) {}
 
-  async execute(input: NewProduct, options: CreateOptions = {}): Promise<Created> {
+  async execute(input: NewProduct, options: CreateOptions): Promise<Created> {
     const product = normalizeProduct(input);
+    const products = this.deps.products.in(options.catalogue);
     const record: IdempotencyRecord | undefined = options.idempotency && {
       ...options.idempotency,
-      fingerprint: JSON.stringify(product),
+      fingerprint: fingerprintOf(options.catalogue, product),
       ttlHours: IDEMPOTENCY_KEY_TTL_HOURS,
     };
     if (record) {
-      const earlier = await this.deps.products.findIdempotentAnswer(record.owner, record.key, record.ttlHours);
+      const earlier = await products.findIdempotentAnswer(record.owner, record.key, record.ttlHours);
       if (earlier) return replay(earlier, record);
     }
     const embedding = await embedOne(this.deps.embedder, embeddingText(product), "document", options.signal);
     options.signal?.throwIfAborted();
-    const result = await this.deps.products.add(
-      { product, embedding, contentDigest: await contentDigest(product) },
-      record,
-    );
+    const result = await products.add({ product, embedding, contentDigest: await contentDigest(product) }, record);
     if ("skuTaken" in result) throw new SkuTaken(result.skuTaken);
     if ("alreadyAnswered" in result) return replay(result.alreadyAnswered, record as IdempotencyRecord);
     return { product: result.created, replayed: false };
   }
+}
+
+/**
+ * What a retry with the same key must carry: the product, and its catalogue, so that a key used in
+ * one catalogue and sent again to another is a key reused with another request (422), never the
+ * other catalogue's answer. The default catalogue's is the product alone, as before catalogues, so
+ * the keys recorded then keep their answers.
+ */
+function fingerprintOf(catalogue: string, product: NewProduct): string {
+  return catalogue === DEFAULT_CATALOGUE ? JSON.stringify(product) : JSON.stringify({ catalogue, product });
 }
 
 function replay(earlier: IdempotentAnswer, record: IdempotencyRecord): Created {

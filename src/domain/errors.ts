@@ -198,6 +198,22 @@ export class CatalogueNotFound extends DomainError {
   }
 }
 
+/** POST /catalogues with the name of one that exists. */
+export class CatalogueExists extends DomainError {
+  readonly kind = "CatalogueExists";
+  constructor(name: string) {
+    super(`Ya existe el catálogo '${name}'`);
+  }
+}
+
+/** The catalogue the contract's own routes stand for cannot be removed. */
+export class CatalogueProtected extends DomainError {
+  readonly kind = "CatalogueProtected";
+  constructor(name: string) {
+    super(`El catálogo '${name}' no se puede borrar: es el de las rutas /products`);
+  }
+}
+
 /** No API key with that id. */
 export class ApiKeyNotFound extends DomainError {
   readonly kind = "ApiKeyNotFound";

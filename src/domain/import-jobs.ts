@@ -28,6 +28,8 @@ export interface ImportJob {
   id: number;
   /** Whose it is (`writerOf` of the caller that sent it). */
   owner: string;
+  /** The catalogue its products go into. */
+  catalogue: string;
   status: ImportJobStatus;
   /** Items the import sent. */
   total: number;
@@ -195,10 +197,10 @@ export class ImportJobs {
     this.settings = { ...DEFAULT_JOB_SETTINGS, ...deps.settings };
   }
 
-  /** Stores the import as a job of `owner`, for a worker to take up (`Prefer: respond-async`). */
-  async enqueue(owner: string, inputs: readonly ImportInput[]): Promise<ImportJob> {
+  /** Stores the import into `catalogue` as a job of `owner`, for a worker to take up (`Prefer: respond-async`). */
+  async enqueue(owner: string, catalogue: string, inputs: readonly ImportInput[]): Promise<ImportJob> {
     const { items, known } = validated(inputs);
-    return this.store(owner, items, known, undefined);
+    return this.store({ owner, catalogue }, items, known, undefined);
   }
 
   /**
@@ -206,7 +208,12 @@ export class ImportJobs {
    * one chunk, directly (a chunk is written whole or not at all, so a handover before it is written
    * leaves nothing stored: the whole import becomes the job).
    */
-  async submit(owner: string, inputs: readonly ImportInput[], options: SubmitOptions): Promise<SubmitOutcome> {
+  async submit(
+    owner: string,
+    catalogue: string,
+    inputs: readonly ImportInput[],
+    options: SubmitOptions,
+  ): Promise<SubmitOutcome> {
     // A client already gone gets nothing stored.
     options.signal.throwIfAborted();
     const { items, known } = validated(inputs);
@@ -216,6 +223,7 @@ export class ImportJobs {
       // The page's batches of 100 go this way: no job's rows to write for an import answered at once.
       try {
         const report = await this.deps.importProducts.execute(inputs, {
+          catalogue,
           signal: halt,
           chunkSize: this.settings.chunkSize,
         });
@@ -225,11 +233,13 @@ export class ImportJobs {
         // Time is nearly up (or the service stops) and nothing is stored yet: the job takes it all.
       }
     }
-    if (oneChunk || halt.aborted) return { kind: "accepted", job: await this.store(owner, items, known, undefined) };
+    if (oneChunk || halt.aborted) {
+      return { kind: "accepted", job: await this.store({ owner, catalogue }, items, known, undefined) };
+    }
 
     const lease = this.newLease();
-    const job = await this.store(owner, items, known, lease);
-    const work = this.track(this.work(job.id, lease, halt, known));
+    const job = await this.store({ owner, catalogue }, items, known, lease);
+    const work = this.track(this.work(job, lease, halt, known));
     const handedOver = new Promise<"handover">((resolve) => {
       if (halt.aborted) resolve("handover");
       halt.addEventListener("abort", () => resolve("handover"), { once: true });
@@ -251,12 +261,18 @@ export class ImportJobs {
 
   /** Stores a job: `enqueued` (and a worker woken), or `processing` under the request's own lease. */
   private async store(
-    owner: string,
+    { owner, catalogue }: { owner: string; catalogue: string },
     items: readonly NewJobItem[],
     known: ReadonlyMap<number, ImportItemResult>,
     lease: JobLease | undefined,
   ): Promise<ImportJob> {
-    const job = await this.deps.jobs.create({ owner, items, now: this.deps.clock.now(), ...(lease ? { lease } : {}) });
+    const job = await this.deps.jobs.create({
+      owner,
+      catalogue,
+      items,
+      now: this.deps.clock.now(),
+      ...(lease ? { lease } : {}),
+    });
     this.deps.log?.({ event: "import_job_created", job: job.id, items: job.total, mode: lease ? "request" : "job" });
     // ImportProducts counts the outcomes of what it imports; these never reach it.
     if (known.size > 0) this.deps.log?.({ event: "import_items", outcome: "failed", count: known.size });
@@ -328,7 +344,7 @@ export class ImportJobs {
     const lease = this.newLease();
     const job = await this.deps.jobs.claim(lease, this.deps.clock.now());
     if (!job) return false;
-    await this.track(this.work(job.id, lease, stop, new Map()));
+    await this.track(this.work(job, lease, stop, new Map()));
     return true;
   }
 
@@ -337,7 +353,7 @@ export class ImportJobs {
    * released for the next claim), or the lease is lost. `known` collects the results recorded.
    */
   private async work(
-    id: number,
+    { id, catalogue }: Pick<ImportJob, "id" | "catalogue">,
     lease: JobLease,
     halt: AbortSignal,
     known: Map<number, ImportItemResult>,
@@ -358,6 +374,7 @@ export class ImportJobs {
       const report = await importProducts.execute(
         pending.map((item) => ({ value: item.product })),
         {
+          catalogue,
           signal: stop,
           chunkSize: pace.size,
           commit: async (writes, resultsOf) => {

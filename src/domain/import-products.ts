@@ -1,6 +1,6 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { EmbeddingSpace } from "../ports/embedding-space.ts";
-import type { BulkWrite, BulkWriteOutcome, ProductRepository } from "../ports/product-repository.ts";
+import type { BulkWrite, BulkWriteOutcome, ProductCatalogues, ProductRepository } from "../ports/product-repository.ts";
 import { embedMany } from "./embed.ts";
 import { DatabaseReadOnly, DomainError, EmbeddingSpaceChanged } from "./errors.ts";
 import {
@@ -53,6 +53,8 @@ export type CommitChunk = (
 ) => Promise<ImportItemResult[]>;
 
 export interface ImportOptions {
+  /** The catalogue the products go into: skus are matched within it. */
+  catalogue: string;
   /**
    * Items embedded and written together (default 512): a provider outage fails only the chunks not
    * yet stored. A function is asked for each chunk's size as that chunk is cut (a job sizes its
@@ -75,7 +77,7 @@ export interface ImportOptions {
 }
 
 export interface Deps {
-  products: ProductRepository;
+  products: ProductCatalogues;
   /** Embeds product texts (documents). */
   embedder: Embedder;
   /** Receives one `import_items` event per outcome of each import: `{outcome, count}`. */
@@ -144,7 +146,8 @@ export class ImportProducts {
     return space.model === this.space.model && space.dimension === this.space.dimension;
   }
 
-  async execute(items: readonly ImportInput[], options: ImportOptions = {}): Promise<ImportReport> {
+  async execute(items: readonly ImportInput[], options: ImportOptions): Promise<ImportReport> {
+    const products = this.deps.products.in(options.catalogue);
     const results: (ImportItemResult | undefined)[] = new Array(items.length);
     const valid: ValidItem[] = [];
     const lastWithSku = new Map<string, ValidItem>();
@@ -187,18 +190,18 @@ export class ImportProducts {
     };
     const commit: CommitChunk =
       options.commit ??
-      (async (writes, resultsOf) => resultsOf(writes.length === 0 ? [] : await this.deps.products.writeMany(writes)));
+      (async (writes, resultsOf) => resultsOf(writes.length === 0 ? [] : await products.writeMany(writes)));
     let stoppedBy: DomainError | undefined;
 
     let current = nextChunk();
-    let next = current ? this.prepare(current.items, options.signal) : undefined;
+    let next = current ? this.prepare(products, current.items, options.signal) : undefined;
     while (current) {
       const { start } = current;
       try {
         const prepared = await (next as Promise<PreparedChunk>);
         // Embed the next chunk while this one is written.
         const following = nextChunk();
-        next = following ? this.prepare(following.items, options.signal) : undefined;
+        next = following ? this.prepare(products, following.items, options.signal) : undefined;
         next?.catch(() => {}); // its failure is reported when its turn comes
         options.signal?.throwIfAborted();
         record(await this.write(prepared, commit));
@@ -233,11 +236,15 @@ export class ImportProducts {
   }
 
   /** What each item of a chunk needs: nothing (unchanged), a write, and an embedding when its text changed. */
-  private async prepare(chunk: readonly ValidItem[], signal: AbortSignal | undefined): Promise<PreparedChunk> {
+  private async prepare(
+    products: ProductRepository,
+    chunk: readonly ValidItem[],
+    signal: AbortSignal | undefined,
+  ): Promise<PreparedChunk> {
     const skus = chunk.flatMap((item) => (item.product.sku === undefined ? [] : [item.product.sku]));
     const existing = new Map<string, StoredProduct>();
     if (skus.length > 0) {
-      for (const product of await this.deps.products.findBySkus(skus)) existing.set(product.sku as string, product);
+      for (const product of await products.findBySkus(skus)) existing.set(product.sku as string, product);
     }
     const plans = await Promise.all(
       chunk.map(async (item): Promise<Plan> => {

@@ -1,5 +1,5 @@
 import type { UpkeepLease } from "../ports/upkeep-lease.ts";
-import type { VectorIndex } from "../ports/vector-index.ts";
+import type { VectorIndex, VectorIndexes } from "../ports/vector-index.ts";
 
 export const VECTOR_INDEX_MODES = ["auto", "off"] as const;
 export type VectorIndexMode = (typeof VECTOR_INDEX_MODES)[number];
@@ -118,5 +118,90 @@ export class MaintainVectorIndex {
       this.deps.log?.({ event: "vector_index_failed", error });
       return "failed";
     }
+  }
+}
+
+export interface CatalogueDeps {
+  indexes: VectorIndexes;
+  policy: VectorIndexPolicy;
+  /** Held for a whole look at every catalogue (see Deps.lease). */
+  lease?: UpkeepLease | undefined;
+  log?: (event: Record<string, unknown>) => void;
+}
+
+/**
+ * The index policy of every catalogue: each catalogue's products have an index of their own, kept
+ * by a MaintainVectorIndex of its own (built when that catalogue reaches minRows and its writes
+ * pause), so one catalogue's load never delays another's build, and a small catalogue stays an exact
+ * scan of its own products (bench/catalogues.ts). One look takes the upkeep lease once for all of them.
+ */
+export class MaintainCatalogueIndexes {
+  private readonly each = new Map<string, { index: VectorIndex; policy: MaintainVectorIndex }>();
+  private looking: Promise<unknown> | undefined;
+
+  constructor(private readonly deps: CatalogueDeps) {}
+
+  /** One periodic look at every catalogue's index: what was decided for each. */
+  check(): Promise<Map<string, IndexDecision>> {
+    return this.holding(async () => {
+      const decisions = new Map<string, IndexDecision>();
+      const names = await this.deps.indexes.catalogues();
+      for (const name of this.each.keys()) if (!names.includes(name)) this.each.delete(name);
+      for (const name of names) {
+        const policy = await this.policyOf(name);
+        if (policy) decisions.set(name, await policy.check());
+      }
+      return decisions;
+    }, new Map<string, IndexDecision>());
+  }
+
+  /** After a large load into `catalogue` that has ended (an import): builds its index when due. */
+  afterLoad(catalogue: string): Promise<IndexDecision> {
+    return this.holding(async () => (await this.policyOf(catalogue))?.afterLoad() ?? "not-automatic", "busy");
+  }
+
+  /** Waits for the look under way, a build included (the service's shutdown). */
+  async settled(): Promise<void> {
+    await this.looking;
+  }
+
+  /** `look` holding the upkeep lease ("busy" / `busy` when another instance holds it or a look runs here). */
+  private async holding<T>(look: () => Promise<T>, busy: T): Promise<T> {
+    if (this.looking) return busy;
+    const { lease } = this.deps;
+    const run = (async () => {
+      try {
+        if (lease && !(await lease.acquire())) return busy;
+      } catch (error) {
+        this.deps.log?.({ event: "vector_index_failed", error });
+        return busy;
+      }
+      try {
+        return await look();
+      } catch (error) {
+        this.deps.log?.({ event: "vector_index_failed", error });
+        return busy;
+      } finally {
+        await lease?.release().catch((error: unknown) => this.deps.log?.({ event: "upkeep_lease_failed", error }));
+      }
+    })();
+    this.looking = run.finally(() => {
+      this.looking = undefined;
+    });
+    return run;
+  }
+
+  /** The policy of the catalogue's index (a new one when the catalogue was made again), or none. */
+  private async policyOf(catalogue: string): Promise<MaintainVectorIndex | undefined> {
+    const index = await this.deps.indexes.of(catalogue);
+    if (!index) {
+      this.each.delete(catalogue);
+      return undefined;
+    }
+    const known = this.each.get(catalogue);
+    if (known?.index === index) return known.policy;
+    const policy = new MaintainVectorIndex({ index, policy: this.deps.policy, log: this.deps.log });
+    this.each.set(catalogue, { index, policy });
+    return policy;
   }
 }

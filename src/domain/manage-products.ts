@@ -1,5 +1,5 @@
 import type { Embedder } from "../ports/embedder.ts";
-import type { ProductRepository, ProductUpdate } from "../ports/product-repository.ts";
+import type { ProductCatalogues, ProductUpdate } from "../ports/product-repository.ts";
 import { embedOne } from "./embed.ts";
 import { ConcurrentModification, InvalidInput, ProductNotFound, SkuTaken } from "./errors.ts";
 import {
@@ -25,7 +25,7 @@ export const INVALID_CURSOR = "El campo 'cursor' no es válido: use el next_curs
 const UPDATE_ATTEMPTS = 3;
 
 export interface Deps {
-  products: ProductRepository;
+  products: ProductCatalogues;
   /** Embeds product texts (documents). */
   embedder: Embedder;
 }
@@ -51,25 +51,26 @@ export interface ListResult {
  * ManageProducts: read, list, change and delete products. A change re-embeds the product only
  * when the text its embedding comes from (name, category and description) changed; if that embedding cannot
  * be computed nothing changes. Every change writes over the version it read, so two concurrent
- * changes never leave a product with an embedding of text it no longer has.
+ * changes never leave a product with an embedding of text it no longer has. Each method works in
+ * the catalogue it is given: a product of another is not found there.
  */
 export class ManageProducts {
   constructor(private readonly deps: Deps) {}
 
-  async get(id: number): Promise<Product> {
-    const product = await this.deps.products.get(checkedId(id));
+  async get(catalogue: string, id: number): Promise<Product> {
+    const product = await this.deps.products.in(catalogue).get(checkedId(id));
     if (!product) throw new ProductNotFound(id);
     return publicView(product);
   }
 
-  async list(request: ListRequest): Promise<ListResult> {
+  async list(catalogue: string, request: ListRequest): Promise<ListResult> {
     const limit = request.limit ?? LIST_LIMIT.default;
     if (!Number.isInteger(limit) || limit < LIST_LIMIT.min || limit > LIST_LIMIT.max) {
       throw new InvalidInput(`El campo 'limit' debe ser un entero entre ${LIST_LIMIT.min} y ${LIST_LIMIT.max}`);
     }
     const order = request.order ?? "id";
     const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, order);
-    const page = await this.deps.products.list({
+    const page = await this.deps.products.in(catalogue).list({
       limit,
       order,
       after,
@@ -88,15 +89,16 @@ export class ManageProducts {
    * `sku: null` removes the sku. `signal` aborts (with the reason to throw) when the caller stops
    * waiting: nothing is written after that.
    */
-  async update(id: number, changes: ProductChanges, signal?: AbortSignal): Promise<Product> {
+  async update(catalogue: string, id: number, changes: ProductChanges, signal?: AbortSignal): Promise<Product> {
     checkedId(id);
     const normalized = normalizeChanges(changes);
+    const products = this.deps.products.in(catalogue);
     for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt++) {
-      const current = await this.deps.products.get(id, { latest: true });
+      const current = await products.get(id, { latest: true });
       if (!current) throw new ProductNotFound(id);
       const update = await this.nextState(current, normalized, signal);
       signal?.throwIfAborted();
-      const result = await this.deps.products.update(id, current.version, update);
+      const result = await products.update(id, current.version, update);
       if ("updated" in result) return publicView(result.updated);
       if ("missing" in result) throw new ProductNotFound(id);
       if ("skuTaken" in result) throw new SkuTaken(result.skuTaken);
@@ -105,12 +107,12 @@ export class ManageProducts {
   }
 
   /** Every category in the catalogue with its number of products, most products first. */
-  categories(): Promise<{ name: string; products: number }[]> {
-    return this.deps.products.categories();
+  categories(catalogue: string): Promise<{ name: string; products: number }[]> {
+    return this.deps.products.in(catalogue).categories();
   }
 
-  async remove(id: number): Promise<void> {
-    if (!(await this.deps.products.remove(checkedId(id)))) throw new ProductNotFound(id);
+  async remove(catalogue: string, id: number): Promise<void> {
+    if (!(await this.deps.products.in(catalogue).remove(checkedId(id)))) throw new ProductNotFound(id);
   }
 
   /** The product's new fields, with a new embedding only when its embedded text changed. */

@@ -66,11 +66,12 @@ export class SearchAnalytics {
   }
 
   /**
-   * Keeps a shopper's click or conversion on a product of a search's answer. InvalidInput when the
-   * search id is not one the service makes, the product id not a product id, or the type unknown.
-   * An event of a search that is not (or no longer) kept counts for nothing in the reports.
+   * Keeps a shopper's click or conversion on a product of a search's answer in `catalogue`.
+   * InvalidInput when the search id is not one the service makes, the product id not a product id,
+   * or the type unknown. An event of a search that is not (or no longer) kept, or that was made in
+   * another catalogue, counts for nothing in the reports.
    */
-  event(input: { searchId: string; productId: number; type: string }): void {
+  event(input: { catalogue: string; searchId: string; productId: number; type: string }): void {
     const searchId = input.searchId.toLowerCase();
     if (!SEARCH_ID.test(searchId)) {
       throw new InvalidInput("El campo 'search_id' debe ser el search_id de una respuesta de búsqueda");
@@ -83,7 +84,13 @@ export class SearchAnalytics {
     }
     if (!this.enabled) return;
     const type = input.type as SearchEventType;
-    this.deps.store.recordEvent({ searchId, productId: input.productId, type, at: new Date(this.deps.clock.now()) });
+    this.deps.store.recordEvent({
+      catalogue: input.catalogue,
+      searchId,
+      productId: input.productId,
+      type,
+      at: new Date(this.deps.clock.now()),
+    });
     this.deps.log?.({ event: "search_event_recorded", type });
   }
 

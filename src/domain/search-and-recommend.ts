@@ -1,9 +1,9 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { Generator, Recommendation } from "../ports/generator.ts";
-import type { LexicalQuery, ProductRepository } from "../ports/product-repository.ts";
+import type { LexicalQuery, ProductCatalogues, ProductRepository } from "../ports/product-repository.ts";
 import type { SynonymStore } from "../ports/synonym-store.ts";
 import type { Translation, Translator } from "../ports/translator.ts";
-import { DEFAULT_CATALOGUE, type SearchFilter } from "./caller.ts";
+import type { SearchFilter } from "./caller.ts";
 import { checkCitations, withCheckedCitations } from "./citations.ts";
 import { embedOne } from "./embed.ts";
 import { InvalidInput } from "./errors.ts";
@@ -47,12 +47,15 @@ export interface SearchRequest {
 
 /** What a search is run with besides its request. */
 export interface SearchOptions {
+  /**
+   * The catalogue searched: no product of another is ever among the results, and only its own
+   * synonyms, vocabulary (typo repairs) and analytics are used.
+   */
+  catalogue: string;
   /** Aborts (with the reason to throw) when the caller stops waiting: provider requests are cancelled. */
   signal?: AbortSignal | undefined;
   /** A filter the request may narrow, never widen (a tenant token's: search-filter.ts). */
   filter?: SearchFilter | undefined;
-  /** The catalogue searched (its synonyms, its analytics); absent: the default catalogue. */
-  catalogue?: string | undefined;
 }
 
 /**
@@ -112,7 +115,7 @@ export type SearchEvent =
     };
 
 export interface Deps {
-  products: ProductRepository;
+  products: ProductCatalogues;
   embedder: Embedder;
   generator: Generator;
   /** Defaults: semantic ranking (the contract's); alpha as chosen on the eval set. */
@@ -205,7 +208,7 @@ export class SearchAndRecommend {
   }
 
   /** `signal` aborts (with the reason to throw) when the caller stops waiting: provider requests are cancelled. */
-  async execute(request: SearchRequest, options: SearchOptions = {}): Promise<SearchResult> {
+  async execute(request: SearchRequest, options: SearchOptions): Promise<SearchResult> {
     let results: ScoredProduct[] = [];
     for await (const event of this.events(request, options, "whole")) {
       if (event.type === "results") results = event.results;
@@ -227,14 +230,14 @@ export class SearchAndRecommend {
    * then the recommendation as it is written, citations checked on the way, then `done`. Throws
    * like `execute`; aborting `signal` cancels the model's request.
    */
-  stream(request: SearchRequest, options: SearchOptions = {}): AsyncGenerator<SearchEvent> {
+  stream(request: SearchRequest, options: SearchOptions): AsyncGenerator<SearchEvent> {
     return this.events(request, options, "streamed");
   }
 
   /** The pipeline: check, understand the query, retrieve, check the results, write, answer (see the class). */
   private async *events(
     request: SearchRequest,
-    { signal, filter, catalogue = DEFAULT_CATALOGUE }: SearchOptions,
+    { catalogue, signal, filter }: SearchOptions,
     delivery: Delivery,
   ): AsyncGenerator<SearchEvent> {
     const checked = checkSearchRequest(request, this.defaults, filter);
@@ -258,6 +261,7 @@ export class SearchAndRecommend {
       return;
     }
     const categories = checked.categories;
+    const products = this.deps.products.in(catalogue);
     const timer = stopwatch();
     // The time of each stage, for the `search` event (and the metrics drawn from it).
     const stages = { translateMs: 0, embedMs: 0, searchMs: 0, checkMs: 0, generateMs: 0 };
@@ -274,17 +278,17 @@ export class SearchAndRecommend {
     /** The consistency rule's check (see the class), timed as its own stage. */
     const check = async (hits: VersionedHit[], lastRun: boolean) => {
       timer.lap();
-      const checkedHits = await this.stillAnswerable(hits, lastRun);
+      const checkedHits = await this.stillAnswerable(products, hits, lastRun);
       stages.checkMs += timer.lap();
       return checkedHits;
     };
     // A query the service cannot read at all answers nothing, whatever its nearest products.
-    const read = await this.readable(checked.query, translation, catalogue);
+    const read = await this.readable(products, checked.query, translation, catalogue);
     stages.searchMs += timer.lap();
     for (let run = 1; ; run++) {
       const lastRun = run === SEARCH_RUNS;
       timer.lap();
-      const found = read ? await this.retrieve(query, { ...checked, categories }) : [];
+      const found = read ? await this.retrieve(products, query, { ...checked, categories }) : [];
       stages.searchMs += timer.lap();
       // Streamed, the results leave now, with the first event: they are checked now.
       const hits = delivery === "streamed" ? await check(found, lastRun) : found;
@@ -383,14 +387,19 @@ export class SearchAndRecommend {
    * 40 dev queries overlap from 0.345 to 0.478), so no cosine threshold alone tells them apart.
    * Without a translator (no dictionary to ask), every query is read.
    */
-  private async readable(query: string, translation: Translation | undefined, catalogue: string): Promise<boolean> {
+  private async readable(
+    products: ProductRepository,
+    query: string,
+    translation: Translation | undefined,
+    catalogue: string,
+  ): Promise<boolean> {
     if (this.ranking.minScore <= 0 || translation === undefined) return true;
     const unknown = new Set(translation.unknownWords ?? []);
     const tokens = query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
     if (tokens.some((token) => /\p{N}/u.test(token) || !unknown.has(token))) return true;
     const sets = (await this.deps.synonyms?.get(catalogue)) ?? [];
     if (synonymsFor([query], sets).length > 0) return true;
-    return this.deps.products.knowsAnyWord([...unknown]);
+    return products.knowsAnyWord([...unknown]);
   }
 
   /**
@@ -426,15 +435,16 @@ export class SearchAndRecommend {
    * the relevance threshold and, in hybrid and lexical mode, no product matches the query's words.
    */
   private async retrieve(
+    products: ProductRepository,
     { embedding, lexical }: UnderstoodQuery,
     checked: CheckedRequest & { categories: readonly string[] | undefined },
   ): Promise<VersionedHit[]> {
     const { minScore, categoryBoost } = this.ranking;
     if (checked.mode === "semantic") {
-      const hits = await this.deps.products.searchByVector(embedding, checked);
+      const hits = await products.searchByVector(embedding, checked);
       return minScore > 0 && (hits[0]?.score ?? 0) < minScore ? [] : hits;
     }
-    const candidates = await this.deps.products.hybridCandidates(embedding, lexical, {
+    const candidates = await products.hybridCandidates(embedding, lexical, {
       candidates: hybridCandidatesFor(checked.limit),
       categories: checked.categories,
     });
@@ -452,9 +462,13 @@ export class SearchAndRecommend {
    * The consistency rule (see the class): the hits whose product still exists at the version it
    * was found as; RUN_AGAIN when one changed and this is not the last run.
    */
-  private async stillAnswerable(hits: VersionedHit[], lastRun: boolean): Promise<VersionedHit[] | typeof RUN_AGAIN> {
+  private async stillAnswerable(
+    products: ProductRepository,
+    hits: VersionedHit[],
+    lastRun: boolean,
+  ): Promise<VersionedHit[] | typeof RUN_AGAIN> {
     if (hits.length === 0) return hits;
-    const versions = await this.deps.products.versions(hits.map((hit) => hit.id));
+    const versions = await products.versions(hits.map((hit) => hit.id));
     const current = hits.filter((hit) => versions.get(hit.id) === hit.version);
     return current.length < hits.length && !lastRun ? RUN_AGAIN : current;
   }

@@ -8,6 +8,8 @@ export type NewJobItem = { product: ImportProduct } | { result: ImportItemResult
 export interface NewImportJob {
   /** Whose job it is (`writerOf`): only they may read it. */
   owner: string;
+  /** The catalogue its products go into. */
+  catalogue: string;
   /** Every item of the import, in its order (an item's position is its index here). */
   items: readonly NewJobItem[];
   /** Clock time of its arrival. */
@@ -46,7 +48,7 @@ export interface ImportJobRepository {
   /** Extends the lease to `lease.until`; false when `lease.token` no longer holds the job. */
   renew(id: number, lease: JobLease): Promise<boolean>;
   /**
-   * Writes the chunk's rows and records the results `resultsOf` makes of them (their `index` being
+   * Writes the chunk's rows (into the job's catalogue) and records the results `resultsOf` makes of them (their `index` being
    * the item's position), in one transaction, renewing the lease; throws JobLeaseLost (nothing
    * stored) when `lease.token` no longer holds the job. Returns the results.
    */

@@ -114,6 +114,19 @@ export interface HybridQuery {
   categories?: readonly string[] | undefined;
 }
 
+/**
+ * The products of every catalogue, each catalogue's reached by its name: what the use cases hold.
+ * Every statement of the repository `in` gives names that catalogue.
+ */
+export interface ProductCatalogues {
+  /**
+   * The products of `catalogue` (ids stay unique across catalogues; skus are unique within one). Its
+   * operations throw CatalogueNotFound when there is no such catalogue (any more).
+   */
+  in(catalogue: string): ProductRepository;
+}
+
+/** The products of one catalogue: a product of another is not there (null, missing, not found). */
 export interface ProductRepository {
   /**
    * Stores the product together with its embedding, atomically, and returns it with its id. With

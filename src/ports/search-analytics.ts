@@ -18,6 +18,8 @@ export interface SearchRecord {
 
 /** A click or conversion on a product a search answered. */
 export interface SearchEventRecord {
+  /** The catalogue it was reported in: it counts only for a search of that catalogue. */
+  catalogue: string;
   searchId: string;
   productId: number;
   type: SearchEventType;

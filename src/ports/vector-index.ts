@@ -64,3 +64,15 @@ export interface VectorIndex {
   /** Whether the catalogue holds at least `n` products (reading no more than that). */
   hasAtLeast(n: number): Promise<boolean>;
 }
+
+/**
+ * Every catalogue's vector index: each catalogue's products are indexed apart (a partition with an
+ * index of its own), so each is built when that catalogue is large enough, and a small catalogue's
+ * search is an exact scan of its own products alone.
+ */
+export interface VectorIndexes {
+  /** The catalogues, by name. */
+  catalogues(): Promise<string[]>;
+  /** The index of `catalogue`'s products; undefined when there is no such catalogue. */
+  of(catalogue: string): Promise<VectorIndex | undefined>;
+}

@@ -1,16 +1,21 @@
 /**
  * The product catalogue's repository contract (read, list, update, remove, bulk writes, versions,
- * filtered search), run on the in-memory fake and on every SQL database.
+ * filtered search), and the isolation of catalogues from each other (nothing of one is ever read,
+ * written or found through another), run on the in-memory fake and on every SQL database.
  */
 import { describe, expect, test } from "bun:test";
-import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
+import { PostgresCatalogueRepository } from "../../src/adapters/postgres/catalogue-repository.ts";
+import { PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
+import { CatalogueNotFound } from "../../src/domain/errors.ts";
 import type { NewProduct, Product } from "../../src/domain/product.ts";
 import type { Vector } from "../../src/domain/vector.ts";
+import type { CatalogueRepository } from "../../src/ports/catalogue-repository.ts";
 import type {
   BulkWrite,
   EmbeddedProduct,
   LexicalQuery,
+  ProductCatalogues,
   ProductRepository,
 } from "../../src/ports/product-repository.ts";
 import { cosineSimilarity, MemoryProductRepository } from "../fakes/memory-product-repository.ts";
@@ -352,19 +357,186 @@ function lexicalContract(open: Open): void {
   });
 }
 
+/** Every catalogue's products, and the catalogues (to make more than the default one). */
+type OpenStore = (dimension: number) => Promise<{ products: ProductCatalogues; catalogues: CatalogueRepository }>;
+
+/**
+ * Two catalogues side by side: whatever one holds, the other's repository never reads, writes or
+ * finds it, even given its ids, skus, words or its very vectors; each has its own skus; ids stay
+ * unique across them.
+ */
+function isolationContract(openStore: OpenStore): void {
+  async function twoShops() {
+    const { products, catalogues } = await openStore(4);
+    expect(await catalogues.create("outlet")).toBe(true);
+    const main = products.in("default");
+    const outlet = products.in("outlet");
+    const ownShoe = await add(main, { ...shoe, sku: "Z-1" }, [1, 0, 0, 0]);
+    const ownLamp = await add(main, lamp, [0, 1, 0, 0]);
+    // The outlet's products: the same sku, and the very vectors and words a search in main asks for.
+    const theirs = await add(
+      outlet,
+      { name: "Zapatilla outlet", description: "Ligera", category: "calzado", sku: "Z-1" },
+      [1, 0, 0, 0],
+    );
+    const theirMug = await add(outlet, { ...mug, sku: "T-9" }, [0, 0, 1, 0]);
+    return { products, catalogues, main, outlet, ownShoe, ownLamp, theirs, theirMug };
+  }
+
+  test("skus are unique per catalogue; ids are unique across catalogues", async () => {
+    const { main, outlet, ownShoe, ownLamp, theirs, theirMug } = await twoShops();
+    expect(theirs.sku).toBe(ownShoe.sku);
+    expect(new Set([ownShoe.id, ownLamp.id, theirs.id, theirMug.id]).size).toBe(4);
+    expect(await outlet.add(row({ ...boot, sku: "Z-1" }, [0, 0, 0, 1]))).toEqual({ skuTaken: "Z-1" });
+    expect(await main.add(row({ ...mug, sku: "T-9" }, [0, 0, 0, 1]))).toMatchObject({ created: { sku: "T-9" } });
+  });
+
+  test("another catalogue's product is not there: get, update, remove, versions, findBySkus", async () => {
+    const { main, outlet, theirs, theirMug } = await twoShops();
+    expect(await main.get(theirs.id)).toBeNull();
+    expect(await main.get(theirs.id, { latest: true })).toBeNull();
+    expect(await main.update(theirs.id, 1, { fields: { ...boot, sku: "Z-1" } })).toEqual({ missing: true });
+    expect(await main.remove(theirMug.id)).toBe(false);
+    expect(await main.versions([theirs.id, theirMug.id])).toEqual(new Map());
+    expect(await main.findBySkus(["T-9"])).toEqual([]);
+    expect((await main.findBySkus(["Z-1"])).map((product) => product.id)).not.toContain(theirs.id);
+    // Untouched in its own catalogue.
+    expect(await outlet.get(theirs.id)).toMatchObject({ name: "Zapatilla outlet", version: 1 });
+    expect(await outlet.get(theirMug.id)).toMatchObject({ name: mug.name });
+  });
+
+  test("lists, categories and exports hold the catalogue's own products, whatever cursor is given", async () => {
+    const { main, ownShoe, ownLamp, theirs, theirMug } = await twoShops();
+    const mine = [ownShoe.id, ownLamp.id];
+    for (const order of ["id", "newest"] as const) {
+      const page = await main.list({ limit: 10, order });
+      expect(page.items.map((product) => product.id).sort()).toEqual([...mine].sort());
+      expect(page.total).toBe(2);
+      // A cursor made from another catalogue's ids reveals nothing of it.
+      for (const after of [theirs.id, theirMug.id, theirs.id - 1, theirMug.id + 1]) {
+        const crafted = await main.list({ limit: 10, order, after });
+        expect(crafted.items.every((product) => mine.includes(product.id))).toBe(true);
+        expect(crafted.total).toBe(2);
+      }
+    }
+    expect((await main.categories()).map((category) => category.name).sort()).toEqual(["calzado", "hogar"]);
+    const exported = await main.productsAfter(0, 10, { withEmbeddings: true });
+    expect(exported.map((product) => product.id)).toEqual([...mine].sort((a, b) => a - b));
+  });
+
+  test("no search ever returns another catalogue's product: by vector, hybrid on both sides, filtered", async () => {
+    const { main, ownShoe, theirs, theirMug } = await twoShops();
+    const theirIds = [theirs.id, theirMug.id];
+    for (const query of [
+      [1, 0, 0, 0],
+      [0, 0, 1, 0],
+    ]) {
+      const hits = await main.searchByVector(query, { limit: 10 });
+      expect(hits.map((hit) => hit.id).some((id) => theirIds.includes(id))).toBe(false);
+      const filtered = await main.searchByVector(query, { limit: 10, categories: ["calzado", "cocina"] });
+      expect(filtered.map((hit) => hit.id)).toEqual([ownShoe.id]);
+      // The outlet's words ("outlet", "taza") and its vectors: none of its products among the candidates.
+      const hybrid = await main.hybridCandidates(
+        query,
+        { texts: ["zapatilla outlet", "taza térmica"], expansions: ["tazza"] },
+        { candidates: 10 },
+      );
+      expect(hybrid.map((hit) => hit.id).some((id) => theirIds.includes(id))).toBe(false);
+      const hybridFiltered = await main.hybridCandidates(query, words("outlet taza"), {
+        candidates: 10,
+        categories: ["cocina"],
+      });
+      expect(hybridFiltered).toEqual([]);
+    }
+  });
+
+  test("typos are read and words known by the catalogue's own vocabulary alone", async () => {
+    const { main, outlet, theirMug } = await twoShops();
+    // "taza" and "outlet" are words of the outlet's names only; main has "taza" in a description,
+    // which lexical search matches but the vocabulary (names and categories) does not hold.
+    const plate = await add(main, { name: "Plato", description: "Juego con taza", category: "hogar" }, [0, 0, 0, 1]);
+    const matched = async (repository: ProductRepository, text: string) =>
+      (await repository.hybridCandidates([0, 1, 0, 0], words(text), { candidates: 1 }))
+        .filter((candidate) => candidate.lexical > 0)
+        .map((candidate) => candidate.id);
+    expect(await matched(main, "taza")).toEqual([plate.id]);
+    // Misspelt: the outlet reads it as its "taza"; main has no such word to read it as.
+    expect(await matched(outlet, "tazza")).toEqual([theirMug.id]);
+    expect(await matched(main, "tazza")).toEqual([]);
+    expect(await outlet.knowsAnyWord(["taza"])).toBe(true);
+    expect(await outlet.knowsAnyWord(["outlett"])).toBe(true);
+    expect(await main.knowsAnyWord(["taza", "outlet", "outlett", "tazza", "cocina"])).toBe(false);
+    expect(await main.knowsAnyWord(["plato"])).toBe(true);
+  });
+
+  test("a bulk write by another catalogue's sku creates the product here; an update by its id is missing", async () => {
+    const { main, outlet, theirs } = await twoShops();
+    const writes: BulkWrite[] = [
+      { kind: "insert", row: row({ ...boot, sku: "T-9" }, [0, 0, 0, 1]) },
+      { kind: "update", id: theirs.id, expectedVersion: 1, update: { fields: { ...boot, sku: "Z-1" } } },
+    ];
+    const [inserted, updated] = await main.writeMany(writes);
+    expect(inserted).toMatchObject({ written: { sku: "T-9", name: boot.name } });
+    expect(updated).toEqual({ raced: "missing" });
+    expect(await outlet.get(theirs.id)).toMatchObject({ name: "Zapatilla outlet", version: 1, sku: "Z-1" });
+    expect((await outlet.findBySkus(["T-9"]))[0]?.name).toBe(mug.name);
+  });
+
+  test("a catalogue that does not exist, or no longer does, is CatalogueNotFound for every operation", async () => {
+    const { products, catalogues, outlet } = await twoShops();
+    expect(await catalogues.remove("outlet")).toBe(true);
+    const gone = [outlet, products.in("nunca-existio")];
+    for (const repository of gone) {
+      const calls: (() => Promise<unknown>)[] = [
+        () => repository.add(row(shoe, [1, 0, 0, 0])),
+        () => repository.get(1),
+        () => repository.list({ limit: 5, order: "id" }),
+        () => repository.update(1, 1, { fields: shoe }),
+        () => repository.remove(1),
+        () => repository.categories(),
+        () => repository.productsAfter(0, 5, { withEmbeddings: false }),
+        () => repository.findBySkus(["Z-1"]),
+        () => repository.writeMany([{ kind: "insert", row: row(shoe, [1, 0, 0, 0]) }]),
+        () => repository.searchByVector([1, 0, 0, 0], { limit: 5 }),
+        () => repository.hybridCandidates([1, 0, 0, 0], words("zapatilla"), { candidates: 5 }),
+        () => repository.knowsAnyWord(["zapatilla"]),
+        () => repository.versions([1]),
+      ];
+      for (const call of calls) await expect(call()).rejects.toBeInstanceOf(CatalogueNotFound);
+    }
+    // Made again, it is empty: its products went with it, and its words ("taza" was one of its names).
+    expect(await catalogues.create("outlet")).toBe(true);
+    expect((await products.in("outlet").list({ limit: 5, order: "id" })).total).toBe(0);
+    expect(await products.in("outlet").knowsAnyWord(["taza", "tazza"])).toBe(false);
+    expect((await catalogues.list()).map(({ name, products }) => ({ name, products }))).toEqual([
+      { name: "default", products: 2 },
+      { name: "outlet", products: 0 },
+    ]);
+  });
+}
+
 describe("memory fake", () => {
-  catalogueContract(async (dimension) => new MemoryProductRepository(dimension));
-  lexicalContract(async (dimension) => new MemoryProductRepository(dimension));
+  catalogueContract(async (dimension) => new MemoryProductRepository(dimension).in("default"));
+  lexicalContract(async (dimension) => new MemoryProductRepository(dimension).in("default"));
+  isolationContract(async (dimension) => {
+    const store = new MemoryProductRepository(dimension);
+    return { products: store, catalogues: store };
+  });
 });
 
 forEachDatabase((db) => {
   const open: Open = async (dimension) => {
     const client = await db.fresh();
     await prepareDatabase(client, { model: "test-model", dimension });
-    return new PostgresProductRepository(client, dimension);
+    return new PostgresProducts(client, dimension).in("default");
   };
   catalogueContract(open);
   lexicalContract(open);
+  isolationContract(async (dimension) => {
+    const client = await db.fresh();
+    await prepareDatabase(client, { model: "test-model", dimension });
+    return { products: new PostgresProducts(client, dimension), catalogues: new PostgresCatalogueRepository(client) };
+  });
 
   test("lexical search stems English and Spanish words alike, and a query of stop words matches nothing", async () => {
     const products = await open(4);

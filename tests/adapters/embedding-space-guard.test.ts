@@ -8,7 +8,7 @@
 import { expect, test } from "bun:test";
 import { SqlEmbeddingSpace } from "../../src/adapters/postgres/embedding-space.ts";
 import { EmbeddingSpaceWatch } from "../../src/adapters/postgres/embedding-space-watch.ts";
-import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
+import { PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase, vectorParam } from "../../src/adapters/postgres/schema.ts";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { EmbeddingSpaceChanged } from "../../src/domain/errors.ts";
@@ -56,10 +56,10 @@ forEachDatabase((db, engine) => {
       const client = await db.fresh();
       await prepareDatabase(client, OLD);
       const heard: EmbeddingSpace[] = [];
-      const old = new PostgresProductRepository(client, OLD.dimension, undefined, {
+      const old = new PostgresProducts(client, OLD.dimension, undefined, {
         ...OLD,
         changed: (stored) => heard.push(stored),
-      });
+      }).in("default");
       const added = await old.add(row(lamp, [1, 0, 0, 0]));
       if (!("created" in added)) throw new Error("not created");
       const { id } = added.created;
@@ -94,7 +94,7 @@ forEachDatabase((db, engine) => {
       expect(vector?.v).toBe(`[${newVector(next.dimension).join(",")}]`);
       expect(await client.query("SELECT 1 FROM idempotency_keys")).toEqual([]);
       // A repository of the new space writes as before.
-      const current = new PostgresProductRepository(client, next.dimension, undefined, next);
+      const current = new PostgresProducts(client, next.dimension, undefined, next).in("default");
       expect(await current.add(row(mug, newVector(next.dimension)))).toHaveProperty("created");
     });
   }
@@ -102,7 +102,7 @@ forEachDatabase((db, engine) => {
   test("a repository of the catalogue's space writes, and one not told its space is not checked", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, OLD);
-    const checked = new PostgresProductRepository(client, OLD.dimension, undefined, OLD);
+    const checked = new PostgresProducts(client, OLD.dimension, undefined, OLD).in("default");
     const added = await checked.add(row(lamp, [1, 0, 0, 0]));
     if (!("created" in added)) throw new Error("not created");
     expect(await checked.update(added.created.id, 1, { fields: { ...lamp, category: "luz" } })).toHaveProperty(
@@ -120,7 +120,7 @@ forEachDatabase((db, engine) => {
     async () => {
       const client = await db.fresh();
       await prepareDatabase(client, OLD);
-      const old = new PostgresProductRepository(await db.another(), OLD.dimension, undefined, OLD);
+      const old = new PostgresProducts(await db.another(), OLD.dimension, undefined, OLD).in("default");
       expect(await old.add(row(lamp, [1, 0, 0, 0]))).toHaveProperty("created");
 
       const next = { model: "new-model", dimension: 4 };
@@ -159,7 +159,7 @@ forEachDatabase((db, engine) => {
     watch.found(OLD);
     expect(watch.changedTo).toBeUndefined();
 
-    await new PostgresProductRepository(client, OLD.dimension).add(row(lamp, [1, 0, 0, 0]));
+    await new PostgresProducts(client, OLD.dimension).in("default").add(row(lamp, [1, 0, 0, 0]));
     await switchSpace(client, { model: "new-model", dimension: 3 });
     // Before the next look: a search with a query of the old dimension fails on the column, and says why.
     const search = watch

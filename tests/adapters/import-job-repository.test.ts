@@ -5,7 +5,7 @@
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { PostgresImportJobRepository } from "../../src/adapters/postgres/import-job-repository.ts";
-import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
+import { PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { type ImportJobSettings, ImportJobs, JobLeaseLost } from "../../src/domain/import-jobs.ts";
@@ -35,8 +35,11 @@ const inputs = (count: number): ImportInput[] => Array.from({ length: count }, (
 
 function repositories(client: SqlClient) {
   return {
-    products: new PostgresProductRepository(client, DIMENSION),
-    jobs: new PostgresImportJobRepository(client, (tx) => new PostgresProductRepository(tx, DIMENSION)),
+    products: new PostgresProducts(client, DIMENSION),
+    jobs: new PostgresImportJobRepository(
+      client,
+      (tx) => new PostgresProducts(tx, DIMENSION, undefined, undefined, { insideTransaction: true }),
+    ),
   };
 }
 
@@ -59,6 +62,7 @@ forEachDatabase((db) => {
     const { jobs } = await open();
     const job = await jobs.create({
       owner: OWNER,
+      catalogue: "default",
       items: [
         { product: { ...product(0), sku: "A-0" } },
         { result: { index: 1, status: "failed", detail: "Campo 'name': es obligatorio" } },
@@ -69,6 +73,7 @@ forEachDatabase((db) => {
     expect(job).toEqual({
       id: expect.any(Number),
       owner: OWNER,
+      catalogue: "default",
       status: "enqueued",
       total: 3,
       counts: { created: 0, updated: 0, unchanged: 0, failed: 1, pending: 2 },
@@ -91,6 +96,7 @@ forEachDatabase((db) => {
     const { client, jobs } = await open();
     const { id } = await jobs.create({
       owner: OWNER,
+      catalogue: "default",
       items: [{ product: product(0) }, { product: product(1) }],
       now: 0,
     });
@@ -149,8 +155,8 @@ forEachDatabase((db) => {
   test("claims: each job to one worker, even at once; a live lease is kept, a lapsed or released one taken over", async () => {
     const { jobs } = await open();
     const other = repositories(await db.another()).jobs;
-    const first = await jobs.create({ owner: OWNER, items: [{ product: product(0) }], now: 0 });
-    const second = await jobs.create({ owner: OWNER, items: [{ product: product(1) }], now: 0 });
+    const first = await jobs.create({ owner: OWNER, catalogue: "default", items: [{ product: product(0) }], now: 0 });
+    const second = await jobs.create({ owner: OWNER, catalogue: "default", items: [{ product: product(1) }], now: 0 });
     const claimed = await Promise.all([
       jobs.claim({ token: "a", until: 30_000 }, 0),
       other.claim({ token: "b", until: 30_000 }, 0),
@@ -165,14 +171,19 @@ forEachDatabase((db) => {
 
   test("finished jobs are pruned with their items; unfinished ones stay", async () => {
     const { client, jobs } = await open();
-    const done = await jobs.create({ owner: OWNER, items: [{ product: product(0) }], now: 0 });
+    const done = await jobs.create({ owner: OWNER, catalogue: "default", items: [{ product: product(0) }], now: 0 });
     await jobs.claim({ token: "a", until: 30_000 }, 0);
     await jobs.finish(done.id, "a", {
       results: [{ index: 0, status: "failed", detail: "x" }],
       status: "succeeded",
       now: 1_000,
     });
-    const unfinished = await jobs.create({ owner: OWNER, items: [{ product: product(1) }], now: 0 });
+    const unfinished = await jobs.create({
+      owner: OWNER,
+      catalogue: "default",
+      items: [{ product: product(1) }],
+      now: 0,
+    });
     expect(await jobs.prune(1_000)).toBe(0);
     expect(await jobs.prune(1_001)).toBe(1);
     expect(await jobs.get(done.id)).toBeNull();
@@ -199,7 +210,7 @@ forEachDatabase((db) => {
           log: (event) => events.push(event),
         });
       const crashed = processOn({ jobs, products });
-      const job = await crashed.enqueue(OWNER, inputs(5));
+      const job = await crashed.enqueue(OWNER, "default", inputs(5));
       const stopCrashed = new AbortController();
       const crashedLoop = crashed.run(stopCrashed.signal);
       (await embedder.next()).pass(); // items 0 and 1: stored

@@ -11,7 +11,7 @@
  * waiting, a relay holding the protocol at one message, a lock) and kills the server process there.
  */
 import { expect, setDefaultTimeout, test } from "bun:test";
-import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
+import { PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { DatabaseUnavailable } from "../../src/domain/errors.ts";
@@ -177,7 +177,7 @@ test.skipIf(skipped)(
     const relay: HeldRelay = await startHeldRelay(cluster.url);
     try {
       const client = pool(relay.url);
-      const products = new PostgresProductRepository(client, 4);
+      const products = new PostgresProducts(client, 4).in("default");
       const insert = (sku: string): BulkWrite => ({
         kind: "insert",
         row: {
@@ -219,7 +219,7 @@ test.skipIf(skipped)(
     const relay = await startHeldRelay(cluster.url);
     try {
       const client = pool(relay.url, { queryTimeoutMs: 3_000 });
-      const products = new PostgresProductRepository(client, 4);
+      const products = new PostgresProducts(client, 4).in("default");
       // About 20 MB: more than the sockets' buffers hold, so the client is still writing when the connection dies.
       const description = "x".repeat(10_000);
       const writes = Array.from(

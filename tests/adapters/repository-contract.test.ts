@@ -5,7 +5,7 @@ import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
 import { PostgresApiKeyRepository } from "../../src/adapters/postgres/api-key-repository.ts";
 import { PostgresDatabaseHealth } from "../../src/adapters/postgres/database-health.ts";
 import { SqlEmbeddingSpace } from "../../src/adapters/postgres/embedding-space.ts";
-import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
+import { PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
 import { PostgresQueryEmbeddingCache } from "../../src/adapters/postgres/query-embedding-cache.ts";
 import {
   EmbeddingSpaceMismatch,
@@ -357,7 +357,7 @@ function sqlRepositories(db: TestDatabase): RepositoryFactory {
     const client = await db.fresh();
     await prepareDatabase(client, { model: "test-model", dimension });
     return {
-      products: new PostgresProductRepository(client, dimension),
+      products: new PostgresProducts(client, dimension).in("default"),
       users: new PostgresUserRepository(client),
       apiKeys: new PostgresApiKeyRepository(client),
       health: new PostgresDatabaseHealth(client),
@@ -689,7 +689,7 @@ function databaseContract(db: TestDatabase): void {
   test("reembedProducts converts 4-dimension products to the embedder's 3 dimensions", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
-    const before = new PostgresProductRepository(client, space.dimension);
+    const before = new PostgresProducts(client, space.dimension).in("default");
     const added = [];
     for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
       added.push(await stored(before.add(row(product, [1, i, 0, 0]))));
@@ -708,10 +708,9 @@ function databaseContract(db: TestDatabase): void {
     // The old column and its half-precision copy are gone; the new one took the name.
     const columns = await tableColumns(client, "products");
     expect(columns.filter((column) => column.startsWith("embedding"))).toEqual(["embedding"]);
-    const hits = await new PostgresProductRepository(client, 3).searchByVector(
-      [embeddingText(mug).length, 1, mug.name.charCodeAt(0)],
-      { limit: 5 },
-    );
+    const hits = await new PostgresProducts(client, 3)
+      .in("default")
+      .searchByVector([embeddingText(mug).length, 1, mug.name.charCodeAt(0)], { limit: 5 });
     expect(hits).toHaveLength(5);
     expect(hits[0]).toMatchObject({ id: added[2]?.id, ...mug });
     expect(hits[0]?.score).toBeCloseTo(1, 5);
@@ -725,22 +724,23 @@ function databaseContract(db: TestDatabase): void {
   test("3072-d embeddings keep a half-precision copy in the row; reembed adds and removes it with the dimension", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
-    const short = new PostgresProductRepository(client, space.dimension);
+    const short = new PostgresProducts(client, space.dimension).in("default");
     for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
       await stored(short.add(row(product, [1, i, 0, 0])));
 
     const long = new DimensionEmbedder(3072);
     await reembedProducts(client, long);
     expect(await tableColumns(client, "products")).toContain("embedding_half");
+    // The rows are in the default catalogue's partition (schema.ts, migration 16).
     const [storage] = await client.query<{ attstorage: string }>(
-      "SELECT attstorage FROM pg_attribute WHERE attrelid = 'products'::regclass AND attname = 'embedding_half'",
+      "SELECT attstorage FROM pg_attribute WHERE attrelid = 'products_c1'::regclass AND attname = 'embedding_half'",
     );
     expect(storage?.attstorage).toBe("m");
     // One 6 kB copy per row, in the row: five rows need five 8 kB heap pages (out of the row, one page holds them all).
-    const [heap] = await client.query<{ bytes: number | string }>("SELECT pg_relation_size('products') AS bytes");
+    const [heap] = await client.query<{ bytes: number | string }>("SELECT pg_relation_size('products_c1') AS bytes");
     expect(Number(heap?.bytes)).toBeGreaterThanOrEqual(5 * 8192);
 
-    const repository = new PostgresProductRepository(client, long.dimension);
+    const repository = new PostgresProducts(client, long.dimension).in("default");
     const added = await stored(repository.add(row(mug, (await long.embed(["fresh"], "document"))[0] as Vector)));
     const [half] = await client.query<{ n: number | string }>(
       "SELECT count(*) AS n FROM products WHERE embedding_half IS NULL",
@@ -751,13 +751,15 @@ function databaseContract(db: TestDatabase): void {
 
     await reembedProducts(client, new FakeEmbedder());
     expect(await tableColumns(client, "products")).not.toContain("embedding_half");
-    expect(await new PostgresProductRepository(client, 3).searchByVector([1, 1, 1], { limit: 10 })).toHaveLength(6);
+    expect(await new PostgresProducts(client, 3).in("default").searchByVector([1, 1, 1], { limit: 10 })).toHaveLength(
+      6,
+    );
   });
 
   test("a re-embed leaves each product with the digest of its current text, as contentDigest computes it", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
-    const repository = new PostgresProductRepository(client, space.dimension);
+    const repository = new PostgresProducts(client, space.dimension).in("default");
     const products = [shoe, { ...lamp, description: "" }, { ...mug, name: 'Taza "térmica"\tñ 😀' }];
     const added = [];
     for (const [i, product] of products.entries()) added.push(await stored(repository.add(row(product, [1, i, 0, 0]))));
@@ -766,7 +768,7 @@ function databaseContract(db: TestDatabase): void {
     await reembedProducts(client, embedder);
     expect(embedder.calls).toBe(1);
     await prepareDatabase(client, { model: "fake-3", dimension: 3 });
-    const after = new PostgresProductRepository(client, 3);
+    const after = new PostgresProducts(client, 3).in("default");
     for (const [i, product] of products.entries()) {
       expect((await after.get(added[i]?.id as number))?.contentDigest).toBe(await contentDigest(product));
     }
@@ -775,7 +777,7 @@ function databaseContract(db: TestDatabase): void {
   test("a re-embed that fails midway leaves the live embeddings as they were; the next run resumes and switches", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
-    const repository = new PostgresProductRepository(client, space.dimension);
+    const repository = new PostgresProducts(client, space.dimension).in("default");
     for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
       await stored(repository.add(row(product, [1, i, 0, 0])));
 
@@ -808,7 +810,7 @@ function databaseContract(db: TestDatabase): void {
 
 describe("memory fakes", () => {
   repositoryContract(async (dimension) => ({
-    products: new MemoryProductRepository(dimension),
+    products: new MemoryProductRepository(dimension).in("default"),
     users: new MemoryUserRepository(),
     apiKeys: new MemoryApiKeyRepository(),
     health: new MemoryDatabaseHealth(),
@@ -817,11 +819,12 @@ describe("memory fakes", () => {
   }));
 
   test("down makes every call fail with DatabaseUnavailable", async () => {
-    const products = new MemoryProductRepository();
+    const store = new MemoryProductRepository();
+    const products = store.in("default");
     const users = new MemoryUserRepository();
     const health = new MemoryDatabaseHealth();
     const queryCache = new MemoryQueryEmbeddingCache();
-    products.down = users.down = health.down = queryCache.down = true;
+    store.down = users.down = health.down = queryCache.down = true;
     await expect(health.ping()).rejects.toBeInstanceOf(DatabaseUnavailable);
     await expect(queryCache.get({ model: "m", dimension: 1, text: "q" })).rejects.toBeInstanceOf(DatabaseUnavailable);
     await expect(users.count()).rejects.toBeInstanceOf(DatabaseUnavailable);
@@ -846,7 +849,7 @@ describe("PGlite on disk", () => {
     const space = { model: "test-model", dimension: 4 };
     const first = await openPglite(dir);
     await prepareDatabase(first, space);
-    const added = await stored(new PostgresProductRepository(first, space.dimension).add(row(shoe, [1, 2, 3, 4])));
+    const added = await stored(new PostgresProducts(first, space.dimension).in("default").add(row(shoe, [1, 2, 3, 4])));
     await new PostgresUserRepository(first).create("ana", "h", "admin");
     await first.close();
     await expect(first.query("SELECT 1")).rejects.toBeInstanceOf(DatabaseUnavailable);
@@ -855,7 +858,7 @@ describe("PGlite on disk", () => {
     try {
       await prepareDatabase(second, space);
       expect(
-        await new PostgresProductRepository(second, space.dimension).searchByVector([1, 2, 3, 4], { limit: 5 }),
+        await new PostgresProducts(second, space.dimension).in("default").searchByVector([1, 2, 3, 4], { limit: 5 }),
       ).toEqual([{ ...added, version: 1, score: expect.closeTo(1, 5) }]);
       expect(await new PostgresUserRepository(second).count()).toBe(1);
     } finally {

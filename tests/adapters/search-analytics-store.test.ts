@@ -36,9 +36,12 @@ forEachDatabase((db) => {
     store.recordSearch(search(2, "taza", 3));
     store.recordSearch(search(3, "patinete", 0));
     store.recordSearch({ ...search(4, "taza", 2), catalogue: "otro" });
-    store.recordEvent({ searchId: id(1), productId: 7, type: "click", at: new Date() });
-    store.recordEvent({ searchId: id(1), productId: 8, type: "click", at: new Date() });
-    store.recordEvent({ searchId: id(1), productId: 7, type: "conversion", at: new Date() });
+    store.recordEvent({ catalogue: "default", searchId: id(1), productId: 7, type: "click", at: new Date() });
+    store.recordEvent({ catalogue: "default", searchId: id(1), productId: 8, type: "click", at: new Date() });
+    store.recordEvent({ catalogue: "default", searchId: id(1), productId: 7, type: "conversion", at: new Date() });
+    // Reported in another catalogue (by a credential of that one): it counts for neither.
+    store.recordEvent({ catalogue: "otro", searchId: id(1), productId: 9, type: "click", at: new Date() });
+    store.recordEvent({ catalogue: "otro", searchId: id(2), productId: 9, type: "conversion", at: new Date() });
     // Nothing is written on the answer's path: it waits for the flush (its timer, or a full batch).
     const [before] = await client.query<{ n: number | string }>("SELECT count(*) AS n FROM searches");
     expect(Number(before?.n)).toBe(0);
@@ -58,7 +61,11 @@ forEachDatabase((db) => {
         { query: "patinete", searches: 1, noResults: 1, clickedSearches: 0, clicks: 0, conversions: 0 },
       ],
     });
-    expect((await store.report("otro", new Date(Date.now() - DAY), 10)).searches).toBe(1);
+    expect(await store.report("otro", new Date(Date.now() - DAY), 10)).toMatchObject({
+      searches: 1,
+      clicks: 0,
+      conversions: 0,
+    });
     // Older searches than asked for are left out; the limit bounds each list.
     expect((await store.report("default", new Date(Date.now() + DAY), 10)).searches).toBe(0);
     expect((await store.report("default", new Date(Date.now() - DAY), 1)).topQueries).toHaveLength(1);
@@ -67,7 +74,13 @@ forEachDatabase((db) => {
   test("a full batch is stored without waiting for the timer; records past the retention are pruned", async () => {
     const { client, store } = await open({ maxBatch: 3, pruneEvery: 1 });
     store.recordSearch(search(1, "vieja", 1, new Date(Date.now() - 40 * DAY)));
-    store.recordEvent({ searchId: id(1), productId: 1, type: "click", at: new Date(Date.now() - 40 * DAY) });
+    store.recordEvent({
+      catalogue: "default",
+      searchId: id(1),
+      productId: 1,
+      type: "click",
+      at: new Date(Date.now() - 40 * DAY),
+    });
     store.recordSearch(search(2, "nueva", 1));
     // The third record fills the batch: stored at once (and, stored, it prunes in the background).
     await store.close();
@@ -81,7 +94,7 @@ forEachDatabase((db) => {
     const { client, store, logged } = await open();
     await client.query("DROP TABLE search_events");
     store.recordSearch(search(1, "taza", 1));
-    store.recordEvent({ searchId: id(1), productId: 1, type: "click", at: new Date() });
+    store.recordEvent({ catalogue: "default", searchId: id(1), productId: 1, type: "click", at: new Date() });
     await store.flush();
     expect(logged).toMatchObject([{ event: "analytics_failed", operation: "record", searches: 1, events: 1 }]);
   });

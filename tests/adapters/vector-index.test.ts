@@ -4,12 +4,12 @@
  * checked against a brute-force reference.
  */
 import { describe, expect, test } from "bun:test";
-import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
+import { type PostgresProductRepository, PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import {
   buildMemoryFor,
-  IndexInUse,
+  IndexesInUse,
   type IndexTarget,
   indexTarget,
   probesFor,
@@ -59,7 +59,9 @@ const DIMENSION = 32;
 /** From 512 dimensions the index is on the half-precision copy: its bits (ivf-bq, hnsw-bq) or itself (halfvec). */
 const LONG_DIMENSION = 512;
 const PRODUCTS = 3000;
-const INDEX_NAME = "products_embedding_hnsw";
+/** The default catalogue's partition (schema.ts): the products these tests load, and its indexes. */
+const TABLE = "products_c1";
+const INDEX_NAME = `${TABLE}_embedding_hnsw`;
 const CLUSTERS = 30;
 /** Product i lies near cluster i % CLUSTERS: category `apart` holds clusters 0 to 8 (900 products), `main` the rest. */
 const categoryOf = (i: number) => (i % CLUSTERS < 9 ? "apart" : "main");
@@ -92,8 +94,14 @@ interface LoadOptions {
  */
 async function indexAndProducts(db: SqlClient, engine: "pglite" | "postgres", options: LoadOptions) {
   const dimension = options.dimension ?? DIMENSION;
-  const inUse = new IndexInUse(db, dimension, indexTarget(dimension, options.kind), 20);
-  const settings: SqlVectorIndexOptions = { server: engine === "postgres", kind: options.kind ?? "ivf-bq", inUse };
+  const indexesInUse = new IndexesInUse(db, dimension, indexTarget(dimension, options.kind), 20);
+  const inUse = indexesInUse.of(TABLE);
+  const settings: SqlVectorIndexOptions = {
+    server: engine === "postgres",
+    kind: options.kind ?? "ivf-bq",
+    inUse,
+    table: TABLE,
+  };
   if (engine === "postgres") {
     // A build on a server runs on a connection of its own: its advisory lock is the session's.
     const url = await urlOfSchema(db);
@@ -111,13 +119,13 @@ async function indexAndProducts(db: SqlClient, engine: "pglite" | "postgres", op
   });
   return {
     index: new SqlVectorIndex(db, dimension, settings),
-    products: new PostgresProductRepository(
+    products: new PostgresProducts(
       recording(db),
       dimension,
       { filterExactMaxRows: options.filterExactMaxRows ?? 100, efSearch: 100, probes: "auto", rerankDepth: 100 },
       undefined,
-      inUse,
-    ),
+      { indexesInUse },
+    ).in("default"),
     async planOfLastSearch(): Promise<string> {
       const rows = await db.query<Record<string, string>>(`EXPLAIN ${last.text}`, last.params);
       return rows.map((row) => Object.values(row)[0]).join("\n");
@@ -208,7 +216,8 @@ async function urlOfSchema(db: SqlClient): Promise<string> {
 /** The names of the vector indexes on products. */
 async function indexNames(db: SqlClient): Promise<string[]> {
   const rows = await db.query<{ name: string }>(
-    "SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE i.indrelid = 'products'::regclass AND c.relname LIKE 'products_embedding_%' ORDER BY 1",
+    `SELECT c.relname AS name FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+     WHERE i.indrelid = '${TABLE}'::regclass AND c.relname LIKE '${TABLE}_embedding_%' ORDER BY 1`,
   );
   return rows.map((row) => row.name);
 }
@@ -331,8 +340,8 @@ forEachDatabase((database, engine) => {
     }, 120_000);
 
     for (const [kind, name] of [
-      ["ivf-bq", "products_embedding_ivf_3"],
-      ["hnsw-bq", "products_embedding_bq"],
+      ["ivf-bq", `${TABLE}_embedding_ivf_3`],
+      ["hnsw-bq", `${TABLE}_embedding_bq`],
     ] as const) {
       test(`binary-quantized, ${kind} (from 512 dimensions): the index's candidates, re-ranked, keep the exact top results and exact scores`, async () => {
         const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION, kind });
@@ -365,7 +374,7 @@ forEachDatabase((database, engine) => {
       const loaded = await load(db, engine, { dimension: LONG_DIMENSION, kind: "halfvec" });
       try {
         expect(await loaded.index.build()).toBe(true);
-        expect(await indexNames(db)).toEqual(["products_embedding_hnsw"]);
+        expect(await indexNames(db)).toEqual([`${TABLE}_embedding_hnsw`]);
         const queries = Array.from({ length: 20 }, (_, i) => loaded.space.near(i * 7, 0.8));
         expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
 
@@ -387,7 +396,7 @@ forEachDatabase((database, engine) => {
         }
         expect(await building).toBe(true);
         if (engine === "postgres") expect(answeredDuringBuild).toBeGreaterThan(0);
-        expect(await indexNames(db)).toEqual(["products_embedding_ivf_3"]);
+        expect(await indexNames(db)).toEqual([`${TABLE}_embedding_ivf_3`]);
         expect(await switched.index.status()).toMatchObject({
           kind: "ivf-bq",
           present: true,
@@ -395,7 +404,7 @@ forEachDatabase((database, engine) => {
           outdated: false,
         });
         expect(await recallAt10(searcher, queries)).toBeGreaterThanOrEqual(0.95);
-        expect(await switched.planOfLastSearch()).toContain("products_embedding_ivf_3");
+        expect(await switched.planOfLastSearch()).toContain(`${TABLE}_embedding_ivf_3`);
       } finally {
         await database.cleanup();
       }
@@ -426,7 +435,7 @@ forEachDatabase((database, engine) => {
           const [first] = await loaded.products.searchByVector(added[i] as Vector, { limit: 10 });
           expect(first?.id).toBe(ids[i]);
         }
-        expect(await loaded.planOfLastSearch()).toContain("products_embedding_ivf_3");
+        expect(await loaded.planOfLastSearch()).toContain(`${TABLE}_embedding_ivf_3`);
         const queries = Array.from({ length: 20 }, (_, i) => loaded.space.near(i * 7, 0.8));
         expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
         expect((await loaded.index.status()).valid).toBe(true);
@@ -439,7 +448,7 @@ forEachDatabase((database, engine) => {
       const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION });
       try {
         await loaded.index.build();
-        expect(await indexNames(loaded.db)).toEqual(["products_embedding_ivf_3"]);
+        expect(await indexNames(loaded.db)).toEqual([`${TABLE}_embedding_ivf_3`]);
         const added = Array.from({ length: 4000 }, (_, i) => loaded.space.near(i, 0.6));
         const outcomes = await loaded.products.writeMany(
           added.map((vector, i) => ({
@@ -459,11 +468,11 @@ forEachDatabase((database, engine) => {
         await loaded.db.query("ANALYZE products");
         expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: true });
         expect(await loaded.index.build()).toBe(true);
-        expect(await indexNames(loaded.db)).toEqual(["products_embedding_ivf_7"]);
+        expect(await indexNames(loaded.db)).toEqual([`${TABLE}_embedding_ivf_7`]);
         expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: false });
         const queries = Array.from({ length: 20 }, (_, i) => loaded.space.near(i * 7, 0.8));
         expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
-        expect(await loaded.planOfLastSearch()).toContain("products_embedding_ivf_7");
+        expect(await loaded.planOfLastSearch()).toContain(`${TABLE}_embedding_ivf_7`);
       } finally {
         await database.cleanup();
       }
@@ -473,7 +482,7 @@ forEachDatabase((database, engine) => {
       test("a build under way is visible in the status, phase and fraction, from another connection", async () => {
         const db = await database.fresh();
         const loaded = await load(db, engine, { dimension: LONG_DIMENSION });
-        const watcher = new SqlVectorIndex(await database.another(), LONG_DIMENSION, { server: true });
+        const watcher = new SqlVectorIndex(await database.another(), LONG_DIMENSION, { server: true, table: TABLE });
         const writer = await database.another();
         try {
           // A transaction that wrote to products holds the concurrent build at its first phase.
@@ -502,6 +511,7 @@ forEachDatabase((database, engine) => {
         const url = await urlOfSchema(loaded.db);
         const index = new SqlVectorIndex(loaded.db, LONG_DIMENSION, {
           server: true,
+          table: TABLE,
           kind: "halfvec",
           buildMemory: "1MB",
           openBuilder: (onNotice) => connectPostgres(url, { maxConnections: 1, onNotice }),

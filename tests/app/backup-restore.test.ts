@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
-import { PostgresProductRepository } from "../../src/adapters/postgres/product-repository.ts";
+import { PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { runCli } from "../../src/app/cli.ts";
 import { bagOfWords } from "../fakes/fake-embedder.ts";
@@ -102,7 +102,7 @@ const QUERIES = ["cafetera roja", "taza azul para el desayuno", "molinillo", "te
 
 /** What each query finds in the catalogue on `client`: names, skus and scores (ids are each database's own). */
 async function searches(client: SqlClient): Promise<unknown[]> {
-  const products = new PostgresProductRepository(client, DIMENSION);
+  const products = new PostgresProducts(client, DIMENSION).in("default");
   const found: unknown[] = [];
   for (const query of QUERIES) {
     const hits = await products.searchByVector(bagOfWords(query, DIMENSION), { limit: 5 });

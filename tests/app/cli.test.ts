@@ -145,6 +145,16 @@ test.concurrent("synonyms: set from a file (one set a line, or JSON on stdin), g
   await Bun.write(file, "# the shop's words\ncelular, móvil , smartphone\n\ntv,televisor\n");
   const set = await cli(["synonyms", "set", file], env);
   expect(set).toMatchObject({ code: 0, stdout: "2 synonym sets stored for catalogue 'default'\n" });
+  // A catalogue that does not exist has no synonyms to set or read.
+  for (const args of [
+    ["synonyms", "get", "--catalogue", "muebles"],
+    ["synonyms", "set", file, "--catalogue", "muebles"],
+  ]) {
+    const missing = await cli(args, env);
+    expect({ args, code: missing.code }).toEqual({ args, code: 1 });
+    expect(missing.stderr).toContain("No existe el catálogo");
+  }
+  expect((await cli(["catalogues", "add", "muebles"], env)).code).toBe(0);
   const other = await cli(
     ["synonyms", "set", "-", "--catalogue", "muebles"],
     env,
@@ -196,8 +206,15 @@ test.concurrent("reembed moves a catalogue to the configured model, after which 
   const oldModel = new FakeEmbedder(16);
   const old = new CompositionRoot(config, createLogger("error"), { overrides: { embedder: oldModel } });
   const create = new CreateProduct({ products: await old.products(), embedder: oldModel });
-  await create.execute({ name: "Espresso machine", description: "15-bar pump, milk frother", category: "Kitchen" });
-  await create.execute({ name: "Leather wallet", description: "Slim bifold, card slots", category: "Accessories" });
+  const into = { catalogue: "default" };
+  await create.execute(
+    { name: "Espresso machine", description: "15-bar pump, milk frother", category: "Kitchen" },
+    into,
+  );
+  await create.execute(
+    { name: "Leather wallet", description: "Slim bifold, card slots", category: "Accessories" },
+    into,
+  );
   await old.close();
 
   const refused = await cli(["serve"], { DATA_DIR: dir });
@@ -212,14 +229,14 @@ test.concurrent("reembed moves a catalogue to the configured model, after which 
   const reopened = new CompositionRoot(config, createLogger("error"), { overrides: { embedder: local } });
   try {
     const [query] = await local.embed(["a coffee maker"], "query");
-    const results = await (await reopened.products()).searchByVector(query ?? [], { limit: 2 });
+    const results = await (await reopened.products()).in("default").searchByVector(query ?? [], { limit: 2 });
     expect(results.map((product) => product.name)).toEqual(["Espresso machine", "Leather wallet"]);
   } finally {
     await reopened.close();
   }
 });
 
-test.concurrent("serve answers, guards its data directory, runs users and keys for the CLI over its admin socket, and stops cleanly on SIGTERM", async () => {
+test.concurrent("serve answers, guards its data directory, runs users, keys and catalogues for the CLI over its admin socket, and stops cleanly on SIGTERM", async () => {
   // An empty DATA_DIR: the first start makes its database, as `bun start` does on a fresh checkout.
   const env = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -278,6 +295,34 @@ test.concurrent("serve answers, guards its data directory, runs users and keys f
     const unknown = await cli(["keys", "revoke", key.id], env);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("No existe ninguna clave");
+
+    // Catalogues, made and removed while the service runs: it serves them at once.
+    const catalogue = await cli(["catalogues", "add", "tienda-norte"], env);
+    expect(catalogue.code).toBe(0);
+    expect(JSON.parse(catalogue.stdout)).toMatchObject({ name: "tienda-norte", products: 0 });
+    expect((await cli(["catalogues", "add", "tienda-norte"], env)).stderr).toContain("Ya existe el catálogo");
+    const adminLogin = await fetch(`${base}/auth/login`, {
+      method: "POST",
+      body: new URLSearchParams({ username: "admin", password: "admin-password" }),
+    });
+    const admin = { authorization: `Bearer ${((await adminLogin.json()) as { access_token: string }).access_token}` };
+    const created = await fetch(`${base}/catalogues/tienda-norte/products/`, {
+      method: "POST",
+      headers: { ...admin, "content-type": "application/json" },
+      body: JSON.stringify({ name: "Cafetera", description: "Italiana", category: "Cocina" }),
+    });
+    expect(created.status).toBe(201);
+    const catalogues = (await cli(["catalogues", "list"], env)).stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(catalogues.map(({ name, products }) => ({ name, products }))).toEqual([
+      { name: "default", products: 0 },
+      { name: "tienda-norte", products: 1 },
+    ]);
+    expect((await cli(["catalogues", "remove", "default"], env)).stderr).toContain("no se puede borrar");
+    expect((await cli(["catalogues", "remove", "tienda-norte"], env)).code).toBe(0);
+    expect((await fetch(`${base}/catalogues/tienda-norte/products`, { headers: admin })).status).toBe(404);
 
     const export_ = await cli(["export", join(env.DATA_DIR, "x.jsonl")], env);
     expect(export_.code).toBe(1);

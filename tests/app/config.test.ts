@@ -43,7 +43,7 @@ describe("loadConfig", () => {
       maxBodyBytes: 64 * 1024,
       trustProxy: false,
       corsOrigins: [],
-      metrics: { token: undefined, port: undefined },
+      metrics: { token: undefined, port: undefined, catalogues: ["default"] },
       rateLimits: { search: 60, write: 120, windowSeconds: 60 },
       embeddingProvider: "local",
       embeddingDimensions: 3072,
@@ -465,7 +465,11 @@ describe("loadConfig: model providers", () => {
       RATE_LIMIT_WINDOW_SECONDS: "3600",
     });
     expect(config.corsOrigins).toEqual(["https://shop.example", "http://localhost:3000", "https://admin.example"]);
-    expect(config.metrics).toEqual({ token: "t".repeat(METRICS_TOKEN_MIN_LENGTH), port: 9464 });
+    expect(config.metrics).toEqual({
+      token: "t".repeat(METRICS_TOKEN_MIN_LENGTH),
+      port: 9464,
+      catalogues: ["default"],
+    });
     expect(config.rateLimits).toEqual({ search: 0, write: 500, windowSeconds: 3600 });
     expect(secretsOf(config)).toContain("t".repeat(METRICS_TOKEN_MIN_LENGTH));
   });

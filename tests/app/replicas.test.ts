@@ -239,14 +239,14 @@ describe.skipIf(skipped)("several instances on one database", () => {
     const [a, b] = [await startService(env), await startService(env)];
     services.push(a, b);
     const [one, other] = await Promise.all([
-      (await a.service.root.maintainVectorIndex()).afterLoad(),
-      (await b.service.root.maintainVectorIndex()).afterLoad(),
+      (await a.service.root.maintainVectorIndex()).afterLoad("default"),
+      (await b.service.root.maintainVectorIndex()).afterLoad("default"),
     ]);
     const decisions = [one, other].sort();
     // The second either found the lease taken, or the index already built by the first.
     expect(decisions[0]).toBe("built");
     expect(["busy", "ready"]).toContain(decisions[1] as string);
-    expect(await psql(primary, "SELECT count(*) FROM pg_indexes WHERE indexname = 'products_embedding_hnsw'")).toBe(
+    expect(await psql(primary, "SELECT count(*) FROM pg_indexes WHERE indexname = 'products_c1_embedding_hnsw'")).toBe(
       "1",
     );
   });

@@ -41,17 +41,20 @@ beforeEach(() => {
 
 describe("CreateProduct", () => {
   test("stores the trimmed product and returns it with its id", async () => {
-    const { product: created } = await createProduct.execute({
-      name: "  Zapatillas de running\t",
-      description: "\n Ligeras, con amortiguación para asfalto  ",
-      category: " Deporte ",
-    });
+    const { product: created } = await createProduct.execute(
+      {
+        name: "  Zapatillas de running\t",
+        description: "\n Ligeras, con amortiguación para asfalto  ",
+        category: " Deporte ",
+      },
+      { catalogue: "default" },
+    );
     expect(created).toEqual({ id: expect.any(Number), ...VALID });
     expect(products.products).toEqual([created]);
   });
 
   test('embeds exactly "name. category. description", as a document, once', async () => {
-    await createProduct.execute({ ...VALID, name: ` ${VALID.name} ` });
+    await createProduct.execute({ ...VALID, name: ` ${VALID.name} ` }, { catalogue: "default" });
     expect(embedder.calls).toEqual([
       { text: `${VALID.name}. ${VALID.category}. ${VALID.description}`, purpose: "document" },
     ]);
@@ -60,8 +63,10 @@ describe("CreateProduct", () => {
   test("stores the vector the embedder computed", async () => {
     const vector = Array.from({ length: 64 }, (_, i) => (i === 5 ? 1 : 0));
     const stub = new StubEmbedder(64, () => [vector]);
-    const { product: created } = await new CreateProduct({ products, embedder: stub }).execute(VALID);
-    const [hit] = await products.searchByVector(vector, { limit: 1 });
+    const { product: created } = await new CreateProduct({ products, embedder: stub }).execute(VALID, {
+      catalogue: "default",
+    });
+    const [hit] = await products.in("default").searchByVector(vector, { limit: 1 });
     expect(hit?.id).toBe(created.id);
     expect(hit?.score).toBeCloseTo(1, 10);
   });
@@ -82,7 +87,9 @@ describe("CreateProduct", () => {
     }
     for (const [label, value] of invalid) {
       test(`${field} ${label}: InvalidInput naming the field, nothing embedded or stored`, async () => {
-        const error = await createProduct.execute({ ...VALID, [field]: value }).catch((caught) => caught);
+        const error = await createProduct
+          .execute({ ...VALID, [field]: value }, { catalogue: "default" })
+          .catch((caught) => caught);
         expect(error).toBeInstanceOf(InvalidInput);
         expect((error as Error).message).toContain(`'${field}'`);
         for (const other of FIELDS.filter((name) => name !== field)) {
@@ -95,31 +102,37 @@ describe("CreateProduct", () => {
 
     test(`${field} exactly at its maximum length, after trimming, is accepted`, async () => {
       const value = "x".repeat(PRODUCT_FIELD_MAX_LENGTH[field]);
-      const { product } = await createProduct.execute({ ...VALID, [field]: `  ${value} ` });
+      const { product } = await createProduct.execute({ ...VALID, [field]: `  ${value} ` }, { catalogue: "default" });
       expect(product[field]).toBe(value);
     });
   }
 
   test("the maximum lengths counted are characters, not bytes", async () => {
     const value = "ñ".repeat(PRODUCT_FIELD_MAX_LENGTH.name);
-    expect((await createProduct.execute({ ...VALID, name: value })).product.name).toBe(value);
+    expect((await createProduct.execute({ ...VALID, name: value }, { catalogue: "default" })).product.name).toBe(value);
   });
 
   test("an empty description is accepted: the product is embedded by its name and category", async () => {
-    const { product } = await createProduct.execute({ ...VALID, description: " \u200b " });
+    const { product } = await createProduct.execute({ ...VALID, description: " \u200b " }, { catalogue: "default" });
     expect(product.description).toBe("");
     expect(embedder.calls).toEqual([{ text: `${VALID.name}. ${VALID.category}`, purpose: "document" }]);
   });
 
   test("bidi controls inside a field are removed before it is stored and embedded", async () => {
-    const { product } = await createProduct.execute({ ...VALID, name: "Zapatillas de \u202Egninnur\u202C" });
+    const { product } = await createProduct.execute(
+      { ...VALID, name: "Zapatillas de \u202Egninnur\u202C" },
+      { catalogue: "default" },
+    );
     expect(product.name).toBe("Zapatillas de gninnur");
     expect(products.products[0]?.name).toBe("Zapatillas de gninnur");
     expect(embedder.calls[0]?.text).toBe(`Zapatillas de gninnur. ${VALID.category}. ${VALID.description}`);
   });
 
   test("zero-width characters around a field are trimmed like spaces", async () => {
-    const { product } = await createProduct.execute({ ...VALID, name: `\u200b${VALID.name}\ufeff` });
+    const { product } = await createProduct.execute(
+      { ...VALID, name: `\u200b${VALID.name}\ufeff` },
+      { catalogue: "default" },
+    );
     expect(product.name).toBe(VALID.name);
   });
 
@@ -127,8 +140,11 @@ describe("CreateProduct", () => {
     const key = { owner: "user:3", key: "pedido-42" };
 
     test("a retry with the same key and body gets the first product again, embedded and stored once", async () => {
-      const first = await createProduct.execute(VALID, { idempotency: key });
-      const retry = await createProduct.execute({ ...VALID, name: ` ${VALID.name} ` }, { idempotency: key });
+      const first = await createProduct.execute(VALID, { catalogue: "default", idempotency: key });
+      const retry = await createProduct.execute(
+        { ...VALID, name: ` ${VALID.name} ` },
+        { catalogue: "default", idempotency: key },
+      );
       expect(first.replayed).toBe(false);
       expect(retry).toEqual({ product: first.product, replayed: true });
       expect(products.products).toHaveLength(1);
@@ -136,17 +152,20 @@ describe("CreateProduct", () => {
     });
 
     test("the same key with another body is IdempotencyKeyReused, and nothing is stored", async () => {
-      await createProduct.execute(VALID, { idempotency: key });
+      await createProduct.execute(VALID, { catalogue: "default", idempotency: key });
       const error = await createProduct
-        .execute({ ...VALID, category: "Otra" }, { idempotency: key })
+        .execute({ ...VALID, category: "Otra" }, { catalogue: "default", idempotency: key })
         .catch((caught) => caught);
       expect(error).toBeInstanceOf(IdempotencyKeyReused);
       expect(products.products).toHaveLength(1);
     });
 
     test("another user's key of the same name is another key", async () => {
-      await createProduct.execute(VALID, { idempotency: key });
-      const other = await createProduct.execute(VALID, { idempotency: { ...key, owner: "key:0a1b2c3d4e5f6a7b" } });
+      await createProduct.execute(VALID, { catalogue: "default", idempotency: key });
+      const other = await createProduct.execute(VALID, {
+        catalogue: "default",
+        idempotency: { ...key, owner: "key:0a1b2c3d4e5f6a7b" },
+      });
       expect(other.replayed).toBe(false);
       expect(products.products).toHaveLength(2);
     });
@@ -155,13 +174,13 @@ describe("CreateProduct", () => {
       let now = Date.parse("2026-11-23T10:00:00Z");
       const aging = new MemoryProductRepository(64, () => now);
       const create = new CreateProduct({ products: aging, embedder });
-      await create.execute(VALID, { idempotency: key });
+      await create.execute(VALID, { catalogue: "default", idempotency: key });
       now += (IDEMPOTENCY_KEY_TTL_HOURS - 1) * 3_600_000;
-      expect((await create.execute(VALID, { idempotency: key })).replayed).toBe(true);
+      expect((await create.execute(VALID, { catalogue: "default", idempotency: key })).replayed).toBe(true);
       now += 3_600_000;
-      expect((await create.execute(VALID, { idempotency: key })).replayed).toBe(false);
+      expect((await create.execute(VALID, { catalogue: "default", idempotency: key })).replayed).toBe(false);
       expect(aging.products).toHaveLength(2);
-      expect(await aging.pruneIdempotencyKeys(IDEMPOTENCY_KEY_TTL_HOURS)).toBe(0);
+      expect(await aging.in("default").pruneIdempotencyKeys(IDEMPOTENCY_KEY_TTL_HOURS)).toBe(0);
     });
   });
 
@@ -172,7 +191,7 @@ describe("CreateProduct", () => {
       return [Array.from({ length: 64 }, () => 1)];
     });
     const error = await new CreateProduct({ products, embedder: slow })
-      .execute(VALID, { signal: controller.signal })
+      .execute(VALID, { catalogue: "default", signal: controller.signal })
       .catch((caught) => caught);
     expect(error).toBeInstanceOf(DeadlineExceeded);
     expect(products.products).toHaveLength(0);
@@ -198,7 +217,7 @@ describe("CreateProduct", () => {
       const repository = new MemoryProductRepository();
       const stub = new StubEmbedder(dimension, answer);
       const error = await new CreateProduct({ products: repository, embedder: stub })
-        .execute(VALID)
+        .execute(VALID, { catalogue: "default" })
         .catch((caught) => caught);
       expect(error).toBeInstanceOf(EmbeddingUnavailable);
       expect(stub.calls).toHaveLength(1);
@@ -209,7 +228,7 @@ describe("CreateProduct", () => {
   test("the fake embedder failing or returning zeros stores nothing either", async () => {
     for (const mode of ["fail", "zero"] as const) {
       embedder.mode = mode;
-      await expect(createProduct.execute(VALID)).rejects.toBeInstanceOf(EmbeddingUnavailable);
+      await expect(createProduct.execute(VALID, { catalogue: "default" })).rejects.toBeInstanceOf(EmbeddingUnavailable);
     }
     expect(products.products).toHaveLength(0);
   });
@@ -218,7 +237,9 @@ describe("CreateProduct", () => {
     const stub = new StubEmbedder(4, () => {
       throw new Error("sk-secret-key rejected");
     });
-    const error = await new CreateProduct({ products, embedder: stub }).execute(VALID).catch((caught) => caught);
+    const error = await new CreateProduct({ products, embedder: stub })
+      .execute(VALID, { catalogue: "default" })
+      .catch((caught) => caught);
     expect(error).toBeInstanceOf(EmbeddingUnavailable);
     expect((error as Error).message).not.toContain("sk-secret-key");
     expect(((error as Error).cause as Error).message).toContain("sk-secret-key");

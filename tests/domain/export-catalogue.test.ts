@@ -13,7 +13,7 @@ async function catalogue(count: number): Promise<MemoryProductRepository> {
   for (let i = 0; i < count; i++) {
     const product = { name: `Producto ${i}`, description: `Descripción ${i}`, category: "c", sku: `S-${i}` };
     const [embedding] = await embedder.embed([product.name], "document");
-    await products.add({ product, embedding: embedding as number[], contentDigest: `d${i}` });
+    await products.in("default").add({ product, embedding: embedding as number[], contentDigest: `d${i}` });
   }
   return products;
 }
@@ -27,11 +27,11 @@ async function all(products: AsyncGenerator<ExportedProduct>): Promise<ExportedP
 describe("ExportCatalogue", () => {
   test("every product by id, page after page, with the stored space and the time in the header", async () => {
     const products = await catalogue(7);
-    await products.remove(3); // a gap in the ids is no end of the catalogue
+    await products.in("default").remove(3); // a gap in the ids is no end of the catalogue
     const pages: number[] = [];
     const counting = {
       productsAfter: async (afterId: number, limit: number, options: { withEmbeddings: boolean }) => {
-        const page = await products.productsAfter(afterId, limit, options);
+        const page = await products.in("default").productsAfter(afterId, limit, options);
         pages.push(page.length);
         return page;
       },
@@ -50,7 +50,11 @@ describe("ExportCatalogue", () => {
 
   test("with embeddings, each product carries the vector it is stored with", async () => {
     const products = await catalogue(3);
-    const exporter = new ExportCatalogue({ products, space: async () => SPACE, clock: new FakeClock(0) });
+    const exporter = new ExportCatalogue({
+      products: products.in("default"),
+      space: async () => SPACE,
+      clock: new FakeClock(0),
+    });
     const exported = await exporter.execute({ withEmbeddings: true });
     expect(exported.header.embeddings).toBe(true);
     const read = await all(exported.products);
@@ -60,7 +64,11 @@ describe("ExportCatalogue", () => {
   test("an abort stops it between pages", async () => {
     const products = await catalogue(5);
     const controller = new AbortController();
-    const exporter = new ExportCatalogue({ products, space: async () => SPACE, clock: new FakeClock(0) });
+    const exporter = new ExportCatalogue({
+      products: products.in("default"),
+      space: async () => SPACE,
+      clock: new FakeClock(0),
+    });
     const exported = await exporter.execute({ withEmbeddings: false, pageSize: 2, signal: controller.signal });
     const read: ExportedProduct[] = [];
     const stopped = (async () => {

@@ -65,7 +65,7 @@ describe("an import worked in its request", () => {
   test("answers its report when it finishes in time; its job keeps it, for its owner only", async () => {
     const { imports, embedder, products } = setup();
     embedder.openAll();
-    const outcome = await imports.submit(OWNER, [...inputs(3), { value: { name: "Sin más" } }], {
+    const outcome = await imports.submit(OWNER, "default", [...inputs(3), { value: { name: "Sin más" } }], {
       handover: NEVER,
       signal: NEVER,
     });
@@ -99,7 +99,7 @@ describe("an import worked in its request", () => {
   test("handed over mid-import: the job holds what was stored, a worker stores the rest, each item once", async () => {
     const { imports, embedder, jobs, products } = setup();
     const handover = new AbortController();
-    const submitted = imports.submit(OWNER, inputs(5), {
+    const submitted = imports.submit(OWNER, "default", inputs(5), {
       handover: handover.signal,
       signal: NEVER,
     });
@@ -135,7 +135,7 @@ describe("an import worked in its request", () => {
 
   test("the embedder failing for good fails the job: every item not stored says why", async () => {
     const { imports, embedder } = setup();
-    const submitted = imports.submit(OWNER, inputs(3), { handover: NEVER, signal: NEVER });
+    const submitted = imports.submit(OWNER, "default", inputs(3), { handover: NEVER, signal: NEVER });
     (await embedder.next()).pass();
     (await embedder.next()).fail();
     const outcome = await submitted;
@@ -157,7 +157,7 @@ describe("an import that fits one chunk", () => {
   test("is answered without a job when it is done in time", async () => {
     const { imports, embedder, jobs, products } = setup();
     embedder.openAll();
-    const outcome = await imports.submit(OWNER, [...inputs(2), { value: { name: "Sin más" } }], {
+    const outcome = await imports.submit(OWNER, "default", [...inputs(2), { value: { name: "Sin más" } }], {
       handover: NEVER,
       signal: NEVER,
     });
@@ -170,7 +170,7 @@ describe("an import that fits one chunk", () => {
   test("handed over before it is written, becomes a job whole; a worker stores it", async () => {
     const { imports, embedder, jobs, products } = setup();
     const handover = new AbortController();
-    const submitted = imports.submit(OWNER, inputs(2), {
+    const submitted = imports.submit(OWNER, "default", inputs(2), {
       handover: handover.signal,
       signal: NEVER,
     });
@@ -189,7 +189,7 @@ describe("an import that fits one chunk", () => {
   test("whose client went away stores nothing and leaves no job", async () => {
     const { imports, embedder, jobs, products } = setup();
     const gone = new AbortController();
-    const submitted = imports.submit(OWNER, inputs(2), { handover: NEVER, signal: gone.signal });
+    const submitted = imports.submit(OWNER, "default", inputs(2), { handover: NEVER, signal: gone.signal });
     await embedder.next();
     gone.abort(new DOMException("El cliente cerró la conexión", "AbortError"));
     expect(submitted).rejects.toThrow("El cliente cerró la conexión");
@@ -205,7 +205,7 @@ describe("jobs worked by the worker loop", () => {
     embedder.openAll();
     const stop = running(imports);
     expect(await timers.nextSleep()).toBe(SETTINGS.pollMs); // idle, waiting for work
-    const job = await imports.enqueue(OWNER, inputs(3));
+    const job = await imports.enqueue(OWNER, "default", inputs(3));
     expect(job).toMatchObject({ status: "enqueued", counts: { pending: 3 } });
     // Woken, not by the poll: the fake clock never moved.
     await waitUntil(() => jobs.jobs[0]?.status === "succeeded");
@@ -216,7 +216,7 @@ describe("jobs worked by the worker loop", () => {
   test("a worker that stalls past its lease loses the job to another; back, it stores nothing twice", async () => {
     const { worker, embedder, clock, jobs, products, events } = setup();
     const first = worker();
-    const job = await first.enqueue(OWNER, inputs(3));
+    const job = await first.enqueue(OWNER, "default", inputs(3));
     const stopFirst = running(first);
     (await embedder.next()).pass(); // items 0 and 1, stored
     const stalled = await embedder.next(); // item 2: the first worker hangs here, renewing nothing
@@ -240,7 +240,7 @@ describe("jobs worked by the worker loop", () => {
   test("stopping (a restart) releases the job under way; the next worker resumes it from what is pending", async () => {
     const { worker, embedder, jobs, products } = setup();
     const before = worker();
-    const job = await before.enqueue(OWNER, inputs(4));
+    const job = await before.enqueue(OWNER, "default", inputs(4));
     running(before);
     (await embedder.next()).pass();
     await embedder.next();
@@ -262,7 +262,7 @@ describe("jobs worked by the worker loop", () => {
     const { imports, embedder, jobs, products, events } = setup();
     embedder.openAll();
     jobs.failCommits = 1;
-    const job = await imports.enqueue(OWNER, inputs(3));
+    const job = await imports.enqueue(OWNER, "default", inputs(3));
     const stop = running(imports);
     await waitUntil(() => jobs.jobs[0]?.status === "succeeded");
     await stop();
@@ -274,7 +274,7 @@ describe("jobs worked by the worker loop", () => {
   test("a job's chunks follow its pace: the first chunkSize, then what it stores per chunkPaceMs (16 to 512)", async () => {
     const sizes = async (msPerCall: number) => {
       const { imports, embedder, clock, jobs } = setup({ chunkSize: 2, chunkPaceMs: 4_000 });
-      await imports.enqueue(OWNER, inputs(600));
+      await imports.enqueue(OWNER, "default", inputs(600));
       const stop = running(imports);
       const calls: number[] = [];
       while (calls.reduce((sum, size) => sum + size, 0) < 600) {
@@ -297,7 +297,7 @@ describe("jobs worked by the worker loop", () => {
     const { imports, embedder, clock, jobs } = setup({ chunkSize: 2, chunkPaceMs: 4_000 });
     const stop = running(imports);
     const callsOf = async (job: number, items: number) => {
-      await imports.enqueue(OWNER, inputs(items));
+      await imports.enqueue(OWNER, "default", inputs(items));
       const calls: number[] = [];
       while (calls.reduce((sum, size) => sum + size, 0) < items) {
         const call = await embedder.next();
@@ -326,7 +326,7 @@ describe("jobs worked by the worker loop", () => {
       writable: async () => writable,
     });
     embedder.openAll();
-    const job = await imports.enqueue(OWNER, inputs(2));
+    const job = await imports.enqueue(OWNER, "default", inputs(2));
     const stop = running(imports);
     expect(await timers.nextSleep()).toBe(SETTINGS.pollMs);
     expect(jobs.jobs[0]?.status).toBe("enqueued");
@@ -340,11 +340,11 @@ describe("jobs worked by the worker loop", () => {
   test("finished jobs are deleted once their retention has passed; unfinished ones are kept", async () => {
     const { imports, embedder, clock, jobs } = setup();
     embedder.openAll();
-    const done = await imports.submit(OWNER, inputs(3), { handover: NEVER, signal: NEVER });
+    const done = await imports.submit(OWNER, "default", inputs(3), { handover: NEVER, signal: NEVER });
     if (!done.job) throw new Error("expected a job");
     clock.advance(SETTINGS.retentionMs - 1);
     embedder.open = false;
-    const waiting = await imports.enqueue(OWNER, inputs(1));
+    const waiting = await imports.enqueue(OWNER, "default", inputs(1));
     clock.advance(2);
     const stop = running(imports);
     await embedder.next(); // the worker is on the unfinished job: the prune has run

@@ -41,16 +41,19 @@ beforeEach(() => {
 
 describe("ImportProducts", () => {
   test("stores the valid items and reports each invalid one by position and reason", async () => {
-    const report = await importer.execute([
-      ...items(product(0), { name: "Sin categoría", description: "" }, product(2), "no soy un objeto"),
-      { problem: "El elemento no es un JSON válido" },
-      ...items(
-        { ...product(5), embedding: [1, 2] },
-        { ...product(6), name: " " },
-        { ...product(7), sku: 7 },
-        product(8, { sku: null, id: 3, brand: "Marca" }),
-      ),
-    ]);
+    const report = await importer.execute(
+      [
+        ...items(product(0), { name: "Sin categoría", description: "" }, product(2), "no soy un objeto"),
+        { problem: "El elemento no es un JSON válido" },
+        ...items(
+          { ...product(5), embedding: [1, 2] },
+          { ...product(6), name: " " },
+          { ...product(7), sku: 7 },
+          product(8, { sku: null, id: 3, brand: "Marca" }),
+        ),
+      ],
+      { catalogue: "default" },
+    );
     expect(report.counts).toEqual({ created: 3, updated: 0, unchanged: 0, failed: 6 });
     expect(report.items.map((item) => item.status)).toEqual([
       "created",
@@ -77,6 +80,7 @@ describe("ImportProducts", () => {
   test("invisible characters inside the fields are removed, as on every other write path", async () => {
     await importer.execute(
       items(product(1, { name: "Producto\u202E 1", category: "i\u200Bmpar", sku: "SKU\u2060-1" })),
+      { catalogue: "default" },
     );
     expect(products.products).toEqual([
       expect.objectContaining({ name: "Producto 1", category: "impar", sku: "SKU-1", description: "Descripción 1" }),
@@ -85,24 +89,25 @@ describe("ImportProducts", () => {
 
   test("importing the same items again embeds nothing and changes nothing: every item is unchanged", async () => {
     const catalogue = items(...Array.from({ length: 10 }, (_, i) => product(i)));
-    const first = await importer.execute(catalogue, { chunkSize: 4 });
+    const first = await importer.execute(catalogue, { catalogue: "default", chunkSize: 4 });
     expect(first.counts).toEqual({ created: 10, updated: 0, unchanged: 0, failed: 0 });
-    const before = await products.list({ limit: 100, order: "id" });
-    const versions = await products.versions(before.items.map((item) => item.id));
+    const before = await products.in("default").list({ limit: 100, order: "id" });
+    const versions = await products.in("default").versions(before.items.map((item) => item.id));
     embedder.batches = [];
 
-    const again = await importer.execute(catalogue, { chunkSize: 4 });
+    const again = await importer.execute(catalogue, { catalogue: "default", chunkSize: 4 });
     expect(again.counts).toEqual({ created: 0, updated: 0, unchanged: 10, failed: 0 });
     expect(again.items.map((item) => item.id)).toEqual(first.items.map((item) => item.id));
     expect(embedder.batches.reduce((sum, size) => sum + size, 0)).toBe(0);
-    expect(await products.versions(before.items.map((item) => item.id))).toEqual(versions);
+    expect(await products.in("default").versions(before.items.map((item) => item.id))).toEqual(versions);
   });
 
   test("upserts by sku: a changed category or name is embedded again (both are in the embedded text)", async () => {
-    await importer.execute(items(product(1), product(2), product(3)));
+    await importer.execute(items(product(1), product(2), product(3)), { catalogue: "default" });
     embedder.calls.length = 0;
     const report = await importer.execute(
       items(product(1, { category: "otra" }), product(2, { name: "Nombre nuevo" }), product(3), product(4)),
+      { catalogue: "default" },
     );
     expect(report.items.map((item) => item.status)).toEqual(["updated", "updated", "unchanged", "created"]);
     expect(embedder.calls.map((call) => call.text)).toEqual([
@@ -115,22 +120,22 @@ describe("ImportProducts", () => {
   });
 
   test("a stored product embedded from an older form of its text (a stale digest) is embedded again, once", async () => {
-    await importer.execute(items(product(1), product(2)));
+    await importer.execute(items(product(1), product(2)), { catalogue: "default" });
     // As a catalogue stored before the category was part of the embedded text: the digest of "name\ndescription".
-    const stored = (await products.get(products.products[0]?.id as number)) as StoredProduct;
+    const stored = (await products.in("default").get(products.products[0]?.id as number)) as StoredProduct;
     const { sku: _sku, ...fields } = product(1);
     expect(
-      await products.update(stored.id, stored.version, {
+      await products.in("default").update(stored.id, stored.version, {
         fields: { ...fields, sku: stored.sku },
         embedding: { vector: Array(32).fill(1), contentDigest: "digest of the old text" },
       }),
     ).toHaveProperty("updated");
     embedder.calls.length = 0;
-    const report = await importer.execute(items(product(1), product(2)));
+    const report = await importer.execute(items(product(1), product(2)), { catalogue: "default" });
     expect(report.items.map((item) => item.status)).toEqual(["updated", "unchanged"]);
     expect(embedder.calls.map((call) => call.text)).toEqual(["Producto 1. impar. Descripción 1"]);
     embedder.calls.length = 0;
-    const again = await importer.execute(items(product(1), product(2)));
+    const again = await importer.execute(items(product(1), product(2)), { catalogue: "default" });
     expect(again.items.map((item) => item.status)).toEqual(["unchanged", "unchanged"]);
     expect(embedder.calls).toEqual([]);
   });
@@ -139,6 +144,7 @@ describe("ImportProducts", () => {
     test("a new sku: the first is created, a later one with other fields updated, the same fields unchanged", async () => {
       const report = await importer.execute(
         items(product(1), product(2), product(1, { name: "Renombrado" }), product(1, { name: "Renombrado" })),
+        { catalogue: "default" },
       );
       expect(report.items.map((item) => item.status)).toEqual(["created", "created", "updated", "unchanged"]);
       expect(report.counts).toEqual({ created: 2, updated: 1, unchanged: 1, failed: 0 });
@@ -153,16 +159,18 @@ describe("ImportProducts", () => {
     });
 
     test("a stored sku: each item is compared with the one before it; the last is what is stored", async () => {
-      await importer.execute(items(product(1)));
-      const report = await importer.execute(items(product(1, { category: "otra" }), product(1)));
+      await importer.execute(items(product(1)), { catalogue: "default" });
+      const report = await importer.execute(items(product(1, { category: "otra" }), product(1)), {
+        catalogue: "default",
+      });
       expect(report.items.map((item) => item.status)).toEqual(["updated", "updated"]);
       expect(products.products).toEqual([expect.objectContaining({ sku: "SKU-1", category: "impar" })]);
     });
 
     test("repeats across chunks, in pairs: one write per chunk, only the text that is stored is embedded", async () => {
-      const writeMany = products.writeMany.bind(products);
+      const writeMany = products.in("default").writeMany.bind(products.in("default"));
       let writes = 0;
-      products.writeMany = async (batch) => {
+      products.in("default").writeMany = async (batch) => {
         writes++;
         return writeMany(batch);
       };
@@ -171,7 +179,7 @@ describe("ImportProducts", () => {
         ...Array.from({ length: 10 }, (_, i) => [product(i), product(i, { name: `Nuevo ${i}` })]).flat(),
         product(0, { name: "Último" }),
       ];
-      const report = await importer.execute(items(...values), { chunkSize: 4 });
+      const report = await importer.execute(items(...values), { catalogue: "default", chunkSize: 4 });
       expect(report.counts).toEqual({ created: 10, updated: 11, unchanged: 0, failed: 0 });
       expect(report.items.map((item) => item.status).slice(0, 4)).toEqual(["created", "updated", "created", "updated"]);
       expect(writes).toBe(3); // 10 products to write, 4 a chunk
@@ -191,7 +199,7 @@ describe("ImportProducts", () => {
 
     test("when the write fails, every item of that sku fails: none of them was stored", async () => {
       products.down = true;
-      const report = await importer.execute(items(product(1), product(1, { name: "Otro" })));
+      const report = await importer.execute(items(product(1), product(1, { name: "Otro" })), { catalogue: "default" });
       expect(report.items.map((item) => [item.status, item.detail])).toEqual([
         ["failed", "No se guardó: La base de datos no está disponible"],
         ["failed", "No se guardó: La base de datos no está disponible"],
@@ -201,6 +209,7 @@ describe("ImportProducts", () => {
 
   test("texts are embedded a chunk at a time, in a few calls, never one per product", async () => {
     const report = await importer.execute(items(...Array.from({ length: 25 }, (_, i) => product(i))), {
+      catalogue: "default",
       chunkSize: 10,
     });
     expect(report.counts.created).toBe(25);
@@ -210,6 +219,7 @@ describe("ImportProducts", () => {
   test("a provider outage mid-import keeps what was stored and fails only the rest, saying why", async () => {
     embedder.failFrom = 3;
     const report = await importer.execute(items(...Array.from({ length: 25 }, (_, i) => product(i))), {
+      catalogue: "default",
       chunkSize: 10,
     });
     expect(report.counts).toEqual({ created: 20, updated: 0, unchanged: 0, failed: 5 });
@@ -222,19 +232,23 @@ describe("ImportProducts", () => {
     // Run again once the provider is back: the stored ones are unchanged, the rest are created.
     embedder.failFrom = undefined;
     const resumed = await importer.execute(items(...Array.from({ length: 25 }, (_, i) => product(i))), {
+      catalogue: "default",
       chunkSize: 10,
     });
     expect(resumed.counts).toEqual({ created: 5, updated: 0, unchanged: 20, failed: 0 });
   });
 
   test("a database outage fails the chunks not written, the import itself answers", async () => {
-    const writeMany = products.writeMany.bind(products);
+    const writeMany = products.in("default").writeMany.bind(products.in("default"));
     let calls = 0;
-    products.writeMany = async (writes) => {
+    products.in("default").writeMany = async (writes) => {
       if (++calls === 2) products.down = true;
       return writeMany(writes);
     };
-    const report = await importer.execute(items(...Array.from({ length: 6 }, (_, i) => product(i))), { chunkSize: 3 });
+    const report = await importer.execute(items(...Array.from({ length: 6 }, (_, i) => product(i))), {
+      catalogue: "default",
+      chunkSize: 3,
+    });
     expect(report.items.map((item) => item.status)).toEqual([
       "created",
       "created",
@@ -249,6 +263,7 @@ describe("ImportProducts", () => {
   test("an aborted signal stops before the next write and throws its reason", async () => {
     const controller = new AbortController();
     const report = importer.execute(items(...Array.from({ length: 6 }, (_, i) => product(i))), {
+      catalogue: "default",
       chunkSize: 2,
       signal: controller.signal,
       onChunk: (results) => {
@@ -268,7 +283,7 @@ describe("ImportProducts of a catalogue export", () => {
   test("with the embedder's model and dimension, stores each item's embedding and embeds nothing", async () => {
     const report = await importer.execute(
       items(product(0, { embedding: given(0) }), product(1, { embedding: given(1), id: 7 })),
-      { embeddings: exportSpace() },
+      { catalogue: "default", embeddings: exportSpace() },
     );
     expect(report.counts).toMatchObject({ created: 2, failed: 0 });
     expect(embedder.batches).toEqual([]);
@@ -277,11 +292,11 @@ describe("ImportProducts of a catalogue export", () => {
   });
 
   test("an item without an embedding is embedded; a changed text takes its new embedding from the file", async () => {
-    await importer.execute(items(product(0)));
+    await importer.execute(items(product(0)), { catalogue: "default" });
     embedder.batches = [];
     const report = await importer.execute(
       items(product(0, { name: "Nuevo nombre", embedding: given(5) }), product(1)),
-      { embeddings: exportSpace() },
+      { catalogue: "default", embeddings: exportSpace() },
     );
     expect(report.counts).toMatchObject({ created: 1, updated: 1, failed: 0 });
     expect(embedder.batches).toEqual([1]);
@@ -297,7 +312,7 @@ describe("ImportProducts of a catalogue export", () => {
         product(3, { embedding: "0.1,0.2" }),
         product(4, { embedding: given(4) }),
       ),
-      { embeddings: exportSpace() },
+      { catalogue: "default", embeddings: exportSpace() },
     );
     expect(report.items.map((item) => item.detail ?? item.status)).toEqual([
       "Campo 'embedding': debe tener 32 números, tiene 3",
@@ -317,6 +332,7 @@ describe("ImportProducts of a catalogue export", () => {
       expect(importer.takesEmbeddingsOf(space)).toBe(false);
     }
     const report = await importer.execute(items(product(0, { embedding: [1, 2] })), {
+      catalogue: "default",
       embeddings: { model: "otro-modelo", dimension: 2 },
     });
     expect(report.counts).toMatchObject({ created: 1, failed: 0 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { MaintainVectorIndex } from "../../src/domain/maintain-vector-index.ts";
+import { MaintainCatalogueIndexes, MaintainVectorIndex } from "../../src/domain/maintain-vector-index.ts";
 import { FakeVectorIndex } from "../fakes/fake-vector-index.ts";
 
 function policyOn(index: FakeVectorIndex, mode: "auto" | "off" = "auto") {
@@ -112,5 +112,74 @@ describe("MaintainVectorIndex", () => {
       { event: "vector_index_failed", error: expect.objectContaining({ message: "connection lost" }) },
     ]);
     expect(await maintain.afterLoad()).toBe("built");
+  });
+});
+
+/** Catalogues each with a FakeVectorIndex; `remove` takes one away. */
+function catalogueIndexes(names: string[]) {
+  const indexes = new Map(names.map((name) => [name, new FakeVectorIndex()]));
+  return {
+    indexes,
+    port: {
+      catalogues: async () => [...indexes.keys()],
+      of: async (name: string) => indexes.get(name),
+    },
+  };
+}
+
+describe("MaintainCatalogueIndexes", () => {
+  test("each catalogue's index is built on its own: a large quiet one is built, a small one stays exact", async () => {
+    const { indexes, port } = catalogueIndexes(["default", "grande", "pequeno"]);
+    indexes.get("grande")?.write(5000);
+    indexes.get("pequeno")?.write(200);
+    const maintain = new MaintainCatalogueIndexes({ indexes: port, policy: { mode: "auto", minRows: 1000 } });
+    // The first look only records each catalogue's writes so far.
+    expect(Object.fromEntries(await maintain.check())).toEqual({
+      default: "writes-under-way",
+      grande: "writes-under-way",
+      pequeno: "writes-under-way",
+    });
+    // A load into another catalogue does not hold this one's build back.
+    indexes.get("pequeno")?.write(10);
+    expect(Object.fromEntries(await maintain.check())).toEqual({
+      default: "too-small",
+      grande: "built",
+      pequeno: "writes-under-way",
+    });
+    expect(indexes.get("grande")?.builds).toBe(1);
+    expect(indexes.get("pequeno")?.builds).toBe(0);
+  });
+
+  test("after a load, only that catalogue's index is looked at; an unknown catalogue has none to build", async () => {
+    const { indexes, port } = catalogueIndexes(["default", "grande"]);
+    indexes.get("default")?.write(5000);
+    indexes.get("grande")?.write(5000);
+    const maintain = new MaintainCatalogueIndexes({ indexes: port, policy: { mode: "auto", minRows: 1000 } });
+    expect(await maintain.afterLoad("grande")).toBe("built");
+    expect(indexes.get("default")?.builds).toBe(0);
+    expect(await maintain.afterLoad("otro")).toBe("not-automatic");
+  });
+
+  test("one look holds the upkeep lease for every catalogue; another instance holding it makes the look busy", async () => {
+    const { indexes, port } = catalogueIndexes(["default", "grande"]);
+    indexes.get("grande")?.write(5000);
+    const held = { acquired: 0, released: 0, free: true };
+    const lease = {
+      acquire: async () => {
+        if (!held.free) return false;
+        held.acquired++;
+        return true;
+      },
+      release: async () => {
+        held.released++;
+      },
+    };
+    const maintain = new MaintainCatalogueIndexes({ indexes: port, lease, policy: { mode: "auto", minRows: 1000 } });
+    expect(await maintain.afterLoad("grande")).toBe("built");
+    await maintain.check();
+    expect(held).toEqual({ acquired: 2, released: 2, free: true });
+    held.free = false;
+    expect(await maintain.check()).toEqual(new Map());
+    expect(await maintain.afterLoad("grande")).toBe("busy");
   });
 });

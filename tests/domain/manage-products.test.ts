@@ -27,23 +27,23 @@ beforeEach(() => {
 });
 
 async function added(fields: Partial<typeof SHOE> & { sku?: string } = {}) {
-  return (await create.execute({ ...SHOE, ...fields })).product;
+  return (await create.execute({ ...SHOE, ...fields }, { catalogue: "default" })).product;
 }
 
 describe("ManageProducts.get and remove", () => {
   test("get returns the product as clients see it; an unknown id is ProductNotFound", async () => {
     const product = await added({ sku: "Z-1" });
-    expect(await manage.get(product.id)).toEqual(product);
-    expect(await manage.get(product.id)).not.toHaveProperty("contentDigest");
-    await expect(manage.get(999)).rejects.toBeInstanceOf(ProductNotFound);
-    await expect(manage.get(0)).rejects.toBeInstanceOf(ProductNotFound);
+    expect(await manage.get("default", product.id)).toEqual(product);
+    expect(await manage.get("default", product.id)).not.toHaveProperty("contentDigest");
+    await expect(manage.get("default", 999)).rejects.toBeInstanceOf(ProductNotFound);
+    await expect(manage.get("default", 0)).rejects.toBeInstanceOf(ProductNotFound);
   });
 
   test("remove deletes; removing again is ProductNotFound", async () => {
     const product = await added();
-    await manage.remove(product.id);
+    await manage.remove("default", product.id);
     expect(products.products).toEqual([]);
-    await expect(manage.remove(product.id)).rejects.toBeInstanceOf(ProductNotFound);
+    await expect(manage.remove("default", product.id)).rejects.toBeInstanceOf(ProductNotFound);
   });
 });
 
@@ -51,12 +51,12 @@ describe("ManageProducts.update", () => {
   test("a changed name re-embeds the product from its new text and records the new digest", async () => {
     const product = await added();
     embedder.calls.length = 0;
-    const updated = await manage.update(product.id, { name: " Zapatilla de trail " });
+    const updated = await manage.update("default", product.id, { name: " Zapatilla de trail " });
     expect(updated).toEqual({ ...product, name: "Zapatilla de trail" });
     expect(embedder.calls).toEqual([
       { text: "Zapatilla de trail. Deporte. Ligera y transpirable", purpose: "document" },
     ]);
-    expect((await products.get(product.id))?.contentDigest).toBe(
+    expect((await products.in("default").get(product.id))?.contentDigest).toBe(
       await contentDigest({ ...SHOE, name: "Zapatilla de trail" }),
     );
   });
@@ -65,9 +65,13 @@ describe("ManageProducts.update", () => {
     const product = await added();
     const before = products.embeddingOf(product.id);
     embedder.calls.length = 0;
-    expect(await manage.update(product.id, { sku: "R-9" })).toEqual({ ...product, sku: "R-9" });
+    expect(await manage.update("default", product.id, { sku: "R-9" })).toEqual({ ...product, sku: "R-9" });
     // The same text, written again: no new embedding either.
-    await manage.update(product.id, { name: SHOE.name, description: SHOE.description, category: SHOE.category });
+    await manage.update("default", product.id, {
+      name: SHOE.name,
+      description: SHOE.description,
+      category: SHOE.category,
+    });
     expect(embedder.calls).toEqual([]);
     expect(products.embeddingOf(product.id)).toEqual(before);
   });
@@ -75,7 +79,7 @@ describe("ManageProducts.update", () => {
   test("a new category is embedded with the product (it is part of the embedded text)", async () => {
     const product = await added();
     embedder.calls.length = 0;
-    await manage.update(product.id, { category: "Running" });
+    await manage.update("default", product.id, { category: "Running" });
     expect(embedder.calls).toEqual([
       { text: "Zapatilla de running. Running. Ligera y transpirable", purpose: "document" },
     ]);
@@ -83,47 +87,52 @@ describe("ManageProducts.update", () => {
 
   test("bidi controls and other invisible characters inside the changed fields are removed", async () => {
     const product = await added();
-    const updated = await manage.update(product.id, { name: "Zapatilla\u2066 de trail", category: "Mon\u200Btaña" });
+    const updated = await manage.update("default", product.id, {
+      name: "Zapatilla\u2066 de trail",
+      category: "Mon\u200Btaña",
+    });
     expect(updated).toEqual({ ...product, name: "Zapatilla de trail", category: "Montaña" });
-    expect(await manage.get(product.id)).toEqual(updated);
+    expect(await manage.get("default", product.id)).toEqual(updated);
   });
 
   test("sku: null removes the sku; absent keeps it", async () => {
     const product = await added({ sku: "S-1" });
-    expect(await manage.update(product.id, { category: "Otra" })).toHaveProperty("sku", "S-1");
-    expect(await manage.update(product.id, { sku: null })).not.toHaveProperty("sku");
+    expect(await manage.update("default", product.id, { category: "Otra" })).toHaveProperty("sku", "S-1");
+    expect(await manage.update("default", product.id, { sku: null })).not.toHaveProperty("sku");
   });
 
   test("when the embedding cannot be computed: EmbeddingUnavailable and the product is unchanged", async () => {
     const product = await added();
-    const before = await products.get(product.id);
+    const before = await products.in("default").get(product.id);
     embedder.mode = "fail";
-    await expect(manage.update(product.id, { description: "Otra" })).rejects.toBeInstanceOf(EmbeddingUnavailable);
-    expect(await products.get(product.id)).toEqual(before);
+    await expect(manage.update("default", product.id, { description: "Otra" })).rejects.toBeInstanceOf(
+      EmbeddingUnavailable,
+    );
+    expect(await products.in("default").get(product.id)).toEqual(before);
   });
 
   test("invalid changes are InvalidInput and change nothing; an unknown id is ProductNotFound", async () => {
     const product = await added();
-    await expect(manage.update(product.id, { name: " " })).rejects.toBeInstanceOf(InvalidInput);
-    await expect(manage.update(product.id, { sku: "x".repeat(101) })).rejects.toBeInstanceOf(InvalidInput);
-    await expect(manage.update(404, { name: "Nuevo" })).rejects.toBeInstanceOf(ProductNotFound);
-    expect(await manage.get(product.id)).toEqual(product);
+    await expect(manage.update("default", product.id, { name: " " })).rejects.toBeInstanceOf(InvalidInput);
+    await expect(manage.update("default", product.id, { sku: "x".repeat(101) })).rejects.toBeInstanceOf(InvalidInput);
+    await expect(manage.update("default", 404, { name: "Nuevo" })).rejects.toBeInstanceOf(ProductNotFound);
+    expect(await manage.get("default", product.id)).toEqual(product);
   });
 
   test("another product's sku is SkuTaken", async () => {
     await added({ sku: "A" });
     const second = await added({ name: "Otra" });
-    await expect(manage.update(second.id, { sku: "A" })).rejects.toBeInstanceOf(SkuTaken);
+    await expect(manage.update("default", second.id, { sku: "A" })).rejects.toBeInstanceOf(SkuTaken);
   });
 
   test("two concurrent changes leave the product with the embedding of the text it has", async () => {
     const product = await added();
     embedder.delayMs = 5;
     await Promise.all([
-      manage.update(product.id, { name: "Nombre nuevo" }),
-      manage.update(product.id, { description: "Descripción nueva" }),
+      manage.update("default", product.id, { name: "Nombre nuevo" }),
+      manage.update("default", product.id, { description: "Descripción nueva" }),
     ]);
-    const stored = await products.get(product.id);
+    const stored = await products.in("default").get(product.id);
     expect(stored).toMatchObject({ name: "Nombre nuevo", description: "Descripción nueva", version: 3 });
     expect(stored?.contentDigest).toBe(
       await contentDigest({ name: "Nombre nuevo", description: "Descripción nueva", category: SHOE.category }),
@@ -134,10 +143,10 @@ describe("ManageProducts.update", () => {
 
   test("a product that keeps changing under the update: ConcurrentModification", async () => {
     const product = await added();
-    const update = products.update.bind(products);
-    products.update = async () => ({ conflict: true });
-    await expect(manage.update(product.id, { name: "X" })).rejects.toBeInstanceOf(ConcurrentModification);
-    products.update = update;
+    const update = products.in("default").update.bind(products.in("default"));
+    products.in("default").update = async () => ({ conflict: true });
+    await expect(manage.update("default", product.id, { name: "X" })).rejects.toBeInstanceOf(ConcurrentModification);
+    products.in("default").update = update;
   });
 });
 
@@ -147,7 +156,7 @@ describe("ManageProducts.list", () => {
     const names: string[] = [];
     let cursor: string | undefined;
     for (;;) {
-      const page = await manage.list({ limit: 3, cursor });
+      const page = await manage.list("default", { limit: 3, cursor });
       expect(page.total).toBe(7);
       names.push(...page.items.map((product) => product.name));
       if (page.nextCursor === null) break;
@@ -155,12 +164,12 @@ describe("ManageProducts.list", () => {
     }
     expect(names).toEqual(["P0", "P1", "P2", "P3", "P4", "P5", "P6"]);
 
-    const newest = await manage.list({ limit: 2, order: "newest" });
+    const newest = await manage.list("default", { limit: 2, order: "newest" });
     expect(newest.items.map((product) => product.name)).toEqual(["P6", "P5"]);
-    const next = await manage.list({ limit: 2, order: "newest", cursor: newest.nextCursor ?? undefined });
+    const next = await manage.list("default", { limit: 2, order: "newest", cursor: newest.nextCursor ?? undefined });
     expect(next.items.map((product) => product.name)).toEqual(["P4", "P3"]);
 
-    const odd = await manage.list({ category: " impar " });
+    const odd = await manage.list("default", { category: " impar " });
     expect(odd).toEqual({ items: expect.any(Array), total: 3, nextCursor: null });
     expect(odd.items.map((product) => product.name)).toEqual(["P1", "P3", "P5"]);
   });
@@ -177,7 +186,7 @@ describe("ManageProducts.list", () => {
       { category: [" "] },
       { category: Array.from({ length: 21 }, (_, i) => `c${i}`) },
     ]) {
-      await expect(manage.list(request)).rejects.toBeInstanceOf(InvalidInput);
+      await expect(manage.list("default", request)).rejects.toBeInstanceOf(InvalidInput);
     }
   });
 });

@@ -39,12 +39,14 @@ describe("SearchAnalytics", () => {
 
   test("a click or conversion is kept and logged by its type alone; a bad search id, product id or type is InvalidInput", () => {
     const { store, logged, use } = analytics();
-    use.event({ searchId: ID.toUpperCase(), productId: 7, type: "click" });
-    expect(store.events).toMatchObject([{ searchId: ID, productId: 7, type: "click" }]);
+    use.event({ catalogue: "default", searchId: ID.toUpperCase(), productId: 7, type: "click" });
+    expect(store.events).toMatchObject([{ catalogue: "default", searchId: ID, productId: 7, type: "click" }]);
     expect(logged).toEqual([{ event: "search_event_recorded", type: "click" }]);
-    expect(() => use.event({ searchId: "abc", productId: 7, type: "click" })).toThrow(InvalidInput);
-    expect(() => use.event({ searchId: ID, productId: 0, type: "click" })).toThrow(InvalidInput);
-    expect(() => use.event({ searchId: ID, productId: 7, type: "like" })).toThrow(InvalidInput);
+    expect(() => use.event({ catalogue: "default", searchId: "abc", productId: 7, type: "click" })).toThrow(
+      InvalidInput,
+    );
+    expect(() => use.event({ catalogue: "default", searchId: ID, productId: 0, type: "click" })).toThrow(InvalidInput);
+    expect(() => use.event({ catalogue: "default", searchId: ID, productId: 7, type: "like" })).toThrow(InvalidInput);
     expect(store.events).toHaveLength(1);
   });
 
@@ -58,7 +60,7 @@ describe("SearchAnalytics", () => {
     await expect(use.report("default", 0)).rejects.toBeInstanceOf(InvalidInput);
     const off = analytics(0);
     off.use.searched({ searchId: ID, catalogue: "default", query: "taza", mode: "semantic", results: 0 });
-    off.use.event({ searchId: ID, productId: 1, type: "click" });
+    off.use.event({ catalogue: "default", searchId: ID, productId: 1, type: "click" });
     expect(off.store.searches).toEqual([]);
     expect(off.store.events).toEqual([]);
     expect((await off.use.report("default", 1)).searches).toBe(0);

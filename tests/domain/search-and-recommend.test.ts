@@ -41,9 +41,10 @@ beforeEach(() => {
   search = new SearchAndRecommend({ products, embedder, generator });
 });
 
-async function fillCatalogue(): Promise<void> {
+async function fillCatalogue(catalogue = "default"): Promise<void> {
+  await products.create(catalogue);
   const create = new CreateProduct({ products, embedder });
-  for (const product of CATALOGUE) await create.execute(product);
+  for (const product of CATALOGUE) await create.execute(product, { catalogue });
   embedder.calls.length = 0;
 }
 
@@ -52,19 +53,23 @@ describe("SearchAndRecommend: input", () => {
     await fillCatalogue();
     expect(CATALOGUE.length).toBeGreaterThan(SEARCH_LIMIT.default);
     expect(SEARCH_LIMIT.default).toBe(5);
-    expect((await search.execute({ query: "café" })).results).toHaveLength(5);
-    expect((await search.execute({ query: "café", limit: undefined })).results).toHaveLength(5);
+    expect((await search.execute({ query: "café" }, { catalogue: "default" })).results).toHaveLength(5);
+    expect((await search.execute({ query: "café", limit: undefined }, { catalogue: "default" })).results).toHaveLength(
+      5,
+    );
   });
 
   test("limits 1 and 50 are accepted", async () => {
     await fillCatalogue();
-    expect((await search.execute({ query: "café", limit: 1 })).results).toHaveLength(1);
-    expect((await search.execute({ query: "café", limit: 50 })).results).toHaveLength(CATALOGUE.length);
+    expect((await search.execute({ query: "café", limit: 1 }, { catalogue: "default" })).results).toHaveLength(1);
+    expect((await search.execute({ query: "café", limit: 50 }, { catalogue: "default" })).results).toHaveLength(
+      CATALOGUE.length,
+    );
   });
 
   for (const limit of [0, -1, 51, 1000, 2.5, 0.5, Number.NaN, Number.POSITIVE_INFINITY]) {
     test(`limit ${limit}: InvalidInput naming 'limit', nothing embedded or generated`, async () => {
-      const error = await search.execute({ query: "café", limit }).catch((caught) => caught);
+      const error = await search.execute({ query: "café", limit }, { catalogue: "default" }).catch((caught) => caught);
       expect(error).toBeInstanceOf(InvalidInput);
       expect((error as Error).message).toContain("'limit'");
       expect(embedder.calls).toHaveLength(0);
@@ -79,7 +84,7 @@ describe("SearchAndRecommend: input", () => {
     ["too long after trimming", ` ${"a".repeat(QUERY_MAX_LENGTH + 1)} `],
   ] as const) {
     test(`query ${label}: InvalidInput naming 'query', nothing embedded`, async () => {
-      const error = await search.execute({ query }).catch((caught) => caught);
+      const error = await search.execute({ query }, { catalogue: "default" }).catch((caught) => caught);
       expect(error).toBeInstanceOf(InvalidInput);
       expect((error as Error).message).toContain("'query'");
       expect(embedder.calls).toHaveLength(0);
@@ -88,21 +93,21 @@ describe("SearchAndRecommend: input", () => {
 
   test("a query at the maximum length after trimming is accepted", async () => {
     const query = ` ${"a".repeat(QUERY_MAX_LENGTH)} `;
-    expect((await search.execute({ query })).query).toBe(query);
+    expect((await search.execute({ query }, { catalogue: "default" })).query).toBe(query);
   });
 });
 
 describe("SearchAndRecommend: results", () => {
   test("embeds the trimmed query once, as a query", async () => {
     await fillCatalogue();
-    await search.execute({ query: "  café para casa \n" });
+    await search.execute({ query: "  café para casa \n" }, { catalogue: "default" });
     expect(embedder.calls).toEqual([{ text: "café para casa", purpose: "query" }]);
   });
 
   test("results are the most similar products, best first, at most limit", async () => {
     await fillCatalogue();
     const query = "café en grano para casa";
-    const { results } = await search.execute({ query, limit: 3 });
+    const { results } = await search.execute({ query, limit: 3 }, { catalogue: "default" });
     expect(results).toHaveLength(3);
 
     const queryVector = (await embedder.embed([query], "query"))[0] ?? [];
@@ -123,7 +128,7 @@ describe("SearchAndRecommend: results", () => {
 
   test("each result carries the product's fields and its score", async () => {
     await fillCatalogue();
-    const { results } = await search.execute({ query: "lámpara de escritorio", limit: 1 });
+    const { results } = await search.execute({ query: "lámpara de escritorio", limit: 1 }, { catalogue: "default" });
     expect(results).toEqual([{ id: 9, ...(CATALOGUE[8] as ProductFields), score: expect.any(Number) }]);
     expect(results[0]?.score).toBeGreaterThan(0);
     expect(results[0]?.score).toBeLessThanOrEqual(1 + 1e-9);
@@ -131,7 +136,7 @@ describe("SearchAndRecommend: results", () => {
 
   test("the generator gets exactly the returned products and the trimmed query", async () => {
     await fillCatalogue();
-    const result = await search.execute({ query: "  botas para montaña ", limit: 2 });
+    const result = await search.execute({ query: "  botas para montaña ", limit: 2 }, { catalogue: "default" });
     expect(generator.requests).toHaveLength(1);
     expect(generator.requests[0]?.query).toBe("botas para montaña");
     expect(generator.requests[0]?.products).toEqual(result.results);
@@ -139,7 +144,7 @@ describe("SearchAndRecommend: results", () => {
 
   test("the recommendation is labelled [PROVIDER - model]", async () => {
     await fillCatalogue();
-    const result = await search.execute({ query: "taza", limit: 2 });
+    const result = await search.execute({ query: "taza", limit: 2 }, { catalogue: "default" });
     const answer = await new FakeGenerator().generate({ query: "taza", products: result.results });
     expect(result.recommendation).toBe(`[${answer.provider} - ${answer.model}] ${answer.text}`);
     expect(result.recommendation.startsWith("[FAKE - fake-1] ")).toBe(true);
@@ -147,11 +152,11 @@ describe("SearchAndRecommend: results", () => {
 
   test("the query echoed is the one submitted, untrimmed", async () => {
     await fillCatalogue();
-    expect((await search.execute({ query: "  Café  " })).query).toBe("  Café  ");
+    expect((await search.execute({ query: "  Café  " }, { catalogue: "default" })).query).toBe("  Café  ");
   });
 
   test("an empty catalogue: no results, the nothing-matched text and no generator call", async () => {
-    const result = await search.execute({ query: " zapatillas " });
+    const result = await search.execute({ query: " zapatillas " }, { catalogue: "default" });
     expect(result).toEqual({
       searchId: expect.any(String),
       query: " zapatillas ",
@@ -168,7 +173,9 @@ describe("SearchAndRecommend: failures", () => {
     await fillCatalogue();
     for (const mode of ["fail", "zero"] as const) {
       embedder.mode = mode;
-      await expect(search.execute({ query: "café" })).rejects.toBeInstanceOf(EmbeddingUnavailable);
+      await expect(search.execute({ query: "café" }, { catalogue: "default" })).rejects.toBeInstanceOf(
+        EmbeddingUnavailable,
+      );
     }
     expect(generator.requests).toHaveLength(0);
   });
@@ -176,7 +183,9 @@ describe("SearchAndRecommend: failures", () => {
   test("the generator rejecting propagates as GenerationUnavailable", async () => {
     await fillCatalogue();
     generator.fail = true;
-    await expect(search.execute({ query: "café" })).rejects.toBeInstanceOf(GenerationUnavailable);
+    await expect(search.execute({ query: "café" }, { catalogue: "default" })).rejects.toBeInstanceOf(
+      GenerationUnavailable,
+    );
     expect(generator.requests).toHaveLength(1);
   });
 });
@@ -186,7 +195,7 @@ describe("SearchAndRecommend logging", () => {
     await fillCatalogue();
     const events: Record<string, unknown>[] = [];
     const logged = new SearchAndRecommend({ products, embedder, generator, log: (event) => events.push(event) });
-    await logged.execute({ query: "secreto café", limit: 3 });
+    await logged.execute({ query: "secreto café", limit: 3 }, { catalogue: "default" });
     expect(events).toEqual([
       {
         event: "search",
@@ -204,9 +213,12 @@ describe("SearchAndRecommend logging", () => {
 
   test("an empty catalogue logs a search with no recommender", async () => {
     const events: Record<string, unknown>[] = [];
-    await new SearchAndRecommend({ products, embedder, generator, log: (event) => events.push(event) }).execute({
-      query: "algo",
-    });
+    await new SearchAndRecommend({ products, embedder, generator, log: (event) => events.push(event) }).execute(
+      {
+        query: "algo",
+      },
+      { catalogue: "default" },
+    );
     expect(events[0]).toMatchObject({ event: "search", results: 0, recommendedBy: null });
   });
 });
@@ -214,12 +226,18 @@ describe("SearchAndRecommend logging", () => {
 describe("SearchAndRecommend: the catalogue as it is", () => {
   test("a category filter (one or several) keeps only those products, most similar first", async () => {
     await fillCatalogue();
-    const hogar = await search.execute({ query: "café para correr", limit: 10, category: "Hogar" });
+    const hogar = await search.execute(
+      { query: "café para correr", limit: 10, category: "Hogar" },
+      { catalogue: "default" },
+    );
     expect(hogar.results.map((product) => product.category)).toEqual(["Hogar", "Hogar", "Hogar", "Hogar"]);
-    const two = await search.execute({ query: "correr", limit: 3, category: ["Ropa", " Deporte "] });
+    const two = await search.execute(
+      { query: "correr", limit: 3, category: ["Ropa", " Deporte "] },
+      { catalogue: "default" },
+    );
     expect(two.results.every((product) => ["Ropa", "Deporte"].includes(product.category))).toBe(true);
     expect(two.results).toHaveLength(3);
-    const none = await search.execute({ query: "café", category: "Juguetes" });
+    const none = await search.execute({ query: "café", category: "Juguetes" }, { catalogue: "default" });
     expect(none).toEqual({
       searchId: expect.any(String),
       query: "café",
@@ -227,19 +245,24 @@ describe("SearchAndRecommend: the catalogue as it is", () => {
       results: [],
       citedIds: [],
     });
-    await expect(search.execute({ query: "café", category: [] })).rejects.toBeInstanceOf(InvalidInput);
+    await expect(search.execute({ query: "café", category: [] }, { catalogue: "default" })).rejects.toBeInstanceOf(
+      InvalidInput,
+    );
   });
 
   test("a fixed filter (a tenant token's) is narrowed by the request, never widened; no overlap finds nothing", async () => {
     await fillCatalogue();
     const filter = { category: ["Hogar", "Ropa"] };
-    const all = await search.execute({ query: "café para correr", limit: 10 }, { filter });
+    const all = await search.execute({ query: "café para correr", limit: 10 }, { catalogue: "default", filter });
     expect(new Set(all.results.map((product) => product.category))).toEqual(new Set(["Hogar", "Ropa"]));
-    const narrowed = await search.execute({ query: "correr", limit: 10, category: ["Ropa", "Deporte"] }, { filter });
+    const narrowed = await search.execute(
+      { query: "correr", limit: 10, category: ["Ropa", "Deporte"] },
+      { catalogue: "default", filter },
+    );
     expect(narrowed.results.map((product) => product.category)).toEqual(["Ropa", "Ropa"]);
     // Asking for what the filter leaves out finds nothing (not an error), without embedding the query.
     embedder.calls.length = 0;
-    const widened = await search.execute({ query: "botas", category: "Deporte" }, { filter });
+    const widened = await search.execute({ query: "botas", category: "Deporte" }, { catalogue: "default", filter });
     expect(widened).toEqual({
       searchId: expect.any(String),
       query: "botas",
@@ -248,7 +271,8 @@ describe("SearchAndRecommend: the catalogue as it is", () => {
       citedIds: [],
     });
     const streamed: SearchEvent[] = [];
-    for await (const event of search.stream({ query: "botas", category: "Deporte" }, { filter })) streamed.push(event);
+    for await (const event of search.stream({ query: "botas", category: "Deporte" }, { catalogue: "default", filter }))
+      streamed.push(event);
     expect(streamed.map((event) => event.type)).toEqual(["results", "done"]);
     expect(embedder.calls).toEqual([]);
   });
@@ -262,11 +286,14 @@ describe("SearchAndRecommend: the catalogue as it is", () => {
       const first = request.products[0];
       if (!deleted && first) {
         deleted = true;
-        await products.remove(first.id);
+        await products.in("default").remove(first.id);
       }
       return generate(request, signal);
     };
-    const { results, recommendation } = await search.execute({ query: "cafetera italiana", limit: 3 });
+    const { results, recommendation } = await search.execute(
+      { query: "cafetera italiana", limit: 3 },
+      { catalogue: "default" },
+    );
     expect(results.map((product) => product.name)).not.toContain("Cafetera italiana");
     expect(recommendation).not.toContain("Cafetera italiana");
     expect(generator.requests).toHaveLength(2);
@@ -281,11 +308,11 @@ describe("SearchAndRecommend: the catalogue as it is", () => {
       const first = request.products[0];
       if (!renamed && first) {
         renamed = true;
-        await manage.update(first.id, { name: "Lámpara de pie", description: "Luz cálida para el salón" });
+        await manage.update("default", first.id, { name: "Lámpara de pie", description: "Luz cálida para el salón" });
       }
       return generate(request, signal);
     };
-    const { results } = await search.execute({ query: "cafetera italiana", limit: 9 });
+    const { results } = await search.execute({ query: "cafetera italiana", limit: 9 }, { catalogue: "default" });
     expect(results.map((product) => product.name)).not.toContain("Cafetera italiana");
     expect(results.map((product) => product.name)).toContain("Lámpara de pie");
   });
@@ -294,7 +321,8 @@ describe("SearchAndRecommend: the catalogue as it is", () => {
     await fillCatalogue();
     generator.write = ({ products: found }) => `Le recomiendo ${found[0]?.name} [#${found[0]?.id}] y no [#999].`;
     const events = [];
-    for await (const event of search.stream({ query: "cafetera italiana", limit: 2 })) events.push(event);
+    for await (const event of search.stream({ query: "cafetera italiana", limit: 2 }, { catalogue: "default" }))
+      events.push(event);
     expect(events[0]).toMatchObject({ type: "results", query: "cafetera italiana" });
     const results = (events[0] as { results: { id: number; name: string }[] }).results;
     expect(results).toHaveLength(2);
@@ -339,16 +367,16 @@ describe("SearchAndRecommend: one pipeline", () => {
     await fillCatalogue();
     const translator = new FakeTranslator();
     const lexical: (readonly string[])[] = [];
-    const hybridCandidates = products.hybridCandidates.bind(products);
-    products.hybridCandidates = async (embedding, words, query) => {
+    const hybridCandidates = products.in("default").hybridCandidates.bind(products.in("default"));
+    products.in("default").hybridCandidates = async (embedding, words, query) => {
       lexical.push(words.texts);
       return hybridCandidates(embedding, words, query);
     };
     const translating = new SearchAndRecommend({ products, embedder, generator, translator });
     for (const search of [
-      () => translating.execute({ query: " el café ", mode: "hybrid" }),
+      () => translating.execute({ query: " el café ", mode: "hybrid" }, { catalogue: "default" }),
       async () => {
-        for await (const _ of translating.stream({ query: " el café ", mode: "hybrid" }));
+        for await (const _ of translating.stream({ query: " el café ", mode: "hybrid" }, { catalogue: "default" }));
       },
     ]) {
       translator.calls.length = 0;
@@ -366,14 +394,14 @@ describe("SearchAndRecommend: one pipeline", () => {
     const translator = new FakeTranslator();
     const translating = new SearchAndRecommend({ products, embedder, generator, translator });
     const lexical: (readonly string[])[] = [];
-    const hybridCandidates = products.hybridCandidates.bind(products);
-    products.hybridCandidates = async (embedding, words, query) => {
+    const hybridCandidates = products.in("default").hybridCandidates.bind(products.in("default"));
+    products.in("default").hybridCandidates = async (embedding, words, query) => {
       lexical.push(words.texts);
       return hybridCandidates(embedding, words, query);
     };
-    await translating.execute({ query: "coffee", mode: "hybrid" });
+    await translating.execute({ query: "coffee", mode: "hybrid" }, { catalogue: "default" });
     expect(lexical).toEqual([["coffee"]]);
-    await translating.execute({ query: "el café" });
+    await translating.execute({ query: "el café" }, { catalogue: "default" });
     expect(translator.calls).toEqual([["coffee"], ["el café"]]);
     expect(embedder.calls.map((call) => call.text)).toEqual(["coffee", "english of el café"]);
   });
@@ -390,7 +418,7 @@ describe("SearchAndRecommend: one pipeline", () => {
       translator,
       log: (event) => events.push(event),
     });
-    const { results } = await translating.execute({ query: "el café", mode: "hybrid" });
+    const { results } = await translating.execute({ query: "el café", mode: "hybrid" }, { catalogue: "default" });
     expect(results.length).toBeGreaterThan(0);
     expect(embedder.calls).toEqual([{ text: "el café", purpose: "query" }]);
     expect(events[0]).toMatchObject({ event: "translation_failed", translator: "fake-translator", purpose: "query" });
@@ -400,9 +428,10 @@ describe("SearchAndRecommend: one pipeline", () => {
   test("the JSON answer collects what the stream sends: the same results, recommendation and citations", async () => {
     await fillCatalogue();
     generator.write = ({ products: found }) => `Le recomiendo ${found[1]?.name} [#${found[1]?.id}] y [#999].`;
-    const whole = await search.execute({ query: "café en grano", limit: 3 });
+    const whole = await search.execute({ query: "café en grano", limit: 3 }, { catalogue: "default" });
     const events: SearchEvent[] = [];
-    for await (const event of search.stream({ query: "café en grano", limit: 3 })) events.push(event);
+    for await (const event of search.stream({ query: "café en grano", limit: 3 }, { catalogue: "default" }))
+      events.push(event);
     expect(events[0]).toEqual({
       type: "results",
       searchId: expect.any(String),
@@ -419,16 +448,17 @@ describe("SearchAndRecommend: one pipeline", () => {
 
   test("a product deleted before a streamed search's first event is not in it: the search ran again", async () => {
     await fillCatalogue();
-    const searchByVector = products.searchByVector.bind(products);
+    const searchByVector = products.in("default").searchByVector.bind(products.in("default"));
     let runs = 0;
-    products.searchByVector = async (embedding, query) => {
+    products.in("default").searchByVector = async (embedding, query) => {
       const hits = await searchByVector(embedding, query);
       // After the first retrieval only, the product found first is deleted before the results leave.
-      if (++runs === 1 && hits[0]) await products.remove(hits[0].id);
+      if (++runs === 1 && hits[0]) await products.in("default").remove(hits[0].id);
       return hits;
     };
     const events: SearchEvent[] = [];
-    for await (const event of search.stream({ query: "cafetera italiana", limit: 3 })) events.push(event);
+    for await (const event of search.stream({ query: "cafetera italiana", limit: 3 }, { catalogue: "default" }))
+      events.push(event);
     expect(runs).toBe(2);
     const results = (events[0] as { results: ProductFields[] }).results;
     expect(results.map((product) => product.name)).not.toContain("Cafetera italiana");
@@ -446,10 +476,14 @@ describe("SearchAndRecommend: one pipeline", () => {
     generator.generate = async (request, signal) => {
       target ??= request.products[0]?.id;
       // Every run: the first product changes while its recommendation is written.
-      if (target !== undefined) await manage.update(target, { category: `Cambio ${generator.requests.length}` });
+      if (target !== undefined)
+        await manage.update("default", target, { category: `Cambio ${generator.requests.length}` });
       return generate(request, signal);
     };
-    const { results, citedIds, recommendation } = await search.execute({ query: "cafetera italiana", limit: 3 });
+    const { results, citedIds, recommendation } = await search.execute(
+      { query: "cafetera italiana", limit: 3 },
+      { catalogue: "default" },
+    );
     expect(generator.requests).toHaveLength(3);
     expect(results.map((product) => product.id)).not.toContain(target);
     expect(results).toHaveLength(2);
@@ -491,16 +525,23 @@ describe("SearchAndRecommend: honest empty answers", () => {
     const strict = new SearchAndRecommend({ products, embedder, generator, ranking });
     for (const mode of ["semantic", "hybrid", "lexical"] as const) {
       // No word in common with any product: every cosine is 0 with the bag-of-words embedder.
-      const nothing = await strict.execute({ query: "patinete eléctrico plegable", mode });
+      const nothing = await strict.execute({ query: "patinete eléctrico plegable", mode }, { catalogue: "default" });
       expect(nothing).toMatchObject({ results: [], recommendation: NOTHING_MATCHED, citedIds: [] });
       const events: SearchEvent[] = [];
-      for await (const event of strict.stream({ query: "patinete eléctrico plegable", mode })) events.push(event);
+      for await (const event of strict.stream(
+        { query: "patinete eléctrico plegable", mode },
+        { catalogue: "default" },
+      )) {
+        events.push(event);
+      }
       expect(events).toEqual([
         { type: "results", searchId: expect.any(String), query: "patinete eléctrico plegable", results: [] },
         { type: "done", searchId: expect.any(String), recommendation: NOTHING_MATCHED, citedIds: [], writer: null },
       ]);
       // A query near enough is answered as always.
-      expect((await strict.execute({ query: "molinillo de café", mode })).results.length).toBeGreaterThan(0);
+      expect(
+        (await strict.execute({ query: "molinillo de café", mode }, { catalogue: "default" })).results.length,
+      ).toBeGreaterThan(0);
     }
     expect(generator.requests).toHaveLength(3);
   });
@@ -508,7 +549,9 @@ describe("SearchAndRecommend: honest empty answers", () => {
   test("a threshold of 0 answers every search (the contract's behaviour)", async () => {
     await fillCatalogue();
     const open = new SearchAndRecommend({ products, embedder, generator, ranking: { ...ranking, minScore: 0 } });
-    expect((await open.execute({ query: "patinete eléctrico plegable" })).results).toHaveLength(5);
+    expect(
+      (await open.execute({ query: "patinete eléctrico plegable" }, { catalogue: "default" })).results,
+    ).toHaveLength(5);
   });
 
   test("a query of words no dictionary knows, none of them the catalogue's, answers nothing however near its products", async () => {
@@ -517,22 +560,23 @@ describe("SearchAndRecommend: honest empty answers", () => {
     const translator = new KnowingTranslator(["sdfgh", "qwert", "cafe", "casio", "7200"]);
     const strict = new SearchAndRecommend({ products, embedder, generator, translator, ranking });
     // Near products (a word of the query is in "Taza de café"), but nothing in it can be read.
-    await new CreateProduct({ products, embedder }).execute({
-      name: "Taza sdfgh",
-      description: "",
-      category: "Hogar",
-    });
+    await new CreateProduct({ products, embedder }).execute(
+      { name: "Taza sdfgh", description: "", category: "Hogar" },
+      { catalogue: "default" },
+    );
     // "sdfgh" is now a word of a name: the catalogue knows it, so it is read.
-    expect((await strict.execute({ query: "sdfgh" })).results.length).toBeGreaterThan(0);
-    expect(await strict.execute({ query: "qwert sdfgj" })).toMatchObject({
+    expect((await strict.execute({ query: "sdfgh" }, { catalogue: "default" })).results.length).toBeGreaterThan(0);
+    expect(await strict.execute({ query: "qwert sdfgj" }, { catalogue: "default" })).toMatchObject({
       results: [],
       recommendation: NOTHING_MATCHED,
     });
     // A number may be a size or a model: read.
-    expect((await strict.execute({ query: "qwert 7200 café" })).results.length).toBeGreaterThan(0);
+    expect(
+      (await strict.execute({ query: "qwert 7200 café" }, { catalogue: "default" })).results.length,
+    ).toBeGreaterThan(0);
     // Without a translator to tell, every query is read (the cosine threshold alone applies).
     const untold = new SearchAndRecommend({ products, embedder, generator, ranking });
-    expect((await untold.execute({ query: "sdfgj taza" })).results.length).toBeGreaterThan(0);
+    expect((await untold.execute({ query: "sdfgj taza" }, { catalogue: "default" })).results.length).toBeGreaterThan(0);
   });
 
   test("a term of the catalogue's synonyms makes a query readable", async () => {
@@ -541,7 +585,7 @@ describe("SearchAndRecommend: honest empty answers", () => {
     await synonyms.replace("default", [["birra", "taza de café"]]);
     const translator = new KnowingTranslator(["birra"]);
     const strict = new SearchAndRecommend({ products, embedder, generator, translator, synonyms, ranking });
-    const answer = await strict.execute({ query: "birra", mode: "hybrid" });
+    const answer = await strict.execute({ query: "birra", mode: "hybrid" }, { catalogue: "default" });
     expect(answer.results[0]?.name).toBe("Taza de café");
   });
 });
@@ -550,8 +594,9 @@ describe("SearchAndRecommend: the lexical side (hybrid and lexical modes)", () =
   /** The lexical queries the repository is asked, in order. */
   function captureLexical(): LexicalQuery[] {
     const asked: LexicalQuery[] = [];
-    const hybridCandidates = products.hybridCandidates.bind(products);
-    products.hybridCandidates = async (embedding, lexical, query) => {
+    const repository = products.in("default");
+    const hybridCandidates = repository.hybridCandidates.bind(repository);
+    repository.hybridCandidates = async (embedding, lexical, query) => {
       asked.push(lexical);
       return hybridCandidates(embedding, lexical, query);
     };
@@ -560,9 +605,11 @@ describe("SearchAndRecommend: the lexical side (hybrid and lexical modes)", () =
 
   test("the catalogue's synonyms change results at once, without embedding anything; other catalogues keep theirs", async () => {
     await fillCatalogue();
+    // Another catalogue with the same products: the default catalogue's synonyms are not its own.
+    await fillCatalogue("otro");
     const synonyms = new MemorySynonymStore();
     const withSynonyms = new SearchAndRecommend({ products, embedder, generator, synonyms });
-    const first = async (catalogue?: string) =>
+    const first = async (catalogue = "default") =>
       (await withSynonyms.execute({ query: "birra", mode: "hybrid", limit: 1 }, { catalogue })).results[0]?.name;
     expect(await first()).not.toBe("Taza de café");
     await synonyms.replace("default", [["birra", "taza"]]);
@@ -583,28 +630,33 @@ describe("SearchAndRecommend: the lexical side (hybrid and lexical modes)", () =
     const translator = new KnowingTranslator(["cafetrea"], ["coffee maker"]);
     const asked = captureLexical();
     const searching = new SearchAndRecommend({ products, embedder, generator, synonyms, translator });
-    await searching.execute({ query: "Cafetera cafetrea", mode: "lexical" });
+    await searching.execute({ query: "Cafetera cafetrea", mode: "lexical" }, { catalogue: "default" });
     expect(asked).toEqual([
       { texts: ["Cafetera cafetrea"], expansions: ["coffee maker", "moka"], misspellable: ["cafetrea"] },
     ]);
     // Without a translator, any word may be misspelt.
     asked.length = 0;
-    await new SearchAndRecommend({ products, embedder, generator, synonyms }).execute({
-      query: "cafetrea",
-      mode: "hybrid",
-    });
+    await new SearchAndRecommend({ products, embedder, generator, synonyms }).execute(
+      { query: "cafetrea", mode: "hybrid" },
+      { catalogue: "default" },
+    );
     expect(asked).toEqual([{ texts: ["cafetrea"], expansions: [], misspellable: undefined }]);
     // A semantic search asks nothing of the lexical side (the contract's ranking).
     asked.length = 0;
-    await searching.execute({ query: "Cafetera" });
+    await searching.execute({ query: "Cafetera" }, { catalogue: "default" });
     expect(asked).toEqual([]);
   });
 
   test("lexical mode ranks by the words, the cosine ordering what they do not tell apart; alpha is only for hybrid", async () => {
     await fillCatalogue();
-    const { results } = await search.execute({ query: "lámpara para correr", mode: "lexical", limit: 9 });
+    const { results } = await search.execute(
+      { query: "lámpara para correr", mode: "lexical", limit: 9 },
+      { catalogue: "default" },
+    );
     expect(results[0]?.name).toBe("Lámpara de escritorio");
-    await expect(search.execute({ query: "café", mode: "lexical", alpha: 0.5 })).rejects.toBeInstanceOf(InvalidInput);
+    await expect(
+      search.execute({ query: "café", mode: "lexical", alpha: 0.5 }, { catalogue: "default" }),
+    ).rejects.toBeInstanceOf(InvalidInput);
   });
 });
 
@@ -621,13 +673,15 @@ describe("SearchAndRecommend: search ids and analytics", () => {
       newSearchId: () => ids.shift() as string,
       ranking: { categoryBoost: 0.4, minScore: 0.3 },
     });
-    expect((await tracked.execute({ query: "  Café  En grano ", mode: "hybrid" })).searchId).toBe("id-1");
+    expect(
+      (await tracked.execute({ query: "  Café  En grano ", mode: "hybrid" }, { catalogue: "default" })).searchId,
+    ).toBe("id-1");
     const events: SearchEvent[] = [];
-    for await (const event of tracked.stream({ query: "molinillo" })) events.push(event);
+    for await (const event of tracked.stream({ query: "molinillo" }, { catalogue: "default" })) events.push(event);
     expect(
       events.filter((event) => "searchId" in event).map((event) => (event as { searchId: string }).searchId),
     ).toEqual(["id-2", "id-2"]);
-    expect((await tracked.execute({ query: "patinete" })).searchId).toBe("id-3");
+    expect((await tracked.execute({ query: "patinete" }, { catalogue: "default" })).searchId).toBe("id-3");
     expect(kept).toEqual([
       { searchId: "id-1", catalogue: "default", query: "Café  En grano", mode: "hybrid", results: 5 },
       { searchId: "id-2", catalogue: "default", query: "molinillo", mode: "semantic", results: 5 },

@@ -2,7 +2,7 @@ import { DatabaseUnavailable } from "../../src/domain/errors.ts";
 import { type ImportJob, type ImportJobStatus, type JobLease, JobLeaseLost } from "../../src/domain/import-jobs.ts";
 import type { ImportItemResult, ImportProduct } from "../../src/domain/import-products.ts";
 import type { ImportJobRepository, NewImportJob, PendingJobItem } from "../../src/ports/import-job-repository.ts";
-import type { BulkWrite, BulkWriteOutcome, ProductRepository } from "../../src/ports/product-repository.ts";
+import type { BulkWrite, BulkWriteOutcome, ProductCatalogues } from "../../src/ports/product-repository.ts";
 
 interface JobRow {
   job: Omit<ImportJob, "counts">;
@@ -11,8 +11,8 @@ interface JobRow {
 }
 
 /**
- * Import jobs in memory over a product repository (the in-memory one in tests): each commit checks
- * the lease, writes and records with no await in between once the products are written, as the
+ * Import jobs in memory over the products (the in-memory ones in tests): each commit checks the
+ * lease, writes into the job's catalogue and records with no await in between once the products are written, as the
  * database's transaction does. Set `down` to make every call fail with DatabaseUnavailable;
  * `failCommits` fails the next commits before anything is written.
  */
@@ -22,7 +22,7 @@ export class MemoryImportJobRepository implements ImportJobRepository {
   private readonly rows = new Map<number, JobRow>();
   private nextId = 1;
 
-  constructor(private readonly products: Pick<ProductRepository, "writeMany">) {}
+  constructor(private readonly products: ProductCatalogues) {}
 
   /** Every job as stored (for assertions). */
   get jobs(): ImportJob[] {
@@ -34,13 +34,14 @@ export class MemoryImportJobRepository implements ImportJobRepository {
     return this.rows.get(id)?.lease ?? null;
   }
 
-  async create({ owner, items, now, lease }: NewImportJob): Promise<ImportJob> {
+  async create({ owner, catalogue, items, now, lease }: NewImportJob): Promise<ImportJob> {
     this.checkUp();
     const id = this.nextId++;
     this.rows.set(id, {
       job: {
         id,
         owner,
+        catalogue,
         status: lease ? "processing" : "enqueued",
         total: items.length,
         error: null,
@@ -106,8 +107,9 @@ export class MemoryImportJobRepository implements ImportJobRepository {
       this.failCommits--;
       throw new DatabaseUnavailable();
     }
-    if (!this.held(id, lease.token)) throw new JobLeaseLost(id);
-    const outcomes = writes.length === 0 ? [] : await this.products.writeMany(writes);
+    const held = this.held(id, lease.token);
+    if (!held) throw new JobLeaseLost(id);
+    const outcomes = writes.length === 0 ? [] : await this.products.in(held.job.catalogue).writeMany(writes);
     // Checked again after the await, as the transaction's row lock would have kept it.
     const row = this.held(id, lease.token);
     if (!row) throw new JobLeaseLost(id);

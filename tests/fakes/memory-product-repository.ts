@@ -1,7 +1,8 @@
-import { DatabaseUnavailable } from "../../src/domain/errors.ts";
+import { CatalogueNotFound, DatabaseUnavailable } from "../../src/domain/errors.ts";
 import { publicView } from "../../src/domain/manage-products.ts";
 import type { HybridCandidate, Product, StoredProduct, VersionedHit } from "../../src/domain/product.ts";
 import { type Vector, vectorProblem } from "../../src/domain/vector.ts";
+import type { CatalogueRepository, CatalogueSummary } from "../../src/ports/catalogue-repository.ts";
 import type {
   AddResult,
   BulkWrite,
@@ -13,6 +14,7 @@ import type {
   IdempotentAnswer,
   LexicalQuery,
   ListQuery,
+  ProductCatalogues,
   ProductPage,
   ProductRepository,
   ProductUpdate,
@@ -21,29 +23,47 @@ import type {
 } from "../../src/ports/product-repository.ts";
 
 interface Row {
+  catalogue: string;
   product: StoredProduct;
   embedding: Vector;
 }
 
 /**
- * Products in memory, searched by cosine similarity computed here. Like the database, it rejects
- * a zero, non-finite or (when `dimension` is given) wrong-length vector, and keeps skus unique.
- * Set `down` to make every call fail with DatabaseUnavailable. Every method checks and writes with
- * no await in between, so concurrent calls behave as the database's transactions do.
+ * Every catalogue's products in memory (ProductCatalogues), and the catalogues themselves
+ * (CatalogueRepository: `default` exists from the start), searched by cosine similarity computed
+ * here. Like the database, it rejects a zero, non-finite or (when `dimension` is given)
+ * wrong-length vector, keeps ids unique across catalogues and skus unique within one, and a
+ * catalogue's repository (`in`) sees nothing of another; one of a catalogue that does not exist
+ * throws CatalogueNotFound. Set `down` to make every call fail with DatabaseUnavailable. Every
+ * method checks and writes with no await in between, so concurrent calls behave as the database's
+ * transactions do.
  */
-export class MemoryProductRepository implements ProductRepository {
+export class MemoryProductRepository implements ProductCatalogues, CatalogueRepository {
   down = false;
-  private readonly rows = new Map<number, Row>();
-  private nextId = 1;
-  private readonly idempotencyKeys = new Map<string, IdempotentAnswer & { createdAt: number }>();
+  readonly rows = new Map<number, Row>();
+  nextId = 1;
+  readonly idempotencyKeys = new Map<string, IdempotentAnswer & { createdAt: number }>();
+  private readonly catalogues = new Map<string, Date>([["default", new Date(0)]]);
 
   constructor(
-    private readonly dimension?: number,
+    readonly dimension?: number,
     /** Milliseconds since the epoch, for the age of idempotency keys. */
-    private readonly now: () => number = Date.now,
+    readonly now: () => number = Date.now,
   ) {}
 
-  /** The stored products, in id order (for assertions). */
+  private readonly views = new Map<string, MemoryCatalogueProducts>();
+
+  /** The catalogue's repository: the same object each time, so a test may replace one of its methods. */
+  in(catalogue: string): MemoryCatalogueProducts {
+    let view = this.views.get(catalogue);
+    if (!view) {
+      view = new MemoryCatalogueProducts(this, catalogue);
+      this.views.set(catalogue, view);
+    }
+    return view;
+  }
+
+  /** The stored products of every catalogue, in id order (for assertions). */
   get products(): Product[] {
     return [...this.rows.values()].map((row) => publicView(row.product));
   }
@@ -52,6 +72,63 @@ export class MemoryProductRepository implements ProductRepository {
   embeddingOf(id: number): Vector | undefined {
     const row = this.rows.get(id);
     return row ? [...row.embedding] : undefined;
+  }
+
+  /** Throws CatalogueNotFound unless the catalogue exists, and DatabaseUnavailable when `down`. */
+  enter(catalogue: string): void {
+    this.checkUp();
+    if (!this.catalogues.has(catalogue)) throw new CatalogueNotFound(catalogue);
+  }
+
+  checkUp(): void {
+    if (this.down) throw new DatabaseUnavailable();
+  }
+
+  async create(name: string): Promise<boolean> {
+    this.checkUp();
+    if (this.catalogues.has(name)) return false;
+    this.catalogues.set(name, new Date(this.now()));
+    return true;
+  }
+
+  async list(): Promise<CatalogueSummary[]> {
+    this.checkUp();
+    return [...this.catalogues]
+      .map(([name, createdAt]) => ({
+        name,
+        createdAt,
+        products: [...this.rows.values()].filter((row) => row.catalogue === name).length,
+      }))
+      .sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+
+  async remove(name: string): Promise<boolean> {
+    this.checkUp();
+    if (!this.catalogues.delete(name)) return false;
+    for (const [id, row] of this.rows) if (row.catalogue === name) this.rows.delete(id);
+    return true;
+  }
+
+  async exists(name: string): Promise<boolean> {
+    this.checkUp();
+    return this.catalogues.has(name);
+  }
+}
+
+/** One catalogue's products in a MemoryProductRepository. */
+export class MemoryCatalogueProducts implements ProductRepository {
+  private readonly rows: Map<number, Row>;
+  private readonly idempotencyKeys: Map<string, IdempotentAnswer & { createdAt: number }>;
+  private readonly dimension: number | undefined;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly store: MemoryProductRepository,
+    readonly catalogue: string,
+  ) {
+    ({ idempotencyKeys: this.idempotencyKeys, dimension: this.dimension, now: this.now } = store);
+    // Only this catalogue's rows are ever looked at (a view kept in step with the store's).
+    this.rows = new CatalogueRows(store.rows, catalogue);
   }
 
   async add(row: EmbeddedProduct, idempotency?: IdempotencyRecord): Promise<AddResult> {
@@ -268,7 +345,7 @@ export class MemoryProductRepository implements ProductRepository {
 
   private insert({ product, embedding, contentDigest }: EmbeddedProduct): StoredProduct {
     const stored: StoredProduct = {
-      id: this.nextId++,
+      id: this.store.nextId++,
       name: product.name,
       description: product.description,
       category: product.category,
@@ -276,7 +353,7 @@ export class MemoryProductRepository implements ProductRepository {
       contentDigest,
       version: 1,
     };
-    this.rows.set(stored.id, { product: stored, embedding: [...embedding] });
+    this.rows.set(stored.id, { catalogue: this.catalogue, product: stored, embedding: [...embedding] });
     return stored;
   }
 
@@ -312,7 +389,54 @@ export class MemoryProductRepository implements ProductRepository {
   }
 
   private checkUp(): void {
-    if (this.down) throw new DatabaseUnavailable();
+    this.store.enter(this.catalogue);
+  }
+}
+
+/**
+ * The rows of one catalogue, as a Map over the store's: reads see only that catalogue's rows,
+ * writes go to the store with it.
+ */
+class CatalogueRows extends Map<number, Row> {
+  constructor(
+    private readonly all: Map<number, Row>,
+    private readonly catalogue: string,
+  ) {
+    super();
+  }
+
+  override get(id: number): Row | undefined {
+    const row = this.all.get(id);
+    return row?.catalogue === this.catalogue ? row : undefined;
+  }
+
+  override has(id: number): boolean {
+    return this.get(id) !== undefined;
+  }
+
+  override set(id: number, row: Row): this {
+    this.all.set(id, row);
+    return this;
+  }
+
+  override delete(id: number): boolean {
+    return this.has(id) && this.all.delete(id);
+  }
+
+  override *entries(): MapIterator<[number, Row]> {
+    for (const [id, row] of this.all) if (row.catalogue === this.catalogue) yield [id, row];
+  }
+
+  override [Symbol.iterator](): MapIterator<[number, Row]> {
+    return this.entries();
+  }
+
+  override *values(): MapIterator<Row> {
+    for (const [, row] of this.entries()) yield row;
+  }
+
+  override *keys(): MapIterator<number> {
+    for (const [id] of this.entries()) yield id;
   }
 }
 

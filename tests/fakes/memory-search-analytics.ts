@@ -31,7 +31,9 @@ export class MemorySearchAnalytics implements SearchAnalyticsStore {
         clicks: 0,
         conversions: 0,
       };
-      const events = this.events.filter((event) => event.searchId === search.searchId);
+      const events = this.events.filter(
+        (event) => event.searchId === search.searchId && event.catalogue === search.catalogue,
+      );
       const clicks = events.filter((event) => event.type === "click").length;
       figures.searches++;
       if (search.results === 0) figures.noResults++;

@@ -5,6 +5,7 @@ import type { AuthenticateKeys } from "../../domain/authenticate-keys.ts";
 import type { Permission } from "../../domain/caller.ts";
 import type { CreateProduct } from "../../domain/create-product.ts";
 import type { ImportJobs } from "../../domain/import-jobs.ts";
+import type { ManageCatalogues } from "../../domain/manage-catalogues.ts";
 import type { ManageProducts } from "../../domain/manage-products.ts";
 import type { RateLimiter } from "../../domain/rate-limit.ts";
 import type { SearchAnalytics } from "../../domain/search-analytics.ts";
@@ -16,7 +17,9 @@ import { analyticsRoutes } from "./analytics/analytics-routes.ts";
 import { authMacro } from "./auth/auth-macro.ts";
 import { loginRoutes } from "./auth/login-routes.ts";
 import type { BulkLimits } from "./bulk/bulk-body.ts";
-import { BULK_PATH, bulkRoutes } from "./bulk/bulk-routes.ts";
+import { bulkRoutes, isBulkPath } from "./bulk/bulk-routes.ts";
+import { catalogueRoutes } from "./catalogues/catalogue-routes.ts";
+import { PRODUCT_PREFIXES } from "./catalogues/catalogue-scope.ts";
 import { corsRoutes, corsVerdict } from "./core/cors.ts";
 import { invalidReadAfter, invalidRequestUrl, notFound, payloadTooLarge, toProblem } from "./core/errors.ts";
 import { rateLimits } from "./core/rate-limit.ts";
@@ -68,12 +71,14 @@ export interface HttpDeps {
   manageApiKeys: ManageApiKeys;
   createProduct: CreateProduct;
   manageProducts: ManageProducts;
+  /** POST, GET and DELETE /catalogues, and whether the catalogue of a request exists. */
+  manageCatalogues: ManageCatalogues;
   /** Bulk imports, as jobs (POST /products/bulk, GET /jobs/{id}). */
   importJobs: ImportJobs;
   search: SearchAndRecommend;
-  /** GET and PUT /products/synonyms. */
+  /** GET and PUT /products/synonyms (and each catalogue's). */
   synonyms: ManageSynonyms;
-  /** POST /events and GET /analytics. */
+  /** POST /events and GET /analytics (and each catalogue's). */
   analytics: SearchAnalytics;
   health: DatabaseHealth;
   /** What GET /health/ready checks besides the database. */
@@ -103,9 +108,11 @@ const SECURITY_HEADERS = {
 
 /**
  * The Elysia app (not listening): GET /, /health/live, /health/ready, POST /auth/login, the
- * catalogue under /products (POST /products/ and POST /products/search as the contract has them),
- * the bulk import's jobs under /jobs, the catalogue's synonyms (/products/synonyms), search
- * analytics (POST /events, GET /analytics), API keys under /keys,
+ * default catalogue under /products (POST /products/ and POST /products/search as the contract has
+ * them) and every catalogue's under /catalogues/{catalogue}/products (the same routes, its synonyms
+ * at …/products/synonyms too), the catalogues themselves under /catalogues, search analytics (POST
+ * /events and GET /analytics for the default catalogue, /catalogues/{catalogue}/events and
+ * …/analytics for each), the bulk import's jobs under /jobs, API keys under /keys,
  * /openapi (Swagger UI with its script and stylesheet served from here, docs/), the search page at
  * /ui (ui/), and GET /metrics when `metrics` is given. Each feature is a plugin of its own folder;
  * core/ holds what they share.
@@ -116,14 +123,20 @@ const SECURITY_HEADERS = {
  */
 export function createHttpApp(deps: HttpDeps) {
   const { authenticate, authenticateKeys, manageApiKeys, createProduct, manageProducts, importJobs, search } = deps;
+  const { manageCatalogues } = deps;
   const { health, startup, rateLimiter } = deps;
   const { settings, log } = deps;
   const { maxBodyBytes } = settings;
   /** The bulk import takes larger bodies than any other route. */
-  const bodyLimit = (path: string) => (routeKey(path) === BULK_PATH ? settings.bulk.maxBytes : maxBodyBytes);
+  const bodyLimit = (path: string) => (isBulkPath(path) ? settings.bulk.maxBytes : maxBodyBytes);
   const corsOrigins = new Set(settings.corsOrigins);
   const anonymousPermissions: Permission[] = settings.searchRequiresAuth ? [] : ["search"];
-  const auth = authMacro({ authenticate, keys: authenticateKeys, anonymousPermissions });
+  const auth = authMacro({
+    authenticate,
+    keys: authenticateKeys,
+    anonymousPermissions,
+    catalogueExists: (name) => manageCatalogues.exists(name),
+  });
   const limits = rateLimits({ limiter: rateLimiter, trustProxy: settings.trustProxy });
 
   const docs = apiDocs({
@@ -136,24 +149,31 @@ export function createHttpApp(deps: HttpDeps) {
   const docsAssets = docsAssetRoutes();
   const healthFeature = healthRoutes({ health, startup });
   const login = loginRoutes({ authenticate, maxBodyBytes, trustProxy: settings.trustProxy });
-  const products = productRoutes({ createProduct, manageProducts, maxBodyBytes, auth, rateLimits: limits });
-  const searchFeature = searchRoutes({
-    search,
-    maxBodyBytes,
-    auth,
-    rateLimits: limits,
-    reconnectMs: settings.eventStreamReconnectMs ?? RECONNECT_MS,
-  });
-  const bulk = bulkRoutes({
-    importJobs,
-    limits: settings.bulk,
-    requestTimeoutMs: settings.requestTimeoutMs,
-    auth,
-    rateLimits: limits,
-  });
+  // Each catalogue's routes twice: the contract's /products… (the default catalogue) and /catalogues/{catalogue}/products….
+  // The synonyms come before the products: /products/synonyms is not a product's id.
+  const inCatalogues = PRODUCT_PREFIXES.flatMap((prefix) => [
+    synonymRoutes({ prefix, synonyms: deps.synonyms, maxBodyBytes, auth, rateLimits: limits }),
+    productRoutes({ prefix, createProduct, manageProducts, maxBodyBytes, auth, rateLimits: limits }),
+    searchRoutes({
+      prefix,
+      search,
+      maxBodyBytes,
+      auth,
+      rateLimits: limits,
+      reconnectMs: settings.eventStreamReconnectMs ?? RECONNECT_MS,
+    }),
+    bulkRoutes({
+      prefix,
+      importJobs,
+      limits: settings.bulk,
+      requestTimeoutMs: settings.requestTimeoutMs,
+      auth,
+      rateLimits: limits,
+    }),
+    analyticsRoutes({ prefix, analytics: deps.analytics, maxBodyBytes, auth, rateLimits: limits }),
+  ]);
+  const catalogues = catalogueRoutes({ manageCatalogues, maxBodyBytes, auth });
   const jobs = jobRoutes({ importJobs, auth });
-  const synonyms = synonymRoutes({ synonyms: deps.synonyms, maxBodyBytes, auth, rateLimits: limits });
-  const analytics = analyticsRoutes({ analytics: deps.analytics, maxBodyBytes, auth, rateLimits: limits });
   const keys = keyRoutes({ manageApiKeys, maxBodyBytes, auth });
   const metrics = deps.metrics ? metricsRoutes(deps.metrics) : new Elysia();
   // The search page, with a Content-Security-Policy of its own.
@@ -163,12 +183,9 @@ export function createHttpApp(deps: HttpDeps) {
     docsAssets,
     healthFeature,
     login,
-    synonyms,
-    products,
-    searchFeature,
-    bulk,
+    ...inCatalogues,
+    catalogues,
     jobs,
-    analytics,
     keys,
     metrics,
     ui,
@@ -235,12 +252,9 @@ export function createHttpApp(deps: HttpDeps) {
       .use(docsAssets)
       .use(healthFeature)
       .use(login)
-      .use(synonyms)
-      .use(products)
-      .use(searchFeature)
-      .use(bulk)
+      .use(inCatalogues)
+      .use(catalogues)
       .use(jobs)
-      .use(analytics)
       .use(keys)
       .use(metrics)
       .use(ui)

@@ -6,8 +6,13 @@ export type MetricsEvent = Record<string, unknown>;
 export interface PrometheusMetricsOptions {
   /** The service's version label, for sku_build_info. */
   version: string;
-  /** Counts the products stored (the sku_products gauge); unset: the gauge is not exported. */
-  countProducts?: () => Promise<number>;
+  /** Counts the products stored in each catalogue (the sku_products gauge); unset: the gauge is not exported. */
+  countProducts?: () => Promise<{ catalogue: string; products: number }[]>;
+  /**
+   * The catalogues the `catalogue` label names (METRICS_CATALOGUES); every other is `other`, so the
+   * label has a bounded number of values whatever the number of catalogues. Default: `default`.
+   */
+  labelledCatalogues?: readonly string[];
   /** A count younger than this is reused at the next scrape, in ms (default 60 s): counting scans the table. */
   productCountMaxAgeMs?: number;
   /** Process and runtime metrics (CPU, memory, file descriptors, event loop lag, GC); default true. */
@@ -31,8 +36,11 @@ const WORD = /^[a-z0-9][a-z0-9_.-]{0,31}$/;
  * values: route patterns, methods, statuses, provider names and fixed outcomes; never a query,
  * a product's text, a username or a secret.
  *
+ * The catalogue of a request (its log lines carry it) is a label too, but only the names configured
+ * (`labelledCatalogues`): any other catalogue is `other`, a request outside any catalogue `none`.
+ *
  * Events read (fields beyond these are ignored):
- * - `request` {method, route, status, ms}: sku_http_request_duration_seconds
+ * - `request` {method, route, status, ms, catalogue}: sku_http_request_duration_seconds
  * - `search` {translateMs, embedMs, searchMs, checkMs, generateMs, recommendedBy, mode, results}:
  *   sku_search_stage_duration_seconds, sku_search_recommendations_total, sku_searches_total
  * - `search_event_recorded` {type}: sku_search_events_total
@@ -45,7 +53,8 @@ const WORD = /^[a-z0-9][a-z0-9_.-]{0,31}$/;
  */
 export class PrometheusMetrics {
   readonly registry = new Registry();
-  private readonly http: Histogram<"method" | "route" | "status">;
+  private readonly http: Histogram<"method" | "route" | "status" | "catalogue">;
+  private readonly labelled: ReadonlySet<string>;
   private readonly stages: Histogram<"stage">;
   private readonly recommendations: Counter<"provider">;
   private readonly providerCalls: Counter<"provider" | "kind" | "outcome">;
@@ -57,6 +66,7 @@ export class PrometheusMetrics {
 
   constructor(options: PrometheusMetricsOptions) {
     const registers = [this.registry];
+    this.labelled = new Set(options.labelledCatalogues ?? ["default"]);
     if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     new Gauge({
       name: "sku_build_info",
@@ -66,8 +76,10 @@ export class PrometheusMetrics {
     }).set({ version: options.version }, 1);
     this.http = new Histogram({
       name: "sku_http_request_duration_seconds",
-      help: "Time to answer HTTP requests, by method, route pattern and status (its _count is the number of requests).",
-      labelNames: ["method", "route", "status"],
+      help:
+        "Time to answer HTTP requests, by method, route pattern, status and catalogue (METRICS_CATALOGUES by name, " +
+        "other catalogues as other, none outside a catalogue); its _count is the number of requests.",
+      labelNames: ["method", "route", "status", "catalogue"],
       buckets: HTTP_BUCKETS,
       registers,
     });
@@ -131,17 +143,33 @@ export class PrometheusMetrics {
     const { countProducts } = options;
     if (countProducts) {
       const maxAgeMs = options.productCountMaxAgeMs ?? 60_000;
-      let counted: { value: number; at: number } | null = null;
+      const labelOf = (catalogue: string) => this.catalogueLabel(catalogue);
+      let counted: { values: Map<string, number> | null; at: number } | null = null;
       new Gauge({
         name: "sku_products",
-        help: `Products stored (counted at a scrape, at most once every ${Math.round(maxAgeMs / 1000)} s; NaN when the count failed).`,
+        help:
+          `Products stored, by catalogue (labelled as the request metrics are), counted at a scrape at most once ` +
+          `every ${Math.round(maxAgeMs / 1000)} s; NaN when the count failed.`,
+        labelNames: ["catalogue"],
         registers,
         async collect() {
           const now = performance.now();
           if (counted === null || now - counted.at >= maxAgeMs) {
-            counted = { value: await countProducts().catch(() => Number.NaN), at: now };
+            const values = await countProducts()
+              .then((counts) => {
+                const byLabel = new Map<string, number>();
+                for (const { catalogue, products } of counts) {
+                  const label = labelOf(catalogue);
+                  byLabel.set(label, (byLabel.get(label) ?? 0) + products);
+                }
+                return byLabel;
+              })
+              .catch(() => null);
+            counted = { values, at: now };
           }
-          this.set(counted.value);
+          this.reset();
+          if (counted.values === null) this.set({ catalogue: "default" }, Number.NaN);
+          for (const [catalogue, products] of counted.values ?? []) this.set({ catalogue }, products);
         },
       });
     }
@@ -235,7 +263,13 @@ export class PrometheusMetrics {
     const method = typeof event.method === "string" && METHODS.has(event.method) ? event.method : "other";
     const route = typeof event.route === "string" && event.route !== "" ? event.route : "unmatched";
     const status = typeof event.status === "number" ? String(event.status) : "other";
-    this.http.observe({ method, route, status }, event.ms / 1000);
+    const catalogue = typeof event.catalogue === "string" ? this.catalogueLabel(event.catalogue) : "none";
+    this.http.observe({ method, route, status, catalogue }, event.ms / 1000);
+  }
+
+  /** A catalogue as a label value: its name when METRICS_CATALOGUES lists it, else `other`. */
+  private catalogueLabel(catalogue: string): string {
+    return this.labelled.has(catalogue) ? catalogue : "other";
   }
 
   private observeSearch(event: MetricsEvent): void {

@@ -6,7 +6,13 @@ import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import { vector } from "@electric-sql/pglite-pgvector";
 import pgvector from "pgvector";
 import { DatabaseUnavailable } from "../../domain/errors.ts";
-import { copyStatement, insideTransaction, type SqlClient, VectorParameter } from "../postgres/sql-client.ts";
+import {
+  copyStatement,
+  HalfVectorParameter,
+  insideTransaction,
+  type SqlClient,
+  VectorParameter,
+} from "../postgres/sql-client.ts";
 import { lockDataDir } from "./data-dir-lock.ts";
 
 /**
@@ -91,7 +97,7 @@ function pgliteExecutor(db: PGlite) {
     },
     async copyIn(table: string, columns: readonly string[], data: Uint8Array): Promise<void> {
       if (db.closed) throw new DatabaseUnavailable();
-      await db.query(copyStatement(table, columns, "'/dev/blob'"), [], { blob: new Blob([data]) });
+      await copyAsSessionUser(db, table, columns, data);
     },
     transaction<R>(fn: (tx: SqlClient) => Promise<R>): Promise<R> {
       if (db.closed) return Promise.reject(new DatabaseUnavailable());
@@ -113,8 +119,36 @@ function textParams(params: readonly unknown[]): unknown[] {
   // rounded to the float4 the server stores (Math.fround): the shortest decimal of an unrounded double
   // could parse to a float4 one unit away, as a binary parameter never does.
   return params.map((param) =>
-    param instanceof VectorParameter ? pgvector.toSql(Array.from(param.components, Math.fround)) : param,
+    param instanceof VectorParameter
+      ? pgvector.toSql(Array.from(param.components, Math.fround))
+      : param instanceof HalfVectorParameter
+        ? pgvector.toSql(Array.from(param.components, Math.f16round))
+        : param,
   );
+}
+
+/**
+ * COPY into `table` from PGlite's in-memory `/dev/blob`, its stand-in for STDIN. PostgreSQL lets
+ * only roles with pg_read_server_files COPY from a file, so a transaction running as another role
+ * (the catalogue's: product-repository.ts) copies as the session user, then goes back to that role.
+ */
+async function copyAsSessionUser(
+  db: Pick<PGlite | Transaction, "query">,
+  table: string,
+  columns: readonly string[],
+  data: Uint8Array,
+): Promise<void> {
+  const copy = () => db.query(copyStatement(table, columns, "'/dev/blob'"), [], { blob: new Blob([data]) });
+  const [who] = (
+    await db.query<{ role: string; session: string }>("SELECT current_user AS role, session_user AS session")
+  ).rows;
+  if (!who || who.role === who.session) {
+    await copy();
+    return;
+  }
+  await db.query("SELECT set_config('role', 'none', true)");
+  await copy();
+  await db.query("SELECT set_config('role', $1, true)", [who.role]);
 }
 
 /** PGlite's Transaction has no nesting, so a nested transaction is a savepoint. */
@@ -127,7 +161,7 @@ function transactionExecutor(
       return (await tx.query<T>(text, textParams(params))).rows;
     },
     async copyIn(table: string, columns: readonly string[], data: Uint8Array): Promise<void> {
-      await tx.query(copyStatement(table, columns, "'/dev/blob'"), [], { blob: new Blob([data]) });
+      await copyAsSessionUser(tx, table, columns, data);
     },
     async transaction<R>(fn: (tx: SqlClient) => Promise<R>): Promise<R> {
       const name = `sp_${savepoints.next++}`;

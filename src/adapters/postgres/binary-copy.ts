@@ -64,6 +64,19 @@ export function encodeVector(vector: ArrayLike<number>): Uint8Array {
   return bytes;
 }
 
+/**
+ * A vector in pgvector's binary `halfvec` format (halfvec_recv): dimension (int16), an unused
+ * int16, then each component as an IEEE half-precision float (rounded to nearest).
+ */
+export function encodeHalfVector(vector: ArrayLike<number>): Uint8Array {
+  const bytes = new Uint8Array(4 + 2 * vector.length);
+  const view = new DataView(bytes.buffer);
+  view.setInt16(0, vector.length);
+  view.setInt16(2, 0);
+  for (let i = 0; i < vector.length; i++) view.setFloat16(4 + 2 * i, vector[i] as number);
+  return bytes;
+}
+
 /** Dimension (int16), an unused int16, then the float4 components; returns the offset after them. */
 function writeVector(view: DataView, start: number, vector: ArrayLike<number>): number {
   view.setInt16(start, vector.length);

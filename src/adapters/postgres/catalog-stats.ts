@@ -1,7 +1,9 @@
 import type { SqlClient } from "./sql-client.ts";
 
-/** How many products the catalogue holds (the products gauge, counted when metrics are scraped). */
-export async function countProducts(db: SqlClient): Promise<number> {
-  const [row] = await db.query<{ n: number | string }>("SELECT count(*) AS n FROM products");
-  return Number(row?.n ?? 0);
+/** How many products each catalogue holds (the products gauge, counted when metrics are scraped). */
+export async function countProducts(db: SqlClient): Promise<{ catalogue: string; products: number }[]> {
+  const rows = await db.query<{ catalogue: string; products: number | string }>(
+    "SELECT catalogue, count(*) AS products FROM products GROUP BY catalogue",
+  );
+  return rows.map((row) => ({ catalogue: row.catalogue, products: Number(row.products) }));
 }

@@ -1,13 +1,14 @@
 import { type ImportJob, type ImportJobStatus, type JobLease, JobLeaseLost } from "../../domain/import-jobs.ts";
 import type { ImportItemResult, ImportProduct, ImportStatus } from "../../domain/import-products.ts";
 import type { ImportJobRepository, NewImportJob, PendingJobItem } from "../../ports/import-job-repository.ts";
-import type { BulkWrite, BulkWriteOutcome, ProductRepository } from "../../ports/product-repository.ts";
+import type { BulkWrite, BulkWriteOutcome, ProductCatalogues } from "../../ports/product-repository.ts";
 import { poolsOf, type ReadWriteClients } from "./read-write-clients.ts";
 import type { SqlClient } from "./sql-client.ts";
 
 interface JobRow {
   id: number | string;
   owner: string;
+  catalogue: string;
   status: ImportJobStatus;
   total: number;
   error: string | null;
@@ -32,7 +33,7 @@ interface ResultRow {
 const AT = (param: number) => `to_timestamp($${param}::float8 / 1000.0)`;
 
 const JOB_COLUMNS = `
-  j.id, j.owner, j.status, j.total, j.error, j.enqueued_at, j.started_at, j.finished_at,
+  j.id, j.owner, j.catalogue, j.status, j.total, j.error, j.enqueued_at, j.started_at, j.finished_at,
   c.created, c.updated, c.unchanged, c.failed`;
 
 /** The counts of a job's results (a job has at most BULK_MAX_ITEMS items: counted at each read). */
@@ -51,8 +52,8 @@ const JOB_COUNTS = `
  * given for a jsonb parameter as a JSON string), read back by position. Every change of a job's
  * items first updates its row where the caller's lease token still stands: that row lock orders it
  * with any claim, and a lost lease finds no row (JobLeaseLost, the transaction rolled back). A
- * chunk's products are written by the product repository on the same transaction (`productsOn`),
- * so products and results commit together. Workers claim with FOR UPDATE SKIP LOCKED, so several
+ * chunk's products are written into the job's catalogue by the product repository on the same
+ * transaction (`productsOn`), so products and results commit together. Workers claim with FOR UPDATE SKIP LOCKED, so several
  * instances on one database each take a different job. Everything runs on the primary (`writes`),
  * reads too: a job's state is read by whoever just changed it. Times come from the domain's clock.
  */
@@ -62,20 +63,28 @@ export class PostgresImportJobRepository implements ImportJobRepository {
 
   constructor(
     db: SqlClient | ReadWriteClients,
-    /** The product repository on a given client (a transaction). */
-    private readonly productsOn: (client: SqlClient) => Pick<ProductRepository, "writeMany">,
+    /** The products on a given client (a transaction). */
+    private readonly productsOn: (client: SqlClient) => ProductCatalogues,
   ) {
     this.pools = poolsOf(db);
     this.db = this.pools.writes;
   }
 
-  async create({ owner, items, now, lease }: NewImportJob): Promise<ImportJob> {
+  async create({ owner, catalogue, items, now, lease }: NewImportJob): Promise<ImportJob> {
     const id = await this.db.transaction(async (tx) => {
       const [row] = await tx.query<{ id: number | string }>(
-        `INSERT INTO import_jobs (owner, status, total, lease_token, lease_until, enqueued_at, started_at)
-         VALUES ($1, $2, $3, $4, ${AT(5)}, ${AT(6)}, CASE WHEN $4::text IS NULL THEN NULL ELSE ${AT(6)} END)
+        `INSERT INTO import_jobs (owner, catalogue, status, total, lease_token, lease_until, enqueued_at, started_at)
+         VALUES ($1, $7, $2, $3, $4, ${AT(5)}, ${AT(6)}, CASE WHEN $4::text IS NULL THEN NULL ELSE ${AT(6)} END)
          RETURNING id`,
-        [owner, lease ? "processing" : "enqueued", items.length, lease?.token ?? null, lease?.until ?? null, now],
+        [
+          owner,
+          lease ? "processing" : "enqueued",
+          items.length,
+          lease?.token ?? null,
+          lease?.until ?? null,
+          now,
+          catalogue,
+        ],
       );
       const id = Number(row?.id);
       const rows = items.map((item) => ("product" in item ? { product: item.product } : resultColumns(item.result)));
@@ -146,8 +155,9 @@ export class PostgresImportJobRepository implements ImportJobRepository {
     resultsOf: (outcomes: readonly BulkWriteOutcome[]) => ImportItemResult[],
   ): Promise<ImportItemResult[]> {
     const results = await this.db.transaction(async (tx) => {
-      if ((await this.hold(tx, id, lease)).length === 0) throw new JobLeaseLost(id);
-      const outcomes = writes.length === 0 ? [] : await this.productsOn(tx).writeMany(writes);
+      const [held] = await this.hold(tx, id, lease);
+      if (!held) throw new JobLeaseLost(id);
+      const outcomes = writes.length === 0 ? [] : await this.productsOn(tx).in(held.catalogue).writeMany(writes);
       const recorded = resultsOf(outcomes);
       await record(tx, id, recorded);
       return recorded;
@@ -194,12 +204,15 @@ export class PostgresImportJobRepository implements ImportJobRepository {
     return rows.length;
   }
 
-  /** Extends the lease where its token still holds the unfinished job (locking its row); no row when lost. */
-  private hold(client: SqlClient, id: number, lease: JobLease): Promise<unknown[]> {
-    return client.query(
+  /**
+   * Extends the lease where its token still holds the unfinished job (locking its row): the job's
+   * catalogue; no row when lost.
+   */
+  private hold(client: SqlClient, id: number, lease: JobLease): Promise<{ catalogue: string }[]> {
+    return client.query<{ catalogue: string }>(
       `UPDATE import_jobs SET lease_until = ${AT(3)}
        WHERE id = $1 AND lease_token = $2 AND finished_at IS NULL
-       RETURNING id`,
+       RETURNING catalogue`,
       [id, lease.token, lease.until],
     );
   }
@@ -255,6 +268,7 @@ function jobOf(row: JobRow): ImportJob {
   return {
     id: Number(row.id),
     owner: row.owner,
+    catalogue: row.catalogue,
     status: row.status,
     total: row.total,
     counts: { ...counts, pending: row.total - done },

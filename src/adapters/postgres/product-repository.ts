@@ -1,5 +1,5 @@
 import pgvector from "pgvector";
-import { EmbeddingSpaceChanged } from "../../domain/errors.ts";
+import { CatalogueNotFound, EmbeddingSpaceChanged } from "../../domain/errors.ts";
 import { publicView } from "../../domain/manage-products.ts";
 import type { HybridCandidate, Product, StoredProduct, VersionedHit } from "../../domain/product.ts";
 import type { Vector } from "../../domain/vector.ts";
@@ -15,6 +15,7 @@ import type {
   IdempotentAnswer,
   LexicalQuery,
   ListQuery,
+  ProductCatalogues,
   ProductPage,
   ProductRepository,
   ProductUpdate,
@@ -23,9 +24,25 @@ import type {
 } from "../../ports/product-repository.ts";
 import { type CopyField, encodeCopyRows } from "./binary-copy.ts";
 import { poolsOf, type ReadWriteClients } from "./read-write-clients.ts";
-import { HALF_PRECISION_COPY_FROM_DIMENSION, TEXT_SEARCH_CONFIGS, vectorParam } from "./schema.ts";
-import type { SqlClient } from "./sql-client.ts";
-import { binaryQuantized, type IndexInUse, probesFor, reranked, type VectorSearchSettings } from "./vector-index.ts";
+import {
+  CATALOGUE_ROLE,
+  CATALOGUE_SETTING,
+  CATALOGUE_VOCABULARY_VIEW,
+  CATALOGUE_WORDS_VIEW,
+  cataloguePartition,
+  HALF_PRECISION_COPY_FROM_DIMENSION,
+  TEXT_SEARCH_CONFIGS,
+  vectorParam,
+} from "./schema.ts";
+import { HalfVectorParameter, type SqlClient } from "./sql-client.ts";
+import {
+  binaryQuantized,
+  type IndexesInUse,
+  probesFor,
+  reranked,
+  type SearchIndex,
+  type VectorSearchSettings,
+} from "./vector-index.ts";
 
 /**
  * The space of the vectors a repository stores (the embedder's): `changed` hears of the space the
@@ -69,7 +86,16 @@ export const DEFAULT_SEARCH_PLAN: VectorSearchSettings = {
 };
 
 /**
- * Products over PostgreSQL or PGlite.
+ * Products over PostgreSQL or PGlite, each catalogue's in a partition of `products` of its own
+ * (schema.ts, migration 16): `in(catalogue)` gives one catalogue's repository.
+ *
+ * Isolation has two walls. Every statement names its catalogue (`catalogue = $n`), which also
+ * lets the planner read that catalogue's partition alone. And every statement runs inside the
+ * catalogue (inCatalogue): in a transaction as CATALOGUE_ROLE, whose row-level security policy lets
+ * it see and write only rows of the catalogue CATALOGUE_SETTING names for that transaction, so a
+ * statement that forgot its condition would still find nothing of another catalogue. Entering it
+ * checks that the catalogue exists (CatalogueNotFound otherwise), in the same statement. It costs a
+ * transaction per read: BEGIN, that statement, COMMIT (bench/catalogues.ts measures it).
  *
  * Search takes candidates, several times more than asked, nearest to the query by one column, and
  * ranks those by the exact cosine of the full vectors, so the scores are always exact:
@@ -79,13 +105,14 @@ export const DEFAULT_SEARCH_PLAN: VectorSearchSettings = {
  *   (`embedding_half`). Half precision moves a cosine by about 1e-5, far less than the gap the
  *   extra candidates cover. Scanning it at 3072 dimensions and 12,430 products: p95 45 ms on
  *   PostgreSQL (150 ms scanning the out-of-row vectors).
- * The candidates come from the vector index once the catalogue has one (vector-index.ts), else from
- * an exact scan; filtered searches choose by the filter's size (denseCandidates). An HNSW index on
- * that column serves the same query (the planner picks it); a binary-quantized one has a query of
+ * The candidates come from the catalogue's vector index once it has one (vector-index.ts), else
+ * from an exact scan; filtered searches choose by the filter's size (denseCandidates). An HNSW index
+ * on that column serves the same query (the planner picks it); a binary-quantized one has a query of
  * its own: its Hamming-nearest candidates, re-ranked by that column first.
  *
  * Bulk writes go in by binary COPY (a vector as text would cost more to parse than to store): new
- * products straight into the table, a mix with updates through a temporary table (writeMany).
+ * products straight into the catalogue's partition, a mix with updates through a temporary table
+ * (writeMany).
  *
  * With a read pool (DATABASE_READ_URL), reads and searches go there; writes, and the reads a write
  * depends on (idempotency records, the products an import or an update writes over), go to the
@@ -101,30 +128,103 @@ export const DEFAULT_SEARCH_PLAN: VectorSearchSettings = {
  * the switch finds the new space and stores nothing, and one that committed before is embedded
  * again by the switch. (A batch takes that lock first, explicitly, then checks.)
  */
-export class PostgresProductRepository implements ProductRepository {
-  private readonly scansHalfCopy: boolean;
-  private readonly reads: SqlClient;
-  private readonly writes: SqlClient;
-  private readonly pools: ReadWriteClients;
+export class PostgresProducts implements ProductCatalogues {
+  private readonly settings: RepositorySettings;
 
   /**
    * `dimension`: that of the stored embeddings (it decides how search scans); `search`: how filtered
    * searches choose their plan, the session's hnsw.ef_search, the probes and the re-rank depth
    * (vector-index.ts); `writesInSpace`: the space of the vectors this repository is given to store
-   * (none: writes are not checked); `indexInUse`: which vector index there is (unset: none of the
-   * binary-quantized kinds).
+   * (none: writes are not checked); `indexesInUse`: which vector index each catalogue has (unset:
+   * none of the binary-quantized kinds); `insideTransaction`: `db` is a transaction's client (the
+   * import jobs' commit), which goes on after the products' statements: each leaves the
+   * catalogue's role and setting as it found them.
    */
   constructor(
     db: SqlClient | ReadWriteClients,
-    private readonly dimension: number,
-    private readonly search: VectorSearchSettings = DEFAULT_SEARCH_PLAN,
-    private readonly writesInSpace?: SpaceOfWrites,
-    private readonly indexInUse?: IndexInUse,
+    dimension: number,
+    search: VectorSearchSettings = DEFAULT_SEARCH_PLAN,
+    writesInSpace?: SpaceOfWrites,
+    options: { insideTransaction?: boolean; indexesInUse?: IndexesInUse | undefined } = {},
   ) {
-    this.scansHalfCopy = dimension >= HALF_PRECISION_COPY_FROM_DIMENSION;
-    this.pools = poolsOf(db);
+    this.settings = {
+      pools: poolsOf(db),
+      dimension,
+      scansHalfCopy: dimension >= HALF_PRECISION_COPY_FROM_DIMENSION,
+      search,
+      writesInSpace,
+      insideTransaction: options.insideTransaction === true,
+      indexesInUse: options.indexesInUse,
+    };
+  }
+
+  in(catalogue: string): PostgresProductRepository {
+    return new PostgresProductRepository(this.settings, catalogue);
+  }
+}
+
+/** What every catalogue's repository of one PostgresProducts shares. */
+interface RepositorySettings {
+  pools: ReadWriteClients;
+  dimension: number;
+  scansHalfCopy: boolean;
+  search: VectorSearchSettings;
+  writesInSpace: SpaceOfWrites | undefined;
+  insideTransaction: boolean;
+  indexesInUse: IndexesInUse | undefined;
+}
+
+/** The catalogue a transaction entered: its partition of `products` (schema.ts). */
+interface Entered {
+  partition: string;
+}
+
+/** One catalogue's products (see PostgresProducts). */
+export class PostgresProductRepository implements ProductRepository {
+  private readonly scansHalfCopy: boolean;
+  private readonly reads: SqlClient;
+  private readonly writes: SqlClient;
+  private readonly pools: ReadWriteClients;
+  private readonly dimension: number;
+  private readonly search: VectorSearchSettings;
+  private readonly writesInSpace: SpaceOfWrites | undefined;
+
+  constructor(
+    private readonly settings: RepositorySettings,
+    readonly catalogue: string,
+  ) {
+    ({
+      pools: this.pools,
+      dimension: this.dimension,
+      scansHalfCopy: this.scansHalfCopy,
+      search: this.search,
+      writesInSpace: this.writesInSpace,
+    } = settings);
     this.reads = this.pools.reads;
     this.writes = this.pools.writes;
+  }
+
+  /**
+   * Runs `statements` inside the catalogue: in a transaction (a savepoint within one) whose
+   * statements run as CATALOGUE_ROLE with CATALOGUE_SETTING naming this catalogue, so that row-level
+   * security refuses every row of another (schema.ts). The same statement checks that the catalogue
+   * exists: CatalogueNotFound when it does not (or no longer does).
+   */
+  private inCatalogue<T>(db: SqlClient, statements: (tx: SqlClient, entered: Entered) => Promise<T>): Promise<T> {
+    return db.transaction(async (tx) => {
+      const [entered] = await tx.query<{ id: number }>(
+        `SELECT id, set_config('${CATALOGUE_SETTING}', name, true), set_config('role', '${CATALOGUE_ROLE}', true)
+         FROM catalogues WHERE name = $1`,
+        [this.catalogue],
+      );
+      if (!entered) throw new CatalogueNotFound(this.catalogue);
+      const result = await statements(tx, { partition: cataloguePartition(Number(entered.id)) });
+      // SET LOCAL outlives a savepoint's release: give the enclosing transaction back as it was.
+      if (this.settings.insideTransaction) {
+        await tx.query(`SELECT set_config('role', 'none', true), set_config('${CATALOGUE_SETTING}', '', true)`);
+      }
+      return result;
+    });
   }
 
   async add(
@@ -133,6 +233,7 @@ export class PostgresProductRepository implements ProductRepository {
   ): Promise<AddResult> {
     const insert = async (db: SqlClient) => {
       const params: unknown[] = [
+        this.catalogue,
         product.name,
         product.description,
         product.category,
@@ -141,8 +242,8 @@ export class PostgresProductRepository implements ProductRepository {
         vectorParam(embedding),
       ];
       const [row] = await db.query<ProductRow>(
-        `INSERT INTO products (name, description, category, sku, content_digest, embedding)
-         SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::vector
+        `INSERT INTO products (catalogue, name, description, category, sku, content_digest, embedding)
+         SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::vector
          WHERE ${this.inSpace(params)}
          RETURNING ${PRODUCT_COLUMNS}`,
         params,
@@ -154,11 +255,11 @@ export class PostgresProductRepository implements ProductRepository {
     try {
       const result = idempotency
         ? await this.addIdempotently(insert, idempotency)
-        : { created: await insert(this.writes) };
+        : { created: await this.inCatalogue(this.writes, insert) };
       await this.pools.wrote();
       return result;
     } catch (error) {
-      if (isUniqueViolation(error, "products_sku")) return { skuTaken: product.sku as string };
+      if (isSkuViolation(error)) return { skuTaken: product.sku as string };
       await this.refuseIfWrongDimension(error);
       throw error;
     }
@@ -168,34 +269,32 @@ export class PostgresProductRepository implements ProductRepository {
     insert: (db: SqlClient) => Promise<Product>,
     { owner, key, fingerprint, ttlHours }: IdempotencyRecord,
   ): Promise<AddResult> {
-    const created = await this.writes
-      .transaction(async (tx) => {
-        // The key is claimed before the product is stored: a concurrent create with the same key
-        // waits here, on the key's primary key, until this transaction ends, then finds the answer
-        // (or claims the key itself if this one rolled back). Stored first, the product made it wait
-        // on the sku instead, and fail as skuTaken (issue 18: 9 × 409 where 8 replays were due).
-        // A record younger than its ttl wins: then this transaction stores nothing. The claim's
-        // product_id and response are placeholders no one else sees: they are set before commit.
-        const claimed = await tx.query(
-          `INSERT INTO idempotency_keys (owner, key, fingerprint, product_id, response)
-           VALUES ($1, $2, $3, 0, 'null'::jsonb)
-           ON CONFLICT (owner, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, created_at = now()
-             WHERE idempotency_keys.created_at <= now() - make_interval(hours => $4)
-           RETURNING key`,
-          [owner, key, fingerprint, ttlHours],
-        );
-        if (claimed.length === 0) throw KEY_ALREADY_ANSWERED;
-        const stored = await insert(tx);
-        await tx.query(
-          "UPDATE idempotency_keys SET product_id = $3, response = $4::jsonb WHERE owner = $1 AND key = $2",
-          [owner, key, stored.id, JSON.stringify(stored)],
-        );
-        return stored;
-      })
-      .catch((error) => {
-        if (error === KEY_ALREADY_ANSWERED) return null;
-        throw error;
-      });
+    const created = await this.inCatalogue(this.writes, async (tx) => {
+      // The key is claimed before the product is stored: a concurrent create with the same key
+      // waits here, on the key's primary key, until this transaction ends, then finds the answer
+      // (or claims the key itself if this one rolled back). Stored first, the product made it wait
+      // on the sku instead, and fail as skuTaken (issue 18: 9 × 409 where 8 replays were due).
+      // A record younger than its ttl wins: then this transaction stores nothing. The claim's
+      // product_id and response are placeholders no one else sees: they are set before commit.
+      const claimed = await tx.query(
+        `INSERT INTO idempotency_keys (owner, key, fingerprint, product_id, response)
+         VALUES ($1, $2, $3, 0, 'null'::jsonb)
+         ON CONFLICT (owner, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, created_at = now()
+           WHERE idempotency_keys.created_at <= now() - make_interval(hours => $4)
+         RETURNING key`,
+        [owner, key, fingerprint, ttlHours],
+      );
+      if (claimed.length === 0) throw KEY_ALREADY_ANSWERED;
+      const stored = await insert(tx);
+      await tx.query(
+        "UPDATE idempotency_keys SET product_id = $3, response = $4::jsonb WHERE owner = $1 AND key = $2",
+        [owner, key, stored.id, JSON.stringify(stored)],
+      );
+      return stored;
+    }).catch((error) => {
+      if (error === KEY_ALREADY_ANSWERED) return null;
+      throw error;
+    });
     if (created) return { created };
     const earlier = await this.findIdempotentAnswer(owner, key, ttlHours);
     if (!earlier) throw new Error(`idempotency key ${JSON.stringify(key)} was answered, then vanished`);
@@ -224,27 +323,39 @@ export class PostgresProductRepository implements ProductRepository {
 
   async get(id: number, options: { latest?: boolean } = {}): Promise<StoredProduct | null> {
     const db = options.latest ? this.writes : this.reads;
-    const [row] = await db.query<StoredRow>(`SELECT ${STORED_COLUMNS} FROM products WHERE id = $1`, [id]);
+    const [row] = await this.inCatalogue(db, (tx) =>
+      tx.query<StoredRow>(`SELECT ${STORED_COLUMNS} FROM products WHERE catalogue = $1 AND id = $2`, [
+        this.catalogue,
+        id,
+      ]),
+    );
     return row ? toStored(row) : null;
   }
 
   async list(query: ListQuery): Promise<ProductPage> {
-    const params: unknown[] = [];
-    const conditions: string[] = [];
+    const params: unknown[] = [this.catalogue];
+    const conditions: string[] = ["catalogue = $1"];
     const filter = categoryFilter(params, query.categories);
     if (filter) conditions.push(filter.sql);
     const counted = `SELECT count(*) AS n FROM products${where(conditions)}`;
-    const [count] = await this.reads.query<{ n: number | string }>(counted, [...params]);
+    const countParams = [...params];
     const ascending = query.order === "id";
     if (query.after !== undefined) {
       params.push(query.after);
       conditions.push(`id ${ascending ? ">" : "<"} $${params.length}`);
     }
     params.push(query.limit + 1);
-    const rows = await this.reads.query<ProductRow>(
-      `SELECT ${PRODUCT_COLUMNS} FROM products${where(conditions)}
-       ORDER BY id ${ascending ? "ASC" : "DESC"} LIMIT $${params.length}`,
-      params,
+    const [count, rows] = await this.inCatalogue(
+      this.reads,
+      async (tx) =>
+        [
+          (await tx.query<{ n: number | string }>(counted, countParams))[0],
+          await tx.query<ProductRow>(
+            `SELECT ${PRODUCT_COLUMNS} FROM products${where(conditions)}
+         ORDER BY id ${ascending ? "ASC" : "DESC"} LIMIT $${params.length}`,
+            params,
+          ),
+        ] as const,
     );
     return {
       items: rows.slice(0, query.limit).map(toProduct),
@@ -264,18 +375,21 @@ export class PostgresProductRepository implements ProductRepository {
       fields.sku ?? null,
       embedding ? vectorParam(embedding.vector) : null,
       embedding?.contentDigest ?? null,
+      this.catalogue,
     ];
     try {
-      rows = await this.writes.query<StoredRow>(
-        `UPDATE products SET name = $3, description = $4, category = $5, sku = $6,
-           embedding = COALESCE($7::vector, embedding), content_digest = COALESCE($8, content_digest),
-           version = version + 1, updated_at = now()
-         WHERE id = $1 AND version = $2 AND ${this.inSpace(params)}
-         RETURNING ${STORED_COLUMNS}`,
-        params,
+      rows = await this.inCatalogue(this.writes, (tx) =>
+        tx.query<StoredRow>(
+          `UPDATE products SET name = $3, description = $4, category = $5, sku = $6,
+             embedding = COALESCE($7::vector, embedding), content_digest = COALESCE($8, content_digest),
+             version = version + 1, updated_at = now()
+           WHERE catalogue = $9 AND id = $1 AND version = $2 AND ${this.inSpace(params)}
+           RETURNING ${STORED_COLUMNS}`,
+          params,
+        ),
       );
     } catch (error) {
-      if (isUniqueViolation(error, "products_sku")) return { skuTaken: fields.sku as string };
+      if (isSkuViolation(error)) return { skuTaken: fields.sku as string };
       await this.refuseIfWrongDimension(error);
       throw error;
     }
@@ -285,15 +399,19 @@ export class PostgresProductRepository implements ProductRepository {
       return { updated: toStored(row) };
     }
     await this.refuseIfSpaceChanged(this.writes);
-    const [exists] = await this.writes.query("SELECT 1 FROM products WHERE id = $1", [id]);
+    const [exists] = await this.inCatalogue(this.writes, (tx) =>
+      tx.query("SELECT 1 FROM products WHERE catalogue = $1 AND id = $2", [this.catalogue, id]),
+    );
     return exists ? { conflict: true } : { missing: true };
   }
 
   async remove(id: number): Promise<boolean> {
-    const params: unknown[] = [id];
-    const deleted = await this.writes.query(
-      `DELETE FROM products WHERE id = $1 AND ${this.inSpace(params)} RETURNING id`,
-      params,
+    const params: unknown[] = [this.catalogue, id];
+    const deleted = await this.inCatalogue(this.writes, (tx) =>
+      tx.query(
+        `DELETE FROM products WHERE catalogue = $1 AND id = $2 AND ${this.inSpace(params)} RETURNING id`,
+        params,
+      ),
     );
     if (deleted.length === 0) {
       await this.refuseIfSpaceChanged(this.writes);
@@ -347,8 +465,12 @@ export class PostgresProductRepository implements ProductRepository {
   }
 
   async categories(): Promise<{ name: string; products: number }[]> {
-    const rows = await this.reads.query<{ name: string; products: number | string }>(
-      "SELECT category AS name, count(*) AS products FROM products GROUP BY category ORDER BY count(*) DESC, category",
+    const rows = await this.inCatalogue(this.reads, (tx) =>
+      tx.query<{ name: string; products: number | string }>(
+        `SELECT category AS name, count(*) AS products FROM products WHERE catalogue = $1
+         GROUP BY category ORDER BY count(*) DESC, category`,
+        [this.catalogue],
+      ),
     );
     return rows.map((row) => ({ name: row.name, products: Number(row.products) }));
   }
@@ -359,10 +481,12 @@ export class PostgresProductRepository implements ProductRepository {
     { withEmbeddings }: { withEmbeddings: boolean },
   ): Promise<ExportedProduct[]> {
     // The vector as pgvector's text: the shortest decimal of each float32, which reads back to the same float32.
-    const rows = await this.reads.query<ProductRow & { embedding?: string }>(
-      `SELECT ${PRODUCT_COLUMNS}${withEmbeddings ? ", embedding::text AS embedding" : ""}
-       FROM products WHERE id > $1 ORDER BY id LIMIT $2`,
-      [afterId, limit],
+    const rows = await this.inCatalogue(this.reads, (tx) =>
+      tx.query<ProductRow & { embedding?: string }>(
+        `SELECT ${PRODUCT_COLUMNS}${withEmbeddings ? ", embedding::text AS embedding" : ""}
+         FROM products WHERE catalogue = $1 AND id > $2 ORDER BY id LIMIT $3`,
+        [this.catalogue, afterId, limit],
+      ),
     );
     return rows.map((row) => {
       const product: ExportedProduct = toProduct(row);
@@ -373,9 +497,11 @@ export class PostgresProductRepository implements ProductRepository {
 
   async findBySkus(skus: readonly string[]): Promise<StoredProduct[]> {
     if (skus.length === 0) return [];
-    const rows = await this.writes.query<StoredRow>(
-      `SELECT ${STORED_COLUMNS} FROM products WHERE sku = ANY($1::text[])`,
-      [[...skus]],
+    const rows = await this.inCatalogue(this.writes, (tx) =>
+      tx.query<StoredRow>(`SELECT ${STORED_COLUMNS} FROM products WHERE catalogue = $1 AND sku = ANY($2::text[])`, [
+        this.catalogue,
+        [...skus],
+      ]),
     );
     return rows.map(toStored);
   }
@@ -392,14 +518,17 @@ export class PostgresProductRepository implements ProductRepository {
 
   /**
    * New products only (an import's usual chunk): their ids drawn first, then the rows written by
-   * one binary COPY straight into products, the cheapest way in (nothing staged and written twice:
-   * a 3072-d vector is 12 kB, stored out of the row). Undefined, with nothing written, when a sku
-   * was taken meanwhile (the import checked them before): then the staged path decides row by row.
+   * one binary COPY straight into the catalogue's partition, the cheapest way in (nothing staged and
+   * written twice: a 3072-d vector is 12 kB, stored out of the row). COPY refuses a table under
+   * row-level security, so this one statement runs as the session user, into the partition alone:
+   * its bounds refuse a row of another catalogue as the policy would (and every row names this
+   * one). Undefined, with nothing written, when a sku was taken meanwhile (the import checked them
+   * before): then the staged path decides row by row.
    */
   private async insertByCopy(rows: readonly EmbeddedProduct[]): Promise<BulkWriteOutcome[] | undefined> {
     let ids: number[];
     try {
-      ids = await this.writes.transaction(async (tx) => {
+      ids = await this.inCatalogue(this.writes, async (tx, { partition }) => {
         if (this.writesInSpace) {
           // As writeThroughStaging: the lock every write of `products` takes, then the space checked.
           await tx.query("LOCK TABLE products IN ROW EXCLUSIVE MODE");
@@ -411,6 +540,7 @@ export class PostgresProductRepository implements ProductRepository {
         );
         const drawnIds = drawn.map((row) => Number(row.id));
         const copied = rows.map(({ product, embedding, contentDigest }, i): CopyField[] => [
+          { text: this.catalogue },
           { int8: drawnIds[i] as number },
           product.sku === undefined ? null : { text: product.sku },
           { text: product.name },
@@ -419,16 +549,17 @@ export class PostgresProductRepository implements ProductRepository {
           { text: contentDigest },
           { vector: embedding },
         ]);
-        // COPY writes the given ids into the identity column (as INSERT ... OVERRIDING SYSTEM VALUE).
+        await tx.query("SELECT set_config('role', 'none', true)");
         await tx.copyIn(
-          "products",
-          ["id", "sku", "name", "description", "category", "content_digest", "embedding"],
+          partition,
+          ["catalogue", "id", "sku", "name", "description", "category", "content_digest", "embedding"],
           encodeCopyRows(copied),
         );
+        await tx.query(`SELECT set_config('role', '${CATALOGUE_ROLE}', true)`);
         return drawnIds;
       });
     } catch (error) {
-      if (isUniqueViolation(error, "products_sku")) return undefined;
+      if (isSkuViolation(error)) return undefined;
       throw error;
     }
     await this.pools.wrote();
@@ -470,7 +601,7 @@ export class PostgresProductRepository implements ProductRepository {
         embedding ? { vector: embedding.vector } : null,
       ];
     });
-    const { inserted, updated, ids } = await this.writes.transaction(async (tx) => {
+    const { inserted, updated, ids } = await this.inCatalogue(this.writes, async (tx) => {
       if (this.writesInSpace) {
         // The lock every write of `products` takes, taken first, then the space checked: a switch of
         // space waits for this batch's commit, or this batch for the switch's (then it finds the new space).
@@ -493,20 +624,21 @@ export class PostgresProductRepository implements ProductRepository {
         "UPDATE product_writes SET id = nextval(pg_get_serial_sequence('products', 'id')) WHERE expected_version IS NULL",
       );
       const insertedRows = await tx.query<{ id: number | string }>(
-        `INSERT INTO products (id, sku, name, description, category, content_digest, embedding)
-         OVERRIDING SYSTEM VALUE
-         SELECT id, sku, name, description, category, content_digest, embedding
+        `INSERT INTO products (catalogue, id, sku, name, description, category, content_digest, embedding)
+         SELECT $1, id, sku, name, description, category, content_digest, embedding
          FROM product_writes WHERE expected_version IS NULL ORDER BY position
-         ON CONFLICT (sku) WHERE sku IS NOT NULL DO NOTHING
+         ON CONFLICT (catalogue, sku) WHERE sku IS NOT NULL DO NOTHING
          RETURNING id`,
+        [this.catalogue],
       );
       const updatedRows = await tx.query<{ id: number | string }>(
         `UPDATE products p SET name = w.name, description = w.description, category = w.category, sku = w.sku,
            embedding = COALESCE(w.embedding, p.embedding), content_digest = COALESCE(w.content_digest, p.content_digest),
            version = p.version + 1, updated_at = now()
          FROM product_writes w
-         WHERE w.expected_version IS NOT NULL AND p.id = w.id AND p.version = w.expected_version
+         WHERE p.catalogue = $1 AND w.expected_version IS NOT NULL AND p.id = w.id AND p.version = w.expected_version
          RETURNING p.id`,
+        [this.catalogue],
       );
       const positions = await tx.query<{ id: number | string }>("SELECT id FROM product_writes ORDER BY position");
       return {
@@ -521,9 +653,11 @@ export class PostgresProductRepository implements ProductRepository {
     );
     const stillThere = new Set<number>();
     if (lost.length > 0) {
-      const rows = await this.writes.query<{ id: number | string }>(
-        "SELECT id FROM products WHERE id = ANY($1::bigint[])",
-        [lost],
+      const rows = await this.inCatalogue(this.writes, (tx) =>
+        tx.query<{ id: number | string }>("SELECT id FROM products WHERE catalogue = $1 AND id = ANY($2::bigint[])", [
+          this.catalogue,
+          lost,
+        ]),
       );
       for (const row of rows) stillThere.add(Number(row.id));
     }
@@ -538,20 +672,24 @@ export class PostgresProductRepository implements ProductRepository {
   }
 
   async searchByVector(embedding: Vector, query: SearchQuery): Promise<VersionedHit[]> {
-    const params: unknown[] = [vectorParam(embedding), query.limit];
-    const { sql: dense, probes } = await this.denseCandidates(
-      params,
-      categoryFilter(params, query.categories),
-      candidatesFor(query.limit),
-      `${PRODUCT_COLUMNS}, version, embedding`,
-    );
-    params.push(finalistsFor(query.limit));
-    // The candidates' own distances are read from the scanned column (in the row); only the
-    // finalists' full vectors, stored out of the row past 512 dimensions, are read for the exact
-    // cosine (a row carries its out-of-row vector as a pointer until the cosine reads it). The rows
-    // come from the scan itself: no second lookup by id (0.26 ms of 4.6 at 100,000 × 3072).
-    const rows = await this.withProbes(probes, (db) =>
-      db.query<ProductRow & { version: number; distance: number }>(
+    const rows = await this.inCatalogue(this.reads, async (tx, entered) => {
+      const params: unknown[] = [vectorParam(embedding), query.limit, this.catalogue];
+      const dense = await this.denseCandidates(
+        tx,
+        entered,
+        embedding,
+        params,
+        "$3",
+        categoryFilter(params, query.categories),
+        candidatesFor(query.limit),
+        `${PRODUCT_COLUMNS}, version, embedding`,
+      );
+      params.push(finalistsFor(query.limit));
+      // The candidates' own distances are read from the scanned column (in the row); only the
+      // finalists' full vectors, stored out of the row past 512 dimensions, are read for the exact
+      // cosine (a row carries its out-of-row vector as a pointer until the cosine reads it). The rows
+      // come from the scan itself: no second lookup by id (0.26 ms of 4.6 at 100,000 × 3072).
+      return tx.query<ProductRow & { version: number; distance: number }>(
         `WITH dense AS (${dense}),
          finalists AS (SELECT * FROM dense ORDER BY near LIMIT $${params.length})
          SELECT ${PRODUCT_COLUMNS}, version, embedding <=> $1::vector AS distance
@@ -559,35 +697,38 @@ export class PostgresProductRepository implements ProductRepository {
          ORDER BY distance, id
          LIMIT $2`,
         params,
-      ),
-    );
+      );
+    });
     return rows.map((row) => ({ ...toProduct(row), version: Number(row.version), score: 1 - Number(row.distance) }));
   }
 
   async hybridCandidates(embedding: Vector, lexical: LexicalQuery, query: HybridQuery): Promise<HybridCandidate[]> {
-    const params: unknown[] = [
-      vectorParam(embedding),
-      [...lexical.texts],
-      [...lexical.expansions],
-      query.candidates,
-      lexical.misspellable === undefined ? null : [...lexical.misspellable],
-    ];
-    const filter = categoryFilter(params, query.categories);
-    const { sql: dense, probes } = await this.denseCandidates(params, filter, query.candidates, "id");
-    const rows = await this.withProbes(probes, (db) =>
-      db.query<ProductRow & { version: number; distance: number; lexical: number }>(
-        `WITH q AS (SELECT $1::vector AS v, (${LEXICAL_QUERY_SQL}) AS t),
+    const rows = await this.inCatalogue(this.reads, async (tx, entered) => {
+      const params: unknown[] = [
+        vectorParam(embedding),
+        [...lexical.texts],
+        [...lexical.expansions],
+        query.candidates,
+        lexical.misspellable === undefined ? null : [...lexical.misspellable],
+        this.catalogue,
+      ];
+      const filter = categoryFilter(params, query.categories);
+      const dense = await this.denseCandidates(tx, entered, embedding, params, "$6", filter, query.candidates, "id");
+      // The words are matched through CATALOGUE_WORDS_VIEW, where the GIN index serves `@@` (schema.ts).
+      return tx.query<ProductRow & { version: number; distance: number; lexical: number }>(
+        `WITH q AS (SELECT $1::vector AS v, (${lexicalQuerySql("$6")}) AS t),
          dense AS (${dense}),
          lexical AS (
-           SELECT id FROM products, q WHERE search_text @@ q.t ${filter ? `AND ${filter.sql}` : ""}
+           SELECT id FROM ${CATALOGUE_WORDS_VIEW}, q
+           WHERE catalogue = $6 AND search_text @@ q.t ${filter ? `AND ${filter.sql}` : ""}
            ORDER BY ts_rank(search_text, q.t) DESC, id LIMIT $4
          )
          SELECT ${PRODUCT_COLUMNS}, version, embedding <=> q.v AS distance, ts_rank(search_text, q.t) AS lexical
          FROM products, q
-         WHERE id IN (SELECT id FROM dense UNION SELECT id FROM lexical)`,
+         WHERE catalogue = $6 AND id IN (SELECT id FROM dense UNION SELECT id FROM lexical)`,
         params,
-      ),
-    );
+      );
+    });
     return rows.map((row) => ({
       ...toProduct(row),
       version: Number(row.version),
@@ -598,103 +739,106 @@ export class PostgresProductRepository implements ProductRepository {
 
   async knowsAnyWord(words: readonly string[]): Promise<boolean> {
     if (words.length === 0) return false;
-    const [row] = await this.reads.query<{ known: boolean }>(
-      `WITH typed AS (
-         SELECT DISTINCT typed.word FROM unnest($1::text[]) AS typed(word) WHERE ${MISSPELT_WHERE}
-       ),${CORRECTIONS_SQL}
-       SELECT EXISTS (
-         SELECT 1 FROM unnest($1::text[]) AS asked(word), search_vocabulary v
-         WHERE v.catalogue = 'default' AND v.word = asked.word
-       ) OR EXISTS (SELECT 1 FROM corrected) AS known`,
-      [[...words]],
+    const [row] = await this.inCatalogue(this.reads, (tx) =>
+      tx.query<{ known: boolean }>(
+        `WITH typed AS (
+           SELECT DISTINCT typed.word FROM unnest($1::text[]) AS typed(word) WHERE ${misspeltWhere("$2")}
+         ),${correctionsSql("$2")}
+         SELECT EXISTS (
+           SELECT 1 FROM unnest($1::text[]) AS asked(word), ${CATALOGUE_VOCABULARY_VIEW} v
+           WHERE v.catalogue = $2 AND v.word = asked.word
+         ) OR EXISTS (SELECT 1 FROM corrected) AS known`,
+        [[...words], this.catalogue],
+      ),
     );
     return row?.known === true;
   }
 
   /**
-   * The products nearest to the query vector `$1` (of `categories` when given) by the scanned
-   * column, to re-rank by the exact cosine: a subquery of `columns` and `near` (that distance), its
-   * parameters appended to `params`.
+   * The products of the catalogue (the parameter `catalogue`) nearest to the query vector `$1`
+   * (`embedding`; of `categories` when given) by the scanned column, to re-rank by the exact cosine:
+   * a subquery of `columns` and `near` (that distance), its parameters appended to `params`.
    *
    * Without a filter it is the index's query (ORDER BY distance LIMIT): the planner answers it from
-   * the HNSW index when there is one (vector-index.ts), else by a scan. With a filter, the plan
-   * depends on how many products match: up to filterExactMaxRows, an exact scan of just those rows
-   * (found through the btree on category), as an index scan of a small category far from the query
-   * misses many of its nearest products (bench/index.ts: recall@10 0.63 to 0.89); past it, the index
-   * scan with iterative scanning (the session's hnsw.iterative_scan), deeper than unfiltered.
+   * the catalogue's HNSW index when there is one (vector-index.ts), else by a scan. With a filter, the
+   * plan depends on how many products match: up to filterExactMaxRows, an exact scan of just those
+   * rows (found through the btree on category), as an index scan of a small category far from the
+   * query misses many of its nearest products (bench/index.ts: recall@10 0.63 to 0.89); past it, the
+   * index scan with iterative scanning (the session's hnsw.iterative_scan), deeper than unfiltered.
    *
    * With a binary-quantized index, the index gives the rerankDepth products nearest by the Hamming
    * distance of their bits (iterative scanning fills that many past ef_search or probes), and the
    * `depth` nearest of those by the half-precision cosine are the candidates: the column is in the
    * row, so re-ranking 100 costs about 100 page reads, where the full vectors' would read TOAST.
-   * With VECTOR_IVF_PROBES `auto`, an IVFFlat index's search also says how many lists to read
-   * (`probes`, probesFor its lists).
+   * With VECTOR_IVF_PROBES `auto`, an IVFFlat index's search reads probesFor its lists, set for the
+   * search's own transaction (a pooled connection's session setting would stay for whoever uses it
+   * next).
+   *
+   * At 512 dimensions and more, the query goes as a `halfvec` parameter of its own (HalfVectorParameter).
    */
   private async denseCandidates(
+    tx: SqlClient,
+    { partition }: Entered,
+    embedding: Vector,
     params: unknown[],
+    catalogue: string,
     filter: CategoryFilter | undefined,
     depth: number,
     columns: string,
-  ): Promise<{ sql: string; probes?: number }> {
-    const query = this.scansHalfCopy ? "$1::vector::halfvec" : "$1::vector";
+  ): Promise<string> {
+    let query = "$1::vector";
+    if (this.scansHalfCopy) {
+      params.push(new HalfVectorParameter(embedding));
+      query = `$${params.length}::halfvec`;
+    }
     const column = this.scansHalfCopy ? "embedding_half" : "embedding";
     const near = `${column} <=> ${query}`;
     const exact =
       filter !== undefined &&
-      (await this.countUpTo(filter.categories, this.search.filterExactMaxRows + 1)) <= this.search.filterExactMaxRows;
-    const where = filter ? ` WHERE ${filter.sql}` : "";
-    const index = !exact && this.scansHalfCopy ? await this.indexInUse?.index() : undefined;
+      (await this.countUpTo(tx, filter.categories, this.search.filterExactMaxRows + 1)) <=
+        this.search.filterExactMaxRows;
+    const where = ` WHERE catalogue = ${catalogue}${filter ? ` AND ${filter.sql}` : ""}`;
+    const index: SearchIndex | undefined =
+      !exact && this.scansHalfCopy ? await this.settings.indexesInUse?.of(partition).index() : undefined;
     if (index && reranked(index.kind)) {
       params.push(Math.max(depth, this.search.rerankDepth, filter ? FILTERED_INDEX_CANDIDATES : 0));
       const bits = binaryQuantized(this.dimension);
       const hamming = `SELECT ${columns}, ${column} FROM products${where}
          ORDER BY ${bits} <~> binary_quantize($1::vector)::bit(${this.dimension}) LIMIT $${params.length}`;
       params.push(depth);
-      const auto = this.search.probes === "auto" && index.lists !== undefined;
-      return {
-        sql: `SELECT ${columns}, ${near} AS near FROM (${hamming}) AS by_bits ORDER BY near LIMIT $${params.length}`,
-        ...(auto ? { probes: probesFor(index.lists as number) } : {}),
-      };
+      if (this.search.probes === "auto" && index.lists !== undefined) {
+        await tx.query("SELECT set_config('ivfflat.probes', $1, true)", [String(probesFor(index.lists))]);
+      }
+      return `SELECT ${columns}, ${near} AS near FROM (${hamming}) AS by_bits ORDER BY near LIMIT $${params.length}`;
     }
     if (!filter) {
       params.push(Math.max(depth, this.search.efSearch));
-      return { sql: `SELECT ${columns}, ${near} AS near FROM products ORDER BY near LIMIT $${params.length}` };
+      return `SELECT ${columns}, ${near} AS near FROM products${where} ORDER BY near LIMIT $${params.length}`;
     }
     params.push(exact ? depth : Math.max(depth, this.search.efSearch, FILTERED_INDEX_CANDIDATES));
     // `+ 0`: an order the index cannot give, so the planner scans the filtered rows exactly.
-    return {
-      sql: `SELECT ${columns}, ${near} AS near FROM products${where}
-            ORDER BY ${exact ? `(${near}) + 0` : "near"} LIMIT $${params.length}`,
-    };
+    return `SELECT ${columns}, ${near} AS near FROM products${where}
+            ORDER BY ${exact ? `(${near}) + 0` : "near"} LIMIT $${params.length}`;
   }
 
-  /**
-   * `run` on the read pool, or, when a search must read `probes` lists of an IVFFlat index, in a
-   * transaction there that sets ivfflat.probes for itself alone (a pooled connection's session
-   * setting would stay for whoever uses it next): one more round trip, about 0.1 ms.
-   */
-  private withProbes<T>(probes: number | undefined, run: (db: SqlClient) => Promise<T>): Promise<T> {
-    if (probes === undefined) return run(this.reads);
-    return this.reads.transaction(async (tx) => {
-      await tx.query("SELECT set_config('ivfflat.probes', $1, true)", [String(probes)]);
-      return run(tx);
-    });
-  }
-
-  /** The products of `categories`, counting at most `cap` of them (through the btree on category). */
-  private async countUpTo(categories: readonly string[], cap: number): Promise<number> {
-    const [row] = await this.reads.query<{ n: number | string }>(
-      "SELECT count(*) AS n FROM (SELECT 1 FROM products WHERE category = ANY($1::text[]) LIMIT $2) AS matching",
-      [[...categories], cap],
+  /** The catalogue's products of `categories`, counting at most `cap` of them (through the btree on category). */
+  private async countUpTo(tx: SqlClient, categories: readonly string[], cap: number): Promise<number> {
+    const [row] = await tx.query<{ n: number | string }>(
+      `SELECT count(*) AS n FROM (
+         SELECT 1 FROM products WHERE catalogue = $1 AND category = ANY($2::text[]) LIMIT $3
+       ) AS matching`,
+      [this.catalogue, [...categories], cap],
     );
     return Number(row?.n ?? 0);
   }
 
   async versions(ids: readonly number[]): Promise<Map<number, number>> {
     if (ids.length === 0) return new Map();
-    const rows = await this.reads.query<{ id: number | string; version: number }>(
-      "SELECT id, version FROM products WHERE id = ANY($1::bigint[])",
-      [[...ids]],
+    const rows = await this.inCatalogue(this.reads, (tx) =>
+      tx.query<{ id: number | string; version: number }>(
+        "SELECT id, version FROM products WHERE catalogue = $1 AND id = ANY($2::bigint[])",
+        [this.catalogue, [...ids]],
+      ),
     );
     return new Map(rows.map((row) => [Number(row.id), Number(row.version)]));
   }
@@ -702,7 +846,7 @@ export class PostgresProductRepository implements ProductRepository {
 
 /**
  * How alike by spelling a query word and a word of the search vocabulary must be (pg_trgm's
- * similarity, 0 to 1) for the one to stand for the other: see CORRECTIONS_SQL. On the dev queries,
+ * similarity, 0 to 1) for the one to stand for the other: see correctionsSql. On the dev queries,
  * 0.3 (pg_trgm's own default) found the same misspellings and matched 5 in 40 gibberish queries to
  * catalogue words (bench/eval.ts: answered gibberish 2.5 % → 12.5 %).
  */
@@ -715,28 +859,38 @@ const TYPO_SIMILARITY = 0.4;
  * letter dropped, replaced or added), found through the vocabulary's trigram index; and the
  * vocabulary words that are a typed word with two neighbouring letters swapped ("cuhsion",
  * "iphnoe": a swap breaks three trigrams, which similarity alone does not forgive).
+ *
+ * The vocabulary is the catalogue's own (the parameter `catalogue`, read through
+ * CATALOGUE_VOCABULARY_VIEW inside the catalogue): a word only another catalogue has is no
+ * correction here.
  */
-const CORRECTIONS_SQL = `
+function correctionsSql(catalogue: string): string {
+  return `
    nearest AS (
      SELECT close.word FROM typed CROSS JOIN LATERAL (
-       SELECT v.word FROM search_vocabulary v
-       WHERE v.catalogue = 'default' AND v.word % typed.word AND similarity(v.word, typed.word) >= ${TYPO_SIMILARITY}
+       SELECT v.word FROM ${CATALOGUE_VOCABULARY_VIEW} v
+       WHERE v.catalogue = ${catalogue} AND v.word % typed.word AND similarity(v.word, typed.word) >= ${TYPO_SIMILARITY}
        ORDER BY similarity(v.word, typed.word) DESC, v.word LIMIT 1
      ) AS close
    ),
    swapped AS (
-     SELECT v.word FROM typed, generate_series(1, length(typed.word) - 1) AS at, search_vocabulary v
-     WHERE v.catalogue = 'default'
+     SELECT v.word FROM typed, generate_series(1, length(typed.word) - 1) AS at, ${CATALOGUE_VOCABULARY_VIEW} v
+     WHERE v.catalogue = ${catalogue}
        AND v.word = overlay(typed.word placing substr(typed.word, at + 1, 1) || substr(typed.word, at, 1) from at for 2)
    ),
    corrected AS (SELECT word FROM nearest UNION SELECT word FROM swapped)`;
+}
 
-/** The words of `typed(word)` that the corrections read: 4 to 40 letters, none of them a vocabulary word. */
-const MISSPELT_WHERE = `typed.word ~ '^[[:alpha:]]{4,40}$'
-       AND NOT EXISTS (SELECT 1 FROM search_vocabulary v WHERE v.catalogue = 'default' AND v.word = typed.word)`;
+/** The words of `typed(word)` that the corrections read: 4 to 40 letters, none of them a word of the catalogue's vocabulary. */
+function misspeltWhere(catalogue: string): string {
+  return `typed.word ~ '^[[:alpha:]]{4,40}$'
+       AND NOT EXISTS (
+         SELECT 1 FROM ${CATALOGUE_VOCABULARY_VIEW} v WHERE v.catalogue = ${catalogue} AND v.word = typed.word
+       )`;
+}
 
 /**
- * The lexical query of `$2` (the query's texts) and `$3` (its expansions: other words for them):
+ * The lexical query of `$2` (the query's texts) and `$3` (its expansions: other words for them), in the catalogue `catalogue`:
  * each of their words, stemmed as search_text stems products (TEXT_SEARCH_CONFIGS), any of them
  * matching (OR), so a natural-language query need not contain every word. A word that is a stop
  * word in any of those languages does not count ("for" in English, "para" in Spanish): the other
@@ -744,21 +898,23 @@ const MISSPELT_WHERE = `typed.word ~ '^[[:alpha:]]{4,40}$'
  *
  * Typo tolerance: the words of `$5` (those that may be misspelt; null: those of `$2`) that the
  * search vocabulary (the words of the catalogue's names and categories, schema.ts) lacks are also
- * matched as the vocabulary words they may be misspellings of (CORRECTIONS_SQL).
+ * matched as the vocabulary words they may be misspellings of (correctionsSql).
  */
-const LEXICAL_QUERY_SQL = `WITH words AS (
+function lexicalQuerySql(catalogue: string): string {
+  return `WITH words AS (
      SELECT DISTINCT word FROM unnest($2::text[] || $3::text[]) AS text,
        unnest(tsvector_to_array(to_tsvector('simple', text))) AS word
    ),
    typed AS (
      SELECT DISTINCT typed.word FROM unnest(coalesce($5::text[], $2::text[])) AS text,
        unnest(tsvector_to_array(to_tsvector('simple', text))) AS typed(word)
-     WHERE ${MISSPELT_WHERE}
-   ),${CORRECTIONS_SQL}
+     WHERE ${misspeltWhere(catalogue)}
+   ),${correctionsSql(catalogue)}
    SELECT coalesce(string_agg(DISTINCT plainto_tsquery(config, word)::text, ' | '), '')::tsquery
    FROM (SELECT word FROM words UNION SELECT word FROM corrected) AS matched,
         unnest(ARRAY[${TEXT_SEARCH_CONFIGS.map((c) => `'${c}'`).join(", ")}]::regconfig[]) AS config
    WHERE ${TEXT_SEARCH_CONFIGS.map((c) => `to_tsvector('${c}', word) <> ''::tsvector`).join(" AND ")}`;
+}
 
 /** Thrown inside the transaction to roll it back when the idempotency key already has its answer. */
 const KEY_ALREADY_ANSWERED = Symbol("idempotency key already answered");
@@ -803,9 +959,13 @@ function where(conditions: readonly string[]): string {
   return conditions.length === 0 ? "" : ` WHERE ${conditions.join(" AND ")}`;
 }
 
-function isUniqueViolation(error: unknown, constraint: string): boolean {
+/**
+ * A write refused for a sku another product of its catalogue has: the unique index on (catalogue,
+ * sku) reports the violation under its partition's own index (products_c2_catalogue_sku_idx).
+ */
+function isSkuViolation(error: unknown): boolean {
   const { code, constraint_name: name } = (error ?? {}) as { code?: unknown; constraint_name?: unknown };
-  return code === UNIQUE_VIOLATION && (name === undefined || name === constraint);
+  return code === UNIQUE_VIOLATION && (typeof name !== "string" || name.endsWith("sku_idx") || name.endsWith("_sku"));
 }
 
 function toProduct(row: ProductRow): Product {

@@ -333,7 +333,257 @@ const MIGRATIONS: readonly Migration[] = [
       await tx.query("CREATE INDEX search_events_happened_at ON search_events (happened_at)");
     },
   },
+  {
+    version: 16,
+    name: "catalogues: products partitioned by catalogue, row-level security; vocabulary, synonyms, analytics per catalogue",
+    async apply(tx) {
+      await partitionProductsByCatalogue(tx);
+      // A bulk import's job writes into one catalogue; every job so far was the default one's.
+      await tx.query("ALTER TABLE import_jobs ADD COLUMN catalogue text NOT NULL DEFAULT 'default'");
+      await tx.query("ALTER TABLE import_jobs ALTER COLUMN catalogue DROP DEFAULT");
+      await relevancePerCatalogue(tx);
+    },
+  },
 ];
+
+/** The catalogue the contract's `/products…` routes stand for; every product from before catalogues is in it. */
+const DEFAULT_CATALOGUE_NAME = "default";
+
+/**
+ * The role every product statement runs as (`SET LOCAL ROLE`, product-repository.ts): row-level
+ * security confines it to the rows of the catalogue named by CATALOGUE_SETTING. Superusers and a
+ * table's owner are never confined (FORCE ROW LEVEL SECURITY would confine the owner, but not a
+ * superuser, and the service often connects as one), so the statements must run as a role that is
+ * neither: this one, made NOLOGIN by the migration, and granted to the service's user.
+ */
+export const CATALOGUE_ROLE = "sku_search_catalogue";
+
+/** The per-transaction setting (set_config(..., true)) naming the catalogue the policy lets CATALOGUE_ROLE see. */
+export const CATALOGUE_SETTING = "sku_search.catalogue";
+
+/**
+ * The lexical side of hybrid search reads products through this view. Row-level security keeps an
+ * index from serving a condition whose operator is not leakproof (`@@`, and pg_trgm's), as that
+ * operator would see rows before the policy has filtered them: a GIN index scan under the policy
+ * became a scan of the catalogue's whole heap (6 kB a row at 3072 dimensions). The view runs with
+ * its owner's rights (not confined) but carries the policy's own condition as a plain one, so the
+ * planner folds both into a one-time filter on the setting and keeps the index.
+ */
+export const CATALOGUE_WORDS_VIEW = "product_words";
+
+/** The table holding one catalogue's products (a partition of `products`), from the catalogue's id. */
+export function cataloguePartition(catalogueId: number): string {
+  if (!Number.isSafeInteger(catalogueId) || catalogueId < 1) throw new Error(`not a catalogue id: ${catalogueId}`);
+  return `products_c${catalogueId}`;
+}
+
+/**
+ * Makes the empty partition of a new catalogue (its primary key on id; the parent's indexes come
+ * with it), with the triggers that keep the search vocabulary for the statements that write into
+ * it directly (an import's COPY, product-repository.ts): a partition's statements fire its own
+ * statement triggers, not the parent's.
+ */
+export async function createCataloguePartition(tx: SqlClient, catalogueId: number, name: string): Promise<void> {
+  const partition = cataloguePartition(catalogueId);
+  await tx.query(
+    `CREATE TABLE ${partition} PARTITION OF products (PRIMARY KEY (id))
+     FOR VALUES IN (${quoteLiteral(name)})`,
+  );
+  await keepSearchVocabulary(tx, partition);
+}
+
+/** The statement triggers on `table` (products, or a catalogue's partition) that add its written rows' words to the vocabulary. */
+async function keepSearchVocabulary(tx: SqlClient, table: string): Promise<void> {
+  for (const operation of ["INSERT", "UPDATE"]) {
+    await tx.query(`
+      CREATE TRIGGER products_search_vocabulary_${operation.toLowerCase()} AFTER ${operation} ON ${table}
+      REFERENCING NEW TABLE AS written_products
+      FOR EACH STATEMENT EXECUTE FUNCTION remember_search_vocabulary()`);
+  }
+}
+
+/**
+ * The search vocabulary as CATALOGUE_ROLE may read it: the words of the catalogue CATALOGUE_SETTING
+ * names, and no other's (the role may add words, never read the table itself). Like
+ * CATALOGUE_WORDS_VIEW, it reads with its owner's rights and carries the condition as a plain one,
+ * so the trigram index still serves `%` (pg_trgm's operators are not leakproof).
+ */
+export const CATALOGUE_VOCABULARY_VIEW = "catalogue_vocabulary";
+
+/**
+ * Migration 16, after the partitioning: the search vocabulary (migration 13), the synonyms (14) and
+ * the analytics (15) were made with a catalogue column that could only be the default one; now
+ * each write names its catalogue (the defaults go), and
+ * - the vocabulary's trigger adds each written row's words to its own catalogue's, on `products`
+ *   and on each catalogue's partition (the default one's kept migration 13's triggers), read by
+ *   the role through CATALOGUE_VOCABULARY_VIEW: a typo is only ever read as a word of the
+ *   catalogue searched;
+ * - a click or conversion belongs to the catalogue it was reported in (an event so far: its
+ *   search's, else the default one), and counts only for a search of that catalogue.
+ */
+async function relevancePerCatalogue(tx: SqlClient): Promise<void> {
+  await tx.query(`
+    CREATE OR REPLACE FUNCTION remember_search_vocabulary() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      INSERT INTO search_vocabulary (catalogue, word)
+      SELECT DISTINCT catalogue, word FROM written_products, ${VOCABULARY_WORDS_SQL}
+      ON CONFLICT DO NOTHING;
+      RETURN NULL;
+    END $$`);
+  await keepSearchVocabulary(tx, "products");
+  for (const table of ["search_vocabulary", "synonym_sets", "searches"]) {
+    await tx.query(`ALTER TABLE ${table} ALTER COLUMN catalogue DROP DEFAULT`);
+  }
+  await tx.query(
+    `CREATE VIEW ${CATALOGUE_VOCABULARY_VIEW} AS SELECT catalogue, word FROM search_vocabulary
+     WHERE catalogue = current_setting('${CATALOGUE_SETTING}', true)`,
+  );
+  await tx.query("ALTER TABLE search_events ADD COLUMN catalogue text");
+  await tx.query(
+    `UPDATE search_events e SET catalogue = coalesce(
+       (SELECT s.catalogue FROM searches s WHERE s.search_id = e.search_id), '${DEFAULT_CATALOGUE_NAME}')`,
+  );
+  await tx.query("ALTER TABLE search_events ALTER COLUMN catalogue SET NOT NULL");
+}
+
+/** A catalogue name as an SQL literal: names are `^[a-z0-9][a-z0-9_-]{0,62}$` (checked again here). */
+function quoteLiteral(name: string): string {
+  if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(name)) throw new Error(`not a catalogue name: ${JSON.stringify(name)}`);
+  return `'${name}'`;
+}
+
+/**
+ * Migration 16. The products table becomes the partition of the default catalogue, its rows, ids
+ * and embeddings untouched (no row is rewritten or embedded again: the table is attached as it is,
+ * after one scan that checks its rows belong there), under a new `products` partitioned by
+ * catalogue, which has the same columns (LIKE: generated ones and storage too) and a catalogue.
+ *
+ * - PostgreSQL 15 has no identity column on a partitioned table: ids come from the sequence
+ *   `products_id_seq`, which carries on from where the identity's left off, so ids stay unique across
+ *   catalogues and no deleted product's id comes back.
+ * - Each partition has its primary key on id; skus are unique per catalogue (catalogue, sku).
+ * - Each catalogue's partition gets its own vector index (vector-index.ts), built when that catalogue
+ *   is large enough; an index of the old table is renamed to the default catalogue's.
+ * - Row-level security on `products`: CATALOGUE_ROLE sees and writes only rows of the catalogue the
+ *   transaction's CATALOGUE_SETTING names (ensureCatalogueRole).
+ */
+async function partitionProductsByCatalogue(tx: SqlClient): Promise<void> {
+  await tx.query(`
+    CREATE TABLE catalogues (
+      id integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      name text NOT NULL UNIQUE CHECK (name ~ '^[a-z0-9][a-z0-9_-]{0,62}$'),
+      created_at timestamptz NOT NULL DEFAULT now()
+    )`);
+  const [created] = await tx.query<{ id: number }>("INSERT INTO catalogues (name) VALUES ($1) RETURNING id", [
+    DEFAULT_CATALOGUE_NAME,
+  ]);
+  const partition = cataloguePartition(Number(created?.id));
+  const [next] = await tx.query<{ last_value: number | string; is_called: boolean }>(
+    "SELECT last_value, is_called FROM products_id_seq",
+  );
+  await tx.query(`ALTER TABLE products RENAME TO ${partition}`);
+  await tx.query(`ALTER TABLE ${partition} ALTER COLUMN id DROP IDENTITY`);
+  await tx.query(`ALTER TABLE ${partition} ADD COLUMN catalogue text NOT NULL DEFAULT '${DEFAULT_CATALOGUE_NAME}'`);
+  // The rows keep their value (stored with the column); the parent must not default to any catalogue.
+  await tx.query(`ALTER TABLE ${partition} ALTER COLUMN catalogue DROP DEFAULT`);
+  await tx.query(`ALTER TABLE ${partition} RENAME CONSTRAINT products_pkey TO ${partition}_pkey`);
+  await tx.query(
+    `CREATE TABLE products (LIKE ${partition} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING GENERATED INCLUDING STORAGE)
+     PARTITION BY LIST (catalogue)`,
+  );
+  await tx.query("CREATE SEQUENCE products_id_seq AS bigint OWNED BY products.id");
+  await tx.query("SELECT setval('products_id_seq', $1, $2)", [Number(next?.last_value ?? 1), next?.is_called ?? false]);
+  await tx.query("ALTER TABLE products ALTER COLUMN id SET DEFAULT nextval('products_id_seq')");
+  await tx.query(`ALTER TABLE products ATTACH PARTITION ${partition} FOR VALUES IN ('${DEFAULT_CATALOGUE_NAME}')`);
+  // The parent's indexes: each takes the partition's equivalent one where it has it (renamed first).
+  for (const index of ["products_category_id", "products_search_text"]) {
+    await tx.query(`ALTER INDEX IF EXISTS ${index} RENAME TO ${partition}_${index.slice("products_".length)}`);
+  }
+  await tx.query("CREATE INDEX products_category_id ON products (category, id)");
+  await tx.query("CREATE INDEX products_search_text ON products USING gin (search_text)");
+  await tx.query("CREATE UNIQUE INDEX products_catalogue_sku ON products (catalogue, sku) WHERE sku IS NOT NULL");
+  await tx.query("DROP INDEX products_sku");
+  const vectorIndexes = await tx.query<{ name: string }>(
+    `SELECT indexname AS name FROM pg_indexes
+     WHERE schemaname = current_schema() AND tablename = $1 AND indexname LIKE 'products\\_embedding\\_%'`,
+    [partition],
+  );
+  for (const { name } of vectorIndexes) {
+    await tx.query(`ALTER INDEX ${name} RENAME TO ${partition}_${name.slice("products_".length)}`);
+  }
+  await tx.query("ALTER TABLE products ENABLE ROW LEVEL SECURITY");
+  await tx.query(
+    `CREATE VIEW ${CATALOGUE_WORDS_VIEW} AS SELECT catalogue, id, category, search_text FROM products
+     WHERE catalogue = current_setting('${CATALOGUE_SETTING}', true)`,
+  );
+}
+
+/**
+ * Makes sure CATALOGUE_ROLE exists, the service's user may become it, it may do what product
+ * statements do, and the policy confines it: at every start, changing only what is missing (a
+ * database restored by pg_restore into a server without the role lost its grants and policy).
+ * Roles belong to the whole server: a server with several databases shares the one role.
+ */
+async function ensureCatalogueRole(tx: SqlClient): Promise<void> {
+  const [me] = await tx.query<{ superuser: boolean; role_exists: boolean }>(
+    `SELECT rolsuper AS superuser, EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AS role_exists
+     FROM pg_roles WHERE rolname = current_user`,
+    [CATALOGUE_ROLE],
+  );
+  if (!me?.role_exists) {
+    await tx.query(`
+      DO $$ BEGIN
+        CREATE ROLE ${CATALOGUE_ROLE} NOLOGIN;
+      EXCEPTION
+        WHEN duplicate_object THEN NULL; -- made meanwhile by the migration of another database
+        WHEN insufficient_privilege THEN
+          RAISE EXCEPTION 'sku-search needs the role ${CATALOGUE_ROLE}, and % may not create roles', current_user
+            USING HINT = 'As a superuser: CREATE ROLE ${CATALOGUE_ROLE} NOLOGIN; GRANT ${CATALOGUE_ROLE} TO ' || current_user || ';';
+      END $$`);
+  }
+  const [state] = await tx.query<Record<string, boolean>>(
+    `SELECT pg_has_role(current_user, $1, 'MEMBER') AS member,
+            has_schema_privilege($1, current_schema(), 'USAGE') AS schema,
+            has_table_privilege($1, 'products', 'SELECT, INSERT, UPDATE, DELETE') AS products,
+            has_sequence_privilege($1, 'products_id_seq', 'USAGE') AS sequence,
+            has_table_privilege($1, 'catalogues', 'SELECT') AS catalogues,
+            has_table_privilege($1, 'embedding_space', 'SELECT') AS space,
+            has_table_privilege($1, 'idempotency_keys', 'SELECT, INSERT, UPDATE') AS idempotency,
+            has_table_privilege($1, '${CATALOGUE_WORDS_VIEW}', 'SELECT') AS words,
+            has_table_privilege($1, 'search_vocabulary', 'INSERT') AS vocabulary,
+            has_table_privilege($1, '${CATALOGUE_VOCABULARY_VIEW}', 'SELECT') AS vocabulary_view,
+            EXISTS (SELECT 1 FROM pg_policies WHERE schemaname = current_schema() AND tablename = 'products'
+                    AND policyname = 'products_of_the_catalogue') AS policy`,
+    [CATALOGUE_ROLE],
+  );
+  const grants: [keyof NonNullable<typeof state>, string][] = [
+    ["schema", "USAGE ON SCHEMA %s"],
+    ["products", "SELECT, INSERT, UPDATE, DELETE ON products"],
+    ["sequence", "USAGE ON SEQUENCE products_id_seq"],
+    ["catalogues", "SELECT ON catalogues"],
+    ["space", "SELECT ON embedding_space"],
+    ["idempotency", "SELECT, INSERT, UPDATE ON idempotency_keys"],
+    ["words", `SELECT ON ${CATALOGUE_WORDS_VIEW}`],
+    // The vocabulary's trigger adds the words of what the role writes; it reads them through the view.
+    ["vocabulary", "INSERT ON search_vocabulary"],
+    ["vocabulary_view", `SELECT ON ${CATALOGUE_VOCABULARY_VIEW}`],
+  ];
+  for (const [privilege, grant] of grants) {
+    if (state?.[privilege]) continue;
+    const [{ schema } = { schema: "public" }] = await tx.query<{ schema: string }>(
+      "SELECT quote_ident(current_schema()) AS schema",
+    );
+    await tx.query(`GRANT ${grant.replace("%s", schema)} TO ${CATALOGUE_ROLE}`);
+  }
+  if (!state?.policy) {
+    const condition = `catalogue = current_setting('${CATALOGUE_SETTING}', true)`;
+    await tx.query(
+      `CREATE POLICY products_of_the_catalogue ON products TO ${CATALOGUE_ROLE} USING (${condition}) WITH CHECK (${condition})`,
+    );
+  }
+  // A superuser may become any role; another user must be a member (its CREATEROLE lets it grant).
+  if (!me?.superuser && !state?.member) await tx.query(`GRANT ${CATALOGUE_ROLE} TO CURRENT_USER`);
+}
 
 /**
  * The words of a product's name and category that the search vocabulary keeps (a FROM item over a
@@ -466,9 +716,14 @@ export async function prepareDatabase(client: SqlClient, space: EmbeddingSpace):
 
 /**
  * Runs pending migrations and returns the embedding space the database records (`space` sets the
- * dimension of a new database's embeddings; an existing one keeps its own).
+ * dimension of a new database's embeddings; an existing one keeps its own). `through`: stop after
+ * that version (a test of a migration starts from the schema before it, with its data).
  */
-export async function applyMigrations(client: SqlClient, space: EmbeddingSpace): Promise<EmbeddingSpace> {
+export async function applyMigrations(
+  client: SqlClient,
+  space: EmbeddingSpace,
+  { through }: { through?: number } = {},
+): Promise<EmbeddingSpace> {
   assertDimension(space.dimension);
   return client.transaction(async (tx) => {
     await tx.query(`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK_KEY})`);
@@ -482,13 +737,14 @@ export async function applyMigrations(client: SqlClient, space: EmbeddingSpace):
     const applied = await tx.query<{ version: number }>("SELECT version FROM schema_migrations");
     const done = new Set(applied.map((row) => row.version));
     for (const migration of MIGRATIONS) {
-      if (done.has(migration.version)) continue;
+      if (done.has(migration.version) || (through !== undefined && migration.version > through)) continue;
       await migration.apply(tx, space);
       await tx.query("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", [
         migration.version,
         migration.name,
       ]);
     }
+    if (through === undefined) await ensureCatalogueRole(tx);
     const [row] = await tx.query<EmbeddingSpace>("SELECT model, dimension FROM embedding_space");
     if (!row) throw new Error("embedding_space is empty: the schema was altered by hand");
     return { model: row.model, dimension: row.dimension };

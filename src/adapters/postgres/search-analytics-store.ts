@@ -96,7 +96,8 @@ export class PostgresSearchAnalytics implements SearchAnalyticsStore {
 
   async report(catalogue: string, since: Date, limit: number): Promise<AnalyticsReport> {
     // Each query's searches since `since` (grouped as recorded: lower case, spaces collapsed), with
-    // the clicks and conversions of those searches.
+    // the clicks and conversions of those searches reported in the same catalogue (another
+    // catalogue's credential may send a search id of this one: its events count for nothing here).
     const perQuery = `
       WITH recent AS (
         SELECT search_id, query, results FROM searches WHERE catalogue = $1 AND searched_at >= $2
@@ -104,7 +105,7 @@ export class PostgresSearchAnalytics implements SearchAnalyticsStore {
       acted AS (
         SELECT e.search_id, count(*) FILTER (WHERE e.type = 'click') AS clicks,
                count(*) FILTER (WHERE e.type = 'conversion') AS conversions
-        FROM search_events e JOIN recent USING (search_id) GROUP BY e.search_id
+        FROM search_events e JOIN recent USING (search_id) WHERE e.catalogue = $1 GROUP BY e.search_id
       )
       SELECT recent.query, count(*) AS searches, count(*) FILTER (WHERE recent.results = 0) AS no_results,
              count(*) FILTER (WHERE acted.clicks > 0) AS clicked,
@@ -208,9 +209,10 @@ export class PostgresSearchAnalytics implements SearchAnalyticsStore {
       }
       if (events.length > 0) {
         await tx.query(
-          `INSERT INTO search_events (search_id, product_id, type, happened_at)
-           SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::text[], $4::timestamptz[])`,
+          `INSERT INTO search_events (catalogue, search_id, product_id, type, happened_at)
+           SELECT * FROM unnest($1::text[], $2::uuid[], $3::bigint[], $4::text[], $5::timestamptz[])`,
           [
+            events.map((event) => event.catalogue),
             events.map((event) => event.searchId),
             events.map((event) => event.productId),
             events.map((event) => event.type),

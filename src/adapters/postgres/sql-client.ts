@@ -1,6 +1,6 @@
 import postgres from "postgres";
 import { DatabaseReadOnly, DatabaseUnavailable } from "../../domain/errors.ts";
-import { encodeVector } from "./binary-copy.ts";
+import { encodeHalfVector, encodeVector } from "./binary-copy.ts";
 
 /**
  * The little the repositories need from a database: plain SQL with `$1` parameters, transactions,
@@ -40,6 +40,17 @@ export interface SqlClient {
  * products), PGlite the text form.
  */
 export class VectorParameter {
+  constructor(readonly components: ArrayLike<number>) {}
+}
+
+/**
+ * A pgvector `halfvec` query parameter (write `$n::halfvec`): sent in half precision, so that a
+ * statement comparing it with a `halfvec` column converts nothing per row. Written as
+ * `$n::vector::halfvec`, the conversion of a parameter is folded once in a custom plan but made for
+ * every row in a generic one (a prepared statement's plan after five runs): an exact scan of 1,000
+ * products of 3072 dimensions took 39 ms instead of 3.
+ */
+export class HalfVectorParameter {
   constructor(readonly components: ArrayLike<number>) {}
 }
 
@@ -153,7 +164,11 @@ function postgresExecutor(
       const values = params.map((param) =>
         // Type 0: the server infers `vector` from the SQL's cast; the patched Bind then sends the
         // bytes as binary, as it does any Uint8Array of a type postgres.js has no serializer for.
-        param instanceof VectorParameter ? sql.typed(encodeVector(param.components), 0) : param,
+        param instanceof VectorParameter
+          ? sql.typed(encodeVector(param.components), 0)
+          : param instanceof HalfVectorParameter
+            ? sql.typed(encodeHalfVector(param.components), 0)
+            : param,
       );
       const pending = sql.unsafe(text, values as postgres.ParameterOrJSON<never>[], { prepare });
       try {

@@ -2,14 +2,16 @@ import type {
   VectorIndex,
   VectorIndexAvailability,
   VectorIndexBuildProgress,
+  VectorIndexes,
   VectorIndexStatus,
 } from "../../ports/vector-index.ts";
-import { HALF_PRECISION_COPY_FROM_DIMENSION } from "./schema.ts";
+import { cataloguePartition, HALF_PRECISION_COPY_FROM_DIMENSION } from "./schema.ts";
 import type { SqlClient } from "./sql-client.ts";
 
 /**
- * The approximate nearest-neighbour index of the products' embeddings (pgvector) on PostgreSQL and
- * PGlite: the primitives of the VectorIndex port. When it is built is decided by the domain's
+ * The approximate nearest-neighbour index of one catalogue's embeddings (pgvector, on the
+ * catalogue's partition of `products`: schema.ts) on PostgreSQL and PGlite: the primitives of the
+ * VectorIndex port; SqlVectorIndexes gives each catalogue's. When it is built is decided by the domain's
  * MaintainVectorIndex; this adapter says which index fits the stored dimension and the catalogue's
  * size, whether a build here may be automatic, builds one build at a time, and tells search which
  * index to use (IndexInUse).
@@ -37,8 +39,11 @@ import type { SqlClient } from "./sql-client.ts";
  * - past 4,000 dimensions: none (pgvector indexes no longer vectors); search stays exact.
  * bench/scale.ts measured the kinds, their settings and their writes; README "Vector index".
  *
+ * Each catalogue's partition has its own index, of the kind and lists its own size calls for, built
+ * by the policy when that catalogue is large enough; a small catalogue is scanned exactly.
+ *
  * On a PostgreSQL server it is built CONCURRENTLY (reads and writes go on) under an advisory lock,
- * so only one process builds, with VECTOR_INDEX_BUILD_MEMORY of maintenance_work_mem and
+ * so only one process builds each catalogue's, with VECTOR_INDEX_BUILD_MEMORY of maintenance_work_mem and
  * VECTOR_INDEX_BUILD_WORKERS parallel workers; pg_stat_progress_create_index shows how far it is.
  * PGlite is one backend: queries wait for the build. A new index (another kind, or more lists) is
  * built beside the old one; the old is dropped once every process's searches have seen the new
@@ -75,11 +80,12 @@ export function reranked(kind: VectorIndexKind | undefined): boolean {
 /** pgvector's largest indexable `halfvec`. */
 const MAX_INDEXED_DIMENSION = 4_000;
 /**
- * The advisory lock whoever builds holds, with the products table's oid: one build per table (so
- * per schema) across every replica. Any constant that every replica shares.
+ * The advisory lock whoever builds holds, with the catalogue's table's oid: one build per
+ * catalogue (and schema) across every replica. Any constant that every replica shares.
  */
-const BUILD_LOCK = "831042773, 'products'::regclass::oid::integer";
-const NAME_PREFIX = "products_embedding_";
+const BUILD_LOCK = (table: string) => `831042773, '${table}'::regclass::oid::integer`;
+/** What follows a catalogue's table's name in its vector indexes' names (`products_c1_embedding_ivf_100`). */
+const NAME_INFIX = "_embedding_";
 
 export interface IndexTarget {
   kind: VectorIndexKind;
@@ -157,23 +163,30 @@ export function ivfLists(rows: number): number {
   return Math.max(1, rows <= 1_000_000 ? Math.round(rows / 1000) : Math.round(Math.sqrt(rows)));
 }
 
-/** The index's name: each kind its own, an IVFFlat one with its lists (a new one is built beside the old). */
-function indexName(target: IndexTarget, rows: number): string {
-  if (target.kind === "ivf-bq") return `${NAME_PREFIX}ivf_${ivfLists(rows)}`;
-  return `${NAME_PREFIX}${target.kind === "hnsw-bq" ? "bq" : "hnsw"}`;
+/**
+ * The name of an index of a catalogue's table: each kind its own, an IVFFlat one with its lists (a
+ * new one is built beside the old): `products_c1_embedding_ivf_100`, `…_embedding_bq`, `…_embedding_hnsw`.
+ */
+export function indexName(table: string, target: IndexTarget, rows: number): string {
+  if (target.kind === "ivf-bq") return `${table}${NAME_INFIX}ivf_${ivfLists(rows)}`;
+  return `${table}${NAME_INFIX}${target.kind === "hnsw-bq" ? "bq" : "hnsw"}`;
 }
+
+/** What an index's name says after its table's: its kind, and an IVFFlat one's lists. */
+const NAME_SUFFIX = /_embedding_(bq|hnsw|ivf_([0-9]+))$/;
 
 /** The kind of one of this adapter's indexes, from its name (vector and halfvec share one: a dimension has one of them). */
 function kindOfName(name: string, dimension: number): VectorIndexKind | undefined {
-  if (name === `${NAME_PREFIX}bq`) return "hnsw-bq";
-  if (name.startsWith(`${NAME_PREFIX}ivf_`)) return "ivf-bq";
-  if (name === `${NAME_PREFIX}hnsw`) return dimension < HALF_PRECISION_COPY_FROM_DIMENSION ? "vector" : "halfvec";
+  const suffix = NAME_SUFFIX.exec(name)?.[1];
+  if (suffix === "bq") return "hnsw-bq";
+  if (suffix?.startsWith("ivf_")) return "ivf-bq";
+  if (suffix === "hnsw") return dimension < HALF_PRECISION_COPY_FROM_DIMENSION ? "vector" : "halfvec";
   return undefined;
 }
 
 /** The IVFFlat lists an index's name records. */
 function listsOfName(name: string): number {
-  return Number(name.slice(`${NAME_PREFIX}ivf_`.length));
+  return Number(NAME_SUFFIX.exec(name)?.[2]);
 }
 
 /**
@@ -225,14 +238,21 @@ interface IndexRow {
   bytes: number | string;
 }
 
-/** This adapter's indexes on products, with whether each is valid and its size, newest first. */
-async function readIndexes(db: SqlClient): Promise<IndexRow[]> {
+/** This adapter's indexes on a catalogue's table, with whether each is valid and its size, newest first. */
+async function readIndexes(db: SqlClient, table: string): Promise<IndexRow[]> {
   return db.query<IndexRow>(
     `SELECT c.relname AS name, i.indisvalid AS valid, pg_relation_size(i.indexrelid) AS bytes
      FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-     WHERE i.indrelid = 'products'::regclass AND c.relname LIKE '${NAME_PREFIX}%'
+     WHERE i.indrelid = '${table}'::regclass AND starts_with(c.relname, $1)
      ORDER BY c.oid DESC`,
+    [`${table}${NAME_INFIX}`],
   );
+}
+
+/** A catalogue's table, as this adapter names it in SQL (checked: it is interpolated). */
+function checkedTable(table: string): string {
+  if (!/^products_c[1-9][0-9]*$/.test(table)) throw new Error(`not a catalogue's table: ${table}`);
+  return table;
 }
 
 /**
@@ -244,14 +264,19 @@ async function readIndexes(db: SqlClient): Promise<IndexRow[]> {
 export class IndexInUse {
   private known: (SearchIndex & { at: number }) | undefined;
   private reading: Promise<SearchIndex> | undefined;
+  private readonly table: string;
 
   constructor(
     private readonly db: SqlClient,
     private readonly dimension: number,
     private readonly target: IndexTarget | undefined,
+    /** The catalogue's table whose index this is. */
+    table: string,
     /** How long a reading is trusted; a switch waits twice this before dropping the old index. */
     readonly maxAgeMs = 2_000,
-  ) {}
+  ) {
+    this.table = checkedTable(table);
+  }
 
   /** The kind of the valid index searches should use (the target's when there are two), or undefined. */
   async kind(): Promise<VectorIndexKind | undefined> {
@@ -275,7 +300,7 @@ export class IndexInUse {
   private async read(): Promise<SearchIndex> {
     let found: SearchIndex = { kind: undefined, lists: undefined };
     if (this.target !== undefined) {
-      const valid = (await readIndexes(this.db))
+      const valid = (await readIndexes(this.db, this.table))
         .filter((index) => index.valid)
         .map((index) => ({ kind: kindOfName(index.name, this.dimension), name: index.name }));
       const chosen = valid.find((index) => index.kind === this.target?.kind) ?? valid[0];
@@ -294,7 +319,36 @@ export interface SearchIndex {
   lists: number | undefined;
 }
 
+/**
+ * Which index each catalogue's searches use: an IndexInUse per catalogue's table, one per process,
+ * shared by the repository (which reads it) and the catalogue's SqlVectorIndex (whose builds and
+ * drops tell it at once).
+ */
+export class IndexesInUse {
+  private readonly tables = new Map<string, IndexInUse>();
+
+  constructor(
+    private readonly db: SqlClient,
+    private readonly dimension: number,
+    private readonly target: IndexTarget | undefined,
+    /** IndexInUse's maxAgeMs. */
+    private readonly maxAgeMs?: number,
+  ) {}
+
+  /** The IndexInUse of a catalogue's table (cataloguePartition). */
+  of(table: string): IndexInUse {
+    let inUse = this.tables.get(table);
+    if (!inUse) {
+      inUse = new IndexInUse(this.db, this.dimension, this.target, table, this.maxAgeMs);
+      this.tables.set(table, inUse);
+    }
+    return inUse;
+  }
+}
+
 export interface SqlVectorIndexOptions {
+  /** The table indexed: a catalogue's partition of `products` (cataloguePartition). */
+  table: string;
   /** True for a PostgreSQL server (build CONCURRENTLY, under an advisory lock); false for PGlite. */
   server: boolean;
   /** False behind a transaction pooler, where a session's lock cannot be held (default: true on a server). */
@@ -314,7 +368,7 @@ export interface SqlVectorIndexOptions {
   buildMemory?: string;
   /** max_parallel_maintenance_workers of a build on a server (the leader works too). */
   buildWorkers?: number;
-  /** Tells searches which index to use; one per process, shared with the repository. */
+  /** Tells searches which index to use; one per process and catalogue, shared with the repository. */
   inUse?: IndexInUse;
   /**
    * `vector_index_build_started`, `vector_index_built`, `vector_index_build_spilled` (an HNSW graph
@@ -334,20 +388,22 @@ interface Inspection {
   estimatedRows: number;
 }
 
-/** The VectorIndex port over PostgreSQL or PGlite (one SQL, `server` tells them apart). */
+/** The VectorIndex port over PostgreSQL or PGlite (one SQL, `server` tells them apart), for one catalogue. */
 export class SqlVectorIndex implements VectorIndex {
   readonly target: IndexTarget | undefined;
   readonly inUse: IndexInUse;
   private readonly availability: VectorIndexAvailability;
   private building: Promise<boolean> | null = null;
+  private readonly table: string;
 
   constructor(
     private readonly db: SqlClient,
     private readonly dimension: number,
     private readonly options: SqlVectorIndexOptions,
   ) {
+    this.table = checkedTable(options.table);
     this.target = indexTarget(dimension, options.kind);
-    this.inUse = options.inUse ?? new IndexInUse(db, dimension, this.target);
+    this.inUse = options.inUse ?? new IndexInUse(db, dimension, this.target, this.table);
     this.availability =
       this.target === undefined
         ? "none"
@@ -379,32 +435,32 @@ export class SqlVectorIndex implements VectorIndex {
   }
 
   async drop(): Promise<boolean> {
-    const dropped = (await readIndexes(this.db)).map((index) => index.name);
+    const dropped = (await readIndexes(this.db, this.table)).map((index) => index.name);
     for (const name of dropped) await this.dropIndex(this.db, name);
     this.inUse.forget();
     return dropped.length > 0;
   }
 
-  /** Rows inserted, updated and deleted in products since the statistics began (any process's). */
+  /** Rows inserted, updated and deleted in the catalogue since the statistics began (any process's). */
   async writeCount(): Promise<number> {
     const [row] = await this.db.query<{ writes: number | string | null }>(
-      `SELECT n_tup_ins + n_tup_upd + n_tup_del AS writes FROM pg_stat_user_tables WHERE relid = 'products'::regclass`,
+      `SELECT n_tup_ins + n_tup_upd + n_tup_del AS writes FROM pg_stat_user_tables WHERE relid = '${this.table}'::regclass`,
     );
     return Number(row?.writes ?? 0);
   }
 
   async hasAtLeast(n: number): Promise<boolean> {
     const [row] = await this.db.query<{ n: number | string }>(
-      "SELECT count(*) AS n FROM (SELECT 1 FROM products LIMIT $1) AS enough",
+      `SELECT count(*) AS n FROM (SELECT 1 FROM ${this.table} LIMIT $1) AS enough`,
       [n],
     );
     return Number(row?.n ?? 0) >= n;
   }
 
   private async inspect(db: SqlClient): Promise<Inspection> {
-    const indexes = await readIndexes(db);
+    const indexes = await readIndexes(db, this.table);
     const [table] = await db.query<{ rows: number | string }>(
-      "SELECT greatest(reltuples, 0)::bigint AS rows FROM pg_class WHERE oid = 'products'::regclass",
+      `SELECT greatest(reltuples, 0)::bigint AS rows FROM pg_class WHERE oid = '${this.table}'::regclass`,
     );
     const estimatedRows = Number(table?.rows ?? 0);
     const ofKind = indexes.filter((index) => kindOfName(index.name, this.dimension) === this.target?.kind);
@@ -434,7 +490,7 @@ export class SqlVectorIndex implements VectorIndex {
       blocks_total: number | string;
     }>(
       `SELECT phase, tuples_done, tuples_total, blocks_done, blocks_total
-       FROM pg_stat_progress_create_index WHERE relid = 'products'::regclass LIMIT 1`,
+       FROM pg_stat_progress_create_index WHERE relid = '${this.table}'::regclass LIMIT 1`,
     );
     if (!row) return undefined;
     const tuplesDone = Number(row.tuples_done);
@@ -463,7 +519,9 @@ export class SqlVectorIndex implements VectorIndex {
     try {
       const locking = server && this.options.advisoryLock !== false;
       if (locking) {
-        const [lock] = await builder.query<{ locked: boolean }>(`SELECT pg_try_advisory_lock(${BUILD_LOCK}) AS locked`);
+        const [lock] = await builder.query<{ locked: boolean }>(
+          `SELECT pg_try_advisory_lock(${BUILD_LOCK(this.table)}) AS locked`,
+        );
         if (!lock?.locked) return false;
       }
       try {
@@ -477,7 +535,7 @@ export class SqlVectorIndex implements VectorIndex {
         await this.dropOutdated(builder);
         return true;
       } finally {
-        if (locking) await builder.query(`SELECT pg_advisory_unlock(${BUILD_LOCK})`);
+        if (locking) await builder.query(`SELECT pg_advisory_unlock(${BUILD_LOCK(this.table)})`);
       }
     } finally {
       if (builder !== this.db) await builder.close();
@@ -487,11 +545,11 @@ export class SqlVectorIndex implements VectorIndex {
   private async buildIndex(builder: SqlClient, target: IndexTarget, started: number): Promise<void> {
     const { server, log } = this.options;
     // A fresh count for the lists and the memory (ANALYZE samples: about a second at 1,000,000).
-    await builder.query("ANALYZE products");
+    await builder.query(`ANALYZE ${this.table}`);
     const { estimatedRows: rows } = await this.inspect(builder);
-    const name = indexName(target, rows);
+    const name = indexName(this.table, target, rows);
     const memory = this.options.buildMemory === "auto" ? buildMemoryFor(target, rows) : this.options.buildMemory;
-    log?.({ event: "vector_index_build_started", kind: target.kind, index: name, rows, memory });
+    log?.({ event: "vector_index_build_started", table: this.table, kind: target.kind, index: name, rows, memory });
     if (memory !== undefined) await builder.query("SELECT set_config('maintenance_work_mem', $1, false)", [memory]);
     if (server && this.options.buildWorkers !== undefined) {
       await builder.query("SELECT set_config('max_parallel_maintenance_workers', $1, false)", [
@@ -503,12 +561,12 @@ export class SqlVectorIndex implements VectorIndex {
         ? `lists = ${ivfLists(rows)}`
         : `m = ${HNSW_M}, ef_construction = ${target.efConstruction}`;
     await builder.query(
-      `CREATE INDEX ${server ? "CONCURRENTLY " : ""}${name} ON products
+      `CREATE INDEX ${server ? "CONCURRENTLY " : ""}${name} ON ${this.table}
        USING ${target.method} (${target.expression} ${target.operatorClass}) WITH (${options})`,
     );
-    await builder.query("ANALYZE products");
+    await builder.query(`ANALYZE ${this.table}`);
     this.inUse.forget();
-    const [built] = (await readIndexes(builder)).filter((index) => index.name === name);
+    const [built] = (await readIndexes(builder, this.table)).filter((index) => index.name === name);
     log?.({
       event: "vector_index_built",
       kind: target.kind,
@@ -529,5 +587,41 @@ export class SqlVectorIndex implements VectorIndex {
     if (this.options.server) await Bun.sleep(2 * this.inUse.maxAgeMs);
     for (const index of stale) await this.dropIndex(builder, index.name);
     this.inUse.forget();
+  }
+}
+
+/**
+ * Every catalogue's index (VectorIndexes): one SqlVectorIndex per catalogue's partition, kept, so
+ * that each knows its own build under way, and each sharing its catalogue's IndexInUse with the
+ * repository (`inUse`). `options` as SqlVectorIndex's, but for the table and its IndexInUse.
+ */
+export class SqlVectorIndexes implements VectorIndexes {
+  private readonly known = new Map<string, SqlVectorIndex>();
+
+  constructor(
+    private readonly db: SqlClient,
+    private readonly dimension: number,
+    private readonly options: Omit<SqlVectorIndexOptions, "table" | "inUse"> & { inUse?: IndexesInUse },
+  ) {}
+
+  async catalogues(): Promise<string[]> {
+    const rows = await this.db.query<{ id: number; name: string }>("SELECT id, name FROM catalogues ORDER BY name");
+    // Forget the indexes of catalogues removed since.
+    const tables = new Set(rows.map((row) => cataloguePartition(Number(row.id))));
+    for (const table of this.known.keys()) if (!tables.has(table)) this.known.delete(table);
+    return rows.map((row) => row.name);
+  }
+
+  async of(catalogue: string): Promise<SqlVectorIndex | undefined> {
+    const [row] = await this.db.query<{ id: number }>("SELECT id FROM catalogues WHERE name = $1", [catalogue]);
+    if (!row) return undefined;
+    const table = cataloguePartition(Number(row.id));
+    let index = this.known.get(table);
+    if (!index) {
+      const { inUse, ...options } = this.options;
+      index = new SqlVectorIndex(this.db, this.dimension, { ...options, table, inUse: inUse?.of(table) });
+      this.known.set(table, index);
+    }
+    return index;
   }
 }

@@ -20,6 +20,7 @@ import { DomainError } from "../../domain/errors.ts";
 import type { CompositionRoot } from "../composition-root.ts";
 import type { Config } from "../config.ts";
 import { createLogger, type Logger } from "../logger.ts";
+import { CATALOGUE_OPERATIONS } from "./catalogue-operations.ts";
 import { KEY_OPERATIONS } from "./key-operations.ts";
 import type { AdminArgs, AdminOperation } from "./operation.ts";
 import { SYNONYM_OPERATIONS } from "./synonym-operations.ts";
@@ -29,6 +30,7 @@ import { USER_OPERATIONS } from "./user-operations.ts";
 export const ADMIN_OPERATIONS: Record<string, AdminOperation> = {
   ...USER_OPERATIONS,
   ...KEY_OPERATIONS,
+  ...CATALOGUE_OPERATIONS,
   ...SYNONYM_OPERATIONS,
 };
 

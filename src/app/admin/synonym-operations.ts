@@ -1,13 +1,21 @@
 /** A catalogue's synonyms as admin operations (admin-channel.ts): `synonyms get|set`. */
-import { InvalidInput } from "../../domain/errors.ts";
+import { CatalogueNotFound, InvalidInput } from "../../domain/errors.ts";
 import type { CompositionRoot } from "../composition-root.ts";
 import { type AdminOperation, textArg } from "./operation.ts";
 
+/** The catalogue the arguments name; CatalogueNotFound when there is none of that name (as the HTTP routes answer 404). */
+async function existingCatalogue(root: CompositionRoot, args: Parameters<AdminOperation>[1]): Promise<string> {
+  const catalogue = textArg(args, "catalogue");
+  if (!(await (await root.manageCatalogues()).exists(catalogue))) throw new CatalogueNotFound(catalogue);
+  return catalogue;
+}
+
 export const SYNONYM_OPERATIONS: Record<string, AdminOperation> = {
   "synonyms.get": async (root: CompositionRoot, args) => ({
-    synonyms: await (await root.manageSynonyms()).get(textArg(args, "catalogue")),
+    synonyms: await (await root.manageSynonyms()).get(await existingCatalogue(root, args)),
   }),
   "synonyms.set": async (root, args) => {
+    const catalogue = await existingCatalogue(root, args);
     const sets = args.synonyms;
     if (
       !Array.isArray(sets) ||
@@ -15,6 +23,6 @@ export const SYNONYM_OPERATIONS: Record<string, AdminOperation> = {
     ) {
       throw new InvalidInput("Los sinónimos deben ser una lista de grupos, cada uno una lista de textos");
     }
-    return { synonyms: await (await root.manageSynonyms()).replace(textArg(args, "catalogue"), sets as string[][]) };
+    return { synonyms: await (await root.manageSynonyms()).replace(catalogue, sets as string[][]) };
   },
 };

@@ -1,10 +1,11 @@
 /**
- * `export FILE`: the catalogue as JSON Lines (adapters/import/catalogue-export.ts says the format),
+ * `export FILE`: a catalogue (`--catalogue`, default `default`) as JSON Lines (adapters/import/catalogue-export.ts says the format),
  * gzip-compressed when FILE ends in .gz or with --gzip, optionally with every product's embedding
  * and the model and dimension they were made with, so that `import FILE` restores it without
  * embedding anything. Read a page at a time: any catalogue size, in constant memory.
  */
 import { writeCatalogueExport } from "../../adapters/import/catalogue-export.ts";
+import { DEFAULT_CATALOGUE } from "../../domain/caller.ts";
 import { type Config, secretsOf } from "../config.ts";
 import { createLogger } from "../logger.ts";
 import { type CliOutput, EXIT, type RegisterCommand } from "./command.ts";
@@ -13,6 +14,7 @@ import { stopOnSignals } from "./load.ts";
 interface ExportCommandOptions {
   gzip?: boolean;
   withEmbeddings?: boolean;
+  catalogue: string;
 }
 
 export const registerExport: RegisterCommand = (program, run, output) => {
@@ -25,6 +27,7 @@ export const registerExport: RegisterCommand = (program, run, output) => {
       "--with-embeddings",
       "include every product's embedding (and its model): an import with the same model then embeds nothing",
     )
+    .option("--catalogue <name>", "the catalogue to export", DEFAULT_CATALOGUE)
     .action((file: string, options: ExportCommandOptions) =>
       run((config) => exportFile(config, file, options, output)),
     );
@@ -43,7 +46,10 @@ async function exportFile(
   const withEmbeddings = options.withEmbeddings === true;
   const gzip = options.gzip === true || file.toLowerCase().endsWith(".gz");
   try {
-    const exported = await (await root.exportCatalogue()).execute({ withEmbeddings, signal: stop.signal });
+    const exported = await (await root.exportCatalogue(options.catalogue)).execute({
+      withEmbeddings,
+      signal: stop.signal,
+    });
     const onTerminal = process.stderr.isTTY;
     const { products } = await writeCatalogueExport(file, exported, {
       gzip,

@@ -16,7 +16,8 @@ import {
   openImportFile,
   UnreadableImport,
 } from "../../adapters/import/file-items.ts";
-import { DomainError } from "../../domain/errors.ts";
+import { DEFAULT_CATALOGUE } from "../../domain/caller.ts";
+import { CatalogueNotFound, DomainError } from "../../domain/errors.ts";
 import type { ExportHeader } from "../../domain/export-catalogue.ts";
 import type { ImportItemResult, ImportProducts, ImportStatus } from "../../domain/import-products.ts";
 import type { JsonItem } from "../../lib/json/json-items.ts";
@@ -39,15 +40,21 @@ export const registerImport: RegisterCommand = (program, run, output) => {
     .option("--format <format>", "jsonl, json or csv (default: from the file's name, else its first bytes)")
     .option("--batch-size <n>", `products read and stored together (default ${IMPORT_BATCH_SIZE})`)
     .option("--report <file>", "write every item's outcome to this file, as JSON Lines")
-    .action((file: string, options: { format?: string; batchSize?: string; report?: string }) =>
-      run((config) => importFile(config, file, options, output)),
-    );
+    .option("--catalogue <name>", "the catalogue the products go into", DEFAULT_CATALOGUE)
+    .action((file: string, options: ImportFileOptions) => run((config) => importFile(config, file, options, output)));
 };
+
+interface ImportFileOptions {
+  format?: string;
+  batchSize?: string;
+  report?: string;
+  catalogue: string;
+}
 
 async function importFile(
   config: Config,
   file: string,
-  options: { format?: string; batchSize?: string; report?: string },
+  options: ImportFileOptions,
   output: CliOutput,
 ): Promise<number> {
   const { format } = options;
@@ -64,14 +71,19 @@ async function importFile(
   const { CompositionRoot } = await import("../composition-root.ts");
   const root = new CompositionRoot(config, createLogger(config.logLevel, secretsOf(config)));
   try {
+    const { catalogue } = options;
+    if (!(await (await root.manageCatalogues()).exists(catalogue))) {
+      output.err(`import: ${new CatalogueNotFound(catalogue).message} (bun run cli catalogues add ${catalogue})\n`);
+      return EXIT.failed;
+    }
     const code = await runImport(
       file,
       source,
       () => root.importProducts(),
-      { batchSize, reportPath: options.report },
+      { batchSize, reportPath: options.report, catalogue },
       output,
     );
-    if (code !== INTERRUPTED) await buildIndexAfterLoad(root, output);
+    if (code !== INTERRUPTED) await buildIndexAfterLoad(root, output, [catalogue]);
     return code;
   } finally {
     await root.close();
@@ -79,6 +91,8 @@ async function importFile(
 }
 
 interface ImportCommandOptions {
+  /** The catalogue the products go into. */
+  catalogue: string;
   /** Items read and imported together (the use case embeds them in chunks within each batch). */
   batchSize: number;
   /** A JSON Lines file receiving every item's outcome. */
@@ -157,6 +171,7 @@ async function runImport(
     const flush = async () => {
       if (batch.length === 0) return;
       const outcome = await importer.execute(batch, {
+        catalogue: options.catalogue,
         signal: controller.signal,
         ...(header?.embeddings ? { embeddings: header } : {}),
         // Each chunk written moves the display, not only each batch.

@@ -26,11 +26,21 @@ export function stopOnSignals(): { signal: AbortSignal; exitCode: number; releas
   };
 }
 
-/** After a large load has ended: the vector index policy, told the load is over, builds the index when due. */
-export async function buildIndexAfterLoad(root: CompositionRoot, output: CliOutput): Promise<void> {
-  const started = performance.now();
-  const decision = await (await root.maintainVectorIndex()).afterLoad();
-  if (decision === "built") {
-    output.err(`vector index built in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+/**
+ * After a large load into `catalogues` (every catalogue when unset: a re-embed) has ended: the
+ * vector index policy, told the load is over, builds each one's index when due.
+ */
+export async function buildIndexAfterLoad(
+  root: CompositionRoot,
+  output: CliOutput,
+  catalogues?: readonly string[],
+): Promise<void> {
+  const maintain = await root.maintainVectorIndex();
+  for (const catalogue of catalogues ?? (await (await root.vectorIndexes()).catalogues())) {
+    const started = performance.now();
+    if ((await maintain.afterLoad(catalogue)) === "built") {
+      const seconds = ((performance.now() - started) / 1000).toFixed(1);
+      output.err(`vector index built in ${seconds} s (catalogue '${catalogue}')\n`);
+    }
   }
 }

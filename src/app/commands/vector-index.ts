@@ -1,4 +1,6 @@
-/** `index status|build|drop`: the vector index of the catalogue's embeddings (README "Vector index"). */
+/** `index status|build|drop`: the vector index of a catalogue's embeddings (README "Vector index"). */
+import { DEFAULT_CATALOGUE } from "../../domain/caller.ts";
+import { CatalogueNotFound } from "../../domain/errors.ts";
 import { UpkeepBusy } from "../../domain/reembed-catalogue.ts";
 import type { VectorIndex } from "../../ports/vector-index.ts";
 import type { Config } from "../config.ts";
@@ -8,25 +10,32 @@ import { type CliOutput, EXIT, type RegisterCommand } from "./command.ts";
 type IndexAction = "status" | "build" | "drop";
 
 export const registerVectorIndex: RegisterCommand = (program, run, output) => {
-  const index = program.command("index").description("the vector index of the catalogue's embeddings");
+  const index = program.command("index").description("the vector index of a catalogue's embeddings");
   const action = (name: IndexAction, description: string) =>
     index
       .command(name)
       .description(description)
-      .action(() => run((config) => vectorIndex(config, name, output)));
+      .option("--catalogue <name>", "the catalogue whose index (each has its own)", DEFAULT_CATALOGUE)
+      .action((options: { catalogue: string }) =>
+        run((config) => vectorIndex(config, name, options.catalogue, output)),
+      );
   action(
     "status",
-    "show the vector index: its kind and column, whether it is built and valid, its size, the products, a build's progress",
+    "show a catalogue's vector index: its kind and column, whether it is built and valid, its size, the products, a build's progress",
   );
   action("build", "build the vector index now, whatever the catalogue's size (VECTOR_INDEX_MIN_ROWS)");
   action("drop", "drop the vector index: search scans exactly until it is built again");
 };
 
-async function vectorIndex(config: Config, action: IndexAction, output: CliOutput): Promise<number> {
+async function vectorIndex(config: Config, action: IndexAction, catalogue: string, output: CliOutput): Promise<number> {
   const { CompositionRoot } = await import("../composition-root.ts");
   const root = new CompositionRoot(config, createLogger("warn"));
   try {
-    const index = await root.vectorIndex();
+    const index = await (await root.vectorIndexes()).of(catalogue);
+    if (!index) {
+      output.err(`index: ${new CatalogueNotFound(catalogue).message}\n`);
+      return EXIT.failed;
+    }
     if (action === "build") {
       const started = performance.now();
       // One builder at a time among every instance on the database (the service's looks included).
@@ -49,7 +58,7 @@ async function vectorIndex(config: Config, action: IndexAction, output: CliOutpu
     }
     const { mode, minRows, efSearch, probes, rerankDepth, filterExactMaxRows } = config.vectorSearch;
     const settings = { mode, minRows, probes, efSearch, rerankDepth, filterExactMaxRows };
-    output.out(`${JSON.stringify({ ...(await index.status()), ...settings })}\n`);
+    output.out(`${JSON.stringify({ catalogue, ...(await index.status()), ...settings })}\n`);
     return EXIT.ok;
   } finally {
     await root.close();

@@ -152,7 +152,7 @@ describe("every request has a time budget", () => {
     const h = await createHarness({ settings: { requestTimeoutMs: 100 } });
     // Stored directly: a create through the app would have the same 100 ms, which a loaded machine can pass.
     const [vector] = await h.embedder.embed([`${LAPTOP.name}\n${LAPTOP.description}`], "document");
-    await h.products.add({ product: LAPTOP, embedding: vector as number[], contentDigest: "laptop" });
+    await h.products.in("default").add({ product: LAPTOP, embedding: vector as number[], contentDigest: "laptop" });
     h.generator.delayMs = 60_000;
     let generatorSignal: AbortSignal | undefined;
     const generate = h.generator.generate.bind(h.generator);

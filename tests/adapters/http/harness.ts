@@ -13,6 +13,7 @@ import { CreateProduct } from "../../../src/domain/create-product.ts";
 import { type ImportJobSettings, ImportJobs } from "../../../src/domain/import-jobs.ts";
 import { ImportProducts } from "../../../src/domain/import-products.ts";
 import { LoginThrottle } from "../../../src/domain/login-throttle.ts";
+import { ManageCatalogues } from "../../../src/domain/manage-catalogues.ts";
 import { ManageProducts } from "../../../src/domain/manage-products.ts";
 import { ManageUsers } from "../../../src/domain/manage-users.ts";
 import { type RateLimitBucket, RateLimiter, type RateLimitPolicy } from "../../../src/domain/rate-limit.ts";
@@ -84,7 +85,7 @@ export async function createHarness(options: HarnessOptions = {}) {
   const metrics = new PrometheusMetrics({
     version: "1.0.0",
     processMetrics: false,
-    countProducts: async () => products.products.length,
+    countProducts: async () => (await products.list()).map(({ name, products }) => ({ catalogue: name, products })),
     productCountMaxAgeMs: 0,
   });
   const hasher = lowCostHasher();
@@ -137,6 +138,7 @@ export async function createHarness(options: HarnessOptions = {}) {
     manageApiKeys,
     createProduct: new CreateProduct({ products, embedder }),
     manageProducts: new ManageProducts({ products, embedder }),
+    manageCatalogues: new ManageCatalogues({ catalogues: products, clock }),
     importJobs,
     search: new SearchAndRecommend({
       products,

@@ -87,7 +87,9 @@ describe("PrometheusMetrics", () => {
     metrics.observe({ event: "import_items", outcome: 'drop"table', count: 1 });
     const text = await exposition(metrics);
     expect(text).toContain('sku_provider_calls_total{provider="other",kind="other",outcome="ok"} 1');
-    expect(text).toContain('sku_http_request_duration_seconds_count{method="other",route="/",status="418"} 1');
+    expect(text).toContain(
+      'sku_http_request_duration_seconds_count{method="other",route="/",status="418",catalogue="none"} 1',
+    );
     expect(text).toContain('sku_import_items_total{outcome="other"} 1');
   });
 
@@ -100,12 +102,12 @@ describe("PrometheusMetrics", () => {
       productCountMaxAgeMs: 60_000,
       countProducts: async () => {
         calls++;
-        return count;
+        return [{ catalogue: "default", products: count }];
       },
     });
-    expect(await exposition(metrics)).toContain("sku_products 5");
+    expect(await exposition(metrics)).toContain('sku_products{catalogue="default"} 5');
     count = 6;
-    expect(await exposition(metrics)).toContain("sku_products 5");
+    expect(await exposition(metrics)).toContain('sku_products{catalogue="default"} 5');
     expect(calls).toBe(1);
 
     const failing = new PrometheusMetrics({
@@ -117,7 +119,7 @@ describe("PrometheusMetrics", () => {
       },
     });
     // prom-client writes "Nan", which Prometheus reads as NaN (its float parser ignores case).
-    expect(await exposition(failing)).toMatch(/^sku_products nan$/im);
+    expect(await exposition(failing)).toMatch(/^sku_products\{catalogue="default"\} nan$/im);
   });
 
   test("the vector index's size by kind, and a build's progress while one runs (absent otherwise)", async () => {

@@ -1,8 +1,8 @@
 import { Elysia, t } from "elysia";
-import { DEFAULT_CATALOGUE } from "../../../domain/caller.ts";
 import type { SearchAnalytics, SearchAnalyticsReport } from "../../../domain/search-analytics.ts";
 import { type QueryFigures, SEARCH_EVENT_TYPES } from "../../../ports/search-analytics.ts";
 import type { AuthMacro } from "../auth/auth-macro.ts";
+import { catalogueNotFound, catalogueParams, type ProductPrefix, pluginName } from "../catalogues/catalogue-scope.ts";
 import { jsonBody, mediaTypesOf } from "../core/body.ts";
 import { fieldDetail } from "../core/errors.ts";
 import type { RateLimits } from "../core/rate-limit.ts";
@@ -87,6 +87,11 @@ const FIGURES_EXAMPLE = {
 };
 
 export interface AnalyticsRoutesDeps {
+  /**
+   * Which catalogue's they are: `/products` stands for the default one (POST /events, GET
+   * /analytics), each catalogue's for /catalogues/{catalogue}/events and …/analytics.
+   */
+  prefix: ProductPrefix;
   analytics: SearchAnalytics;
   maxBodyBytes: number;
   auth: AuthMacro;
@@ -96,20 +101,27 @@ export interface AnalyticsRoutesDeps {
 /**
  * POST /events (a click or conversion on a search's result, taking "search" and the search budget,
  * as the search it follows: a storefront sends them) and GET /analytics (the catalogue's report,
- * "products.read"). Events are kept behind the answer: 202.
+ * "products.read"), for the default catalogue; /catalogues/{catalogue}/events and …/analytics for
+ * each (`prefix`). The catalogue is the one the auth macro resolved (404 for one the credential
+ * cannot see); an event counts only for a search of its own catalogue, so a credential of one
+ * catalogue can neither read another's figures nor change them. Events are kept behind the answer: 202.
  */
-export function analyticsRoutes({ analytics, maxBodyBytes, auth, rateLimits }: AnalyticsRoutesDeps) {
+export function analyticsRoutes({ prefix, analytics, maxBodyBytes, auth, rateLimits }: AnalyticsRoutesDeps) {
   const tags = ["analytics"];
   const invalidEvent = (input: { searchId: string; productId: number; type: string }) =>
-    messageOf(() => analytics.event(input));
-  return new Elysia({ name: "analytics" })
+    messageOf(() => analytics.event({ ...input, catalogue: "default" }));
+  const params = catalogueParams(prefix);
+  return new Elysia({
+    name: pluginName("analytics", prefix),
+    prefix: prefix === "/products" ? "" : "/catalogues/:catalogue",
+  })
     .use(requestContext)
     .use(auth)
     .use(rateLimits)
     .post(
       "/events",
-      ({ body, set }) => {
-        analytics.event({ searchId: body.search_id, productId: body.product_id, type: body.type });
+      ({ body, set, catalogue }) => {
+        analytics.event({ catalogue, searchId: body.search_id, productId: body.product_id, type: body.type });
         // A Response, sent as it is: Elysia would write "Accepted" as the body of status(202).
         set.status = 202;
         return new Response(null, { status: 202 }) as never;
@@ -118,10 +130,16 @@ export function analyticsRoutes({ analytics, maxBodyBytes, auth, rateLimits }: A
         auth: "search",
         rateLimit: "search",
         parse: jsonBody(maxBodyBytes),
+        params,
         body: EventBody,
         response: {
-          202: t.Void({ description: "Anotado (se guarda en segundo plano); la respuesta no tiene cuerpo" }),
+          202: t.Void({
+            description:
+              "Anotado (se guarda en segundo plano); la respuesta no tiene cuerpo. Un evento de una búsqueda que no " +
+              "es de este catálogo (o que ya no se guarda) no cuenta en ningún informe.",
+          }),
           400: answers.unreadable(["json"]),
+          404: catalogueNotFound(),
           415: answers.unsupportedMediaType(mediaTypesOf(["json"])),
           422: problem({
             description: "El cuerpo no cumple el esquema: `detail` nombra el primer campo que falla.",
@@ -142,59 +160,54 @@ export function analyticsRoutes({ analytics, maxBodyBytes, auth, rateLimits }: A
         },
       },
     )
-    .get(
-      "/analytics",
-      async ({ query, params }) => {
-        const catalogue = (params as { catalogue?: string } | undefined)?.catalogue ?? DEFAULT_CATALOGUE;
-        return reportView(await analytics.report(catalogue, query.days ?? 7));
-      },
-      {
-        auth: "products.read",
-        query: DaysQuery,
-        response: {
-          200: documented(ReportSchema, "Las cifras del periodo", {
-            days: 7,
-            since: "2026-11-18T12:00:00.000Z",
-            searches: 1200,
-            no_result_searches: 36,
-            clicked_searches: 610,
-            click_through_rate: 0.508,
-            clicks: 790,
-            conversions: 95,
-            top_queries: [FIGURES_EXAMPLE],
-            no_result_queries: [
-              {
-                ...FIGURES_EXAMPLE,
-                query: "patinete electrico",
-                no_results: 12,
-                searches: 12,
-                clicked_searches: 0,
-                click_through_rate: 0,
-                clicks: 0,
-                conversions: 0,
-              },
-            ],
-          }),
-          422: problem({
-            description: "Un parámetro no es válido: `detail` lo nombra.",
-            examples: {
-              "days fuera de rango": "El parámetro 'days' debe ser un entero entre 1 y 90",
-              "Parámetro desconocido": fieldDetail.notAllowed("from"),
+    .get("/analytics", async ({ query, catalogue }) => reportView(await analytics.report(catalogue, query.days ?? 7)), {
+      auth: "products.read",
+      params,
+      query: DaysQuery,
+      response: {
+        200: documented(ReportSchema, "Las cifras del periodo", {
+          days: 7,
+          since: "2026-11-18T12:00:00.000Z",
+          searches: 1200,
+          no_result_searches: 36,
+          clicked_searches: 610,
+          click_through_rate: 0.508,
+          clicks: 790,
+          conversions: 95,
+          top_queries: [FIGURES_EXAMPLE],
+          no_result_queries: [
+            {
+              ...FIGURES_EXAMPLE,
+              query: "patinete electrico",
+              no_results: 12,
+              searches: 12,
+              clicked_searches: 0,
+              click_through_rate: 0,
+              clicks: 0,
+              conversions: 0,
             },
-          }),
-          503: answers.unavailable("La base de datos no responde.", UNAVAILABLE.database),
-        },
-        detail: {
-          tags,
-          summary: "Analítica de búsquedas: las más buscadas, las que no encuentran nada y su tasa de clics",
-          description:
-            "Las consultas de los últimos `days` días del catálogo: cuántas veces se buscaron, cuántas no " +
-            "encontraron ningún producto, y cuántas de esas búsquedas tuvieron un clic (POST /events). Las " +
-            "búsquedas que fallan a la tienda son las de no_result_queries (falta el producto, o un sinónimo) y " +
-            "las de top_queries con una tasa de clics baja (encuentran algo, pero no lo que se buscaba).",
-        },
+          ],
+        }),
+        404: catalogueNotFound(),
+        422: problem({
+          description: "Un parámetro no es válido: `detail` lo nombra.",
+          examples: {
+            "days fuera de rango": "El parámetro 'days' debe ser un entero entre 1 y 90",
+            "Parámetro desconocido": fieldDetail.notAllowed("from"),
+          },
+        }),
+        503: answers.unavailable("La base de datos no responde.", UNAVAILABLE.database),
       },
-    );
+      detail: {
+        tags,
+        summary: "Analítica de búsquedas: las más buscadas, las que no encuentran nada y su tasa de clics",
+        description:
+          "Las consultas de los últimos `days` días del catálogo: cuántas veces se buscaron, cuántas no " +
+          "encontraron ningún producto, y cuántas de esas búsquedas tuvieron un clic (POST /events). Las " +
+          "búsquedas que fallan a la tienda son las de no_result_queries (falta el producto, o un sinónimo) y " +
+          "las de top_queries con una tasa de clics baja (encuentran algo, pero no lo que se buscaba).",
+      },
+    });
 }
 
 function figuresView(figures: QueryFigures) {

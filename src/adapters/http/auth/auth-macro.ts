@@ -13,7 +13,7 @@ import {
 } from "../../../domain/caller.ts";
 import { CatalogueNotFound, Forbidden, NotAuthenticated } from "../../../domain/errors.ts";
 import { UnreadBody } from "../core/body.ts";
-import { rememberRequestCaller } from "../core/request-context.ts";
+import { rememberRequestCaller, rememberRequestCatalogue } from "../core/request-context.ts";
 import { problem, SECURITY } from "../core/route-docs.ts";
 
 export const MALFORMED_AUTHORIZATION = "El encabezado Authorization debe tener la forma 'Bearer <token>'";
@@ -70,6 +70,8 @@ export interface AuthMacroDeps {
   keys: AuthenticateKeys;
   /** What anyone may do without a credential (the search, with SEARCH_REQUIRES_AUTH=false). */
   anonymousPermissions: readonly Permission[];
+  /** Whether a catalogue exists (ManageCatalogues.exists): a route inside one that does not answers 404. */
+  catalogueExists: (name: string) => Promise<boolean>;
 }
 
 /**
@@ -89,6 +91,7 @@ interface AuthContext {
   query: Record<string, unknown>;
   params: unknown;
   caller?: Caller;
+  catalogue?: string;
 }
 
 /**
@@ -109,7 +112,7 @@ interface AuthContext {
  * credential; one sent is checked all the same (its key's budget, its tenant filter apply). The
  * same declaration documents the route: its security, its 401 and 403.
  */
-export function authMacro({ authenticate, keys, anonymousPermissions }: AuthMacroDeps) {
+export function authMacro({ authenticate, keys, anonymousPermissions, catalogueExists }: AuthMacroDeps) {
   const anonymous = anonymousCaller(anonymousPermissions);
 
   /** The caller a credential stands for, or NotAuthenticated. */
@@ -173,19 +176,27 @@ export function authMacro({ authenticate, keys, anonymousPermissions }: AuthMacr
           const caller = (await credentialOf(request, query, keyInQuery)) ?? anonymous;
           if (caller.kind === "anonymous" && !open) throw new NotAuthenticated(TOKEN_REFUSALS.missing);
           if (caller.kind !== "anonymous") rememberRequestCaller(caller.id);
-          // The catalogue step's first part: until catalogues are routes of their own, the contract's
-          // routes are the default catalogue's; a credential limited to others does not see it.
+          // The catalogue step: the path's catalogue (`/catalogues/:catalogue/products…`), or the
+          // default one for the contract's `/products…`. One the caller cannot see and one that does
+          // not exist answer the same 404, before the permission is looked at.
           const catalogue = (params as { catalogue?: string } | undefined)?.catalogue ?? DEFAULT_CATALOGUE;
-          if (inCatalogue && !canSeeCatalogue(caller, catalogue)) throw new CatalogueNotFound(catalogue);
+          if (inCatalogue) {
+            if (!canSeeCatalogue(caller, catalogue) || !(await catalogueExists(catalogue))) {
+              throw new CatalogueNotFound(catalogue);
+            }
+            rememberRequestCatalogue(catalogue);
+            context.catalogue = catalogue;
+          }
           if (!allows(caller, permission)) throw forbidden(permission);
           context.caller = caller;
           const body = context[BODY];
           if (body instanceof UnreadBody) context[BODY] = await body.read();
         },
-        // Types `caller` for the handler: what transform adds to the context is not typed.
-        resolve: ({ caller }: AuthContext) => {
+        // Types `caller` and `catalogue` for the handler: what transform adds to the context is not
+        // typed. `catalogue`: the one a route inside a catalogue works in (the default one elsewhere).
+        resolve: ({ caller, catalogue }: AuthContext) => {
           if (!caller) throw new Error("the auth macro's transform did not run");
-          return { caller };
+          return { caller, catalogue: catalogue ?? DEFAULT_CATALOGUE };
         },
       };
     },

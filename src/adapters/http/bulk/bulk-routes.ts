@@ -6,6 +6,7 @@ import { checkedField } from "../../../domain/product.ts";
 import { IMPORT_ITEMS_PER_UNIT, importCost } from "../../../domain/rate-limit.ts";
 import { MALFORMED_ARRAY } from "../../../lib/json/json-items.ts";
 import type { AuthMacro } from "../auth/auth-macro.ts";
+import { catalogueNotFound, catalogueParams, type ProductPrefix, pluginName } from "../catalogues/catalogue-scope.ts";
 import { payloadTooLarge } from "../core/errors.ts";
 import type { RateLimits } from "../core/rate-limit.ts";
 import { requestContext } from "../core/request-context.ts";
@@ -21,8 +22,13 @@ import {
 import { field, NEW_PRODUCT_EXAMPLE, skuField } from "../products/product-schemas.ts";
 import { BULK_MEDIA_TYPES, type BulkLimits, noItems, readBulkItems, tooManyItems } from "./bulk-body.ts";
 
-/** Where the bulk import answers: app.ts lets it take larger bodies than any other route. */
-export const BULK_PATH = "/products/bulk";
+/** Where the bulk import answers, under each product prefix: app.ts lets it take larger bodies than any other route. */
+export const BULK_PATH = "/bulk";
+
+/** Whether a request path is a bulk import's (`/products/bulk`, `/catalogues/{catalogue}/products/bulk`). */
+export function isBulkPath(path: string): boolean {
+  return /^(\/catalogues\/[^/]+)?\/products\/bulk\/?$/.test(path);
+}
 
 /** An item of a bulk import, for the OpenAPI document (ImportProducts checks each one). */
 const BulkItem = t.Object({
@@ -36,6 +42,8 @@ const BulkItem = t.Object({
 const STREAMED_BODY = Object.freeze({ streamed: true });
 
 export interface BulkRoutesDeps {
+  /** Where it is mounted: `/products` (the default catalogue) or each catalogue's (catalogue-scope.ts). */
+  prefix: ProductPrefix;
   importJobs: ImportJobs;
   limits: BulkLimits;
   /** REQUEST_TIMEOUT_MS: an import not done well before it becomes a job. */
@@ -64,17 +72,19 @@ export function prefersRespondAsync(header: string | undefined): boolean {
  * not fit). The body is read as a stream by the handler, so nothing of it is read before the auth
  * check. The import answers 200 with the report when it is done within the request's time, else it
  * becomes a job (domain/import-jobs.ts) and answers 202 with it (Location: /jobs/{id}) once that time
- * nears its end; `Prefer: respond-async` asks for the 202 at once.
+ * nears its end; `Prefer: respond-async` asks for the 202 at once. The same under
+ * /catalogues/{catalogue}/products/bulk (`prefix`): skus are matched within the catalogue, and the
+ * job (its caller's, at /jobs/{id}) writes there.
  */
-export function bulkRoutes({ importJobs, limits, requestTimeoutMs, auth, rateLimits }: BulkRoutesDeps) {
+export function bulkRoutes({ prefix, importJobs, limits, requestTimeoutMs, auth, rateLimits }: BulkRoutesDeps) {
   const margin = handoverMarginMs(requestTimeoutMs);
-  return new Elysia({ name: "bulk" })
+  return new Elysia({ name: pluginName("bulk", prefix), prefix })
     .use(requestContext)
     .use(auth)
     .use(rateLimits)
     .post(
       BULK_PATH,
-      async ({ request, signal, timeLeftMs, caller, headers, set, status, spendRateLimit }) => {
+      async ({ request, signal, timeLeftMs, caller, catalogue, headers, set, status, spendRateLimit }) => {
         const owner = writerOf(caller);
         if (owner === undefined) throw new NotAuthenticated();
         const items = await readBulkItems(request, limits);
@@ -83,8 +93,8 @@ export function bulkRoutes({ importJobs, limits, requestTimeoutMs, auth, rateLim
         // The request's own work stops once its time nears its end (or its client goes away).
         const handover = AbortSignal.timeout(Math.max(0, timeLeftMs() - margin));
         const outcome = respondAsync
-          ? { kind: "accepted" as const, job: await importJobs.enqueue(owner, items) }
-          : await importJobs.submit(owner, items, { handover, signal });
+          ? { kind: "accepted" as const, job: await importJobs.enqueue(owner, catalogue, items) }
+          : await importJobs.submit(owner, catalogue, items, { handover, signal });
         if (outcome.kind === "finished") return { items: outcome.report.items, counts: outcome.report.counts };
         set.headers.location = jobPath(outcome.job.id);
         if (respondAsync) set.headers["preference-applied"] = "respond-async";
@@ -94,6 +104,7 @@ export function bulkRoutes({ importJobs, limits, requestTimeoutMs, auth, rateLim
         auth: "products.write",
         rateLimit: { bucket: "write", spentBy: "handler" },
         parse: () => STREAMED_BODY,
+        params: catalogueParams(prefix),
         headers: t.Object({
           prefer: t.Optional(
             t.String({
@@ -139,6 +150,7 @@ export function bulkRoutes({ importJobs, limits, requestTimeoutMs, auth, rateLim
               "El cuerpo no es un array JSON bien formado (en JSON Lines, cada línea mal formada se informa aparte).",
             examples: { "No es un array": MALFORMED_ARRAY.notArray, "Array incompleto": MALFORMED_ARRAY.incomplete },
           }),
+          404: catalogueNotFound(),
           413: problem({
             description: "La importación supera el máximo de bytes o de productos por petición.",
             examples: {

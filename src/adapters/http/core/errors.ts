@@ -2,7 +2,9 @@ import { TransformDecodeCheckError } from "@sinclair/typebox/value";
 import { NotFoundError, ParseError, ValidationError } from "elysia";
 import {
   ApiKeyNotFound,
+  CatalogueExists,
   CatalogueNotFound,
+  CatalogueProtected,
   ConcurrentModification,
   DatabaseUnavailable,
   DeadlineExceeded,
@@ -114,7 +116,14 @@ function fromDomainError(error: DomainError): Problem {
   ) {
     return { status: 404, detail };
   }
-  if (error instanceof SkuTaken || error instanceof ConcurrentModification) return { status: 409, detail };
+  if (
+    error instanceof SkuTaken ||
+    error instanceof ConcurrentModification ||
+    error instanceof CatalogueExists ||
+    error instanceof CatalogueProtected
+  ) {
+    return { status: 409, detail };
+  }
   const retryAfter =
     error instanceof DatabaseUnavailable
       ? RETRY_AFTER_SECONDS.database

@@ -32,12 +32,16 @@ export interface RateLimitDeps {
   trustProxy: boolean;
 }
 
-/** What the macro reads of a request: the caller the auth macro found (if the route has one) and the peer. */
+/**
+ * What the macro reads of a request: the caller the auth macro found (if the route has one), the
+ * catalogue it works in, and the peer.
+ */
 interface RateLimitContext {
   request: Request;
   server: PeerSource | null;
   set: { headers: Record<string, unknown> };
   caller?: Caller;
+  catalogue?: string;
 }
 
 /**
@@ -51,19 +55,24 @@ export type RateLimitDeclaration = RateLimitBucket | { bucket: RateLimitBucket; 
  * The `rateLimit` macro: a route declares the budget it spends, `{ rateLimit: "search" }` (POST
  * /products/search) or `"write"` (every catalogue write). Before its handler (after the auth
  * check and body validation, so a refused or malformed request costs nothing) the request is
- * counted against its client, by caller when the route identified one, else by address; the
- * answer gets the RateLimit-* headers, and RateLimitExceeded (429 with Retry-After) once the
+ * counted against its client, by caller when the route identified one, else by address, and by
+ * the catalogue the route works in (a key's searches in one shop spend nothing of its budget in
+ * another: `key:3f9a@tienda-norte`); the answer gets the RateLimit-* headers, and RateLimitExceeded (429 with Retry-After) once the
  * budget is spent. A route whose handler spends (`spentBy: "handler"`) calls `spendRateLimit(units)`
  * from its context, before it changes anything. The same declaration puts the policy in the
  * OpenAPI document.
  */
 export function rateLimits({ limiter, trustProxy }: RateLimitDeps) {
-  const spend = async ({ request, server, set, caller }: RateLimitContext, bucket: RateLimitBucket, units: number) => {
+  const spend = async (
+    { request, server, set, caller, catalogue }: RateLimitContext,
+    bucket: RateLimitBucket,
+    units: number,
+  ) => {
     if (!limiter.limits(bucket)) return;
     const counted = caller && rateLimitClient(caller);
     const address = () => `address:${clientAddress(request, server, trustProxy) ?? "unknown"}`;
     const client = counted === undefined ? address() : counted.perAddress ? `${counted.id}|${address()}` : counted.id;
-    const state = await limiter.spend(bucket, client, units);
+    const state = await limiter.spend(bucket, catalogue === undefined ? client : `${client}@${catalogue}`, units);
     if (state) Object.assign(set.headers, rateLimitHeaders(state));
   };
   return new Elysia({ name: "rate-limits" }).macro({
@@ -78,14 +87,14 @@ export function rateLimits({ limiter, trustProxy }: RateLimitDeps) {
         } as DocumentDecoration,
         // Each hook names the parts of the context it reads: Elysia reads its hooks' source (sucrose),
         // and one that took the whole context would make every route with the macro parse a body.
-        async beforeHandle({ request, server, set, caller }: RateLimitContext) {
-          if (!byHandler) await spend({ request, server, set, caller }, bucket, 1);
+        async beforeHandle({ request, server, set, caller, catalogue }: RateLimitContext) {
+          if (!byHandler) await spend({ request, server, set, caller, catalogue }, bucket, 1);
         },
-        resolve: ({ request, server, set, caller }: RateLimitContext) => ({
+        resolve: ({ request, server, set, caller, catalogue }: RateLimitContext) => ({
           /** Counts `units` of the route's bucket (routes declared `spentBy: "handler"` only). */
           spendRateLimit: async (units: number) => {
             if (!byHandler) throw new Error(`the route spends its ${bucket} budget per request, before its handler`);
-            await spend({ request, server, set, caller }, bucket, units);
+            await spend({ request, server, set, caller, catalogue }, bucket, units);
           },
         }),
       };

@@ -15,6 +15,8 @@ interface RequestScope {
   timer: ReturnType<typeof setTimeout>;
   /** Who is served, once the route has checked the token (read-your-writes keys on it). */
   caller?: string;
+  /** The catalogue the request works in, once the route has checked it (on every log line after that). */
+  catalogue?: string;
   /** The WAL position the client's X-Read-After asks its reads to see. */
   readAfter?: string;
   /** The WAL position of the request's last committed write, sent back as X-Read-After. */
@@ -52,10 +54,16 @@ export function inRequestScope<T>(request: Request, timeoutMs: number, serve: ()
   return scope.run({ requestId, startedAt, deadlineAt: startedAt + timeoutMs, deadline, timer }, serve);
 }
 
-/** `{requestId}` of the request being served, or nothing outside one: the logger adds it to each line. */
-export function requestLogFields(): { requestId?: string } {
+/**
+ * `{requestId}` of the request being served, and `catalogue` once its route has checked it; nothing
+ * outside one: the logger adds them to each line.
+ */
+export function requestLogFields(): { requestId?: string; catalogue?: string } {
   const current = scope.getStore();
-  return current ? { requestId: current.requestId } : {};
+  if (!current) return {};
+  return current.catalogue === undefined
+    ? { requestId: current.requestId }
+    : { requestId: current.requestId, catalogue: current.catalogue };
 }
 
 /** The id of the request being served (the app's onRequest sends it back as X-Request-Id). */
@@ -67,6 +75,12 @@ export function currentRequestId(): string | undefined {
 export function rememberRequestCaller(caller: string): void {
   const current = scope.getStore();
   if (current) current.caller = caller;
+}
+
+/** Records the catalogue the request being served works in (the auth macro, once it has checked it). */
+export function rememberRequestCatalogue(catalogue: string): void {
+  const current = scope.getStore();
+  if (current) current.catalogue = catalogue;
 }
 
 /** Records the position the request's X-Read-After asks its reads to see (app.ts checks it first). */

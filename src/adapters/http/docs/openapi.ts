@@ -78,6 +78,11 @@ export function apiDocs(settings: ApiDocsSettings) {
           description: "El catálogo: alta, consulta, cambios, importación, sinónimos y búsqueda semántica.",
         },
         {
+          name: "catalogues",
+          description:
+            "Catálogos: crearlos, listarlos con sus productos y borrarlos; sus productos están en /catalogues/{catalogue}/products….",
+        },
+        {
           name: "analytics",
           description: "Qué se busca y qué se abre: clics y compras de los resultados, y las búsquedas que fallan.",
         },
@@ -120,7 +125,8 @@ export function apiDocs(settings: ApiDocsSettings) {
             in: "query",
             name: "key",
             description:
-              "Solo en GET /products/search (EventSource no puede enviar cabeceras): una clave con actions " +
+              "Solo en GET /products/search y GET /catalogues/{catalogue}/products/search (EventSource no puede enviar " +
+              "cabeceras): una clave con actions " +
               '["search"] o un token de inquilino. Nunca se escribe en los registros.',
           },
         },
@@ -169,6 +175,11 @@ Authorize lo pide con usuario y contraseña (flujo password de OAuth2, con clien
 admin puede todo; un viewer, buscar y leer. Las claves de API (\`POST /keys\`, \`sks_…\`) van en \
 \`Authorization: Bearer\` o en \`X-API-Key\`, con sus acciones y catálogos; un token de inquilino (un JWT firmado con \
 una clave, sin llamar al servicio) solo busca, con su filtro. Sin credencial válida: 401; sin el permiso: 403.
+
+**Catálogos.** Cada catálogo (\`POST /catalogues\`) tiene sus propios productos, con las mismas rutas en \
+\`/catalogues/{catalogue}/products…\`; las rutas \`/products…\` son las del catálogo \`default\`. Los SKU son únicos \
+dentro de cada catálogo, y ninguna lectura ni búsqueda devuelve productos de otro. Un catálogo que no existe o que la \
+credencial no ve responde 404, igual en ambos casos.
 
 **Errores.** Todo error responde \`{"detail": "..."}\` con una explicación en español. Cada respuesta lleva \
 \`X-Request-Id\` (el de la petición cuando es válido): cítelo al informar de un problema. Un método que la ruta no \

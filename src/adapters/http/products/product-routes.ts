@@ -17,6 +17,13 @@ import {
 } from "../../../domain/manage-products.ts";
 import { checkedField, type ProductFields } from "../../../domain/product.ts";
 import type { AuthMacro } from "../auth/auth-macro.ts";
+import {
+  catalogueNotFound,
+  catalogueParams,
+  type ProductPrefix,
+  pathParams,
+  pluginName,
+} from "../catalogues/catalogue-scope.ts";
 import { jsonBody, mediaTypesOf } from "../core/body.ts";
 import { fieldDetail, HttpProblem, NOT_AN_OBJECT } from "../core/errors.ts";
 import type { RateLimits } from "../core/rate-limit.ts";
@@ -74,14 +81,14 @@ const CategoriesResponse = t.Object({
 });
 
 /** Any text to the router: an id that is not a positive integer names no product (404, `productId`). */
-const ProductIdParams = t.Object({
+const productIdParam = {
   id: documentedAs(t.String({ description: "El id del producto (entero positivo)" }), {
     type: "integer",
     minimum: 1,
     description: "El id del producto",
     example: PRODUCT_EXAMPLE.id,
   }),
-});
+};
 
 /** Printable ASCII, 1 to 255 characters, as Stripe and the IETF idempotency-key draft use. */
 const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
@@ -112,10 +119,12 @@ const malformedIdempotencyKey = () =>
 const ANSWERS = {
   unreadable: answers.unreadable(["json"]),
   unreadableCreate: answers.unreadable(["json"], { "Idempotency-Key mal formada": malformedIdempotencyKey() }),
-  notFound: problem({
-    description: "No hay ningún producto con ese id (un id que no es un entero positivo no nombra ninguno).",
-    examples: { "Producto inexistente": new ProductNotFound(PRODUCT_EXAMPLE.id) },
-  }),
+  notFound: catalogueNotFound(
+    "No hay ningún producto con ese id en el catálogo (un id que no es un entero positivo no nombra ninguno; " +
+      "un producto de otro catálogo tampoco está aquí).",
+    { "Producto inexistente": new ProductNotFound(PRODUCT_EXAMPLE.id) },
+  ),
+  catalogueNotFound: catalogueNotFound(),
   conflict: problem({
     description: "Otro producto ya tiene ese SKU, o el producto cambió a la vez por otra petición (puede repetirse).",
     examples: { "SKU repetido": new SkuTaken(PRODUCT_EXAMPLE.sku), "Cambio simultáneo": new ConcurrentModification() },
@@ -160,6 +169,8 @@ const changeAnswers = (invalid: Record<string, string | Error>) => ({
 });
 
 export interface ProductRoutesDeps {
+  /** Where they are mounted: `/products` (the default catalogue) or each catalogue's (catalogue-scope.ts). */
+  prefix: ProductPrefix;
   createProduct: CreateProduct;
   manageProducts: ManageProducts;
   maxBodyBytes: number;
@@ -168,12 +179,25 @@ export interface ProductRoutesDeps {
 }
 
 /**
- * The catalogue: POST /products/ (create) as the contract has it, plus GET /products (list),
- * GET /products/categories, and GET, PATCH, PUT and DELETE /products/{id}. Reading takes
- * "products.read", writing "products.write" and the write budget.
+ * A catalogue's products: POST /products/ (create) as the contract has it, plus GET /products (list),
+ * GET /products/categories, and GET, PATCH, PUT and DELETE /products/{id}; the same under
+ * /catalogues/{catalogue}/products (`prefix`). Each works in the catalogue the auth macro resolved
+ * (the default one for /products). Reading takes "products.read", writing "products.write" and the
+ * write budget.
  */
-export function productRoutes({ createProduct, manageProducts, maxBodyBytes, auth, rateLimits }: ProductRoutesDeps) {
+export function productRoutes({
+  prefix,
+  createProduct,
+  manageProducts,
+  maxBodyBytes,
+  auth,
+  rateLimits,
+}: ProductRoutesDeps) {
   const tags = ["products"];
+  const ProductIdParams = pathParams(prefix, productIdParam);
+  // The contract's POST /products/ keeps its slash; a catalogue's collection has none (either is served).
+  const root = prefix === "/products" ? "/" : "";
+  const CatalogueParams = catalogueParams(prefix);
   const json = jsonBody(maxBodyBytes);
   // 413 (a body over the limit), 429 (rate limits) and 500 can come from any route: docs/openapi.ts documents them.
 
@@ -182,24 +206,27 @@ export function productRoutes({ createProduct, manageProducts, maxBodyBytes, aut
     params,
     body,
     signal,
+    catalogue,
   }: {
     params: { id: string };
     body: Partial<ProductFields>;
     signal: AbortSignal;
-  }) => productView(await manageProducts.update(productId(params.id), body, signal));
+    catalogue: string;
+  }) => productView(await manageProducts.update(catalogue, productId(params.id), body, signal));
 
-  return new Elysia({ name: "products", prefix: "/products" })
+  return new Elysia({ name: pluginName("products", prefix), prefix })
     .use(requestContext)
     .use(auth)
     .use(rateLimits)
     .use(productModels)
     .post(
-      "/",
-      async ({ body, caller, headers, signal, set, status }) => {
+      root,
+      async ({ body, caller, catalogue, headers, signal, set, status }) => {
         const key = idempotencyKey(headers["idempotency-key"]);
         // Kept per caller (a user, an API key): another caller's same key is another key.
         const owner = writerOf(caller);
         const { product, replayed } = await createProduct.execute(body, {
+          catalogue,
           signal,
           idempotency: key === undefined || owner === undefined ? undefined : { owner, key },
         });
@@ -211,10 +238,12 @@ export function productRoutes({ createProduct, manageProducts, maxBodyBytes, aut
         rateLimit: "write",
         parse: json,
         headers: CreateHeaders,
+        params: CatalogueParams,
         body: "NewProduct",
         response: {
           201: "Product",
           400: ANSWERS.unreadableCreate,
+          404: ANSWERS.catalogueNotFound,
           409: ANSWERS.conflict,
           415: ANSWERS.notJson,
           422: ANSWERS.invalidProduct({
@@ -234,14 +263,15 @@ export function productRoutes({ createProduct, manageProducts, maxBodyBytes, aut
       },
     )
     .get(
-      "/",
-      async ({ query: { limit, cursor, order, category } }) => {
-        const page = await manageProducts.list({ limit, cursor, order, category });
+      root,
+      async ({ catalogue, query: { limit, cursor, order, category } }) => {
+        const page = await manageProducts.list(catalogue, { limit, cursor, order, category });
         return { items: page.items.map(productView), total: page.total, next_cursor: page.nextCursor };
       },
       {
         auth: "products.read",
         headers: ReadHeaders,
+        params: CatalogueParams,
         query: ListQuery,
         response: {
           200: documented(ListResponse, "Una página de productos", {
@@ -249,6 +279,7 @@ export function productRoutes({ createProduct, manageProducts, maxBodyBytes, aut
             total: 1,
             next_cursor: null,
           }),
+          404: ANSWERS.catalogueNotFound,
           422: ANSWERS.invalidList,
           503: ANSWERS.databaseDown,
         },
@@ -262,13 +293,15 @@ export function productRoutes({ createProduct, manageProducts, maxBodyBytes, aut
         },
       },
     )
-    .get("/categories", async () => ({ categories: await manageProducts.categories() }), {
+    .get("/categories", async ({ catalogue }) => ({ categories: await manageProducts.categories(catalogue) }), {
       auth: "products.read",
       headers: ReadHeaders,
+      params: CatalogueParams,
       response: {
         200: documented(CategoriesResponse, "Cada categoría con su número de productos", {
           categories: [{ name: PRODUCT_EXAMPLE.category, products: 12 }],
         }),
+        404: ANSWERS.catalogueNotFound,
         503: ANSWERS.databaseDown,
       },
       detail: {
@@ -277,13 +310,17 @@ export function productRoutes({ createProduct, manageProducts, maxBodyBytes, aut
         description: "Los nombres que admiten los filtros category de la búsqueda y del listado.",
       },
     })
-    .get("/:id", async ({ params }) => productView(await manageProducts.get(productId(params.id))), {
-      auth: "products.read",
-      headers: ReadHeaders,
-      params: ProductIdParams,
-      response: { 200: "Product", 404: ANSWERS.notFound, 503: ANSWERS.databaseDown },
-      detail: { tags, summary: "Ver un producto", description: "El producto con ese id." },
-    })
+    .get(
+      "/:id",
+      async ({ params, catalogue }) => productView(await manageProducts.get(catalogue, productId(params.id))),
+      {
+        auth: "products.read",
+        headers: ReadHeaders,
+        params: ProductIdParams,
+        response: { 200: "Product", 404: ANSWERS.notFound, 503: ANSWERS.databaseDown },
+        detail: { tags, summary: "Ver un producto", description: "El producto con ese id." },
+      },
+    )
     .patch("/:id", update, {
       auth: "products.write",
       rateLimit: "write",
@@ -314,8 +351,8 @@ export function productRoutes({ createProduct, manageProducts, maxBodyBytes, aut
     })
     .delete(
       "/:id",
-      async ({ params, status }) => {
-        await manageProducts.remove(productId(params.id));
+      async ({ params, catalogue, status }) => {
+        await manageProducts.remove(catalogue, productId(params.id));
         return status(204, undefined);
       },
       {

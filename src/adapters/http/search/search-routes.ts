@@ -2,6 +2,7 @@ import { Elysia } from "elysia";
 import type { Caller } from "../../../domain/caller.ts";
 import type { SearchAndRecommend, SearchRequest } from "../../../domain/search-and-recommend.ts";
 import type { AuthMacro } from "../auth/auth-macro.ts";
+import { catalogueParams, type ProductPrefix, pluginName } from "../catalogues/catalogue-scope.ts";
 import { jsonBody } from "../core/body.ts";
 import type { RateLimits } from "../core/rate-limit.ts";
 import { requestContext } from "../core/request-context.ts";
@@ -18,6 +19,8 @@ import {
 } from "./search-schemas.ts";
 
 export interface SearchRoutesDeps {
+  /** Where they are mounted: `/products` (the default catalogue) or each catalogue's (catalogue-scope.ts). */
+  prefix: ProductPrefix;
   search: SearchAndRecommend;
   maxBodyBytes: number;
   auth: AuthMacro;
@@ -32,6 +35,7 @@ interface SearchContext {
   signal: AbortSignal;
   requestId: string;
   caller: Caller;
+  catalogue: string;
 }
 
 /**
@@ -39,15 +43,25 @@ interface SearchContext {
  * query parameters (what EventSource can send): the JSON answer, or with `Accept:
  * text/event-stream` the same search as server-sent events. A reconnect after a stream's last
  * event (its Last-Event-ID ends in `:end`) gets 204 before anything is counted or run, which stops
- * EventSource. Takes "search" (which the service may open to anyone) and the search budget.
+ * EventSource. Takes "search" (which the service may open to anyone) and the search budget. The same
+ * under /catalogues/{catalogue}/products/search (`prefix`): each searches the catalogue the auth
+ * macro resolved (the default one for /products), and never returns a product of another.
  */
-export function searchRoutes({ search, maxBodyBytes, auth, rateLimits, reconnectMs }: SearchRoutesDeps) {
-  const answer = async ({ request, signal, requestId, caller }: SearchContext, searchRequest: SearchRequest) => {
+export function searchRoutes({ prefix, search, maxBodyBytes, auth, rateLimits, reconnectMs }: SearchRoutesDeps) {
+  const params = catalogueParams(prefix);
+  const answer = async (
+    { request, signal, requestId, caller, catalogue }: SearchContext,
+    searchRequest: SearchRequest,
+  ) => {
     // A tenant token's filter: the request narrows it, never widens it (domain/search-filter.ts).
     const { filter } = caller;
     if (wantsEventStream(request)) {
       const closed = new AbortController();
-      const events = search.stream(searchRequest, { signal: AbortSignal.any([signal, closed.signal]), filter });
+      const events = search.stream(searchRequest, {
+        catalogue,
+        signal: AbortSignal.any([signal, closed.signal]),
+        filter,
+      });
       const stream = await searchEventStream(events, {
         streamId: requestId,
         reconnectMs,
@@ -58,6 +72,7 @@ export function searchRoutes({ search, maxBodyBytes, auth, rateLimits, reconnect
       return stream as never;
     }
     const { searchId, query, recommendation, results, citedIds } = await search.execute(searchRequest, {
+      catalogue,
       signal,
       filter,
     });
@@ -73,7 +88,7 @@ export function searchRoutes({ search, maxBodyBytes, auth, rateLimits, reconnect
   };
   const tags = ["products"];
 
-  return new Elysia({ name: "search", prefix: "/products" })
+  return new Elysia({ name: pluginName("search", prefix), prefix })
     .use(requestContext)
     .use(auth)
     .use(rateLimits)
@@ -82,6 +97,7 @@ export function searchRoutes({ search, maxBodyBytes, auth, rateLimits, reconnect
       rateLimit: "search",
       headers: SearchHeaders,
       beforeHandle: ({ request, set }) => streamEnded({ request, set }),
+      params,
       parse: jsonBody(maxBodyBytes),
       body: searchBody(search.defaults),
       response: { ...searchAnswers(search.defaults, "body"), ...BODY_ANSWERS },
@@ -96,6 +112,7 @@ export function searchRoutes({ search, maxBodyBytes, auth, rateLimits, reconnect
       rateLimit: "search",
       headers: SearchHeaders,
       beforeHandle: ({ request, set }) => streamEnded({ request, set }),
+      params,
       query: searchQuery(search.defaults),
       response: searchAnswers(search.defaults, "query"),
       detail: {

@@ -13,6 +13,7 @@ import {
   type SearchDefaults,
   type SearchEvent,
 } from "../../../domain/search-and-recommend.ts";
+import { catalogueNotFound } from "../catalogues/catalogue-scope.ts";
 import { mediaTypesOf } from "../core/body.ts";
 import { type FieldSchema, fieldDetail } from "../core/errors.ts";
 import { answers, documented, messageOf, problem, readAfterParameter, UNAVAILABLE } from "../core/route-docs.ts";
@@ -275,6 +276,7 @@ export function searchAnswers(defaults: SearchDefaults, from: "body" | "query" =
         "Con `Accept: text/event-stream` y el Last-Event-ID del último evento de un flujo (`<flujo>:end`): esa " +
         "búsqueda ya terminó y no hay nada más que enviar (EventSource deja de reconectar). No cuenta en el cupo.",
     }),
+    404: catalogueNotFound("Nunca devuelve productos de otro catálogo."),
     422: problem({
       description: `${fields} el esquema o las reglas de la búsqueda: \`detail\` nombra el primer campo que falla.`,
       examples: {

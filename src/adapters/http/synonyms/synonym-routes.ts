@@ -1,8 +1,8 @@
 import { Elysia, t } from "elysia";
-import { DEFAULT_CATALOGUE } from "../../../domain/caller.ts";
 import { checkSynonymSets, type ManageSynonyms, SYNONYM_LIMITS } from "../../../domain/synonyms.ts";
 import type { SynonymSet } from "../../../ports/synonym-store.ts";
 import type { AuthMacro } from "../auth/auth-macro.ts";
+import { catalogueNotFound, catalogueParams, type ProductPrefix, pluginName } from "../catalogues/catalogue-scope.ts";
 import { jsonBody, mediaTypesOf } from "../core/body.ts";
 import { fieldDetail } from "../core/errors.ts";
 import type { RateLimits } from "../core/rate-limit.ts";
@@ -30,6 +30,8 @@ const SynonymsBody = t.Object(
 const SynonymsResponse = t.Object({ synonyms: SynonymSets });
 
 export interface SynonymRoutesDeps {
+  /** Where they are mounted: `/products` (the default catalogue) or each catalogue's (catalogue-scope.ts). */
+  prefix: ProductPrefix;
   synonyms: ManageSynonyms;
   maxBodyBytes: number;
   auth: AuthMacro;
@@ -39,23 +41,25 @@ export interface SynonymRoutesDeps {
 /**
  * GET and PUT /products/synonyms: the catalogue's synonyms, as a whole. Reading takes
  * "products.read"; replacing them "products.write" and the write budget (it changes what searches
- * find, as a product write does). The catalogue is the route's (`{catalogue}` under
- * /catalogues/{catalogue}/products once catalogues are routes; the default one here).
+ * find, as a product write does). The same under /catalogues/{catalogue}/products/synonyms
+ * (`prefix`): each catalogue has its own, which only its searches use; the catalogue is the one the
+ * auth macro resolved (404 for one the credential cannot see).
  */
-export function synonymRoutes({ synonyms, maxBodyBytes, auth, rateLimits }: SynonymRoutesDeps) {
+export function synonymRoutes({ prefix, synonyms, maxBodyBytes, auth, rateLimits }: SynonymRoutesDeps) {
   const tags = ["products"];
-  const catalogueOf = (params: unknown) =>
-    (params as { catalogue?: string } | undefined)?.catalogue ?? DEFAULT_CATALOGUE;
-  return new Elysia({ name: "synonyms", prefix: "/products" })
+  const params = catalogueParams(prefix);
+  return new Elysia({ name: pluginName("synonyms", prefix), prefix })
     .use(requestContext)
     .use(auth)
     .use(rateLimits)
-    .get("/synonyms", async ({ params }) => view(await synonyms.get(catalogueOf(params))), {
+    .get("/synonyms", async ({ catalogue }) => view(await synonyms.get(catalogue)), {
       auth: "products.read",
+      params,
       response: {
         200: documented(SynonymsResponse, "Los sinónimos del catálogo (ninguno: una lista vacía)", {
           synonyms: SYNONYMS_EXAMPLE,
         }),
+        404: catalogueNotFound(),
         503: answers.unavailable("La base de datos no responde.", UNAVAILABLE.database),
       },
       detail: {
@@ -66,9 +70,10 @@ export function synonymRoutes({ synonyms, maxBodyBytes, auth, rateLimits }: Syno
           "lexical, tal como se guardaron.",
       },
     })
-    .put("/synonyms", async ({ params, body }) => view(await synonyms.replace(catalogueOf(params), body.synonyms)), {
+    .put("/synonyms", async ({ catalogue, body }) => view(await synonyms.replace(catalogue, body.synonyms)), {
       auth: "products.write",
       rateLimit: "write",
+      params,
       parse: jsonBody(maxBodyBytes),
       body: SynonymsBody,
       response: {
@@ -76,6 +81,7 @@ export function synonymRoutes({ synonyms, maxBodyBytes, auth, rateLimits }: Syno
           synonyms: SYNONYMS_EXAMPLE,
         }),
         400: answers.unreadable(["json"]),
+        404: catalogueNotFound(),
         415: answers.unsupportedMediaType(mediaTypesOf(["json"])),
         422: problem({
           description: "El cuerpo no cumple el esquema o las reglas de los sinónimos: `detail` dice cuál.",

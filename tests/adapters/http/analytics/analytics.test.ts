@@ -1,4 +1,7 @@
-/** Search ids, POST /events and GET /analytics: how a shop finds the searches that fail it. */
+/**
+ * Search ids, POST /events and GET /analytics (the default catalogue's; each catalogue's under
+ * /catalogues/{catalogue}/…): how a shop finds the searches that fail it, and only its own.
+ */
 import { describe, expect, test } from "bun:test";
 import { addProducts, CHAIR, LAPTOP, MOUSE } from "../catalogue-fixtures.ts";
 import { createHarness } from "../harness.ts";
@@ -109,4 +112,87 @@ describe("search analytics", () => {
     const viewer = await h.tokenOf("vera", "viewer");
     expect((await h.call("GET", "/analytics", { token: viewer })).json).toMatchObject({ days: 7, searches: 0 });
   });
+
+  test("each catalogue's figures are its own: its searches, and the events reported in it on them", async () => {
+    const h = await createHarness();
+    await h.call("POST", "/catalogues", { token: h.token, json: { name: "norte" } });
+    await addProducts(h, LAPTOP);
+    await h.call("POST", "/catalogues/norte/products/", { token: h.token, json: MOUSE });
+    const inDefault = await searched(h, "portátil");
+    const inNorte = (
+      await h.call("POST", "/catalogues/norte/products/search", { token: h.token, json: { query: "ratón" } })
+    ).json as { search_id: string; results: { id: number }[] };
+    const click = (search: { search_id: string; results: { id: number }[] }) => ({
+      search_id: search.search_id,
+      product_id: search.results[0]?.id,
+      type: "click",
+    });
+    expect((await h.call("POST", "/catalogues/norte/events", { token: h.token, json: click(inNorte) })).status).toBe(
+      202,
+    );
+    // The default catalogue's search id reported in norte: accepted, and it counts for neither.
+    expect((await h.call("POST", "/catalogues/norte/events", { token: h.token, json: click(inDefault) })).status).toBe(
+      202,
+    );
+    const norte = await h.call("GET", "/catalogues/norte/analytics", { token: h.token });
+    expect(norte.json).toMatchObject({ searches: 1, clicks: 1, top_queries: [{ query: "ratón", clicks: 1 }] });
+    for (const path of ["/analytics", "/catalogues/default/analytics"]) {
+      const report = await h.call("GET", path, { token: h.token });
+      expect(report.json).toMatchObject({ searches: 1, clicks: 0, top_queries: [{ query: "portátil", clicks: 0 }] });
+    }
+  });
+
+  test("a credential of another catalogue can neither read its figures nor report events in it: 404, nothing kept", async () => {
+    const h = await createHarness();
+    for (const name of ["norte", "sur"]) await h.call("POST", "/catalogues", { token: h.token, json: { name } });
+    await h.call("POST", "/catalogues/sur/products/", { token: h.token, json: LAPTOP });
+    const sur = (
+      await h.call("POST", "/catalogues/sur/products/search", { token: h.token, json: { query: "portátil" } })
+    ).json as { search_id: string; results: { id: number }[] };
+    const event = { search_id: sur.search_id, product_id: sur.results[0]?.id, type: "conversion" };
+    const { key } = await h.keyOf({ actions: ["search", "products.read"], catalogues: ["norte"] });
+    const tenantKey = await h.keyOf({ actions: ["search"], catalogues: ["norte"] });
+    const tenant = await tenantToken(tenantKey, h.clock.now() / 1000 + 60);
+    const credentials: Record<string, string>[] = [{ "x-api-key": key }, { authorization: `Bearer ${tenant}` }];
+    for (const credential of credentials) {
+      for (const [method, path] of [
+        ["POST", "/catalogues/sur/events"],
+        ["POST", "/events"],
+        ["GET", "/catalogues/sur/analytics"],
+        ["GET", "/analytics"],
+        ["GET", "/catalogues/nunca/analytics"],
+      ] as const) {
+        const response = await h.call(method, path, {
+          headers: credential,
+          json: method === "POST" ? event : undefined,
+        });
+        expect({ method, path, status: response.status }).toEqual({ method, path, status: 404 });
+        expect(response.json.detail).toMatch(/catálogo/);
+      }
+    }
+    expect(h.analyticsStore.events).toEqual([]);
+    // In its own catalogue: the key reads the figures; the tenant token reports events, and may not read them.
+    expect((await h.call("GET", "/catalogues/norte/analytics", { headers: { "x-api-key": key } })).status).toBe(200);
+    const own = await h.call("POST", "/catalogues/norte/events", {
+      headers: { authorization: `Bearer ${tenant}` },
+      json: event,
+    });
+    expect(own.status).toBe(202);
+    expect(
+      (await h.call("GET", "/catalogues/norte/analytics", { headers: { authorization: `Bearer ${tenant}` } })).status,
+    ).toBe(403);
+    // Reported in norte, the sur search's conversion counts for sur no more than for norte.
+    expect((await h.call("GET", "/catalogues/sur/analytics", { token: h.token })).json).toMatchObject({
+      searches: 1,
+      conversions: 0,
+    });
+  });
 });
+
+/** A tenant token of `key` (HS256, signed with the key's secret), with no filter. */
+async function tenantToken({ key, id }: { key: string; id: string }, exp: number): Promise<string> {
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  const signed = `${part({ alg: "HS256", typ: "JWT" })}.${part({ key_id: id, exp })}`;
+  const signature = new Bun.CryptoHasher("sha256", key).update(signed).digest("base64url");
+  return `${signed}.${signature}`;
+}

@@ -407,12 +407,12 @@ describe("the document", () => {
       { apiKey: [] },
     ];
     for (const { method, path, operation } of operations(document)) {
-      const protectedPath = ["/products", "/jobs", "/keys", "/events", "/analytics"].some((prefix) =>
+      const protectedPath = ["/products", "/jobs", "/keys", "/events", "/analytics", "/catalogues"].some((prefix) =>
         path.startsWith(prefix),
       );
       const expected = !protectedPath
         ? []
-        : method === "GET" && path === "/products/search"
+        : method === "GET" && path.endsWith("/products/search")
           ? [...credential, { queryKey: [] }]
           : credential;
       expect({ method, path, security: operation.security }).toEqual({ method, path, security: expected });

@@ -36,12 +36,11 @@ describe("GET /metrics on the app", () => {
     await h.call("GET", "/productos/12345");
     const { text } = await h.call("GET", "/metrics", scrape);
 
-    expect(text).toContain(
-      'sku_http_request_duration_seconds_count{method="POST",route="/products/search",status="200"} 1',
-    );
-    expect(text).toContain('sku_http_request_duration_seconds_count{method="POST",route="/products/",status="201"} 1');
-    expect(text).toContain('sku_http_request_duration_seconds_count{method="POST",route="/auth/login",status="200"} 1');
-    expect(text).toContain('sku_http_request_duration_seconds_count{method="GET",route="unmatched",status="404"} 1');
+    const count = (labels: string) => `sku_http_request_duration_seconds_count{${labels}} 1`;
+    expect(text).toContain(count('method="POST",route="/products/search",status="200",catalogue="default"'));
+    expect(text).toContain(count('method="POST",route="/products/",status="201",catalogue="default"'));
+    expect(text).toContain(count('method="POST",route="/auth/login",status="200",catalogue="none"'));
+    expect(text).toContain(count('method="GET",route="unmatched",status="404",catalogue="none"'));
     expect(text).toMatch(
       /sku_http_request_duration_seconds_bucket\{le="0\.005",method="POST",route="\/products\/search"/,
     );
@@ -49,7 +48,7 @@ describe("GET /metrics on the app", () => {
       expect(text).toContain(`sku_search_stage_duration_seconds_count{stage="${stage}"} 1`);
     }
     expect(text).toContain('sku_search_recommendations_total{provider="fake"} 1');
-    expect(text).toContain("sku_products 1");
+    expect(text).toContain('sku_products{catalogue="default"} 1');
     expect(text).toContain('sku_build_info{version="1.0.0"} 1');
 
     await h.call("POST", "/products/bulk", { token: h.token, json: [PRODUCT, { name: "incompleto" }] });
@@ -83,6 +82,28 @@ describe("GET /metrics on the app", () => {
     for (const secret of ["privadísima", "consulta", "cafetera espresso", found.json.search_id]) {
       expect(text).not.toContain(secret);
     }
+  });
+});
+
+describe("the catalogue label", () => {
+  test("names the catalogues METRICS_CATALOGUES lists; every other is `other`, however many there are", async () => {
+    const h = await createHarness({ metricsToken: TOKEN });
+    for (const name of ["tienda-norte", "tienda-sur", "tienda-este"]) {
+      expect((await h.call("POST", "/catalogues", { token: h.token, json: { name } })).status).toBe(201);
+      await h.call("POST", `/catalogues/${name}/products/`, { token: h.token, json: PRODUCT });
+    }
+    await h.call("POST", "/products/", { token: h.token, json: PRODUCT });
+    const { text } = await h.call("GET", "/metrics", scrape);
+    const route = "/catalogues/:catalogue/products";
+    expect(text).toContain(
+      `sku_http_request_duration_seconds_count{method="POST",route="${route}",status="201",catalogue="other"} 3`,
+    );
+    expect(text).toContain('sku_products{catalogue="default"} 1');
+    expect(text).toContain('sku_products{catalogue="other"} 3');
+    // No catalogue's name but the listed one is ever a label value.
+    expect(text).not.toContain("tienda-");
+    // Its log lines carry the catalogue all the same.
+    expect(h.logs.filter((line) => line.event === "request" && line.catalogue === "tienda-sur")).toHaveLength(1);
   });
 });
 
