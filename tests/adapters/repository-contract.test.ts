@@ -413,7 +413,7 @@ async function tableColumns(client: SqlClient, table: string): Promise<string[]>
   return rows.map((row) => row.column_name);
 }
 
-function databaseContract(db: TestDatabase): void {
+function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void {
   const space = { model: "test-model", dimension: 4 };
 
   test("prepareDatabase is idempotent and records each migration once", async () => {
@@ -552,6 +552,42 @@ function databaseContract(db: TestDatabase): void {
     expect(await users(client).findByUsername("ana")).toBeNull();
     expect(await users(client).count()).toBe(2);
   });
+
+  // PGlite is one connection: nothing to reserve.
+  test.skipIf(engine === "pglite")(
+    "a reserved connection takes transactions too: committed, rolled back, nested to a savepoint, settings local",
+    async () => {
+      const client = await db.fresh();
+      const { reserved } = client;
+      if (!reserved) throw new Error("a PostgreSQL client reserves connections");
+      await prepareDatabase(client, space);
+      const users = (tx: SqlClient) => new PostgresUserRepository(tx);
+      await reserved(async (connection) => {
+        await expect(
+          connection.transaction(async (tx) => {
+            await users(tx).create("ana", "h", "admin");
+            throw new Error("boom");
+          }),
+        ).rejects.toThrow("boom");
+        const setting = await connection.transaction(async (tx) => {
+          await tx.query("SELECT set_config('sku_search.prueba', 'dentro', true)");
+          await users(tx).create("luis", "h", "admin");
+          await tx.transaction(async (inner) => users(inner).create("luis", "again", "admin")).catch(() => {});
+          await users(tx).create("eva", "h", "admin");
+          const [row] = await tx.query<{ value: string }>("SELECT current_setting('sku_search.prueba') AS value");
+          return row?.value;
+        });
+        expect(setting).toBe("dentro");
+        // The transaction's setting ended with it; the connection is out of any transaction.
+        const [after] = await connection.query<{ value: string | null; idle: boolean }>(
+          "SELECT current_setting('sku_search.prueba', true) AS value, now() = statement_timestamp() AS idle",
+        );
+        expect({ value: after?.value ?? "", idle: after?.idle }).toEqual({ value: "", idle: true });
+      });
+      expect(await users(client).findByUsername("ana")).toBeNull();
+      expect((await users(client).list()).map((user) => user.username)).toEqual(["eva", "luis"]);
+    },
+  );
 
   test("the query cache ignores and prunes entries older than its retention", async () => {
     const client = await db.fresh();
@@ -832,9 +868,9 @@ describe("memory fakes", () => {
   });
 });
 
-forEachDatabase((db) => {
+forEachDatabase((db, engine) => {
   repositoryContract(sqlRepositories(db));
-  databaseContract(db);
+  databaseContract(db, engine);
 });
 
 describe("PGlite on disk", () => {

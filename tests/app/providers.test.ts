@@ -258,7 +258,7 @@ describe("with provider keys, the service uses the real providers", () => {
     expect(calls('provider="google",kind="generation",outcome="cancelled"')).toBe(1);
     expect(calls('provider="openai",kind="embedding",outcome="ok"')).toBeGreaterThanOrEqual(2);
     expect(text).toContain('sku_search_recommendations_total{provider="local"} 1');
-    expect(text).toContain("sku_products 1");
+    expect(text).toContain('sku_products{catalogue="default"} 1');
   });
 
   test("with GENERATION_REQUIRED=true, a search fails with 503 when every provider fails", async () => {

@@ -799,7 +799,7 @@ export class PostgresProductRepository implements ProductRepository {
         this.search.filterExactMaxRows;
     const where = ` WHERE catalogue = ${catalogue}${filter ? ` AND ${filter.sql}` : ""}`;
     const index: SearchIndex | undefined =
-      !exact && this.scansHalfCopy ? await this.settings.indexesInUse?.of(partition).index() : undefined;
+      !exact && this.scansHalfCopy ? await this.settings.indexesInUse?.of(partition).index(tx) : undefined;
     if (index && reranked(index.kind)) {
       params.push(Math.max(depth, this.search.rerankDepth, filter ? FILTERED_INDEX_CANDIDATES : 0));
       const bits = binaryQuantized(this.dimension);

@@ -25,9 +25,9 @@ export interface SqlClient {
    */
   listen?(channel: string, onNotify: (payload: string) => void, onListen: () => void): Promise<() => Promise<void>>;
   /**
-   * Runs `fn` on one connection of the pool, held for it alone (no transaction): what a statement
-   * there sees, the next one sees too (read-your-writes waits on a standby, then reads on it).
-   * Absent where there is only one connection anyway (PGlite).
+   * Runs `fn` on one connection of the pool, held for it alone (no transaction, unless `fn` opens
+   * one there): what a statement there sees, the next one sees too (read-your-writes waits on a
+   * standby, then reads on it). Absent where there is only one connection anyway (PGlite).
    */
   reserved?<R>(fn: (connection: SqlClient) => Promise<R>): Promise<R>;
   close(): Promise<void>;
@@ -127,8 +127,11 @@ export function connectPostgres(url: string, options: PostgresOptions = {}): Sql
       } catch (error) {
         throw asDatabaseUnavailable(error);
       }
+      const executor = postgresExecutor(connection, queryTimeoutMs, !pooled);
       try {
-        return await fn(insideTransaction(postgresExecutor(connection, queryTimeoutMs, !pooled)));
+        return await fn(
+          insideTransaction({ ...executor, transaction: (inner) => transactionByStatements(executor, inner) }),
+        );
       } finally {
         connection.release();
       }
@@ -201,6 +204,35 @@ function postgresExecutor(
       }
     },
   };
+}
+
+/**
+ * A transaction on a connection held alone, by its statements: BEGIN, then COMMIT (ROLLBACK when
+ * `fn` throws); within one, a savepoint. postgres.js gives a reserved connection no `begin`, and a
+ * read that waited on a standby for a write runs its catalogue's transaction there
+ * (read-write-clients.ts, product-repository.ts). A ROLLBACK that fails (the connection broke)
+ * leaves `fn`'s error as the one thrown.
+ */
+async function transactionByStatements<R>(
+  executor: Executor,
+  fn: (tx: SqlClient) => Promise<R>,
+  depth = 0,
+): Promise<R> {
+  const savepoint = `reserved_${depth}`;
+  await executor.query(depth === 0 ? "BEGIN" : `SAVEPOINT ${savepoint}`);
+  const inner = insideTransaction({
+    ...executor,
+    transaction: (nested) => transactionByStatements(executor, nested, depth + 1),
+  });
+  let result: R;
+  try {
+    result = await fn(inner);
+  } catch (error) {
+    await executor.query(depth === 0 ? "ROLLBACK" : `ROLLBACK TO SAVEPOINT ${savepoint}`).catch(() => {});
+    throw error;
+  }
+  await executor.query(depth === 0 ? "COMMIT" : `RELEASE SAVEPOINT ${savepoint}`);
+  return result;
 }
 
 /** A statement that took longer than the client's queryTimeoutMs. */

@@ -283,11 +283,15 @@ export class IndexInUse {
     return (await this.index()).kind;
   }
 
-  /** That index's kind, and its lists when it is an IVFFlat one. */
-  async index(): Promise<SearchIndex> {
+  /**
+   * That index's kind, and its lists when it is an IVFFlat one. `db`: where to read it when it is
+   * due, the search's own transaction when it asks from inside one (on PGlite, one connection, a
+   * read on another client would wait for that transaction to end, which waits for the read).
+   */
+  async index(db: SqlClient = this.db): Promise<SearchIndex> {
     const known = this.known;
     if (known !== undefined && performance.now() - known.at < this.maxAgeMs) return known;
-    this.reading ??= this.read().finally(() => {
+    this.reading ??= this.read(db).finally(() => {
       this.reading = undefined;
     });
     return this.reading;
@@ -297,10 +301,10 @@ export class IndexInUse {
     this.known = undefined;
   }
 
-  private async read(): Promise<SearchIndex> {
+  private async read(db: SqlClient): Promise<SearchIndex> {
     let found: SearchIndex = { kind: undefined, lists: undefined };
     if (this.target !== undefined) {
-      const valid = (await readIndexes(this.db, this.table))
+      const valid = (await readIndexes(db, this.table))
         .filter((index) => index.valid)
         .map((index) => ({ kind: kindOfName(index.name, this.dimension), name: index.name }));
       const chosen = valid.find((index) => index.kind === this.target?.kind) ?? valid[0];
