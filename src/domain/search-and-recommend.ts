@@ -405,14 +405,28 @@ export class SearchAndRecommend {
   /**
    * The query's English (or the query itself when the translator does not take it to be Spanish);
    * undefined without a translator or when it fails: the query is then used as it is, and a
-   * `translation_failed` warning logged.
+   * `translation_failed` warning logged. A word the translator took for a misspelling but that the
+   * catalogue's names hold as written is a name, not a typo ("reloj casio" is not a casino
+   * watch): the query is translated again keeping it (only then: most queries repair nothing).
    */
   private async translate(query: string, signal: AbortSignal | undefined): Promise<Translation | undefined> {
+    const translation = await this.translateKeeping(query, [], signal);
+    const typos = translation?.typoRepairs ?? [];
+    const names = typos.length > 0 ? await this.deps.products.catalogueWords(typos) : [];
+    if (names.length === 0) return translation;
+    return (await this.translateKeeping(query, names, signal)) ?? translation;
+  }
+
+  private async translateKeeping(
+    query: string,
+    keepWords: readonly string[],
+    signal: AbortSignal | undefined,
+  ): Promise<Translation | undefined> {
     const translator = this.deps.translator;
     if (!translator) return undefined;
     const started = performance.now();
     try {
-      const [translation] = await translator.toEnglish([query], signal);
+      const [translation] = await translator.toEnglish([query], signal, keepWords.length > 0 ? { keepWords } : {});
       if (!translation) throw new Error("no translation for the query");
       return translation;
     } catch (error) {

@@ -178,6 +178,8 @@ export interface ProductRepository {
    * word of 4 or more letters one like it by spelling (as the lexical query's typo tolerance).
    */
   knowsAnyWord(words: readonly string[]): Promise<boolean>;
+  /** Those of these words (lower case) that the catalogue's names or categories hold as they are written. */
+  catalogueWords(words: readonly string[]): Promise<string[]>;
   /** The current version of each of these products that still exists. */
   versions(ids: readonly number[]): Promise<Map<number, number>>;
 }

@@ -18,6 +18,17 @@ export interface Translation {
    * translator cannot tell.
    */
   unknownWords?: string[];
+  /**
+   * The text's words (lower case) taken for misspellings and translated as the word one slip away
+   * ("cargadr" as cargador); absent when there are none. A brand typed in lower case can be one
+   * ("casio" read as casino): a caller that knows it for a real word asks again, keeping it.
+   */
+  typoRepairs?: string[];
+}
+
+export interface TranslationOptions {
+  /** Words (lower case) never taken for misspellings: kept as they are written (names the catalogue holds). */
+  keepWords?: readonly string[];
 }
 
 /**
@@ -28,7 +39,7 @@ export interface Translator {
   /** Names the engine in logs, e.g. "apertium spa-eng". */
   readonly name: string;
   /** One answer per text, in order. Rejects when the engine cannot answer (not installed, timed out, crashed). */
-  toEnglish(texts: readonly string[], signal?: AbortSignal): Promise<Translation[]>;
+  toEnglish(texts: readonly string[], signal?: AbortSignal, options?: TranslationOptions): Promise<Translation[]>;
   /** Stops whatever the translator runs; a later call may start it again. */
   close(): Promise<void>;
 }

@@ -338,6 +338,20 @@ function lexicalContract(open: Open): void {
     expect(await products.knowsAnyWord([])).toBe(false);
   });
 
+  test("catalogueWords: the words the names and categories hold as written, each once; no slip allowed", async () => {
+    const products = await open(4);
+    await add(
+      products,
+      { name: "Casio analog watch", description: "Water resistant", category: "Watches" },
+      [1, 0, 0, 0],
+    );
+    expect((await products.catalogueWords(["casio", "watches", "cassio", "resistant", "casio"])).sort()).toEqual([
+      "casio",
+      "watches",
+    ]);
+    expect(await products.catalogueWords([])).toEqual([]);
+  });
+
   test("the vocabulary follows every way products are written: bulk inserts, bulk updates, single updates", async () => {
     const products = await open(4);
     const entry = (name: string): EmbeddedProduct => ({

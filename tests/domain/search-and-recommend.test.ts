@@ -11,7 +11,7 @@ import {
   type SearchEvent,
 } from "../../src/domain/search-and-recommend.ts";
 import type { LexicalQuery } from "../../src/ports/product-repository.ts";
-import type { Translation, Translator } from "../../src/ports/translator.ts";
+import type { Translation, TranslationOptions, Translator } from "../../src/ports/translator.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { FakeGenerator } from "../fakes/fake-generator.ts";
 import { cosineSimilarity, MemoryProductRepository } from "../fakes/memory-product-repository.ts";
@@ -361,6 +361,62 @@ class FakeTranslator implements Translator {
 
   async close(): Promise<void> {}
 }
+
+/**
+ * Reads "casio" as a misspelling of "casino" (as Apertium's typo repair does: one letter put back
+ * gives exactly one Spanish word) unless told to keep it; records the words it was told to keep.
+ */
+class RepairingTranslator implements Translator {
+  readonly name = "repairing-translator";
+  readonly kept: (readonly string[])[] = [];
+
+  async toEnglish(
+    texts: readonly string[],
+    _signal?: AbortSignal,
+    options?: TranslationOptions,
+  ): Promise<Translation[]> {
+    const keep = options?.keepWords ?? [];
+    this.kept.push(keep);
+    return texts.map((text) => {
+      const repaired = !keep.includes("casio") && /\bcasio\b/.test(text);
+      return {
+        text: text.replace("reloj", "watch").replace(/\bcasio\b/, repaired ? "casino" : "casio"),
+        language: "es",
+        translated: true,
+        ...(repaired ? { typoRepairs: ["casio"] } : {}),
+      };
+    });
+  }
+
+  async close(): Promise<void> {}
+}
+
+describe("SearchAndRecommend: names are not typos", () => {
+  test("a word taken for a misspelling that the catalogue's names hold is kept: the query is translated again", async () => {
+    await fillCatalogue();
+    await new CreateProduct({ products, embedder }).execute({
+      name: "Reloj Casio F-91W",
+      description: "Digital, resistente al agua",
+      category: "Relojes",
+    });
+    const translator = new RepairingTranslator();
+    const searching = new SearchAndRecommend({ products, embedder, generator, translator });
+    embedder.calls.length = 0;
+    await searching.execute({ query: "reloj casio" });
+    expect(embedder.calls).toEqual([{ text: "watch casio", purpose: "query" }]);
+    expect(translator.kept).toEqual([[], ["casio"]]);
+  });
+
+  test("a repaired word the catalogue does not hold stays repaired, and the query is translated once", async () => {
+    await fillCatalogue();
+    const translator = new RepairingTranslator();
+    const searching = new SearchAndRecommend({ products, embedder, generator, translator });
+    embedder.calls.length = 0;
+    await searching.execute({ query: "reloj casio" });
+    expect(embedder.calls).toEqual([{ text: "watch casino", purpose: "query" }]);
+    expect(translator.kept).toEqual([[]]);
+  });
+});
 
 describe("SearchAndRecommend: one pipeline", () => {
   test("a hybrid query is translated once: the embedder gets its English, the lexical side both texts", async () => {

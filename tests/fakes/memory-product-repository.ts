@@ -321,15 +321,26 @@ export class MemoryCatalogueProducts implements ProductRepository {
 
   async knowsAnyWord(words: readonly string[]): Promise<boolean> {
     this.checkUp();
-    const vocabulary = [...this.rows.values()].flatMap(
-      (row) => `${row.product.name} ${row.product.category}`.toLowerCase().match(/\p{L}{3,}/gu) ?? [],
-    );
+    const vocabulary = this.vocabulary();
     return words.some((word) =>
       vocabulary.some(
         (known) =>
           known === word ||
           (word.length >= 4 && (trigramSimilarity(word, known) >= 0.4 || swaps(word).includes(known))),
       ),
+    );
+  }
+
+  async catalogueWords(words: readonly string[]): Promise<string[]> {
+    this.checkUp();
+    const vocabulary = new Set(this.vocabulary());
+    return [...new Set(words)].filter((word) => vocabulary.has(word));
+  }
+
+  /** The words of the names and categories, lower case (as search_vocabulary holds them). */
+  private vocabulary(): string[] {
+    return [...this.rows.values()].flatMap(
+      (row) => `${row.product.name} ${row.product.category}`.toLowerCase().match(/\p{L}{3,}/gu) ?? [],
     );
   }
 

@@ -754,6 +754,16 @@ export class PostgresProductRepository implements ProductRepository {
     return row?.known === true;
   }
 
+  async catalogueWords(words: readonly string[]): Promise<string[]> {
+    if (words.length === 0) return [];
+    const rows = await this.reads.query<{ word: string }>(
+      `SELECT DISTINCT v.word FROM unnest($1::text[]) AS asked(word), search_vocabulary v
+       WHERE v.catalogue = 'default' AND v.word = asked.word`,
+      [[...words]],
+    );
+    return rows.map((row) => row.word);
+  }
+
   /**
    * The products of the catalogue (the parameter `catalogue`) nearest to the query vector `$1`
    * (`embedding`; of `categories` when given) by the scanned column, to re-rank by the exact cosine:

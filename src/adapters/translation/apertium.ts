@@ -10,7 +10,7 @@
 import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { systemTimers, type Timers } from "../../ports/timers.ts";
-import type { Language, Translation, Translator } from "../../ports/translator.ts";
+import type { Language, Translation, TranslationOptions, Translator } from "../../ports/translator.ts";
 import { NulPipe } from "./nul-pipe.ts";
 import {
   ACCENT_FIXES,
@@ -218,9 +218,14 @@ export class ApertiumTranslator implements Translator {
     return [...translation, this.spanish, this.english];
   }
 
-  async toEnglish(texts: readonly string[], signal?: AbortSignal): Promise<Translation[]> {
+  async toEnglish(
+    texts: readonly string[],
+    signal?: AbortSignal,
+    options?: TranslationOptions,
+  ): Promise<Translation[]> {
+    const keep = new Set(options?.keepWords ?? []);
     const translations: Translation[] = [];
-    for (const text of texts) translations.push(await this.one(text, signal));
+    for (const text of texts) translations.push(await this.one(text, keep, signal));
     return translations;
   }
 
@@ -228,7 +233,7 @@ export class ApertiumTranslator implements Translator {
     await Promise.all(this.pipes.map((pipe) => pipe.close()));
   }
 
-  private async one(text: string, signal?: AbortSignal): Promise<Translation> {
+  private async one(text: string, keep: ReadonlySet<string>, signal?: AbortSignal): Promise<Translation> {
     const deadline = this.timers.now() + this.options.timeoutMs;
     const left = () => deadline - this.timers.now();
     const [head, tail] = cut(text, this.maxChars);
@@ -259,9 +264,8 @@ export class ApertiumTranslator implements Translator {
     };
     if (language !== "es") return { text, language, translated: false, ...unknown() };
 
-    for (const [word, form] of await this.repairTypos(spanish, english, repairs, left, signal)) {
-      repairs.set(word, form);
-    }
+    const typos = await this.repairTypos(spanish, english, repairs, keep, left, signal);
+    for (const [word, form] of typos) repairs.set(word, form);
     const repaired = ACCENT_FIXES.replace(replaceWords(expanded, repairs));
     const edited = preEdit(repaired, this.vocabulary);
     const lines = edited.text.split("\n");
@@ -279,6 +283,7 @@ export class ApertiumTranslator implements Translator {
       translated: true,
       ...(alternatives.length > 0 ? { alternatives } : {}),
       ...unknown(),
+      ...(typos.size > 0 ? { typoRepairs: [...typos.keys()] } : {}),
     };
   }
 
@@ -358,12 +363,14 @@ export class ApertiumTranslator implements Translator {
    * analyser or the vocabulary (accents aside): first with a letter put back ("cargadr" →
    * "cargador"), and only when no such word exists, with a letter replaced, dropped or two swapped
    * (typoVariants: "mocasijes" → "mocasines", "elegakte" → "elegante"). Several ("cenp": cena,
-   * ceno...; "fogo": foto, foco...) and the word stays as it is.
+   * ceno...; "fogo": foto, foco...) and the word stays as it is. Words in `keep` (names the
+   * catalogue holds) are not tried.
    */
   private async repairTypos(
     spanish: readonly AnalysedUnit[],
     english: readonly AnalysedUnit[],
     repairs: ReadonlyMap<string, string>,
+    keep: ReadonlySet<string>,
     left: () => number,
     signal?: AbortSignal,
   ): Promise<Map<string, string>> {
@@ -379,7 +386,8 @@ export class ApertiumTranslator implements Translator {
               unit.surface.length <= MAX_WORD_LENGTH &&
               !repairs.has(unit.surface) &&
               !englishWords.has(unit.surface) &&
-              !this.vocabulary.has(unit.surface),
+              !this.vocabulary.has(unit.surface) &&
+              !keep.has(unit.surface),
           )
           .map((unit) => unit.surface),
       ),

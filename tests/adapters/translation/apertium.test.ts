@@ -216,6 +216,18 @@ describe.skipIf(!apertium.found)("ApertiumTranslator on the real Apertium", () =
     expect(charger?.text).not.toContain("cargadr");
   });
 
+  test("a typo repair is reported, and a word the caller keeps is not repaired (a brand in lower case)", async () => {
+    // "casio" is one letter from exactly one Spanish word: read alone, it is a misspelt casino.
+    const [repaired] = await translator.toEnglish(["reloj casio"]);
+    expect(repaired).toMatchObject({ language: "es", translated: true, typoRepairs: ["casio"] });
+    expect(repaired?.text.toLowerCase()).toBe("watch casino");
+    const [kept] = await translator.toEnglish(["reloj casio"], undefined, { keepWords: ["casio"] });
+    expect(kept?.text.toLowerCase()).toBe("watch casio");
+    expect(kept?.typoRepairs).toBeUndefined();
+    // A query with nothing repaired says so.
+    expect((await translator.toEnglish(["reloj de pulsera"]))[0]?.typoRepairs).toBeUndefined();
+  });
+
   test("reserved characters survive a real translation", async () => {
     const [answer] = await translator.toEnglish(["el precio de la casa [oferta] <b>hoy</b> {2} 10/20 ^$ \\"]);
     expect(answer?.translated).toBe(true);
