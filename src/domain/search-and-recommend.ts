@@ -265,7 +265,7 @@ export class SearchAndRecommend {
     const timer = stopwatch();
     // The time of each stage, for the `search` event (and the metrics drawn from it).
     const stages = { translateMs: 0, embedMs: 0, searchMs: 0, checkMs: 0, generateMs: 0 };
-    const translation = await this.translate(checked.query, signal);
+    const translation = await this.translate(checked.query, products, signal);
     stages.translateMs = timer.lap();
     const query = await this.understand(checked, translation, catalogue, signal);
     stages.embedMs = timer.lap();
@@ -409,10 +409,14 @@ export class SearchAndRecommend {
    * catalogue's names hold as written is a name, not a typo ("reloj casio" is not a casino
    * watch): the query is translated again keeping it (only then: most queries repair nothing).
    */
-  private async translate(query: string, signal: AbortSignal | undefined): Promise<Translation | undefined> {
+  private async translate(
+    query: string,
+    products: ProductRepository,
+    signal: AbortSignal | undefined,
+  ): Promise<Translation | undefined> {
     const translation = await this.translateKeeping(query, [], signal);
     const typos = translation?.typoRepairs ?? [];
-    const names = typos.length > 0 ? await this.deps.products.catalogueWords(typos) : [];
+    const names = typos.length > 0 ? await products.catalogueWords(typos) : [];
     if (names.length === 0) return translation;
     return (await this.translateKeeping(query, names, signal)) ?? translation;
   }

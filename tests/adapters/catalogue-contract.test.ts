@@ -481,6 +481,12 @@ function isolationContract(openStore: OpenStore): void {
     expect(await outlet.knowsAnyWord(["outlett"])).toBe(true);
     expect(await main.knowsAnyWord(["taza", "outlet", "outlett", "tazza", "cocina"])).toBe(false);
     expect(await main.knowsAnyWord(["plato"])).toBe(true);
+    // A name kept from typo repair is a name of this catalogue, not of another.
+    expect(await outlet.catalogueWords(["taza", "outlet", "plato"])).toEqual(
+      expect.arrayContaining(["taza", "outlet"]),
+    );
+    expect(await outlet.catalogueWords(["plato"])).toEqual([]);
+    expect(await main.catalogueWords(["taza", "outlet", "plato"])).toEqual(["plato"]);
   });
 
   test("a bulk write by another catalogue's sku creates the product here; an update by its id is missing", async () => {
@@ -514,6 +520,7 @@ function isolationContract(openStore: OpenStore): void {
         () => repository.searchByVector([1, 0, 0, 0], { limit: 5 }),
         () => repository.hybridCandidates([1, 0, 0, 0], words("zapatilla"), { candidates: 5 }),
         () => repository.knowsAnyWord(["zapatilla"]),
+        () => repository.catalogueWords(["zapatilla"]),
         () => repository.versions([1]),
       ];
       for (const call of calls) await expect(call()).rejects.toBeInstanceOf(CatalogueNotFound);

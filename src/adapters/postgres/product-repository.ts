@@ -756,10 +756,12 @@ export class PostgresProductRepository implements ProductRepository {
 
   async catalogueWords(words: readonly string[]): Promise<string[]> {
     if (words.length === 0) return [];
-    const rows = await this.reads.query<{ word: string }>(
-      `SELECT DISTINCT v.word FROM unnest($1::text[]) AS asked(word), search_vocabulary v
-       WHERE v.catalogue = 'default' AND v.word = asked.word`,
-      [[...words]],
+    const rows = await this.inCatalogue(this.reads, (tx) =>
+      tx.query<{ word: string }>(
+        `SELECT DISTINCT v.word FROM unnest($1::text[]) AS asked(word), ${CATALOGUE_VOCABULARY_VIEW} v
+         WHERE v.catalogue = $2 AND v.word = asked.word`,
+        [[...words], this.catalogue],
+      ),
     );
     return rows.map((row) => row.word);
   }
