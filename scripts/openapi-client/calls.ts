@@ -334,6 +334,14 @@ export function everyOperation(baseUrl: string, login: { username: string; passw
         return lastUsed;
       },
     },
+    "/auth/me": {
+      get: async () => {
+        // What the search-only key made above may do: search, in the default catalogue.
+        const { data } = await client.GET("/auth/me", { headers: { Authorization: `Bearer ${apiKey}` } });
+        const catalogues: string[] = data?.catalogues ?? [];
+        return [data?.kind, data?.actions, catalogues, data?.filter?.category];
+      },
+    },
     "/keys/{id}": {
       delete: async () => {
         const { response } = await client.DELETE("/keys/{id}", {

@@ -55,6 +55,11 @@ export class ManageCatalogues {
     return viewer ? all.filter((catalogue) => canSeeCatalogue(viewer, catalogue.name)) : all;
   }
 
+  /** The names of the catalogues `viewer` can see, by name (nothing counted: a page asks at each start). */
+  async names(viewer: Caller): Promise<string[]> {
+    return (await this.deps.catalogues.names()).filter((name) => canSeeCatalogue(viewer, name));
+  }
+
   /** Removes the catalogue and every product in it. */
   async remove(name: string, remover?: Caller): Promise<void> {
     if (remover && !canSeeCatalogue(remover, name)) throw new CatalogueNotFound(name);

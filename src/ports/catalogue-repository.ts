@@ -14,6 +14,8 @@ export interface CatalogueRepository {
   create(name: string): Promise<boolean>;
   /** Every catalogue with its product count, by name. */
   list(): Promise<CatalogueSummary[]>;
+  /** Every catalogue's name, in order (nothing counted). */
+  names(): Promise<string[]>;
   /**
    * Removes the catalogue with all its products, its import jobs, its search vocabulary, synonyms
    * and search analytics; false when there was none.

@@ -102,6 +102,11 @@ export class MemoryProductRepository implements ProductCatalogues, CatalogueRepo
       .sort((a, b) => (a.name < b.name ? -1 : 1));
   }
 
+  async names(): Promise<string[]> {
+    this.checkUp();
+    return [...this.catalogues.keys()].sort();
+  }
+
   async remove(name: string): Promise<boolean> {
     this.checkUp();
     if (!this.catalogues.delete(name)) return false;

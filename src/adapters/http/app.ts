@@ -15,6 +15,7 @@ import { canonicalWalPosition } from "../../lib/wal-position.ts";
 import type { DatabaseHealth } from "../../ports/database-health.ts";
 import { analyticsRoutes } from "./analytics/analytics-routes.ts";
 import { authMacro } from "./auth/auth-macro.ts";
+import { credentialRoutes } from "./auth/credential-routes.ts";
 import { loginRoutes } from "./auth/login-routes.ts";
 import type { BulkLimits } from "./bulk/bulk-body.ts";
 import { bulkRoutes, isBulkPath } from "./bulk/bulk-routes.ts";
@@ -112,7 +113,8 @@ const SECURITY_HEADERS = {
  * them) and every catalogue's under /catalogues/{catalogue}/products (the same routes, its synonyms
  * at …/products/synonyms too), the catalogues themselves under /catalogues, search analytics (POST
  * /events and GET /analytics for the default catalogue, /catalogues/{catalogue}/events and
- * …/analytics for each), the bulk import's jobs under /jobs, API keys under /keys,
+ * …/analytics for each), the bulk import's jobs under /jobs, API keys under /keys, what a
+ * credential may do at GET /auth/me,
  * /openapi (Swagger UI with its script and stylesheet served from here, docs/), the search page at
  * /ui (ui/), and GET /metrics when `metrics` is given. Each feature is a plugin of its own folder;
  * core/ holds what they share.
@@ -175,6 +177,7 @@ export function createHttpApp(deps: HttpDeps) {
   const catalogues = catalogueRoutes({ manageCatalogues, maxBodyBytes, auth });
   const jobs = jobRoutes({ importJobs, auth });
   const keys = keyRoutes({ manageApiKeys, maxBodyBytes, auth });
+  const credential = credentialRoutes({ manageCatalogues, auth, rateLimits: limits });
   const metrics = deps.metrics ? metricsRoutes(deps.metrics) : new Elysia();
   // The search page, with a Content-Security-Policy of its own.
   const ui = uiRoutes();
@@ -187,6 +190,7 @@ export function createHttpApp(deps: HttpDeps) {
     catalogues,
     jobs,
     keys,
+    credential,
     metrics,
     ui,
   ]);
@@ -256,6 +260,7 @@ export function createHttpApp(deps: HttpDeps) {
       .use(catalogues)
       .use(jobs)
       .use(keys)
+      .use(credential)
       .use(metrics)
       .use(ui)
       .use(corsRoutes(corsOrigins))

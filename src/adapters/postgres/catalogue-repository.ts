@@ -46,6 +46,11 @@ export class PostgresCatalogueRepository implements CatalogueRepository {
     }));
   }
 
+  async names(): Promise<string[]> {
+    const rows = await this.pools.reads.query<{ name: string }>("SELECT name FROM catalogues ORDER BY name");
+    return rows.map((row) => row.name);
+  }
+
   async remove(name: string): Promise<boolean> {
     const removed = await this.pools.writes.transaction(async (tx) => {
       const [row] = await tx.query<{ id: number }>("DELETE FROM catalogues WHERE name = $1 RETURNING id", [name]);

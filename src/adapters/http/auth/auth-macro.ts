@@ -60,8 +60,12 @@ export const forbiddenAnswer = (permission: Permission) =>
 /** Where an operation names the permission it needs, in the OpenAPI document too. */
 export const PERMISSION_EXTENSION = "x-permission";
 
-/** What a route declares: its permission, and whether its credential may come in the `key` query parameter. */
-export type AuthDeclaration = Permission | { permission: Permission; keyInQuery: true };
+/**
+ * What a route declares: its permission; whether its credential may come in the `key` query
+ * parameter; and, for a route of a catalogue's permission that works in no catalogue (GET
+ * /auth/me), `inCatalogue: false` (without it, such a route is the default catalogue's).
+ */
+export type AuthDeclaration = Permission | { permission: Permission; keyInQuery?: true; inCatalogue?: false };
 
 export type AuthMacro = ReturnType<typeof authMacro>;
 
@@ -154,9 +158,11 @@ export function authMacro({ authenticate, keys, anonymousPermissions, catalogueE
   return new Elysia({ name: "auth-macro" }).macro({
     auth: (declaration: AuthDeclaration) => {
       const permission = typeof declaration === "string" ? declaration : declaration.permission;
-      const keyInQuery = typeof declaration !== "string";
+      const keyInQuery = typeof declaration !== "string" && declaration.keyInQuery === true;
       const open = allows(anonymous, permission);
-      const inCatalogue = CATALOGUE_PERMISSIONS.includes(permission);
+      const inCatalogue =
+        CATALOGUE_PERMISSIONS.includes(permission) &&
+        (typeof declaration === "string" || declaration.inCatalogue !== false);
       return {
         detail: {
           // An open route takes no credential (`{}`), or any of them, checked as anywhere else.

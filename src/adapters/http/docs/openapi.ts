@@ -72,7 +72,11 @@ export function apiDocs(settings: ApiDocsSettings) {
       servers: [{ url: "/", description: "Este mismo servidor" }],
       tags: [
         { name: "health", description: "Si la API responde y si puede atender peticiones." },
-        { name: "auth", description: "Inicio de sesión: usuario y contraseña a cambio de un token de acceso." },
+        {
+          name: "auth",
+          description:
+            "Inicio de sesión (usuario y contraseña a cambio de un token de acceso), y qué permite una credencial.",
+        },
         {
           name: "products",
           description: "El catálogo: alta, consulta, cambios, importación, sinónimos y búsqueda semántica.",

@@ -54,7 +54,10 @@ export interface JobRoutesDeps {
 /**
  * GET /jobs/{id}: an import job of the caller's (POST /products/bulk's 202 points here), with its
  * status, counts and a page of its report. Another caller's job is 404, as one that does not exist.
- * Takes "products.write", as the import it follows; reading spends no budget, like other reads.
+ * Takes "products.write", as the import it follows, in no catalogue: a job is its caller's, whatever
+ * catalogue it writes into (a key of one shop reads the jobs of its imports there, which the auth
+ * macro would otherwise take for the default catalogue's and answer 404). Reading spends no budget,
+ * like other reads.
  */
 export function jobRoutes({ importJobs, auth }: JobRoutesDeps) {
   return new Elysia({ name: "jobs" })
@@ -73,7 +76,7 @@ export function jobRoutes({ importJobs, auth }: JobRoutesDeps) {
         return { ...jobView(page.job), items: page.items, next_cursor: page.next === null ? null : String(page.next) };
       },
       {
-        auth: "products.write",
+        auth: { permission: "products.write", inCatalogue: false },
         params: JobIdParams,
         query: ReportQuery,
         response: {

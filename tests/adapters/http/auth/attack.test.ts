@@ -95,9 +95,10 @@ async function attackers(h: Harness): Promise<{ all: Attacker[]; secrets: string
 
   const searchOnlyRoute = (route: Route): Verdict => (route.permission === "search" ? "through" : 403);
   // A key of the outlet alone: the default catalogue is not there for it, as if it did not exist
-  // (its routes, and removing it); it may list catalogues (none) and make one (refused here as 422).
+  // (its routes, its analytics, and removing it); it may list catalogues (none), make one (refused
+  // here as 422) and ask what it may do (GET /auth/me, in no catalogue).
   const inDefaultCatalogue = (route: Route): Verdict =>
-    ["search", "products.read", "products.write"].includes(route.permission) ||
+    /^\/(products|events|analytics)\b|^\/catalogues\/default\//.test(route.path) ||
     (route.method === "DELETE" && route.path === "/catalogues/default")
       ? 404
       : "through";
@@ -152,9 +153,19 @@ describe("the attack suite: every protected route × every credential", () => {
     const h = await createHarness();
     for (const product of [LAPTOP, MUG]) await h.call("POST", "/products/", { token: h.token, json: product });
     const routes = protectedRoutes(h);
-    // The app's own routes: the products', the search's, the import's (under /products and under
-    // /catalogues/{catalogue}/products), the jobs', the catalogues' and the keys'.
-    expect(routes.length).toBeGreaterThanOrEqual(27);
+    // The app's own routes: the products', the search's, the import's, the synonyms' (under /products
+    // and under /catalogues/{catalogue}/products), the analytics' (of the default catalogue and of
+    // each), the jobs', the catalogues', the keys' and the credential's own (GET /auth/me).
+    expect(routes.length).toBeGreaterThanOrEqual(36);
+    for (const path of [
+      "/events",
+      "/analytics",
+      "/catalogues/default/events",
+      "/catalogues/default/analytics",
+      "/auth/me",
+    ]) {
+      expect(routes.map((route) => route.path)).toContain(path);
+    }
     expect(routes.filter((route) => route.path.startsWith("/catalogues/default/products"))).toHaveLength(
       routes.filter((route) => route.path.startsWith("/products")).length,
     );

@@ -215,6 +215,38 @@ describe("a catalogue's products", () => {
     expect((await h.call("GET", `/jobs/${accepted.json.id}`, { token: other })).status).toBe(404);
   });
 
+  test("a key of one catalogue follows its own import's job; another caller's job is 404 to it", async () => {
+    const { h } = await twoShops();
+    const { key } = await h.keyOf({ actions: ["products.write"], catalogues: ["sur"] });
+    const headers = { "x-api-key": key };
+    const accepted = await h.call("POST", "/catalogues/sur/products/bulk", {
+      headers: { ...headers, prefer: "respond-async" },
+      json: [{ ...TETERA, sku: "S-2" }],
+    });
+    expect(accepted.status).toBe(202);
+    const worker = new AbortController();
+    const running = h.importJobs.run(worker.signal);
+    let job = accepted.json;
+    for (let i = 0; i < 200 && job.status !== "succeeded"; i++) {
+      await Bun.sleep(5);
+      const read = await h.call("GET", `/jobs/${accepted.json.id}`, { headers });
+      expect(read.status).toBe(200);
+      job = read.json;
+    }
+    // The admin's job (in the default catalogue) is not the key's.
+    const theirs = await h.call("POST", "/products/bulk", {
+      token: h.token,
+      headers: { prefer: "respond-async" },
+      json: [{ ...CAFETERA, sku: "D-1" }],
+    });
+    worker.abort();
+    await running;
+    expect(job).toMatchObject({ status: "succeeded", counts: { created: 1 } });
+    const refused = await h.call("GET", `/jobs/${theirs.json.id}`, { headers });
+    expect(refused.status).toBe(404);
+    expect(refused.json.detail).not.toMatch(/catálogo/);
+  });
+
   test("an Idempotency-Key used in one catalogue and sent to another is a key reused (422), never the other's answer", async () => {
     const { h } = await twoShops();
     const headers = { "idempotency-key": "alta-1" };

@@ -407,9 +407,11 @@ describe("the document", () => {
       { apiKey: [] },
     ];
     for (const { method, path, operation } of operations(document)) {
-      const protectedPath = ["/products", "/jobs", "/keys", "/events", "/analytics", "/catalogues"].some((prefix) =>
-        path.startsWith(prefix),
-      );
+      const protectedPath =
+        path === "/auth/me" ||
+        ["/products", "/jobs", "/keys", "/events", "/analytics", "/catalogues"].some((prefix) =>
+          path.startsWith(prefix),
+        );
       const expected = !protectedPath
         ? []
         : method === "GET" && path.endsWith("/products/search")
