@@ -1,6 +1,9 @@
 /**
- * The service's API as the page calls it. The bearer token lives in this object and in the tab's
- * sessionStorage (so a reload keeps the session, closing the tab ends it), never in a URL.
+ * The service's API as the page calls it. The credential (a user's token after a login, or an API
+ * key or tenant token the page was given) lives in this object and in the tab's sessionStorage (so
+ * a reload keeps the session, closing the tab ends it), and goes in the Authorization header, never
+ * in a URL. The catalogue chosen is where the catalogue's requests go (`/products…` and `/events`
+ * are the default catalogue's, `/catalogues/{catalogue}/…` another's).
  */
 
 /** An answer other than 2xx, with the service's Spanish `detail`; status 0 when the service could not be reached. */
@@ -17,20 +20,46 @@ export class ApiError extends Error {
 }
 
 export interface Session {
+  /** A user's token, an API key (sks_…) or a tenant token: each goes as `Authorization: Bearer`. */
   token: string;
+  /** What the page shows for it: the username, or what the credential is. */
   username: string;
+  /** How the session began: a login, or a key or token given to the page. */
+  via: "login" | "credential";
+}
+
+/** What a credential may do and where (GET /auth/me). */
+export interface Credential {
+  kind: "user" | "key" | "tenant" | "anonymous";
+  id: string;
+  /** What it allows, or ["*"]. */
+  actions: string[];
+  /** The catalogues it may search that exist, by name. */
+  catalogues: string[];
+  /** A tenant token's search filter (categories its every search is narrowed to); null for others. */
+  filter: { category?: string[] } | null;
+}
+
+/** Whether `credential` allows `action`. */
+export function allows(credential: Credential, action: string): boolean {
+  return credential.actions.includes("*") || credential.actions.includes(action);
 }
 
 /** Where the session is kept in sessionStorage. */
 const SESSION_KEY = "sku-search.session";
+
+/** The catalogue whose products the contract's own paths (/products…, /events) are. */
+export const DEFAULT_CATALOGUE = "default";
 
 /** What the page says when the service is unreachable. */
 const UNREACHABLE = "No se ha podido contactar con el servicio. Comprueba la conexión y vuelve a intentarlo.";
 
 export class Api {
   private session: Session | null;
-  /** Called once when the service refuses the token (401): the session is over, the page asks for a login. */
-  onSessionEnded: (detail: string) => void = () => {};
+  /** The catalogue the page works in (the picker's). */
+  catalogue = DEFAULT_CATALOGUE;
+  /** Called once when the service refuses the credential (401): the session is over, the page asks for another. */
+  onSessionEnded: (detail: string, via: Session["via"]) => void = () => {};
 
   constructor(private readonly storage: Pick<Storage, "getItem" | "setItem" | "removeItem"> | null) {
     this.session = readSession(storage);
@@ -44,14 +73,40 @@ export class Api {
     return this.session !== null;
   }
 
+  /** How the session began (null without one). */
+  get via(): Session["via"] | null {
+    return this.session?.via ?? null;
+  }
+
   /** POST /auth/login with the form fields; keeps the token. */
   async login(username: string, password: string): Promise<void> {
     const response = await send("/auth/login", { method: "POST", body: new URLSearchParams({ username, password }) });
     if (!response.ok) throw await errorOf(response);
     const { access_token: token } = (await response.json()) as { access_token: string };
-    this.session = { token, username };
+    this.keep({ token, username, via: "login" });
+  }
+
+  /**
+   * Starts a session with an API key or a tenant token, once the service has said what it may do
+   * (GET /auth/me): its answer. ApiError (and no session) when the service refuses it.
+   */
+  async useCredential(token: string): Promise<Credential> {
+    const response = await send("/auth/me", { headers: { Authorization: `Bearer ${token}` } });
+    if (!response.ok) throw await errorOf(response);
+    const credential = (await response.json()) as Credential;
+    this.keep({ token, username: credentialLabel(credential), via: "credential" });
+    return credential;
+  }
+
+  /** What the session's credential may do and where (GET /auth/me). */
+  me(): Promise<Credential> {
+    return this.json<Credential>("/auth/me");
+  }
+
+  private keep(session: Session): void {
+    this.session = session;
     try {
-      this.storage?.setItem(SESSION_KEY, JSON.stringify(this.session));
+      this.storage?.setItem(SESSION_KEY, JSON.stringify(session));
     } catch {
       // Storage full or disabled: the session lives in memory until the page is closed or reloaded.
     }
@@ -70,12 +125,13 @@ export class Api {
   async request(path: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(init.headers);
     if (this.session) headers.set("Authorization", `Bearer ${this.session.token}`);
-    const response = await send(path, { ...init, headers });
+    const response = await send(this.inCatalogue(path), { ...init, headers });
     if (response.ok) return response;
     const error = await errorOf(response);
     if (response.status === 401 && this.session) {
+      const { via } = this.session;
       this.logout();
-      this.onSessionEnded(error.message);
+      this.onSessionEnded(error.message, via);
     }
     throw error;
   }
@@ -90,13 +146,31 @@ export class Api {
     const response = await this.request(path, init);
     return (response.status === 204 ? undefined : await response.json()) as T;
   }
+
+  /** A path of the default catalogue's (`/products…`, `/events`) as the chosen catalogue's; any other as it is. */
+  private inCatalogue(path: string): string {
+    if (this.catalogue === DEFAULT_CATALOGUE || !/^\/(products|events)(\/|\?|$)/.test(path)) return path;
+    return `/catalogues/${encodeURIComponent(this.catalogue)}${path}`;
+  }
+}
+
+/** How the page names a key or token's session (a user's is its username). */
+function credentialLabel({ kind, id }: Credential): string {
+  const keyId = id.slice(id.indexOf(":") + 1, id.indexOf(":") + 9);
+  if (kind === "tenant") return `Token de inquilino (clave ${keyId})`;
+  if (kind === "key") return `Clave ${keyId}`;
+  return "Usuario";
 }
 
 function readSession(storage: Pick<Storage, "getItem"> | null): Session | null {
   try {
     const stored = JSON.parse(storage?.getItem(SESSION_KEY) ?? "null") as Partial<Session> | null;
     if (typeof stored?.token === "string" && typeof stored.username === "string") {
-      return { token: stored.token, username: stored.username };
+      return {
+        token: stored.token,
+        username: stored.username,
+        via: stored.via === "credential" ? "credential" : "login",
+      };
     }
   } catch {
     // Unreadable: no session.

@@ -46,7 +46,9 @@ export class SearchView {
   private readonly mode = byId("search-mode", HTMLSelectElement);
   private readonly alpha = byId("search-alpha", HTMLInputElement);
   private readonly alphaValue = byId("search-alpha-value", HTMLOutputElement);
+  private readonly categories = byId("search-categories", HTMLFieldSetElement);
   private readonly categoryList = byId("search-categories-list", HTMLDivElement);
+  private readonly scope = byId("search-scope", HTMLParagraphElement);
   private readonly error = byId("search-error", HTMLParagraphElement);
   private readonly status = byId("search-status", HTMLParagraphElement);
   private readonly output = byId("search-output", HTMLDivElement);
@@ -100,8 +102,43 @@ export class SearchView {
     this.running?.abort();
   }
 
-  /** The categories to filter by, keeping those already ticked. */
-  setCategories(categories: readonly Category[]): void {
+  /**
+   * A new catalogue (or session): the search under way stops, the last results go, and a search
+   * can be made (`catalogue`) or not (undefined: the credential sees no catalogue that exists).
+   * `filter`: the categories a tenant token narrows every search to, said above the results.
+   */
+  reset(catalogue: string | undefined, filter: { category?: string[] } | null): void {
+    this.stop();
+    this.output.hidden = true;
+    this.results.replaceChildren();
+    this.hits.clear();
+    this.searchId = undefined;
+    say(this.error, "");
+    say(this.status, "");
+    for (const control of this.form.elements) (control as HTMLInputElement).disabled = catalogue === undefined;
+    if (catalogue !== undefined) this.alpha.disabled = this.mode.value !== "hybrid";
+    const narrowed = filter?.category;
+    const lines = [
+      catalogue === undefined ? "Esta credencial no ve ningún catálogo que exista: no hay dónde buscar." : "",
+      narrowed
+        ? `Esta credencial busca solo en ${narrowed.length === 1 ? "la categoría" : "las categorías"} ${narrowed.map((name) => `«${name}»`).join(", ")}.`
+        : "",
+    ].filter(Boolean);
+    say(this.scope, lines.join(" "));
+    this.scope.hidden = lines.length === 0;
+  }
+
+  /**
+   * The categories to filter by, keeping those already ticked; null when the credential may not
+   * read them (GET …/categories takes products.read): then there is no category list to pick from.
+   */
+  setCategories(categories: readonly Category[] | null): void {
+    this.categories.hidden = categories === null;
+    if (categories === null) {
+      this.catalogueEmpty = false;
+      this.categoryList.replaceChildren();
+      return;
+    }
     this.catalogueEmpty = categories.length === 0;
     const ticked = new Set(this.checkedCategories());
     this.categoryList.replaceChildren(

@@ -5,7 +5,10 @@
  * so the test sees the text arrive in pieces. Skipped, saying so, without /usr/bin/chromium.
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { mkdirSync, rmSync, symlinkSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { Browser, Page } from "playwright-core";
+import { tenantToken } from "../../examples/tenant-token.ts";
 import { loadConfig } from "../../src/app/config.ts";
 import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import { createLogger } from "../../src/app/logger.ts";
@@ -17,6 +20,7 @@ import { CHROMIUM_PATH, hasChromium, launchChromium } from "../support/chromium.
 import { openNewPglite } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
 import { blockHooks } from "../support/skipped-blocks.ts";
+import { makeTempDir } from "../support/temp-dirs.ts";
 
 // Generous: a page test takes 1 to 7 s here, but at load 24 on 2 cores one took over 30 s.
 setDefaultTimeout(120_000);
@@ -199,7 +203,12 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
    * the admin's session already in the tab, as after a login (the first and the phone's tests log
    * in through the form).
    */
-  async function openPage({ loggedIn = false, viewport = { width: 1280, height: 800 }, catalogue = true } = {}) {
+  async function openPage({
+    loggedIn = false,
+    viewport = { width: 1280, height: 800 },
+    catalogue = true,
+    path = "/ui",
+  } = {}) {
     if (catalogue) await seedCatalogue();
     const context = await browser.newContext({ viewport, locale: "es-ES" });
     if (loggedIn) {
@@ -219,7 +228,7 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     });
     page.on("pageerror", (error) => problems.push(error.message));
     page.on("request", (request) => requested.push(request.url()));
-    await page.goto(`${base}/ui`);
+    await page.goto(`${base}${path}`);
     return page;
   }
 
@@ -262,7 +271,7 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
       "No hemos encontrado ningún producto en el catálogo que corresponda a su búsqueda.",
     );
     const session = await storedSession(page);
-    expect(session).toEqual({ token: expect.stringMatching(/^ey/), username: "admin" });
+    expect(session).toEqual({ token: expect.stringMatching(/^ey/), username: "admin", via: "login" });
     expect(page.url()).toBe(`${base}/ui`);
     for (const url of requested) expect(url).not.toContain(session.token);
 
@@ -624,5 +633,211 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     await page.keyboard.press("Escape");
     expect(await page.getByRole("dialog").count()).toBe(0);
     expect(await page.evaluate("document.activeElement.textContent")).toBe("Editar");
+  });
+
+  /**
+   * Two more catalogues, each with products of its own (a key is given for each test): norte sells
+   * kitchen and lighting, sur bicycles. Made once.
+   */
+  let shops = false;
+  async function seedShops(): Promise<void> {
+    if (shops) return;
+    shops = true;
+    for (const name of ["norte", "sur"]) expect((await api("POST", "/catalogues", { name })).status).toBe(201);
+    const norte = [
+      { name: "Tetera de hierro", description: "Tetera japonesa de hierro fundido", category: "Cocina" },
+      { name: "Taza de cerámica", description: "Taza de té de cerámica esmaltada", category: "Cocina" },
+      { name: "Lámpara de mesa", description: "Lámpara de mesa con luz cálida para el té", category: "Iluminación" },
+    ];
+    const sur = [
+      { name: "Bicicleta de montaña", description: "Bicicleta con suspensión para senderos", category: "Ciclismo" },
+      { name: "Casco de ciclismo", description: "Casco ligero y ventilado", category: "Ciclismo" },
+    ];
+    for (const [catalogue, items] of [
+      ["norte", norte],
+      ["sur", sur],
+    ] as const) {
+      expect((await api("POST", `/catalogues/${catalogue}/products/bulk`, items)).json.counts.created).toBe(
+        items.length,
+      );
+    }
+  }
+
+  /** A key made by the admin (POST /keys): its secret. */
+  async function keyFor(actions: string[], catalogues: string[]): Promise<string> {
+    const made = await api("POST", "/keys", { name: "Tienda de prueba", actions, catalogues, expires_at: null });
+    expect(made.status).toBe(201);
+    return made.json.key as string;
+  }
+
+  /** Searches from the page and waits for the answer: the names of the products shown. */
+  async function searchFromPage(page: Page, query: string): Promise<string[]> {
+    writer.pause = false;
+    const answered = page.waitForResponse((response) => response.url().endsWith("/products/search"));
+    await page.getByLabel("¿Qué buscas?").fill(query);
+    await page.getByLabel("¿Qué buscas?").press("Enter");
+    await answered;
+    await page.locator("#search-status", { hasText: `«${query}»` }).waitFor();
+    return page.locator("#results > li h3").allTextContents();
+  }
+
+  const optionsOf = (page: Page) => page.locator("#catalogue-select option").allTextContents();
+
+  test("a search-only key in the address: no login, its catalogues to pick from, searches in the one picked", async () => {
+    await seedShops();
+    const key = await keyFor(["search"], ["norte", "sur"]);
+    const page = await openPage({ path: `/ui#key=${key}&catalogue=norte` });
+    await page.getByLabel("¿Qué buscas?").waitFor();
+    // Taken out of the address at once; kept in the tab's session storage, like a login's token.
+    expect(page.url()).toBe(`${base}/ui#catalogue=norte`);
+    expect(await storedSession(page)).toEqual({
+      token: key,
+      username: expect.stringMatching(/^Clave /),
+      via: "credential",
+    });
+    expect(await page.getByLabel("Contraseña").isVisible()).toBe(false);
+    // Its catalogues, and no other; it starts in the one the address names.
+    expect(await optionsOf(page)).toEqual(["norte", "sur"]);
+    expect(await page.getByLabel("Catálogo").inputValue()).toBe("norte");
+    // It may only search: no sections to switch to, no category list (that takes products.read).
+    expect(await page.locator("#nav").isVisible()).toBe(false);
+    expect(await page.locator("#search-categories").isVisible()).toBe(false);
+    expect(await text(page, "#session-user")).toMatch(/^Clave [0-9a-f]{8}$/);
+    await expectAccessible(page, "the search with a key");
+
+    const sent = page.waitForRequest((request) => request.url().endsWith("/products/search"));
+    const inNorte = await searchFromPage(page, "tetera hierro");
+    const request = await sent;
+    expect(new URL(request.url()).pathname).toBe("/catalogues/norte/products/search");
+    expect(request.headers().authorization).toBe(`Bearer ${key}`);
+    expect(inNorte[0]).toBe("Tetera de hierro");
+    expect(inNorte.every((name) => ["Tetera de hierro", "Taza de cerámica", "Lámpara de mesa"].includes(name))).toBe(
+      true,
+    );
+    // Another catalogue: its products alone.
+    await page.getByLabel("Catálogo").selectOption("sur");
+    expect(await page.locator("#search-output").isVisible()).toBe(false);
+    expect((await searchFromPage(page, "bicicleta")).sort()).toEqual(["Bicicleta de montaña", "Casco de ciclismo"]);
+    // The address follows the pick; a reload stays in the session and in that catalogue; the key is in
+    // no URL the page asked for.
+    expect(page.url()).toBe(`${base}/ui#catalogue=sur`);
+    await page.reload();
+    await page.getByLabel("¿Qué buscas?").waitFor();
+    expect(await page.getByLabel("Catálogo").inputValue()).toBe("sur");
+    for (const url of requested) expect(url).not.toContain(key);
+  });
+
+  test("a tenant token pasted in the page, in a catalogue not the default one: only its filter's products", async () => {
+    await seedShops();
+    const parent = await keyFor(["search"], ["norte"]);
+    // As the README's recipe makes it, in the shop's backend.
+    const token = tenantToken(parent, { category: ["Cocina"] }, 600);
+    const page = await openPage();
+    await expectAccessible(page, "the login, with the key's form");
+    await page.getByLabel("Clave de API o token de inquilino").fill(token);
+    await page.getByRole("button", { name: "Usar esta clave" }).click();
+    await page.getByLabel("¿Qué buscas?").waitFor();
+    expect(await optionsOf(page)).toEqual(["norte"]);
+    expect(await text(page, "#session-user")).toMatch(/^Token de inquilino \(clave [0-9a-f]{8}\)$/);
+    expect(await text(page, "#search-scope")).toBe("Esta credencial busca solo en la categoría «Cocina».");
+    // "Lámpara de mesa" is the nearest by its words, but in Iluminación: the token never shows it.
+    const found = await searchFromPage(page, "lámpara de mesa");
+    expect(found.sort()).toEqual(["Taza de cerámica", "Tetera de hierro"]);
+    await expectAccessible(page, "a search with a tenant token");
+    // A key may not be given to the page's address beyond search: with products.read it is refused there.
+    const reader = await keyFor(["search", "products.read"], ["norte"]);
+    const refused = await openPage({ path: `/ui#key=${reader}` });
+    await refused.locator("#key-error", { hasText: "solo se admiten claves de solo búsqueda" }).waitFor();
+    expect(await storedSession(refused)).toBeNull();
+    expect(await refused.getByLabel("¿Qué buscas?").isVisible()).toBe(false);
+  });
+
+  test("a key of another catalogue gets nothing of it: not in its picker, not by the address, not by asking", async () => {
+    await seedShops();
+    const key = await keyFor(["search"], ["sur"]);
+    // The address asks for norte: the page starts in the one catalogue the key sees.
+    const page = await openPage({ path: `/ui#key=${key}&catalogue=norte` });
+    await page.getByLabel("¿Qué buscas?").waitFor();
+    expect(await optionsOf(page)).toEqual(["sur"]);
+    const found = await searchFromPage(page, "tetera de hierro");
+    expect(found.every((name) => ["Bicicleta de montaña", "Casco de ciclismo"].includes(name))).toBe(true);
+    // Asked straight from the page's own origin, with the key: norte does not exist for it.
+    const asked = await page.evaluate(
+      async ([credential]) => {
+        const response = await fetch("/catalogues/norte/products/search", {
+          method: "POST",
+          headers: { Authorization: `Bearer ${credential}`, "Content-Type": "application/json" },
+          body: JSON.stringify({ query: "tetera" }),
+        });
+        return { status: response.status, body: await response.text() };
+      },
+      [key],
+    );
+    expect(asked.status).toBe(404);
+    expect(asked.body).not.toContain("Tetera");
+
+    // A key of catalogues that do not exist: nothing to pick, nowhere to search.
+    const nowhere = await keyFor(["search"], ["cerrada"]);
+    const empty = await openPage({ path: `/ui#key=${nowhere}` });
+    await empty.locator("#search-scope", { hasText: "no ve ningún catálogo" }).waitFor();
+    expect(await empty.locator("#catalogue-picker").isVisible()).toBe(false);
+    expect(await empty.getByLabel("¿Qué buscas?").isDisabled()).toBe(true);
+
+    // A revoked key: the page says so at once and keeps nothing.
+    const gone = await api("GET", "/keys");
+    const revoked = gone.json.keys.find((listed: { id: string }) => nowhere.startsWith(`sks_${listed.id}_`));
+    expect((await api("DELETE", `/keys/${revoked.id}`)).status).toBe(204);
+    const again = await openPage({ path: `/ui#key=${nowhere}` });
+    await again.locator("#key-error", { hasText: "revocada" }).waitFor();
+    expect(await storedSession(again)).toBeNull();
+  });
+
+  test("the README's storefront, step by step, run as written: the page opened with its key and with its tenant token", async () => {
+    const project = join(import.meta.dir, "..", "..");
+    const readme = await Bun.file(join(project, "README.md")).text();
+    const walkthrough = /```sh\n([\s\S]*?)```/.exec(
+      readme.slice(readme.indexOf("### A storefront, step by step")),
+    )?.[1];
+    if (!walkthrough) throw new Error("the README has no storefront walkthrough");
+    // Where a new user runs it: a project folder whose first start wrote the admin's password.
+    const folder = makeTempDir("storefront");
+    try {
+      mkdirSync(join(folder, "data"));
+      await Bun.write(join(folder, "data", "initial-admin-password"), ADMIN.password);
+      symlinkSync(join(project, "examples"), join(folder, "examples"));
+      const shell = Bun.spawn(
+        ["bash", "-euo", "pipefail", "-c", walkthrough.replaceAll("localhost:8000", new URL(base).host)],
+        {
+          cwd: folder,
+          env: { ...process.env, PATH: `${dirname(process.execPath)}:${process.env.PATH}` },
+          stdout: "pipe",
+          stderr: "pipe",
+        },
+      );
+      const [code, out, err] = await Promise.all([
+        shell.exited,
+        new Response(shell.stdout).text(),
+        new Response(shell.stderr).text(),
+      ]);
+      expect({ code, err }).toEqual({ code: 0, err: "" });
+      // The two addresses it prints, and the tenant token's search (the last line): kitchen products only.
+      const [withKey, withToken] = (out.match(/http:\/\/\S+/g) ?? []).map((address) => new URL(address));
+      const answer = JSON.parse(out.trim().split("\n").at(-1) ?? "null");
+      expect(answer.results.map((hit: { category: string }) => hit.category)).toEqual(["Cocina", "Cocina"]);
+      if (!withKey || !withToken) throw new Error(`no addresses in: ${out}`);
+
+      const page = await openPage({ catalogue: false, path: `${withKey.pathname}${withKey.hash}` });
+      await page.getByLabel("¿Qué buscas?").waitFor();
+      expect(await optionsOf(page)).toEqual(["tienda-norte"]);
+      expect((await searchFromPage(page, "lámpara para leer"))[0]).toBe("Lámpara de mesa");
+      const shopper = await openPage({ catalogue: false, path: `${withToken.pathname}${withToken.hash}` });
+      await shopper.locator("#search-scope", { hasText: "«Cocina»" }).waitFor();
+      expect((await searchFromPage(shopper, "lámpara para leer")).sort()).toEqual([
+        "Cafetera italiana",
+        "Tetera de hierro",
+      ]);
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 });
