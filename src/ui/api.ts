@@ -125,7 +125,7 @@ export class Api {
   async request(path: string, init: RequestInit = {}): Promise<Response> {
     const headers = new Headers(init.headers);
     if (this.session) headers.set("Authorization", `Bearer ${this.session.token}`);
-    const response = await send(this.inCatalogue(path), { ...init, headers });
+    const response = await send(this.pathIn(path), { ...init, headers });
     if (response.ok) return response;
     const error = await errorOf(response);
     if (response.status === 401 && this.session) {
@@ -147,10 +147,13 @@ export class Api {
     return (response.status === 204 ? undefined : await response.json()) as T;
   }
 
-  /** A path of the default catalogue's (`/products…`, `/events`) as the chosen catalogue's; any other as it is. */
-  private inCatalogue(path: string): string {
-    if (this.catalogue === DEFAULT_CATALOGUE || !/^\/(products|events)(\/|\?|$)/.test(path)) return path;
-    return `/catalogues/${encodeURIComponent(this.catalogue)}${path}`;
+  /**
+   * A path of the default catalogue's (`/products…`, `/events`) as `catalogue`'s (the chosen one's
+   * unless said); any other path as it is (one already naming its catalogue among them).
+   */
+  pathIn(path: string, catalogue = this.catalogue): string {
+    if (catalogue === DEFAULT_CATALOGUE || !/^\/(products|events)(\/|\?|$)/.test(path)) return path;
+    return `/catalogues/${encodeURIComponent(catalogue)}${path}`;
   }
 }
 

@@ -169,8 +169,10 @@ export async function sendBatch(
   values: unknown[],
   signal: AbortSignal,
   sleep: (ms: number, signal: AbortSignal) => Promise<void> = abortableSleep,
+  /** Where: POST /products/bulk, or a catalogue's (the one the import began in, whatever is picked since). */
+  path = "/products/bulk",
 ): Promise<BulkReport> {
-  const response = await api.request("/products/bulk", {
+  const response = await api.request(path, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
     body: JSON.stringify(values),

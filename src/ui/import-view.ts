@@ -59,13 +59,15 @@ export class ImportView {
     this.start.disabled = true;
     this.cancel.hidden = false;
     let last: ImportProgress | undefined;
+    // Every batch goes to the catalogue the import began in, should another be picked meanwhile.
+    const path = this.api.pathIn("/products/bulk");
     try {
       const items = readImportFile(file.name, await file.text());
       this.section.hidden = false;
       last = await importItems(items, {
         batchSize: IMPORT_BATCH_SIZE,
         signal: running.signal,
-        send: (values, signal) => sendBatch(this.api, values, signal),
+        send: (values, signal) => sendBatch(this.api, values, signal, undefined, path),
         onProgress: (progress) => {
           last = progress;
           this.show(progress);

@@ -183,6 +183,16 @@ describe("sendBatch", () => {
     expect(api.asked).toEqual(["POST /products/bulk"]);
   });
 
+  test("a batch goes where it is told: the catalogue the import began in, its job as the answer names it", async () => {
+    const api = service([
+      json({ id: 9, total: 1, error: null, status: "enqueued" }, 202, { location: "/jobs/9" }),
+      json({ id: 9, status: "succeeded", counts: counts(1), items: [created(0)], next_cursor: null }),
+    ]);
+    const signal = new AbortController().signal;
+    await sendBatch(api, [{ name: "x" }], signal, async () => {}, "/catalogues/norte/products/bulk");
+    expect(api.asked).toEqual(["POST /catalogues/norte/products/bulk", "GET /jobs/9"]);
+  });
+
   test("a batch that became a job (202) is followed until it has finished, every page of its report read", async () => {
     const job = { id: 7, total: 3, error: null };
     const api = service([
