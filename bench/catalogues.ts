@@ -209,7 +209,7 @@ async function runLayout(layout: Layout, db: SqlClient) {
   const queries = layout.catalogues.flatMap(({ name, size, firstRow }) =>
     Array.from({ length: perCatalogue }, (_, i) => ({
       catalogue: name,
-      vector: space.queryNear(firstRow + ((i * 7919) % size), `query:${name}:${i}`),
+      vector: space.queryLowRank(firstRow + ((i * 7919) % size), `query:${name}:${i}`),
     })),
   );
   // The reference: the catalogue's exact top 10 by the full vectors (no index serves this order).
@@ -240,7 +240,7 @@ async function runLayout(layout: Layout, db: SqlClient) {
   out(`hybrid candidates (40 each side): p50 ${fmt(hybrid.p50)} ms, p95 ${fmt(hybrid.p95)} ms`);
   const [size] = await db.query<{ bytes: number | string }>(
     `SELECT coalesce(sum(pg_relation_size(indexrelid)), 0) AS bytes FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
-     WHERE c.relname LIKE '%embedding_hnsw' AND c.relnamespace = current_schema()::regnamespace`,
+     WHERE c.relname LIKE '%embedding\\_%' AND c.relnamespace = current_schema()::regnamespace`,
   );
   return {
     catalogues: layout.catalogues.length,

@@ -392,10 +392,7 @@ interface Query {
   label: string;
 }
 
-/** How much further from their sub-category than products queries are (short texts). */
-const QUERY_SPREAD = 1.3;
-
-const queryNear = (row: number, label: string) => Array.from(space.productLowRank(row, QUERY_SPREAD, label));
+const queryNear = (row: number, label: string) => space.queryLowRank(row, label);
 
 function unfilteredQueries(): Query[] {
   return Array.from({ length: QUERIES }, (_, i) => ({

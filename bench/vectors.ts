@@ -87,6 +87,8 @@ export function normalize(v: Float64Array): Float64Array {
 const WEIGHTS = { shared: 0.3, category: 0.45, sub: 0.55, noise: 0.72 };
 /** Queries are short texts: further from their cluster than products are. */
 const QUERY_NOISE = 1.1;
+/** How much further from their sub-category than products queryLowRank's queries are. */
+const QUERY_SPREAD = 1.3;
 
 /** Shared directions of productLowRank, and how many of them each sub-category varies along. */
 const TOPICS = 256;
@@ -189,6 +191,15 @@ export class SyntheticSpace {
   /** Query `i`: near the cluster of a product picked by the seed, the same in every run and at every size. */
   query(i: number): number[] {
     return this.queryNear(seedOf(`pick:${i}`) % this.catalogue.length, `query:${this.dimension}:${i}`);
+  }
+
+  /**
+   * A query like the products of catalogue row `row` (low rank, as sentence embeddings are), further
+   * from its sub-category than they are (a short text): the queries of bench:scale and
+   * bench/catalogues, whose recall figures are compared.
+   */
+  queryLowRank(row: number, label: string): number[] {
+    return Array.from(this.productLowRank(row, QUERY_SPREAD, label));
   }
 
   /** A query near the clusters of catalogue row `row`, its noise seeded by `label`. */

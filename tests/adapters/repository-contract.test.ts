@@ -139,7 +139,12 @@ function repositoryContract(open: RepositoryFactory): void {
       expect(all).toMatchObject({ actions: "*", catalogues: "*", expiresAt: null });
       expect(await apiKeys.findById("00000000000000a1")).toEqual(shop);
       expect(await apiKeys.findById("00000000000000ff")).toBeNull();
-      expect((await apiKeys.list()).map((key) => key.id)).toEqual(["00000000000000b2", "00000000000000a1"]);
+      // Newest first; two made within the clock's resolution (a millisecond on PGlite) by id.
+      const newestFirst = [shop, all]
+        .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || a.id.localeCompare(b.id))
+        .map((key) => key.id);
+      expect(all.createdAt.getTime()).toBeGreaterThanOrEqual(shop.createdAt.getTime());
+      expect((await apiKeys.list()).map((key) => key.id)).toEqual(newestFirst);
 
       await apiKeys.touch("00000000000000a1");
       expect((await apiKeys.findById("00000000000000a1"))?.lastUsedAt).toBeInstanceOf(Date);

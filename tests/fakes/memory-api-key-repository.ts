@@ -29,7 +29,10 @@ export class MemoryApiKeyRepository implements ApiKeyRepository {
 
   async list(): Promise<ApiKey[]> {
     this.checkUp();
-    return [...this.keys.values()].reverse().map((key) => ({ ...key }));
+    // As the SQL orders them: newest first, ties by id.
+    return [...this.keys.values()]
+      .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || a.id.localeCompare(b.id))
+      .map((key) => ({ ...key }));
   }
 
   async remove(id: string): Promise<boolean> {
