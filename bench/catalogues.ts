@@ -21,7 +21,7 @@
  *
  * Run by hand (figures in README "Keys and catalogues"):
  *   bun bench/catalogues.ts [--database-url postgres://postgres@127.0.0.1:55432/sku_test] [--one 100000]
- *     [--many 100x1000] [--queries 200] [--passes 3] [--min-rows 5000] [--keep]
+ *     [--many 100x1000] [--queries 200] [--passes 3] [--min-rows 5000] [--probes auto,8,10] [--keep]
  *   bun bench/catalogues.ts --quick      # 1 × 3,000 and 10 × 300, 40 queries: a minute, for CI
  * The server needs pgvector; the bench works in the schemas bench_catalogues_one and _many, dropped
  * before and after (`--keep` leaves them). Give it shared_buffers of at least the large catalogue's
@@ -53,6 +53,7 @@ const { values: args } = parseArgs({
     passes: { type: "string", default: "3" },
     "min-rows": { type: "string", default: "5000" },
     "ef-search": { type: "string", default: "100" },
+    probes: { type: "string", default: "auto" },
     quick: { type: "boolean", default: false },
     keep: { type: "boolean", default: false },
   },
@@ -69,6 +70,10 @@ const QUERIES = Number(args.queries ?? (QUICK ? 40 : 200));
 const PASSES = Number(args.passes);
 const MIN_ROWS = Number(args["min-rows"] ?? 5000) > ONE ? ONE : Number(args["min-rows"]);
 const EF_SEARCH = Number(args["ef-search"]);
+/** VECTOR_IVF_PROBES values to search with, each on the same index: "auto" or numbers, comma-separated. */
+const PROBES = (args.probes as string)
+  .split(",")
+  .map((value) => (value === "auto" ? ("auto" as const) : Number(value)));
 const WRITE_CHUNK = 500;
 const LIMIT = 10;
 
@@ -141,10 +146,10 @@ try {
     url.searchParams.set("search_path", `${schema},public`);
     const db = connectPostgres(url.toString(), {
       maxConnections: 2,
-      sessionSettings: vectorSessionSettings({ efSearch: EF_SEARCH, probes: "auto" }),
+      sessionSettings: vectorSessionSettings({ efSearch: EF_SEARCH, probes: PROBES[0] ?? "auto" }),
     });
     try {
-      summary[layout.name] = await runLayout(layout, db);
+      summary[layout.name] = await runLayout(layout, db, url.toString());
     } finally {
       await db.close();
       if (!args.keep) await admin.query(`DROP SCHEMA ${schema} CASCADE`);
@@ -156,7 +161,7 @@ try {
 }
 out(JSON.stringify(summary));
 
-async function runLayout(layout: Layout, db: SqlClient) {
+async function runLayout(layout: Layout, db: SqlClient, url: string) {
   const total = layout.catalogues.reduce((sum, catalogue) => sum + catalogue.size, 0);
   out(
     `\n== ${layout.name}: ${layout.catalogues.length} × ${layout.catalogues[0]?.size} products (load average ${load()})`,
@@ -164,9 +169,15 @@ async function runLayout(layout: Layout, db: SqlClient) {
   await prepareDatabase(db, { model: "bench", dimension: DIMENSION });
   const catalogues = new PostgresCatalogueRepository(db);
   const indexesInUse = new IndexesInUse(db, DIMENSION, indexTarget(DIMENSION));
-  const products = new PostgresProducts(db, DIMENSION, { ...DEFAULT_SEARCH_PLAN, efSearch: EF_SEARCH }, undefined, {
-    indexesInUse,
-  });
+  const products = new PostgresProducts(
+    db,
+    DIMENSION,
+    { ...DEFAULT_SEARCH_PLAN, efSearch: EF_SEARCH, probes: PROBES[0] ?? "auto" },
+    undefined,
+    {
+      indexesInUse,
+    },
+  );
 
   const loading = await timed(async () => {
     for (const { name, size, firstRow } of layout.catalogues) {
@@ -231,6 +242,34 @@ async function runLayout(layout: Layout, db: SqlClient) {
     `search: p50 ${fmt(semantic.p50)} ms, p95 ${fmt(semantic.p95)} ms, recall@10 ${semantic.recall.toFixed(3)} ` +
       `(worst catalogue ${semantic.worstRecall.toFixed(3)}), every result of its own catalogue: ${semantic.own}`,
   );
+  // The same searches with other probes (--probes), on the same index: the trade-off side by side.
+  const byProbes: Record<string, { p50: number; p95: number; recall: number }> = {};
+  for (const probes of PROBES.slice(1)) {
+    const probing = connectPostgres(url, {
+      maxConnections: 2,
+      sessionSettings: vectorSessionSettings({ efSearch: EF_SEARCH, probes }),
+    });
+    try {
+      const other = new PostgresProducts(
+        probing,
+        DIMENSION,
+        { ...DEFAULT_SEARCH_PLAN, efSearch: EF_SEARCH, probes },
+        undefined,
+        {
+          indexesInUse: new IndexesInUse(probing, DIMENSION, indexTarget(DIMENSION)),
+        },
+      );
+      const measured = await measure(queries, truth, (catalogue, vector) =>
+        other.in(catalogue).searchByVector(vector, { limit: LIMIT }),
+      );
+      byProbes[String(probes)] = { p50: round(measured.p50), p95: round(measured.p95), recall: measured.recall };
+      out(
+        `search with probes ${probes}: p50 ${fmt(measured.p50)} ms, p95 ${fmt(measured.p95)} ms, recall@10 ${measured.recall.toFixed(3)}`,
+      );
+    } finally {
+      await probing.close();
+    }
+  }
   const words = ["cafetera", "zapatillas", "reloj", "camiseta", "lámpara"];
   const hybrid = await measure(queries, truth, (catalogue, vector, i) =>
     products
@@ -256,6 +295,7 @@ async function runLayout(layout: Layout, db: SqlClient) {
       worstRecall: semantic.worstRecall,
     },
     hybrid: { p50: round(hybrid.p50), p95: round(hybrid.p95) },
+    byProbes,
     ownCatalogueOnly: semantic.own && hybrid.own,
     loadAverage: load(),
   };
