@@ -1,11 +1,13 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { ProductCatalogues, ProductUpdate } from "../ports/product-repository.ts";
+import { hasAttributes } from "./attributes.ts";
 import { embedOne } from "./embed.ts";
 import { ConcurrentModification, InvalidInput, ProductNotFound, SkuTaken } from "./errors.ts";
 import {
   checkedField,
   contentDigest,
   embeddingText,
+  type NormalizedChanges,
   normalizeChanges,
   type Product,
   type ProductChanges,
@@ -118,16 +120,19 @@ export class ManageProducts {
   /** The product's new fields, with a new embedding only when its embedded text changed. */
   private async nextState(
     current: StoredProduct,
-    changes: ProductChanges,
+    changes: NormalizedChanges,
     signal: AbortSignal | undefined,
   ): Promise<ProductUpdate> {
     const sku = changes.sku === undefined ? current.sku : (changes.sku ?? undefined);
+    const attributes = changes.attributes ?? current.attributes;
     const fields = {
       name: changes.name ?? current.name,
       description: changes.description ?? current.description,
       category: changes.category ?? current.category,
       ...(sku === undefined ? {} : { sku }),
+      ...(hasAttributes(attributes) ? { attributes } : {}),
     };
+    // Attributes are not embedded: a change of them alone keeps the embedding.
     const digest = await contentDigest(fields);
     if (digest === current.contentDigest) return { fields };
     const vector = await embedOne(this.deps.embedder, embeddingText(fields), "document", signal);
@@ -154,6 +159,7 @@ export function publicView(product: Product): Product {
     category: product.category,
   };
   if (product.sku !== undefined) view.sku = product.sku;
+  if (hasAttributes(product.attributes)) view.attributes = product.attributes;
   return view;
 }
 

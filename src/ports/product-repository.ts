@@ -1,6 +1,7 @@
+import type { Attributes } from "../domain/attributes.ts";
 import type {
   HybridCandidate,
-  NewProduct,
+  NormalizedProduct,
   Product,
   ProductFields,
   StoredProduct,
@@ -27,7 +28,7 @@ export interface IdempotentAnswer {
 
 /** A product to write with its embedding and the digest of the text it was computed from. */
 export interface EmbeddedProduct {
-  product: NewProduct & { sku?: string };
+  product: NormalizedProduct;
   embedding: Vector;
   contentDigest: string;
 }
@@ -36,7 +37,8 @@ export type AddResult = { created: Product } | { alreadyAnswered: IdempotentAnsw
 
 /** A product's new state: its fields, and a new embedding when its embedded text changed. */
 export interface ProductUpdate {
-  fields: ProductFields & { sku?: string | undefined };
+  /** The whole new state: no `attributes` is none. */
+  fields: ProductFields & { sku?: string | undefined; attributes?: Attributes | undefined };
   /** Absent: the text it was embedded from is unchanged, the embedding stays. */
   embedding?: { vector: Vector; contentDigest: string };
 }

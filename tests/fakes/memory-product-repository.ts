@@ -366,6 +366,7 @@ export class MemoryCatalogueProducts implements ProductRepository {
       description: product.description,
       category: product.category,
       ...(product.sku === undefined ? {} : { sku: product.sku }),
+      ...(product.attributes === undefined ? {} : { attributes: product.attributes }),
       contentDigest,
       version: 1,
     };
@@ -375,7 +376,8 @@ export class MemoryCatalogueProducts implements ProductRepository {
 
   private apply(row: Row, { fields, embedding }: ProductUpdate): StoredProduct {
     const { sku, ...contract } = fields;
-    const { sku: _dropped, ...rest } = row.product;
+    // The fields are the whole new state: no sku or attributes there is none.
+    const { sku: _dropped, attributes: _droppedToo, ...rest } = row.product;
     row.product = {
       ...rest,
       ...contract,

@@ -1,4 +1,5 @@
 import pgvector from "pgvector";
+import { type Attributes, hasAttributes, sortedKeys } from "../../domain/attributes.ts";
 import { CatalogueNotFound, EmbeddingSpaceChanged } from "../../domain/errors.ts";
 import { publicView } from "../../domain/manage-products.ts";
 import type { HybridCandidate, Product, StoredProduct, VersionedHit } from "../../domain/product.ts";
@@ -60,6 +61,8 @@ interface ProductRow {
   description: string;
   category: string;
   sku: string | null;
+  /** jsonb: postgres.js and PGlite parse it; a text cast would not be (both accepted). */
+  attributes: Attributes | string | null;
 }
 
 interface StoredRow extends ProductRow {
@@ -67,7 +70,7 @@ interface StoredRow extends ProductRow {
   version: number;
 }
 
-const PRODUCT_COLUMNS = "id, name, description, category, sku";
+const PRODUCT_COLUMNS = "id, name, description, category, sku, attributes";
 const STORED_COLUMNS = `${PRODUCT_COLUMNS}, content_digest, version`;
 const UNIQUE_VIOLATION = "23505";
 /** pgvector's errors for a vector of the wrong dimension ("expected 384 dimensions, not 32", "different vector dimensions"). */
@@ -240,10 +243,11 @@ export class PostgresProductRepository implements ProductRepository {
         product.sku ?? null,
         contentDigest,
         vectorParam(embedding),
+        attributesParam(product.attributes),
       ];
       const [row] = await db.query<ProductRow>(
-        `INSERT INTO products (catalogue, name, description, category, sku, content_digest, embedding)
-         SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::vector
+        `INSERT INTO products (catalogue, name, description, category, sku, content_digest, embedding, attributes)
+         SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::vector, $8::jsonb
          WHERE ${this.inSpace(params)}
          RETURNING ${PRODUCT_COLUMNS}`,
         params,
@@ -376,11 +380,12 @@ export class PostgresProductRepository implements ProductRepository {
       embedding ? vectorParam(embedding.vector) : null,
       embedding?.contentDigest ?? null,
       this.catalogue,
+      attributesParam(fields.attributes),
     ];
     try {
       rows = await this.inCatalogue(this.writes, (tx) =>
         tx.query<StoredRow>(
-          `UPDATE products SET name = $3, description = $4, category = $5, sku = $6,
+          `UPDATE products SET name = $3, description = $4, category = $5, sku = $6, attributes = $10::jsonb,
              embedding = COALESCE($7::vector, embedding), content_digest = COALESCE($8, content_digest),
              version = version + 1, updated_at = now()
            WHERE catalogue = $9 AND id = $1 AND version = $2 AND ${this.inSpace(params)}
@@ -548,11 +553,12 @@ export class PostgresProductRepository implements ProductRepository {
           { text: product.category },
           { text: contentDigest },
           { vector: embedding },
+          { jsonb: attributesParam(product.attributes) },
         ]);
         await tx.query("SELECT set_config('role', 'none', true)");
         await tx.copyIn(
           partition,
-          ["catalogue", "id", "sku", "name", "description", "category", "content_digest", "embedding"],
+          ["catalogue", "id", "sku", "name", "description", "category", "content_digest", "embedding", "attributes"],
           encodeCopyRows(copied),
         );
         await tx.query(`SELECT set_config('role', '${CATALOGUE_ROLE}', true)`);
@@ -586,6 +592,7 @@ export class PostgresProductRepository implements ProductRepository {
           { text: product.category },
           { text: contentDigest },
           { vector: embedding },
+          { jsonb: attributesParam(product.attributes) },
         ];
       }
       const { fields, embedding } = write.update;
@@ -599,6 +606,7 @@ export class PostgresProductRepository implements ProductRepository {
         { text: fields.category },
         embedding ? { text: embedding.contentDigest } : null,
         embedding ? { vector: embedding.vector } : null,
+        { jsonb: attributesParam(fields.attributes) },
       ];
     });
     const { inserted, updated, ids } = await this.inCatalogue(this.writes, async (tx) => {
@@ -611,12 +619,24 @@ export class PostgresProductRepository implements ProductRepository {
       await tx.query(
         `CREATE TEMPORARY TABLE product_writes (
            position integer NOT NULL, id bigint, expected_version integer, sku text, name text NOT NULL,
-           description text NOT NULL, category text NOT NULL, content_digest text, embedding vector(${this.dimension})
+           description text NOT NULL, category text NOT NULL, content_digest text, embedding vector(${this.dimension}),
+           attributes jsonb NOT NULL
          ) ON COMMIT DROP`,
       );
       await tx.copyIn(
         "product_writes",
-        ["position", "id", "expected_version", "sku", "name", "description", "category", "content_digest", "embedding"],
+        [
+          "position",
+          "id",
+          "expected_version",
+          "sku",
+          "name",
+          "description",
+          "category",
+          "content_digest",
+          "embedding",
+          "attributes",
+        ],
         encodeCopyRows(staged),
       );
       // New rows get their ids first, so that each inserted row is known by its position.
@@ -624,8 +644,8 @@ export class PostgresProductRepository implements ProductRepository {
         "UPDATE product_writes SET id = nextval(pg_get_serial_sequence('products', 'id')) WHERE expected_version IS NULL",
       );
       const insertedRows = await tx.query<{ id: number | string }>(
-        `INSERT INTO products (catalogue, id, sku, name, description, category, content_digest, embedding)
-         SELECT $1, id, sku, name, description, category, content_digest, embedding
+        `INSERT INTO products (catalogue, id, sku, name, description, category, content_digest, embedding, attributes)
+         SELECT $1, id, sku, name, description, category, content_digest, embedding, attributes
          FROM product_writes WHERE expected_version IS NULL ORDER BY position
          ON CONFLICT (catalogue, sku) WHERE sku IS NOT NULL DO NOTHING
          RETURNING id`,
@@ -633,6 +653,7 @@ export class PostgresProductRepository implements ProductRepository {
       );
       const updatedRows = await tx.query<{ id: number | string }>(
         `UPDATE products p SET name = w.name, description = w.description, category = w.category, sku = w.sku,
+           attributes = w.attributes,
            embedding = COALESCE(w.embedding, p.embedding), content_digest = COALESCE(w.content_digest, p.content_digest),
            version = p.version + 1, updated_at = now()
          FROM product_writes w
@@ -988,7 +1009,14 @@ function toProduct(row: ProductRow): Product {
     category: row.category,
   };
   if (row.sku !== null && row.sku !== undefined) product.sku = row.sku;
+  const attributes = typeof row.attributes === "string" ? (JSON.parse(row.attributes) as Attributes) : row.attributes;
+  if (hasAttributes(attributes)) product.attributes = sortedKeys(attributes);
   return product;
+}
+
+/** A product's attributes as the jsonb parameter of a write: `{}` for none. */
+function attributesParam(attributes: Attributes | undefined): string {
+  return JSON.stringify(attributes ?? {});
 }
 
 function toStored(row: StoredRow): StoredProduct {

@@ -344,6 +344,18 @@ const MIGRATIONS: readonly Migration[] = [
       await relevancePerCatalogue(tx);
     },
   },
+  {
+    version: 17,
+    name: "product attributes",
+    async apply(tx) {
+      // A product's attributes (domain/attributes.ts): `{}` when it has none, never null. A constant
+      // default: adding the column rewrites no row. The GIN index (jsonb_path_ops: `@>` only, about a
+      // third of jsonb_ops' size) serves the attribute filters' equality and any-of conditions; it is
+      // made on every catalogue's partition, and on those made later.
+      await tx.query("ALTER TABLE products ADD COLUMN attributes jsonb NOT NULL DEFAULT '{}'::jsonb");
+      await tx.query("CREATE INDEX products_attributes ON products USING gin (attributes jsonb_path_ops)");
+    },
+  },
 ];
 
 /** The catalogue the contract's `/products…` routes stand for; every product from before catalogues is in it. */

@@ -15,7 +15,7 @@ import {
   type ManageProducts,
   normalizeCategories,
 } from "../../../domain/manage-products.ts";
-import { checkedField, type ProductFields } from "../../../domain/product.ts";
+import { checkedField, type ProductChanges } from "../../../domain/product.ts";
 import type { AuthMacro } from "../auth/auth-macro.ts";
 import {
   catalogueNotFound,
@@ -209,7 +209,7 @@ export function productRoutes({
     catalogue,
   }: {
     params: { id: string };
-    body: Partial<ProductFields>;
+    body: ProductChanges;
     signal: AbortSignal;
     catalogue: string;
   }) => productView(await manageProducts.update(catalogue, productId(params.id), body, signal));

@@ -5,6 +5,7 @@
  * document and the view of a stored product.
  */
 import { Elysia, t } from "elysia";
+import { ATTRIBUTE_LIMITS } from "../../../domain/attributes.ts";
 import { MAX_CATEGORIES } from "../../../domain/manage-products.ts";
 import { PRODUCT_FIELD_MAX_LENGTH, type Product } from "../../../domain/product.ts";
 
@@ -32,12 +33,32 @@ export const skuField = t.String({
 export const productIdField = (description = "Identificador del producto, asignado por el servicio") =>
   integer({ description });
 
+const ATTRIBUTES_DESCRIPTION =
+  `Atributos del producto (precio, marca, existencias...): hasta ${ATTRIBUTE_LIMITS.keys} claves de minúsculas, ` +
+  "cifras y '_' que empiezan por una letra (hasta 63 caracteres), cada una con un texto, un número, un booleano o " +
+  `una lista de textos; como JSON, hasta ${ATTRIBUTE_LIMITS.bytes} bytes. No se incluyen en el embedding: ` +
+  "cambiarlos no lo vuelve a calcular. Conocidos por la página: price (número) con currency, brand, in_stock, " +
+  "image_url, url.";
+
+/**
+ * The attributes as a client sends them: any object here; the use cases check its keys and values
+ * (checkedAttributes) and name the key at fault in their 422, which this schema could not.
+ */
+const attributesInput = (description: string) =>
+  t.Union([t.Record(t.String(), t.Unknown()), t.Null()], { description });
+
+/** A product's attributes as the service answers them. */
+const attributesOutput = t.Record(t.String(), t.Union([t.String(), t.Number(), t.Boolean(), t.Array(t.String())]), {
+  description: "Atributos del producto; el campo falta cuando no tiene ninguno",
+});
+
 /** A product as a client sends it: the example of the OpenAPI document. */
 export const NEW_PRODUCT_EXAMPLE = {
   name: "Zapatillas de trail Vento",
   description: "Zapatillas ligeras e impermeables con suela de tacos para correr por montaña",
   category: "calzado deportivo",
   sku: "VEN-TRAIL-42",
+  attributes: { price: 59.9, currency: "EUR", brand: "Vento", in_stock: true, sizes: ["41", "42", "43"] },
 };
 
 /** A stored product: the example of the OpenAPI document. */
@@ -50,6 +71,9 @@ export const NewProductBody = t.Object(
     description: field("description"),
     category: field("category"),
     sku: t.Optional(t.Union([skuField, t.Null()])),
+    attributes: t.Optional(
+      attributesInput(`${ATTRIBUTES_DESCRIPTION} En PUT, sin este campo se conservan; null o {} los quita.`),
+    ),
   },
   {
     additionalProperties: false,
@@ -65,6 +89,9 @@ const ProductChangesBody = t.Object(
     description: t.Optional(field("description")),
     category: t.Optional(field("category")),
     sku: t.Optional(t.Union([skuField, t.Null()], { description: "null quita el SKU" })),
+    attributes: t.Optional(
+      attributesInput(`${ATTRIBUTES_DESCRIPTION} Sustituyen a todos los anteriores; null o {} los quita.`),
+    ),
   },
   { additionalProperties: false, minProperties: 1, description: "Los campos que cambian (al menos uno)" },
 );
@@ -102,6 +129,7 @@ export const productFields = {
   description: t.String({ description: FIELD_DESCRIPTIONS.description }),
   category: t.String({ description: FIELD_DESCRIPTIONS.category }),
   sku: t.Optional(t.String({ description: "Clave propia del comercio; solo si el producto tiene una" })),
+  attributes: t.Optional(attributesOutput),
 };
 
 /**
@@ -115,7 +143,14 @@ export const productModels = new Elysia({ name: "product-models" }).model({
   ProductChanges: ProductChangesBody,
 });
 
-/** A stored product as the API shows it: its fields, the sku only when it has one. */
-export function productView({ id, name, description, category, sku }: Product) {
-  return { id, name, description, category, ...(sku === undefined ? {} : { sku }) };
+/** A stored product as the API shows it: its fields, the sku and the attributes only when it has them. */
+export function productView({ id, name, description, category, sku, attributes }: Product) {
+  return {
+    id,
+    name,
+    description,
+    category,
+    ...(sku === undefined ? {} : { sku }),
+    ...(attributes === undefined ? {} : { attributes }),
+  };
 }
