@@ -1,3 +1,4 @@
+import type { AttributeCondition } from "../domain/attribute-filter.ts";
 import type { Attributes } from "../domain/attributes.ts";
 import type {
   HybridCandidate,
@@ -66,6 +67,8 @@ export interface ListQuery {
   limit: number;
   /** Only products of these categories (exact match); absent: all. */
   categories?: readonly string[] | undefined;
+  /** Only products whose attributes meet every one of these (meetsConditions); absent or empty: all. */
+  attributes?: readonly AttributeCondition[] | undefined;
   /** `newest`: most recently created first; `id`: by id, ascending. */
   order: "newest" | "id";
   /** The id of the last product of the previous page (keyset pagination). */
@@ -89,6 +92,8 @@ export interface SearchQuery {
   limit: number;
   /** Only products of these categories; absent: all. */
   categories?: readonly string[] | undefined;
+  /** Only products whose attributes meet every one of these (meetsConditions); absent or empty: all. */
+  attributes?: readonly AttributeCondition[] | undefined;
 }
 
 /**
@@ -114,6 +119,8 @@ export interface HybridQuery {
   candidates: number;
   /** Only products of these categories; absent: all. */
   categories?: readonly string[] | undefined;
+  /** Only products whose attributes meet every one of these (meetsConditions); absent or empty: all. */
+  attributes?: readonly AttributeCondition[] | undefined;
 }
 
 /**

@@ -354,6 +354,11 @@ const MIGRATIONS: readonly Migration[] = [
       // made on every catalogue's partition, and on those made later.
       await tx.query("ALTER TABLE products ADD COLUMN attributes jsonb NOT NULL DEFAULT '{}'::jsonb");
       await tx.query("CREATE INDEX products_attributes ON products USING gin (attributes jsonb_path_ops)");
+      // The lexical side of a hybrid search reads products through this view: filters need the attributes there too.
+      await tx.query(
+        `CREATE OR REPLACE VIEW ${CATALOGUE_WORDS_VIEW} AS SELECT catalogue, id, category, search_text, attributes
+         FROM products WHERE catalogue = current_setting('${CATALOGUE_SETTING}', true)`,
+      );
     },
   },
 ];
