@@ -1,5 +1,6 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { ProductCatalogues, ProductUpdate } from "../ports/product-repository.ts";
+import { checkedFilter } from "./attribute-filter.ts";
 import { hasAttributes } from "./attributes.ts";
 import { embedOne } from "./embed.ts";
 import { ConcurrentModification, InvalidInput, ProductNotFound, SkuTaken } from "./errors.ts";
@@ -13,6 +14,7 @@ import {
   type ProductChanges,
   type StoredProduct,
 } from "./product.ts";
+import { bothCategories } from "./search-filter.ts";
 
 export const LIST_LIMIT = { default: 20, min: 1, max: 100 } as const;
 export const LIST_ORDERS = ["id", "newest"] as const;
@@ -39,6 +41,8 @@ export interface ListRequest {
   order?: ListOrder | undefined;
   /** The `nextCursor` of the previous page. */
   cursor?: string | undefined;
+  /** Conditions on attributes and `category`, all to hold (attribute-filter.ts: checkedFilter). */
+  filter?: unknown;
 }
 
 export interface ListResult {
@@ -72,11 +76,15 @@ export class ManageProducts {
     }
     const order = request.order ?? "id";
     const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, order);
+    const filter = checkedFilter(request.filter);
+    const categories = bothCategories(normalizeCategories(request.category), filter.categories);
+    if (categories === "nothing") return { items: [], total: 0, nextCursor: null };
     const page = await this.deps.products.in(catalogue).list({
       limit,
       order,
       after,
-      categories: normalizeCategories(request.category),
+      categories,
+      attributes: filter.attributes,
     });
     const last = page.items.at(-1);
     return {

@@ -3,6 +3,7 @@ import type { Generator, Recommendation } from "../ports/generator.ts";
 import type { LexicalQuery, ProductCatalogues, ProductRepository } from "../ports/product-repository.ts";
 import type { SynonymStore } from "../ports/synonym-store.ts";
 import type { Translation, Translator } from "../ports/translator.ts";
+import { type AttributeCondition, checkedFilter } from "./attribute-filter.ts";
 import type { SearchFilter } from "./caller.ts";
 import { checkCitations, withCheckedCitations } from "./citations.ts";
 import { embedOne } from "./embed.ts";
@@ -11,7 +12,7 @@ import { checkAlpha, fuse, SEARCH_MODES, type SearchMode } from "./hybrid-rankin
 import { normalizeCategories, publicView } from "./manage-products.ts";
 import type { ScoredProduct, VersionedHit } from "./product.ts";
 import type { SearchAnalytics } from "./search-analytics.ts";
-import { narrowCategories } from "./search-filter.ts";
+import { bothCategories, narrowCategories } from "./search-filter.ts";
 import { synonymsFor } from "./synonyms.ts";
 import { textProblem, trimText } from "./text.ts";
 import type { Vector } from "./vector.ts";
@@ -39,6 +40,11 @@ export interface SearchRequest {
   limit?: number | undefined;
   /** Only products of this category, or of any of these; absent: all. */
   category?: string | readonly string[] | undefined;
+  /**
+   * Conditions on attributes and `category`, all to hold (attribute-filter.ts: checkedFilter);
+   * absent: none. Its categories narrow `category`'s.
+   */
+  filter?: unknown;
   /** `semantic` (the contract's ranking) or `hybrid` (blended with the lexical match); absent: the service's default. */
   mode?: SearchMode | undefined;
   /** In hybrid mode, the weight of the semantic score, 0 to 1; absent: the service's default. */
@@ -146,6 +152,8 @@ interface CheckedRequest {
   limit: number;
   /** The categories searched; "nothing" when a fixed filter and the request's have none in common. */
   categories: readonly string[] | undefined | "nothing";
+  /** The request's attribute conditions and the fixed filter's, all to hold. */
+  attributes: readonly AttributeCondition[];
   mode: SearchMode;
   alpha: number;
 }
@@ -465,6 +473,7 @@ export class SearchAndRecommend {
     const candidates = await products.hybridCandidates(embedding, lexical, {
       candidates: hybridCandidatesFor(checked.limit),
       categories: checked.categories,
+      attributes: checked.attributes,
     });
     // Words matched are relevance too (a shop's synonym the model has never seen, a model number).
     const nearest = Math.max(0, ...candidates.map((candidate) => candidate.score));
@@ -522,8 +531,11 @@ export function checkSearchRequest(
   }
   const alpha = request.alpha ?? defaults.alpha;
   checkAlpha(alpha);
-  const categories = narrowCategories(normalizeCategories(request.category), filter);
-  return { query, limit, categories, mode, alpha };
+  const requested = checkedFilter(request.filter);
+  const asked = bothCategories(normalizeCategories(request.category), requested.categories);
+  const categories = asked === "nothing" ? asked : narrowCategories(asked, filter);
+  const attributes = [...requested.attributes, ...(filter?.attributes ?? [])];
+  return { query, limit, categories, attributes, mode, alpha };
 }
 
 function labelOf(recommendation: Pick<Recommendation, "provider" | "model">): string {

@@ -39,6 +39,8 @@ import {
 } from "../core/route-docs.ts";
 import {
   categoryQuery,
+  filterParam,
+  filterQuery,
   integer,
   NewProductBody,
   PRODUCT_EXAMPLE,
@@ -66,6 +68,7 @@ const ListQuery = t.Object(
       }),
     ),
     category: categoryQuery,
+    filter: filterQuery,
   },
   { additionalProperties: false },
 );
@@ -264,8 +267,14 @@ export function productRoutes({
     )
     .get(
       root,
-      async ({ catalogue, query: { limit, cursor, order, category } }) => {
-        const page = await manageProducts.list(catalogue, { limit, cursor, order, category });
+      async ({ catalogue, query: { limit, cursor, order, category, filter } }) => {
+        const page = await manageProducts.list(catalogue, {
+          limit,
+          cursor,
+          order,
+          category,
+          filter: filterParam(filter),
+        });
         return { items: page.items.map(productView), total: page.total, next_cursor: page.nextCursor };
       },
       {
@@ -288,7 +297,8 @@ export function productRoutes({
           summary: "Listar productos, por páginas",
           description:
             `Parámetros: limit (${LIST_LIMIT.min} a ${LIST_LIMIT.max}, por defecto ${LIST_LIMIT.default}), ` +
-            "order (id: por id ascendente, por defecto; newest: los más recientes primero), category (repetible) " +
+            "order (id: por id ascendente, por defecto; newest: los más recientes primero), category (repetible), " +
+            'filter (condiciones sobre los atributos, como JSON: ?filter={"brand":"Acme","price":{"lt":60}}) ' +
             "y cursor (el next_cursor de la página anterior).",
         },
       },

@@ -5,7 +5,9 @@
  * document and the view of a stored product.
  */
 import { Elysia, t } from "elysia";
+import { FILTER_LIMITS } from "../../../domain/attribute-filter.ts";
 import { ATTRIBUTE_LIMITS } from "../../../domain/attributes.ts";
+import { InvalidInput } from "../../../domain/errors.ts";
 import { MAX_CATEGORIES } from "../../../domain/manage-products.ts";
 import { PRODUCT_FIELD_MAX_LENGTH, type Product } from "../../../domain/product.ts";
 
@@ -121,6 +123,37 @@ export const categoryQuery = t.Optional(
       "solo productos de esas categorías",
   }),
 );
+
+const FILTER_DESCRIPTION =
+  "Condiciones que deben cumplir todos los resultados (Y): por atributo, un valor (igual; un atributo lista " +
+  'cumple si lo contiene: {"sizes": "42"}), una lista de valores (cualquiera de ellos), {"gt", "gte", "lt", ' +
+  '"lte"} con números (un rango; solo atributos numéricos: el texto "59.90" no es un número) o {"exists": ' +
+  `true|false}; y "category", como el campo category. Hasta ${FILTER_LIMITS.conditions} condiciones.`;
+
+export const FILTER_EXAMPLE = { brand: ["Vento", "Acme"], price: { gte: 10, lt: 60 }, in_stock: true };
+
+/** The `filter` object of a search's body: checked by the use case (checkedFilter), which names the key at fault. */
+export const filterBody = t.Optional(
+  t.Record(t.String(), t.Unknown(), { description: FILTER_DESCRIPTION, examples: [FILTER_EXAMPLE] }),
+);
+
+/** The same filter in a query string: the object as JSON text (filterParam reads it). */
+export const filterQuery = t.Optional(
+  t.String({
+    description: `${FILTER_DESCRIPTION} En la URL, el objeto como JSON.`,
+    examples: [JSON.stringify(FILTER_EXAMPLE)],
+  }),
+);
+
+/** A query string's `filter` as the object it holds (the use case checks it); 422 when it is not JSON. */
+export function filterParam(text: string | undefined): unknown {
+  if (text === undefined) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new InvalidInput('El campo \'filter\' debe ser un objeto JSON, por ejemplo {"brand":"Acme"}');
+  }
+}
 
 /** A product as the service answers it (never its embedding). */
 export const productFields = {

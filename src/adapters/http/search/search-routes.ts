@@ -6,6 +6,7 @@ import { catalogueParams, type ProductPrefix, pluginName } from "../catalogues/c
 import { jsonBody } from "../core/body.ts";
 import type { RateLimits } from "../core/rate-limit.ts";
 import { requestContext } from "../core/request-context.ts";
+import { filterParam } from "../products/product-schemas.ts";
 import { endsStream, searchEventStream, wantsEventStream } from "./event-stream.ts";
 import {
   BODY_ANSWERS,
@@ -107,7 +108,7 @@ export function searchRoutes({ prefix, search, maxBodyBytes, auth, rateLimits, r
         description: SEARCH_DESCRIPTION,
       },
     })
-    .get("/search", (context) => answer(context, context.query), {
+    .get("/search", (context) => answer(context, { ...context.query, filter: filterParam(context.query.filter) }), {
       auth: { permission: "search", keyInQuery: true },
       rateLimit: "search",
       headers: SearchHeaders,

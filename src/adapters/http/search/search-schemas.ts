@@ -20,6 +20,9 @@ import { answers, documented, messageOf, problem, readAfterParameter, UNAVAILABL
 import {
   categoryFilter,
   categoryQuery,
+  FILTER_EXAMPLE,
+  filterBody,
+  filterQuery,
   integer,
   PRODUCT_EXAMPLE,
   productFields,
@@ -72,6 +75,7 @@ export function searchBody(defaults: SearchDefaults) {
       query: t.String({ maxLength: QUERY_MAX_LENGTH, description: QUERY_DESCRIPTION }),
       limit: t.Optional(searchLimitField),
       category: categoryFilter,
+      filter: filterBody,
       mode: t.Optional(
         t.UnionEnum([...SEARCH_MODES], { default: defaults.mode, description: modeDescription(defaults) }),
       ),
@@ -85,6 +89,7 @@ export function searchBody(defaults: SearchDefaults) {
       examples: [
         { query: SEARCH_QUERY_EXAMPLE, limit: 5 },
         { query: SEARCH_QUERY_EXAMPLE, limit: 10, category: ["calzado deportivo"], mode: "hybrid", alpha: 0.75 },
+        { query: SEARCH_QUERY_EXAMPLE, limit: 10, filter: FILTER_EXAMPLE },
       ],
     },
   );
@@ -109,6 +114,7 @@ export function searchQuery(defaults: SearchDefaults) {
         }),
       ),
       category: categoryQuery,
+      filter: filterQuery,
       mode: t.Optional(t.UnionEnum([...SEARCH_MODES], { description: modeDescription(defaults) })),
       alpha: t.Optional(t.Numeric({ title: "alpha", minimum: 0, maximum: 1, description: alphaDescription(defaults) })),
     },
