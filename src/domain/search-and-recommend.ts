@@ -4,6 +4,7 @@ import type { LexicalQuery, ProductCatalogues, ProductRepository } from "../port
 import type { SynonymStore } from "../ports/synonym-store.ts";
 import type { Translation, Translator } from "../ports/translator.ts";
 import { type AttributeCondition, checkedFilter } from "./attribute-filter.ts";
+import { type Browsed, type BrowseRequest, browse, checkedBrowse, RESULT_WINDOW } from "./browse-results.ts";
 import type { SearchFilter } from "./caller.ts";
 import { checkCitations, withCheckedCitations } from "./citations.ts";
 import { embedOne } from "./embed.ts";
@@ -45,6 +46,15 @@ export interface SearchRequest {
    * absent: none. Its categories narrow `category`'s.
    */
   filter?: unknown;
+  /**
+   * Paging, sorting and facets (browse-results.ts): any of them makes the search answer a page of
+   * its relevant results (the best RESULT_WINDOW) with their total. `offset`: results skipped
+   * (offset + limit ≤ RESULT_WINDOW); `sort`: `[{"price": "asc"}]`, relevance the tie-break;
+   * `facets`: attribute names (or `category`) to count values of.
+   */
+  offset?: number | undefined;
+  sort?: unknown;
+  facets?: unknown;
   /** `semantic` (the contract's ranking) or `hybrid` (blended with the lexical match); absent: the service's default. */
   mode?: SearchMode | undefined;
   /** In hybrid mode, the weight of the semantic score, 0 to 1; absent: the service's default. */
@@ -95,7 +105,12 @@ export interface SearchResult {
   results: ScoredProduct[];
   /** The ids the recommendation cites (as `[#id]`), each among `results`, in the order first cited. */
   citedIds: number[];
+  /** Only when the request paged, sorted or asked for facets: the relevant results' total and facets. */
+  browsed?: BrowsedSummary;
 }
+
+/** What a browsing search tells of its relevant results besides the page (browse-results.ts). */
+export type BrowsedSummary = Omit<Browsed<ScoredProduct>, "page">;
 
 /**
  * What the search pipeline yields, in order: `results` once, then the recommendation (when
@@ -103,7 +118,7 @@ export interface SearchResult {
  * `done` together; the event stream sends each as it comes.
  */
 export type SearchEvent =
-  | { type: "results"; searchId: string; query: string; results: ScoredProduct[] }
+  | { type: "results"; searchId: string; query: string; results: ScoredProduct[]; browsed?: BrowsedSummary }
   | { type: "delta"; text: string }
   /** Every delta so far is withdrawn: the writer failed and the next one's text replaces it. */
   | { type: "reset" }
@@ -154,6 +169,8 @@ interface CheckedRequest {
   categories: readonly string[] | undefined | "nothing";
   /** The request's attribute conditions and the fixed filter's, all to hold. */
   attributes: readonly AttributeCondition[];
+  /** Present when the request pages, sorts or asks for facets. */
+  browse?: BrowseRequest;
   mode: SearchMode;
   alpha: number;
 }
@@ -218,8 +235,9 @@ export class SearchAndRecommend {
   /** `signal` aborts (with the reason to throw) when the caller stops waiting: provider requests are cancelled. */
   async execute(request: SearchRequest, options: SearchOptions): Promise<SearchResult> {
     let results: ScoredProduct[] = [];
+    let browsed: BrowsedSummary | undefined;
     for await (const event of this.events(request, options, "whole")) {
-      if (event.type === "results") results = event.results;
+      if (event.type === "results") ({ results, browsed } = event);
       if (event.type === "done") {
         return {
           searchId: event.searchId,
@@ -227,6 +245,7 @@ export class SearchAndRecommend {
           recommendation: event.recommendation,
           results,
           citedIds: event.citedIds,
+          ...(browsed ? { browsed } : {}),
         };
       }
     }
@@ -264,7 +283,8 @@ export class SearchAndRecommend {
       // The request's categories and the fixed filter's have none in common: nothing to look at.
       this.logSearch({ mode: checked.mode, results: 0, recommendedBy: null, filteredOut: true });
       answered(0);
-      yield { type: "results", searchId, query: request.query, results: [] };
+      const browsed = checked.browse && summaryOf(browse([], checked.browse, checked.limit));
+      yield { type: "results", searchId, query: request.query, results: [], ...(browsed ? { browsed } : {}) };
       yield nothing();
       return;
     }
@@ -277,11 +297,13 @@ export class SearchAndRecommend {
     stages.translateMs = timer.lap();
     const query = await this.understand(checked, translation, catalogue, signal);
     stages.embedMs = timer.lap();
+    let browsed: BrowsedSummary | undefined;
     const results = (hits: VersionedHit[]): SearchEvent => ({
       type: "results",
       searchId,
       query: request.query,
       results: hits.map(scoredView),
+      ...(browsed ? { browsed } : {}),
     });
     /** The consistency rule's check (see the class), timed as its own stage. */
     const check = async (hits: VersionedHit[], lastRun: boolean) => {
@@ -296,7 +318,14 @@ export class SearchAndRecommend {
     for (let run = 1; ; run++) {
       const lastRun = run === SEARCH_RUNS;
       timer.lap();
-      const found = read ? await this.retrieve(products, query, { ...checked, categories }) : [];
+      // A browsing search retrieves its relevant results (the window) and answers a page of them.
+      const window = checked.browse ? RESULT_WINDOW : checked.limit;
+      let found = read ? await this.retrieve(products, query, { ...checked, categories, limit: window }) : [];
+      if (checked.browse) {
+        const arranged = browse(found, checked.browse, checked.limit);
+        browsed = summaryOf(arranged);
+        found = arranged.page;
+      }
       stages.searchMs += timer.lap();
       // Streamed, the results leave now, with the first event: they are checked now.
       const hits = delivery === "streamed" ? await check(found, lastRun) : found;
@@ -535,11 +564,16 @@ export function checkSearchRequest(
   const asked = bothCategories(normalizeCategories(request.category), requested.categories);
   const categories = asked === "nothing" ? asked : narrowCategories(asked, filter);
   const attributes = [...requested.attributes, ...(filter?.attributes ?? [])];
-  return { query, limit, categories, attributes, mode, alpha };
+  const browsing = checkedBrowse(request, limit);
+  return { query, limit, categories, attributes, mode, alpha, ...(browsing ? { browse: browsing } : {}) };
 }
 
 function labelOf(recommendation: Pick<Recommendation, "provider" | "model">): string {
   return `${recommendation.provider} - ${recommendation.model}`;
+}
+
+function summaryOf({ page: _page, ...summary }: Browsed<ScoredProduct>): BrowsedSummary {
+  return summary;
 }
 
 function scoredView(hit: VersionedHit): ScoredProduct {

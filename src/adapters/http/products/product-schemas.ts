@@ -147,11 +147,16 @@ export const filterQuery = t.Optional(
 
 /** A query string's `filter` as the object it holds (the use case checks it); 422 when it is not JSON. */
 export function filterParam(text: string | undefined): unknown {
-  if (text === undefined) return undefined;
+  return text === undefined ? undefined : jsonParam("filter", text);
+}
+
+/** A query parameter that holds JSON, as the value it holds (the use case checks it); 422 naming it when it is not JSON. */
+export function jsonParam(name: string, text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw new InvalidInput('El campo \'filter\' debe ser un objeto JSON, por ejemplo {"brand":"Acme"}');
+    const example = name === "sort" ? '[{"price":"asc"}]' : '{"brand":"Acme"}';
+    throw new InvalidInput(`El campo '${name}' debe ser JSON, por ejemplo ${example}`);
   }
 }
 
