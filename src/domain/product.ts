@@ -1,5 +1,6 @@
 import { type Attributes, checkedAttributes, hasAttributes } from "./attributes.ts";
 import { InvalidInput } from "./errors.ts";
+import type { Highlights } from "./highlights.ts";
 import { cleanText, type TextKind, type TextRules, textProblem, trimText } from "./text.ts";
 
 /** The three fields of the contract: every product has them. */
@@ -40,6 +41,8 @@ export interface StoredProduct extends Product {
 export interface ScoredProduct extends Product {
   score: number;
   fusedScore?: number;
+  /** Only when the search asked for them: name and description with the matched words marked (highlights.ts). */
+  highlights?: Highlights;
 }
 
 /** A search hit with the version of the product it was found as. */

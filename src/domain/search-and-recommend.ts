@@ -9,6 +9,7 @@ import type { SearchFilter } from "./caller.ts";
 import { checkCitations, withCheckedCitations } from "./citations.ts";
 import { embedOne } from "./embed.ts";
 import { InvalidInput } from "./errors.ts";
+import { highlightsOf, wordsToMark } from "./highlights.ts";
 import { checkAlpha, fuse, SEARCH_MODES, type SearchMode } from "./hybrid-ranking.ts";
 import { normalizeCategories, publicView } from "./manage-products.ts";
 import type { ScoredProduct, VersionedHit } from "./product.ts";
@@ -55,6 +56,8 @@ export interface SearchRequest {
   offset?: number | undefined;
   sort?: unknown;
   facets?: unknown;
+  /** Each result also gets its name and description with the matched words marked (highlights.ts). */
+  highlight?: boolean | undefined;
   /** `semantic` (the contract's ranking) or `hybrid` (blended with the lexical match); absent: the service's default. */
   mode?: SearchMode | undefined;
   /** In hybrid mode, the weight of the semantic score, 0 to 1; absent: the service's default. */
@@ -171,6 +174,7 @@ interface CheckedRequest {
   attributes: readonly AttributeCondition[];
   /** Present when the request pages, sorts or asks for facets. */
   browse?: BrowseRequest;
+  highlight: boolean;
   mode: SearchMode;
   alpha: number;
 }
@@ -298,11 +302,22 @@ export class SearchAndRecommend {
     const query = await this.understand(checked, translation, catalogue, signal);
     stages.embedMs = timer.lap();
     let browsed: BrowsedSummary | undefined;
+    // The words matched: the query's, its English and their other translations, the synonyms used.
+    const toMark = checked.highlight
+      ? wordsToMark([
+          checked.query,
+          ...(translation?.translated ? [translation.text] : []),
+          ...(translation?.alternatives ?? []),
+          ...query.lexical.expansions,
+        ])
+      : undefined;
     const results = (hits: VersionedHit[]): SearchEvent => ({
       type: "results",
       searchId,
       query: request.query,
-      results: hits.map(scoredView),
+      results: hits.map((hit) =>
+        toMark ? { ...scoredView(hit), highlights: highlightsOf(hit, toMark) } : scoredView(hit),
+      ),
       ...(browsed ? { browsed } : {}),
     });
     /** The consistency rule's check (see the class), timed as its own stage. */
@@ -565,7 +580,11 @@ export function checkSearchRequest(
   const categories = asked === "nothing" ? asked : narrowCategories(asked, filter);
   const attributes = [...requested.attributes, ...(filter?.attributes ?? [])];
   const browsing = checkedBrowse(request, limit);
-  return { query, limit, categories, attributes, mode, alpha, ...(browsing ? { browse: browsing } : {}) };
+  if (request.highlight !== undefined && typeof request.highlight !== "boolean") {
+    throw new InvalidInput("El campo 'highlight' debe ser true o false");
+  }
+  const highlight = request.highlight === true;
+  return { query, limit, categories, attributes, mode, alpha, highlight, ...(browsing ? { browse: browsing } : {}) };
 }
 
 function labelOf(recommendation: Pick<Recommendation, "provider" | "model">): string {

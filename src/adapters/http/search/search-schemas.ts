@@ -67,6 +67,10 @@ export const SEARCH_DESCRIPTION =
   `y, si algo falla a mitad, ${FAILURE_EVENT} (ver la respuesta 200). Un error antes de los resultados responde ` +
   'igual que sin eventos: su estado y `{"detail"}` en JSON. Una reconexión con el Last-Event-ID del último evento ' +
   "de un flujo (done o failure) recibe 204: la búsqueda ya terminó.";
+const HIGHLIGHT_DESCRIPTION =
+  "true: cada resultado lleva highlights: {name, description} con las palabras de la consulta (y de su traducción " +
+  "y sinónimos) marcadas con <mark>, escapado el resto como HTML; la descripción, recortada a 200 caracteres en " +
+  "torno a la primera coincidencia.";
 const OFFSET_DESCRIPTION =
   `Resultados que se saltan (paginación; offset + limit ≤ ${RESULT_WINDOW}). Con offset, sort o facets la respuesta ` +
   `es una página de los resultados relevantes (los ${RESULT_WINDOW} mejores) e incluye total y total_relation.`;
@@ -103,6 +107,7 @@ export function searchBody(defaults: SearchDefaults) {
           examples: [["brand", "price"]],
         }),
       ),
+      highlight: t.Optional(t.Boolean({ description: HIGHLIGHT_DESCRIPTION })),
       mode: t.Optional(
         t.UnionEnum([...SEARCH_MODES], { default: defaults.mode, description: modeDescription(defaults) }),
       ),
@@ -156,6 +161,7 @@ export function searchQuery(defaults: SearchDefaults) {
       facets: t.Optional(
         t.String({ description: `${FACETS_DESCRIPTION} En la URL, separados por comas: brand,price` }),
       ),
+      highlight: t.Optional(t.BooleanString({ description: HIGHLIGHT_DESCRIPTION })),
       mode: t.Optional(t.UnionEnum([...SEARCH_MODES], { description: modeDescription(defaults) })),
       alpha: t.Optional(t.Numeric({ title: "alpha", minimum: 0, maximum: 1, description: alphaDescription(defaults) })),
     },
@@ -253,6 +259,14 @@ const SearchResponse = t.Object({
       fused_score: t.Optional(
         t.Number({ description: "Solo en búsquedas híbridas: la puntuación combinada que ordena los resultados" }),
       ),
+      highlights: t.Optional(
+        t.Object(
+          { name: t.String(), description: t.String() },
+          {
+            description: "Solo con highlight: nombre y descripción (recortada) con <mark> en las palabras encontradas",
+          },
+        ),
+      ),
     }),
     {
       description:
@@ -268,6 +282,7 @@ export function scoredView(hit: ScoredProduct) {
     ...productView(hit),
     score: hit.score,
     ...(hit.fusedScore === undefined ? {} : { fused_score: hit.fusedScore }),
+    ...(hit.highlights === undefined ? {} : { highlights: hit.highlights }),
   };
 }
 

@@ -114,3 +114,18 @@ describe("browsing a search", () => {
     }
   });
 });
+
+describe("highlight", () => {
+  test("each result gets its name and description with the matched words marked and the rest escaped", async () => {
+    const h = await createHarness();
+    await create(h, { name: "Zapatilla <b>Acme</b>", description: "Zapatillas & calcetines", category: "calzado" });
+    const answer = await search(h, { highlight: true });
+    expect(answer.results[0].highlights).toEqual({
+      name: "<mark>Zapatilla</mark> &lt;b&gt;Acme&lt;/b&gt;",
+      description: "<mark>Zapatillas</mark> &amp; calcetines",
+    });
+    expect((await search(h, {})).results[0]).not.toHaveProperty("highlights");
+    const viaUrl = await h.call("GET", "/products/search?query=zapatillas&highlight=true", { token: h.token });
+    expect(viaUrl.json.results[0].highlights.name).toContain("<mark>Zapatilla</mark>");
+  });
+});
