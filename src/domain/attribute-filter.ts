@@ -102,6 +102,22 @@ function isFilterValue(value: unknown): value is FilterValue {
   );
 }
 
+/** Conditions as a request's `filter` writes them (the inverse of checkedFilter's reading). */
+export function filterObjectOf(conditions: readonly AttributeCondition[]): Record<string, unknown> {
+  const filter: Record<string, unknown> = {};
+  for (const condition of conditions) {
+    const { key } = condition;
+    if (condition.op === "anyOf")
+      filter[key] = condition.values.length === 1 ? condition.values[0] : [...condition.values];
+    else if (condition.op === "exists") filter[key] = { exists: condition.exists };
+    else {
+      const { key: _key, op: _op, ...bounds } = condition;
+      filter[key] = bounds;
+    }
+  }
+  return filter;
+}
+
 /** Whether attributes meet every condition: what the database's filter does, written out (fakes and tests). */
 export function meetsConditions(
   attributes: Attributes | undefined,

@@ -124,6 +124,20 @@ describe("filter", () => {
     expect(await searched(h, {}, token)).toEqual([acme, orbita]);
     expect(await searched(h, { filter: { in_stock: false } }, token)).toEqual([]);
     expect(await searched(h, { filter: { brand: ["Zeta", "Órbita"] } }, token)).toEqual([orbita]);
+    const me = await h.call("GET", "/auth/me", { token });
+    expect(me.json.filter).toEqual({ in_stock: true });
+    const ranged = tenantToken(
+      key,
+      id,
+      { category: "calzado", price: { lt: 60 }, color: { exists: false } },
+      h.clock.now(),
+    );
+    expect((await h.call("GET", "/auth/me", { token: ranged })).json.filter).toEqual({
+      category: ["calzado"],
+      price: { lt: 60 },
+      color: { exists: false },
+    });
+    expect(await searched(h, {}, ranged)).toEqual(ids.filter((_, i) => i !== 2 && i !== 3).sort((a, b) => a - b));
     const invalid = tenantToken(key, id, { Brand: "x" }, h.clock.now());
     const refused = await h.call("POST", "/products/search", { token: invalid, json: { query: "zapatillas" } });
     expect(refused.status).toBe(401);
