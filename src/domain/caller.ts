@@ -1,3 +1,5 @@
+import type { AttributeCondition } from "./attribute-filter.ts";
+
 /** What a route may require of its caller (the HTTP adapter's auth macro declares one per route). */
 export const PERMISSIONS = ["search", "products.read", "products.write", "catalogues.manage", "keys.manage"] as const;
 export type Permission = (typeof PERMISSIONS)[number];
@@ -17,6 +19,8 @@ export const DEFAULT_CATALOGUE = "default";
  */
 export interface SearchFilter {
   category?: string | readonly string[] | undefined;
+  /** Conditions on attributes every result must meet (attribute-filter.ts). */
+  attributes?: readonly AttributeCondition[] | undefined;
 }
 
 /**

@@ -1,12 +1,13 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { EmbeddingSpace } from "../ports/embedding-space.ts";
 import type { BulkWrite, BulkWriteOutcome, ProductCatalogues, ProductRepository } from "../ports/product-repository.ts";
+import { type Attributes, sameAttributes } from "./attributes.ts";
 import { embedMany } from "./embed.ts";
 import { DatabaseReadOnly, DomainError, EmbeddingSpaceChanged } from "./errors.ts";
 import {
   contentDigest,
   embeddingText,
-  type NewProduct,
+  type NormalizedProduct,
   normalizeProduct,
   type ProductFields,
   type StoredProduct,
@@ -40,7 +41,7 @@ export interface ImportReport {
 export type ImportInput = { value: unknown } | { problem: string };
 
 /** A product to import, validated and normalised (`checkImportInput`). */
-export type ImportProduct = NewProduct & { sku?: string };
+export type ImportProduct = NormalizedProduct;
 
 /**
  * Writes a chunk's rows and returns the results of its items, which `resultsOf` makes from what
@@ -87,7 +88,8 @@ export interface Deps {
 /**
  * Fields an import item must not have, unless the import is of a catalogue export whose
  * embeddings are in the embedder's space (ImportOptions.embeddings). Any other field besides name,
- * description, category and sku (a catalogue export's own id, path, brand...) is ignored: it is not stored.
+ * description, category, sku and attributes (a catalogue export's own id, path, brand...) is ignored:
+ * it is not stored. An item is the product's whole new state: without `attributes`, it has none.
  */
 const REFUSED_FIELDS = ["embedding"];
 
@@ -353,7 +355,7 @@ function outcomesOf(plan: Plan, outcome: BulkWriteOutcome): ImportItemResult[] {
  * embedded again from its own text, its digest stale, is updated too).
  */
 function results(plan: Plan, id: number | undefined): ImportItemResult[] {
-  let before: ProductFields | undefined = plan.current;
+  let before: FieldsAndAttributes | undefined = plan.current;
   return sameSku(plan.item).map((item) => {
     const same = before !== undefined && sameFields(before, item.product);
     const unchanged = same && !(before === plan.current && plan.currentStale);
@@ -372,11 +374,14 @@ function failed(index: number, sku: string | undefined, detail: string): ImportI
   return { index, status: "failed", ...(sku === undefined ? {} : { sku }), detail };
 }
 
-function sameFields(current: ProductFields, product: ProductFields): boolean {
+type FieldsAndAttributes = ProductFields & { attributes?: Attributes | undefined };
+
+function sameFields(current: FieldsAndAttributes, product: FieldsAndAttributes): boolean {
   return (
     current.name === product.name &&
     current.description === product.description &&
-    current.category === product.category
+    current.category === product.category &&
+    sameAttributes(current.attributes, product.attributes)
   );
 }
 
@@ -423,6 +428,7 @@ function checkItem(
         description: fields.description as string,
         category: fields.category as string,
         sku: fields.sku as string | null | undefined,
+        attributes: fields.attributes as Readonly<Record<string, unknown>> | null | undefined,
       }),
       ...(embedding ? { embedding } : {}),
     };

@@ -1,16 +1,20 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { ProductCatalogues, ProductUpdate } from "../ports/product-repository.ts";
+import { checkedFilter } from "./attribute-filter.ts";
+import { hasAttributes } from "./attributes.ts";
 import { embedOne } from "./embed.ts";
 import { ConcurrentModification, InvalidInput, ProductNotFound, SkuTaken } from "./errors.ts";
 import {
   checkedField,
   contentDigest,
   embeddingText,
+  type NormalizedChanges,
   normalizeChanges,
   type Product,
   type ProductChanges,
   type StoredProduct,
 } from "./product.ts";
+import { bothCategories } from "./search-filter.ts";
 
 export const LIST_LIMIT = { default: 20, min: 1, max: 100 } as const;
 export const LIST_ORDERS = ["id", "newest"] as const;
@@ -37,6 +41,8 @@ export interface ListRequest {
   order?: ListOrder | undefined;
   /** The `nextCursor` of the previous page. */
   cursor?: string | undefined;
+  /** Conditions on attributes and `category`, all to hold (attribute-filter.ts: checkedFilter). */
+  filter?: unknown;
 }
 
 export interface ListResult {
@@ -70,11 +76,15 @@ export class ManageProducts {
     }
     const order = request.order ?? "id";
     const after = request.cursor === undefined ? undefined : decodeCursor(request.cursor, order);
+    const filter = checkedFilter(request.filter);
+    const categories = bothCategories(normalizeCategories(request.category), filter.categories);
+    if (categories === "nothing") return { items: [], total: 0, nextCursor: null };
     const page = await this.deps.products.in(catalogue).list({
       limit,
       order,
       after,
-      categories: normalizeCategories(request.category),
+      categories,
+      attributes: filter.attributes,
     });
     const last = page.items.at(-1);
     return {
@@ -118,16 +128,19 @@ export class ManageProducts {
   /** The product's new fields, with a new embedding only when its embedded text changed. */
   private async nextState(
     current: StoredProduct,
-    changes: ProductChanges,
+    changes: NormalizedChanges,
     signal: AbortSignal | undefined,
   ): Promise<ProductUpdate> {
     const sku = changes.sku === undefined ? current.sku : (changes.sku ?? undefined);
+    const attributes = changes.attributes ?? current.attributes;
     const fields = {
       name: changes.name ?? current.name,
       description: changes.description ?? current.description,
       category: changes.category ?? current.category,
       ...(sku === undefined ? {} : { sku }),
+      ...(hasAttributes(attributes) ? { attributes } : {}),
     };
+    // Attributes are not embedded: a change of them alone keeps the embedding.
     const digest = await contentDigest(fields);
     if (digest === current.contentDigest) return { fields };
     const vector = await embedOne(this.deps.embedder, embeddingText(fields), "document", signal);
@@ -154,6 +167,7 @@ export function publicView(product: Product): Product {
     category: product.category,
   };
   if (product.sku !== undefined) view.sku = product.sku;
+  if (hasAttributes(product.attributes)) view.attributes = product.attributes;
   return view;
 }
 

@@ -1,4 +1,6 @@
+import { type Attributes, checkedAttributes, hasAttributes } from "./attributes.ts";
 import { InvalidInput } from "./errors.ts";
+import type { Highlights } from "./highlights.ts";
 import { cleanText, type TextKind, type TextRules, textProblem, trimText } from "./text.ts";
 
 /** The three fields of the contract: every product has them. */
@@ -11,12 +13,16 @@ export interface ProductFields {
 /** A product as a shop submits it. `sku` is the merchant's own key: unique when given. */
 export interface NewProduct extends ProductFields {
   sku?: string | null | undefined;
+  /** Price, brand, stock...: never embedded; checked by checkedAttributes (attributes.ts). Null or absent: none. */
+  attributes?: Readonly<Record<string, unknown>> | null | undefined;
 }
 
 /** A stored product. Its embedding never leaves the repository; `sku` is present only when set. */
 export interface Product extends ProductFields {
   id: number;
   sku?: string;
+  /** Present only when the product has at least one attribute. */
+  attributes?: Attributes;
 }
 
 /** A stored product with what the service keeps about it besides its fields (never shown to clients). */
@@ -35,6 +41,8 @@ export interface StoredProduct extends Product {
 export interface ScoredProduct extends Product {
   score: number;
   fusedScore?: number;
+  /** Only when the search asked for them: name and description with the matched words marked (highlights.ts). */
+  highlights?: Highlights;
 }
 
 /** A search hit with the version of the product it was found as. */
@@ -85,27 +93,42 @@ export function checkedField(field: ProductField, value: string): string {
  * The product with every field cleaned, trimmed and checked, or InvalidInput naming the first field that
  * breaks its rules. A null or absent sku means none.
  */
-export function normalizeProduct(input: NewProduct): NewProduct & { sku?: string } {
-  const product: NewProduct & { sku?: string } = {
+export function normalizeProduct(input: NewProduct): NormalizedProduct {
+  const product: NormalizedProduct = {
     name: checkedField("name", input.name),
     description: checkedField("description", input.description),
     category: checkedField("category", input.category),
   };
   if (input.sku !== undefined && input.sku !== null) product.sku = checkedField("sku", input.sku);
+  const attributes = checkedAttributes(input.attributes);
+  if (hasAttributes(attributes)) product.attributes = attributes;
   return product;
 }
 
-/** A change to some fields (PATCH): `sku: null` removes the sku. */
-export type ProductChanges = Partial<ProductFields> & { sku?: string | null };
+/** A product checked by normalizeProduct: `sku` and `attributes` present only when given (and not empty). */
+export type NormalizedProduct = ProductFields & { sku?: string; attributes?: Attributes };
+
+/**
+ * A change to some fields (PATCH): `sku: null` removes the sku; `attributes` replaces them all
+ * (`null` or `{}` removes them).
+ */
+export type ProductChanges = Partial<ProductFields> & {
+  sku?: string | null;
+  attributes?: Readonly<Record<string, unknown>> | null;
+};
+
+/** ProductChanges checked by normalizeChanges: `attributes`, when given, checked (`{}`: none). */
+export type NormalizedChanges = Partial<ProductFields> & { sku?: string | null; attributes?: Attributes };
 
 /** The changes with every given field cleaned, trimmed and checked, as normalizeProduct does. */
-export function normalizeChanges(changes: ProductChanges): ProductChanges {
-  const normalized: ProductChanges = {};
+export function normalizeChanges(changes: ProductChanges): NormalizedChanges {
+  const normalized: NormalizedChanges = {};
   for (const field of ["name", "description", "category"] as const) {
     const value = changes[field];
     if (value !== undefined) normalized[field] = checkedField(field, value);
   }
   if (changes.sku !== undefined) normalized.sku = changes.sku === null ? null : checkedField("sku", changes.sku);
+  if (changes.attributes !== undefined) normalized.attributes = checkedAttributes(changes.attributes);
   return normalized;
 }
 

@@ -3,15 +3,18 @@ import type { Generator, Recommendation } from "../ports/generator.ts";
 import type { LexicalQuery, ProductCatalogues, ProductRepository } from "../ports/product-repository.ts";
 import type { SynonymStore } from "../ports/synonym-store.ts";
 import type { Translation, Translator } from "../ports/translator.ts";
+import { type AttributeCondition, checkedFilter } from "./attribute-filter.ts";
+import { type Browsed, type BrowseRequest, browse, checkedBrowse, RESULT_WINDOW } from "./browse-results.ts";
 import type { SearchFilter } from "./caller.ts";
 import { checkCitations, withCheckedCitations } from "./citations.ts";
 import { embedOne } from "./embed.ts";
 import { InvalidInput } from "./errors.ts";
+import { highlightsOf, wordsToMark } from "./highlights.ts";
 import { checkAlpha, fuse, SEARCH_MODES, type SearchMode } from "./hybrid-ranking.ts";
 import { normalizeCategories, publicView } from "./manage-products.ts";
 import type { ScoredProduct, VersionedHit } from "./product.ts";
 import type { SearchAnalytics } from "./search-analytics.ts";
-import { narrowCategories } from "./search-filter.ts";
+import { bothCategories, narrowCategories } from "./search-filter.ts";
 import { synonymsFor } from "./synonyms.ts";
 import { textProblem, trimText } from "./text.ts";
 import type { Vector } from "./vector.ts";
@@ -39,6 +42,22 @@ export interface SearchRequest {
   limit?: number | undefined;
   /** Only products of this category, or of any of these; absent: all. */
   category?: string | readonly string[] | undefined;
+  /**
+   * Conditions on attributes and `category`, all to hold (attribute-filter.ts: checkedFilter);
+   * absent: none. Its categories narrow `category`'s.
+   */
+  filter?: unknown;
+  /**
+   * Paging, sorting and facets (browse-results.ts): any of them makes the search answer a page of
+   * its relevant results (the best RESULT_WINDOW) with their total. `offset`: results skipped
+   * (offset + limit ≤ RESULT_WINDOW); `sort`: `[{"price": "asc"}]`, relevance the tie-break;
+   * `facets`: attribute names (or `category`) to count values of.
+   */
+  offset?: number | undefined;
+  sort?: unknown;
+  facets?: unknown;
+  /** Each result also gets its name and description with the matched words marked (highlights.ts). */
+  highlight?: boolean | undefined;
   /** `semantic` (the contract's ranking) or `hybrid` (blended with the lexical match); absent: the service's default. */
   mode?: SearchMode | undefined;
   /** In hybrid mode, the weight of the semantic score, 0 to 1; absent: the service's default. */
@@ -89,7 +108,12 @@ export interface SearchResult {
   results: ScoredProduct[];
   /** The ids the recommendation cites (as `[#id]`), each among `results`, in the order first cited. */
   citedIds: number[];
+  /** Only when the request paged, sorted or asked for facets: the relevant results' total and facets. */
+  browsed?: BrowsedSummary;
 }
+
+/** What a browsing search tells of its relevant results besides the page (browse-results.ts). */
+export type BrowsedSummary = Omit<Browsed<ScoredProduct>, "page">;
 
 /**
  * What the search pipeline yields, in order: `results` once, then the recommendation (when
@@ -97,7 +121,7 @@ export interface SearchResult {
  * `done` together; the event stream sends each as it comes.
  */
 export type SearchEvent =
-  | { type: "results"; searchId: string; query: string; results: ScoredProduct[] }
+  | { type: "results"; searchId: string; query: string; results: ScoredProduct[]; browsed?: BrowsedSummary }
   | { type: "delta"; text: string }
   /** Every delta so far is withdrawn: the writer failed and the next one's text replaces it. */
   | { type: "reset" }
@@ -146,6 +170,11 @@ interface CheckedRequest {
   limit: number;
   /** The categories searched; "nothing" when a fixed filter and the request's have none in common. */
   categories: readonly string[] | undefined | "nothing";
+  /** The request's attribute conditions and the fixed filter's, all to hold. */
+  attributes: readonly AttributeCondition[];
+  /** Present when the request pages, sorts or asks for facets. */
+  browse?: BrowseRequest;
+  highlight: boolean;
   mode: SearchMode;
   alpha: number;
 }
@@ -210,8 +239,9 @@ export class SearchAndRecommend {
   /** `signal` aborts (with the reason to throw) when the caller stops waiting: provider requests are cancelled. */
   async execute(request: SearchRequest, options: SearchOptions): Promise<SearchResult> {
     let results: ScoredProduct[] = [];
+    let browsed: BrowsedSummary | undefined;
     for await (const event of this.events(request, options, "whole")) {
-      if (event.type === "results") results = event.results;
+      if (event.type === "results") ({ results, browsed } = event);
       if (event.type === "done") {
         return {
           searchId: event.searchId,
@@ -219,6 +249,7 @@ export class SearchAndRecommend {
           recommendation: event.recommendation,
           results,
           citedIds: event.citedIds,
+          ...(browsed ? { browsed } : {}),
         };
       }
     }
@@ -256,7 +287,8 @@ export class SearchAndRecommend {
       // The request's categories and the fixed filter's have none in common: nothing to look at.
       this.logSearch({ mode: checked.mode, results: 0, recommendedBy: null, filteredOut: true });
       answered(0);
-      yield { type: "results", searchId, query: request.query, results: [] };
+      const browsed = checked.browse && summaryOf(browse([], checked.browse, checked.limit));
+      yield { type: "results", searchId, query: request.query, results: [], ...(browsed ? { browsed } : {}) };
       yield nothing();
       return;
     }
@@ -269,11 +301,24 @@ export class SearchAndRecommend {
     stages.translateMs = timer.lap();
     const query = await this.understand(checked, translation, catalogue, signal);
     stages.embedMs = timer.lap();
+    let browsed: BrowsedSummary | undefined;
+    // The words matched: the query's, its English and their other translations, the synonyms used.
+    const toMark = checked.highlight
+      ? wordsToMark([
+          checked.query,
+          ...(translation?.translated ? [translation.text] : []),
+          ...(translation?.alternatives ?? []),
+          ...query.lexical.expansions,
+        ])
+      : undefined;
     const results = (hits: VersionedHit[]): SearchEvent => ({
       type: "results",
       searchId,
       query: request.query,
-      results: hits.map(scoredView),
+      results: hits.map((hit) =>
+        toMark ? { ...scoredView(hit), highlights: highlightsOf(hit, toMark) } : scoredView(hit),
+      ),
+      ...(browsed ? { browsed } : {}),
     });
     /** The consistency rule's check (see the class), timed as its own stage. */
     const check = async (hits: VersionedHit[], lastRun: boolean) => {
@@ -288,7 +333,14 @@ export class SearchAndRecommend {
     for (let run = 1; ; run++) {
       const lastRun = run === SEARCH_RUNS;
       timer.lap();
-      const found = read ? await this.retrieve(products, query, { ...checked, categories }) : [];
+      // A browsing search retrieves its relevant results (the window) and answers a page of them.
+      const window = checked.browse ? RESULT_WINDOW : checked.limit;
+      let found = read ? await this.retrieve(products, query, { ...checked, categories, limit: window }) : [];
+      if (checked.browse) {
+        const arranged = browse(found, checked.browse, checked.limit);
+        browsed = summaryOf(arranged);
+        found = arranged.page;
+      }
       stages.searchMs += timer.lap();
       // Streamed, the results leave now, with the first event: they are checked now.
       const hits = delivery === "streamed" ? await check(found, lastRun) : found;
@@ -465,6 +517,7 @@ export class SearchAndRecommend {
     const candidates = await products.hybridCandidates(embedding, lexical, {
       candidates: hybridCandidatesFor(checked.limit),
       categories: checked.categories,
+      attributes: checked.attributes,
     });
     // Words matched are relevance too (a shop's synonym the model has never seen, a model number).
     const nearest = Math.max(0, ...candidates.map((candidate) => candidate.score));
@@ -522,12 +575,24 @@ export function checkSearchRequest(
   }
   const alpha = request.alpha ?? defaults.alpha;
   checkAlpha(alpha);
-  const categories = narrowCategories(normalizeCategories(request.category), filter);
-  return { query, limit, categories, mode, alpha };
+  const requested = checkedFilter(request.filter);
+  const asked = bothCategories(normalizeCategories(request.category), requested.categories);
+  const categories = asked === "nothing" ? asked : narrowCategories(asked, filter);
+  const attributes = [...requested.attributes, ...(filter?.attributes ?? [])];
+  const browsing = checkedBrowse(request, limit);
+  if (request.highlight !== undefined && typeof request.highlight !== "boolean") {
+    throw new InvalidInput("El campo 'highlight' debe ser true o false");
+  }
+  const highlight = request.highlight === true;
+  return { query, limit, categories, attributes, mode, alpha, highlight, ...(browsing ? { browse: browsing } : {}) };
 }
 
 function labelOf(recommendation: Pick<Recommendation, "provider" | "model">): string {
   return `${recommendation.provider} - ${recommendation.model}`;
+}
+
+function summaryOf({ page: _page, ...summary }: Browsed<ScoredProduct>): BrowsedSummary {
+  return summary;
 }
 
 function scoredView(hit: VersionedHit): ScoredProduct {

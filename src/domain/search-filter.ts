@@ -1,25 +1,39 @@
+import { checkedFilter } from "./attribute-filter.ts";
 import type { SearchFilter } from "./caller.ts";
 import { InvalidInput } from "./errors.ts";
 import { normalizeCategories } from "./manage-products.ts";
 
 /**
- * A tenant token's `filter` claim, checked: an object with the search request's filter fields
- * (today `category`: a category or a list of 1 to 20), nothing else. Undefined when it is not one.
+ * A tenant token's `filter` claim, checked: the shape of a search request's `filter` (checkedFilter:
+ * `category`, a category or a list of 1 to 20, and conditions on attributes). Undefined when it is not one.
  */
 export function tenantFilterOf(claim: unknown): SearchFilter | undefined {
   if (claim === undefined) return {};
   if (typeof claim !== "object" || claim === null || Array.isArray(claim)) return undefined;
-  const { category, ...others } = claim as Record<string, unknown>;
-  if (Object.keys(others).length > 0) return undefined;
-  if (category === undefined) return {};
-  const list = typeof category === "string" ? [category] : category;
-  if (!Array.isArray(list) || !list.every((item) => typeof item === "string")) return undefined;
   try {
-    return { category: normalizeCategories(list as string[]) };
+    const { categories, attributes } = checkedFilter(claim);
+    return {
+      ...(categories === undefined ? {} : { category: categories }),
+      ...(attributes.length === 0 ? {} : { attributes }),
+    };
   } catch (error) {
     if (error instanceof InvalidInput) return undefined;
     throw error;
   }
+}
+
+/**
+ * Two category lists that must both hold (a request's `category` and its filter's): the categories
+ * both name; either alone when the other is absent; "nothing" when they have none in common.
+ */
+export function bothCategories(
+  a: readonly string[] | undefined,
+  b: readonly string[] | undefined,
+): readonly string[] | undefined | "nothing" {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  const both = a.filter((category) => b.includes(category));
+  return both.length === 0 ? "nothing" : both;
 }
 
 /**

@@ -1,6 +1,8 @@
+import type { AttributeCondition } from "../domain/attribute-filter.ts";
+import type { Attributes } from "../domain/attributes.ts";
 import type {
   HybridCandidate,
-  NewProduct,
+  NormalizedProduct,
   Product,
   ProductFields,
   StoredProduct,
@@ -27,7 +29,7 @@ export interface IdempotentAnswer {
 
 /** A product to write with its embedding and the digest of the text it was computed from. */
 export interface EmbeddedProduct {
-  product: NewProduct & { sku?: string };
+  product: NormalizedProduct;
   embedding: Vector;
   contentDigest: string;
 }
@@ -36,7 +38,8 @@ export type AddResult = { created: Product } | { alreadyAnswered: IdempotentAnsw
 
 /** A product's new state: its fields, and a new embedding when its embedded text changed. */
 export interface ProductUpdate {
-  fields: ProductFields & { sku?: string | undefined };
+  /** The whole new state: no `attributes` is none. */
+  fields: ProductFields & { sku?: string | undefined; attributes?: Attributes | undefined };
   /** Absent: the text it was embedded from is unchanged, the embedding stays. */
   embedding?: { vector: Vector; contentDigest: string };
 }
@@ -64,6 +67,8 @@ export interface ListQuery {
   limit: number;
   /** Only products of these categories (exact match); absent: all. */
   categories?: readonly string[] | undefined;
+  /** Only products whose attributes meet every one of these (meetsConditions); absent or empty: all. */
+  attributes?: readonly AttributeCondition[] | undefined;
   /** `newest`: most recently created first; `id`: by id, ascending. */
   order: "newest" | "id";
   /** The id of the last product of the previous page (keyset pagination). */
@@ -87,6 +92,8 @@ export interface SearchQuery {
   limit: number;
   /** Only products of these categories; absent: all. */
   categories?: readonly string[] | undefined;
+  /** Only products whose attributes meet every one of these (meetsConditions); absent or empty: all. */
+  attributes?: readonly AttributeCondition[] | undefined;
 }
 
 /**
@@ -112,6 +119,8 @@ export interface HybridQuery {
   candidates: number;
   /** Only products of these categories; absent: all. */
   categories?: readonly string[] | undefined;
+  /** Only products whose attributes meet every one of these (meetsConditions); absent or empty: all. */
+  attributes?: readonly AttributeCondition[] | undefined;
 }
 
 /**

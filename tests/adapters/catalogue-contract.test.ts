@@ -7,8 +7,9 @@ import { describe, expect, test } from "bun:test";
 import { PostgresCatalogueRepository } from "../../src/adapters/postgres/catalogue-repository.ts";
 import { PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
+import { type AttributeCondition, meetsConditions } from "../../src/domain/attribute-filter.ts";
 import { CatalogueNotFound } from "../../src/domain/errors.ts";
-import type { NewProduct, Product } from "../../src/domain/product.ts";
+import type { NormalizedProduct, Product } from "../../src/domain/product.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { CatalogueRepository } from "../../src/ports/catalogue-repository.ts";
 import type {
@@ -24,11 +25,11 @@ import { forEachDatabase } from "../support/test-databases.ts";
 
 type Open = (dimension: number) => Promise<ProductRepository>;
 
-function row(product: NewProduct & { sku?: string }, embedding: Vector, digest = "d"): EmbeddedProduct {
+function row(product: NormalizedProduct, embedding: Vector, digest = "d"): EmbeddedProduct {
   return { product, embedding, contentDigest: digest };
 }
 
-async function add(products: ProductRepository, product: NewProduct & { sku?: string }, embedding: Vector) {
+async function add(products: ProductRepository, product: NormalizedProduct, embedding: Vector) {
   const result = await products.add(row(product, embedding));
   if (!("created" in result)) throw new Error(`not created: ${JSON.stringify(result)}`);
   return result.created;
@@ -112,6 +113,115 @@ function catalogueContract(open: Open): void {
     const other = await add(products, { ...lamp, sku: "L1" }, [0, 1, 0, 0]);
     expect(await products.update(added.id, 3, { fields: { ...shoe, sku: "Z1" } })).toHaveProperty("updated");
     expect(await products.update(other.id, 1, { fields: { ...lamp, sku: "Z1" } })).toEqual({ skuTaken: "Z1" });
+  });
+
+  test("attributes are stored and returned by every read, write and search; none is no field; an update replaces them", async () => {
+    const products = await open(4);
+    const valid = { brand: "Acme", in_stock: true, price: 59.9, sizes: ["41", "42"] };
+    const added = await add(products, { ...shoe, sku: "AT-1", attributes: valid }, [1, 0, 0, 0]);
+    expect(added).toEqual({ id: expect.any(Number), ...shoe, sku: "AT-1", attributes: valid });
+    const plain = await add(products, lamp, [0, 1, 0, 0]);
+    expect(plain).not.toHaveProperty("attributes");
+    expect(await products.get(added.id)).toMatchObject({ attributes: valid });
+    expect(await products.get(plain.id)).not.toHaveProperty("attributes");
+    expect((await products.list({ limit: 10, order: "id" })).items).toEqual([added, plain]);
+    expect((await products.searchByVector([1, 0, 0, 0], { limit: 1 }))[0]).toMatchObject({ attributes: valid });
+    const lexical: LexicalQuery = { texts: ["zapatilla"], expansions: [] };
+    const candidates = await products.hybridCandidates([1, 0, 0, 0], lexical, { candidates: 5 });
+    expect(candidates.find((candidate) => candidate.id === added.id)).toMatchObject({ attributes: valid });
+    expect((await products.productsAfter(0, 10, { withEmbeddings: false }))[0]).toMatchObject({ attributes: valid });
+    expect((await products.findBySkus(["AT-1"]))[0]).toMatchObject({ attributes: valid });
+
+    // An update is the whole new state: other attributes replace them, none removes them.
+    const changed = await products.update(added.id, 1, { fields: { ...shoe, sku: "AT-1", attributes: { price: 10 } } });
+    expect(changed).toMatchObject({ updated: { attributes: { price: 10 }, contentDigest: "d", version: 2 } });
+    const cleared = await products.update(added.id, 2, { fields: { ...shoe, sku: "AT-1" } });
+    expect((cleared as { updated: Product }).updated).not.toHaveProperty("attributes");
+
+    // Bulk writes: by COPY (inserts only) and through the staging table (a mix with an update).
+    const copied = await products.writeMany([
+      { kind: "insert", row: row({ ...boot, attributes: { brand: "Zeta" } }, [0, 0, 1, 0]) },
+    ]);
+    expect(copied).toEqual([{ written: { id: expect.any(Number), ...boot, attributes: { brand: "Zeta" } } }]);
+    const mixed = await products.writeMany([
+      { kind: "insert", row: row({ ...mug, attributes: { price: 3 } }, [0, 0, 0, 1]) },
+      { kind: "update", id: plain.id, expectedVersion: 1, update: { fields: { ...lamp, attributes: { watts: 9 } } } },
+    ]);
+    expect(mixed).toEqual([
+      { written: { id: expect.any(Number), ...mug, attributes: { price: 3 } } },
+      { written: { id: plain.id, ...lamp, attributes: { watts: 9 } } },
+    ]);
+    const listed = (await products.list({ limit: 10, order: "id" })).items;
+    expect(listed.map((product) => product.attributes)).toEqual([
+      undefined,
+      { watts: 9 },
+      { brand: "Zeta" },
+      { price: 3 },
+    ]);
+  });
+
+  test("every attribute filter operator finds exactly what a brute-force reading finds, in lists and searches", async () => {
+    const products = await open(4);
+    const random = seededRandom(22);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
+    const stored: Product[] = [];
+    for (let i = 0; i < 60; i++) {
+      const attributes: Record<string, string | number | boolean | string[]> = {};
+      if (random() < 0.8) attributes.brand = pick(["Acme", "Zeta", "Órbita"]);
+      if (random() < 0.8) attributes.price = pick([5, 9.99, 10, 25.5, 59.9, 60, 120]);
+      if (random() < 0.5) attributes.in_stock = random() < 0.5;
+      if (random() < 0.5) attributes.sizes = ["40", "41", "42", "43"].filter(() => random() < 0.5);
+      if (random() < 0.1) attributes.price_text = "59.90";
+      if (i === 0) attributes.price = "59.9" as never; // a text, never a number to a range
+      const vector = [random() - 0.5, random() - 0.5, random() - 0.5, random() + 0.1];
+      stored.push(await add(products, { ...pick([shoe, boot, lamp, mug]), name: `P${i}`, attributes }, vector));
+    }
+    const filters: AttributeCondition[][] = [
+      [{ key: "brand", op: "anyOf", values: ["Acme"] }],
+      [{ key: "brand", op: "anyOf", values: ["Acme", "Zeta"] }],
+      [{ key: "price", op: "anyOf", values: [10] }],
+      [{ key: "price", op: "anyOf", values: [59.9] }],
+      [{ key: "in_stock", op: "anyOf", values: [true] }],
+      [{ key: "in_stock", op: "anyOf", values: [false] }],
+      [{ key: "sizes", op: "anyOf", values: ["42"] }],
+      [{ key: "sizes", op: "anyOf", values: ["40", "43"] }],
+      [{ key: "price", op: "range", gte: 10, lt: 60 }],
+      [{ key: "price", op: "range", gt: 10, lte: 60 }],
+      [{ key: "price", op: "range", lt: 0 }],
+      [{ key: "sizes", op: "exists", exists: true }],
+      [{ key: "in_stock", op: "exists", exists: false }],
+      [
+        { key: "brand", op: "anyOf", values: ["Zeta", "Órbita"] },
+        { key: "price", op: "range", lte: 59.9 },
+        { key: "in_stock", op: "exists", exists: true },
+      ],
+      [{ key: "color", op: "anyOf", values: ["rojo"] }],
+    ];
+    const query = [0.3, -0.2, 0.1, 0.5];
+    for (const conditions of filters) {
+      const expected = stored.filter((product) => meetsConditions(product.attributes, conditions));
+      const ids = expected.map((product) => product.id);
+      const listed = await products.list({ limit: 100, order: "id", attributes: conditions });
+      expect({ conditions, ids: listed.items.map((product) => product.id), total: listed.total }).toEqual({
+        conditions,
+        ids,
+        total: ids.length,
+      });
+      const withCategory = await products.list({
+        limit: 100,
+        order: "id",
+        attributes: conditions,
+        categories: ["calzado"],
+      });
+      expect(withCategory.items.map((product) => product.id)).toEqual(
+        expected.filter((product) => product.category === "calzado").map((product) => product.id),
+      );
+      const hits = await products.searchByVector(query, { limit: 100, attributes: conditions });
+      expect({ conditions, ids: hits.map((hit) => hit.id).sort((a, b) => a - b) }).toEqual({ conditions, ids });
+      const lexical: LexicalQuery = { texts: ["zapatilla lámpara"], expansions: [] };
+      const candidates = await products.hybridCandidates(query, lexical, { candidates: 100, attributes: conditions });
+      expect({ conditions, ids: candidates.map((hit) => hit.id).sort((a, b) => a - b) }).toEqual({ conditions, ids });
+    }
   });
 
   test("remove deletes the product from reads, lists and searches; removing again is false", async () => {

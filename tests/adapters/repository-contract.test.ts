@@ -18,7 +18,7 @@ import { PostgresUserRepository } from "../../src/adapters/postgres/user-reposit
 import { Authenticate, TOKEN_REFUSALS } from "../../src/domain/authenticate.ts";
 import { DatabaseUnavailable, EmbeddingUnavailable, UserAlreadyExists } from "../../src/domain/errors.ts";
 import { LoginThrottle } from "../../src/domain/login-throttle.ts";
-import { contentDigest, embeddingText, type NewProduct, type Product } from "../../src/domain/product.ts";
+import { contentDigest, embeddingText, type NormalizedProduct, type Product } from "../../src/domain/product.ts";
 import { ReembedCatalogue, type ReembedOptions } from "../../src/domain/reembed-catalogue.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { ApiKeyRepository } from "../../src/ports/api-key-repository.ts";
@@ -41,7 +41,7 @@ import { forEachDatabase, POSTGRES_URL, type TestDatabase } from "../support/tes
 import { waitUntil } from "../support/wait-until.ts";
 
 /** A product to add, with its embedding and a digest standing for the real one. */
-function row(product: NewProduct & { sku?: string }, embedding: Vector): EmbeddedProduct {
+function row(product: NormalizedProduct, embedding: Vector): EmbeddedProduct {
   return { product, embedding, contentDigest: `digest of ${product.name}` };
 }
 

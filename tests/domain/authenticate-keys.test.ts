@@ -122,14 +122,21 @@ describe("AuthenticateKeys: tenant tokens", () => {
     expect((await authenticate.callerForTenantToken(token)).grants).toEqual([]);
   });
 
-  test("expired, of a revoked or expired key, or with a filter of another shape: refused", async () => {
+  test("expired, of a revoked or expired key, or with a filter of another shape (a search filter's: category and attribute conditions): refused", async () => {
     const { authenticate, make, manage, clock } = await setUp();
     const exp = clock.now() / 1000 + 60;
     const { key, id } = await make();
     expect(
       await refusal(authenticate.callerForTenantToken(tenantToken(key, { key_id: id, exp: clock.now() / 1000 }))),
     ).toBe(KEY_REFUSALS.tenantInvalid);
-    for (const filter of [{ price: 3 }, { category: 7 }, { category: [] }, "Cocina", [1]]) {
+    for (const filter of [
+      { Price: 3 },
+      { price: { between: [1, 2] } },
+      { category: 7 },
+      { category: [] },
+      "Cocina",
+      [1],
+    ]) {
       expect(await refusal(authenticate.callerForTenantToken(tenantToken(key, { key_id: id, exp, filter })))).toBe(
         KEY_REFUSALS.tenantFilter,
       );

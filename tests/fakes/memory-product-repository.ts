@@ -1,3 +1,4 @@
+import { type AttributeCondition, meetsConditions } from "../../src/domain/attribute-filter.ts";
 import { CatalogueNotFound, DatabaseUnavailable } from "../../src/domain/errors.ts";
 import { publicView } from "../../src/domain/manage-products.ts";
 import type { HybridCandidate, Product, StoredProduct, VersionedHit } from "../../src/domain/product.ts";
@@ -184,7 +185,7 @@ export class MemoryCatalogueProducts implements ProductRepository {
     this.checkUp();
     const matching = [...this.rows.values()]
       .map((row) => row.product)
-      .filter((product) => !query.categories || query.categories.includes(product.category))
+      .filter((product) => passes(product, query))
       .sort((a, b) => (query.order === "newest" ? b.id - a.id : a.id - b.id));
     const after = query.after;
     const rest =
@@ -271,7 +272,7 @@ export class MemoryCatalogueProducts implements ProductRepository {
   async searchByVector(embedding: Vector, query: SearchQuery): Promise<VersionedHit[]> {
     this.checkUp();
     return [...this.rows.values()]
-      .filter((row) => !query.categories || query.categories.includes(row.product.category))
+      .filter((row) => passes(row.product, query))
       .map((row) => ({
         ...publicView(row.product),
         version: row.product.version,
@@ -303,9 +304,7 @@ export class MemoryCatalogueProducts implements ProductRepository {
       if (nearest) words.add(nearest.known);
       for (const swapped of swaps(word)) if (vocabulary.has(swapped)) words.add(swapped);
     }
-    const rows = [...this.rows.values()].filter(
-      (row) => !query.categories || query.categories.includes(row.product.category),
-    );
+    const rows = [...this.rows.values()].filter((row) => passes(row.product, query));
     const scored = rows.map((row) => {
       const { name, category, description } = row.product;
       const matches = (text: string) => wordsOf(text).filter((word) => words.has(word)).length;
@@ -366,6 +365,7 @@ export class MemoryCatalogueProducts implements ProductRepository {
       description: product.description,
       category: product.category,
       ...(product.sku === undefined ? {} : { sku: product.sku }),
+      ...(product.attributes === undefined ? {} : { attributes: product.attributes }),
       contentDigest,
       version: 1,
     };
@@ -375,7 +375,8 @@ export class MemoryCatalogueProducts implements ProductRepository {
 
   private apply(row: Row, { fields, embedding }: ProductUpdate): StoredProduct {
     const { sku, ...contract } = fields;
-    const { sku: _dropped, ...rest } = row.product;
+    // The fields are the whole new state: no sku or attributes there is none.
+    const { sku: _dropped, attributes: _droppedToo, ...rest } = row.product;
     row.product = {
       ...rest,
       ...contract,
@@ -407,6 +408,17 @@ export class MemoryCatalogueProducts implements ProductRepository {
   private checkUp(): void {
     this.store.enter(this.catalogue);
   }
+}
+
+/** Whether the product is of the query's categories (if any) and meets its attribute conditions. */
+function passes(
+  product: Product,
+  query: { categories?: readonly string[] | undefined; attributes?: readonly AttributeCondition[] | undefined },
+): boolean {
+  return (
+    (!query.categories || query.categories.includes(product.category)) &&
+    meetsConditions(product.attributes, query.attributes ?? [])
+  );
 }
 
 /**

@@ -5,7 +5,7 @@
  *   {"sku_search_export":1,"model":"all-MiniLM-L6-v2","dimension":384,"embeddings":true,"exported_at":"2026-11-25T10:00:00.000Z"}
  *
  * then one product per line, by id: `{"id":1,"sku":"A-1","name":...,"description":...,"category":...,"embedding":[...]}`
- * (`sku` only when set, `embedding` only with embeddings). The product lines are ordinary import
+ * (`sku` and `attributes` only when set, `embedding` only with embeddings). The product lines are ordinary import
  * items (the import ignores `id`), so `import` reads the file like any JSON Lines file; it takes
  * the header from the first line (file-items.ts), and with it the embeddings when their model
  * and dimension are the configured embedder's.
@@ -33,13 +33,22 @@ export function headerRecord(header: ExportHeader): Record<string, unknown> {
   };
 }
 
-function productRecord({ id, sku, name, description, category, embedding }: ExportedProduct): Record<string, unknown> {
+function productRecord({
+  id,
+  sku,
+  name,
+  description,
+  category,
+  attributes,
+  embedding,
+}: ExportedProduct): Record<string, unknown> {
   return {
     id,
     ...(sku === undefined ? {} : { sku }),
     name,
     description,
     category,
+    ...(attributes === undefined ? {} : { attributes }),
     ...(embedding === undefined ? {} : { embedding }),
   };
 }

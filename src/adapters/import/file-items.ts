@@ -1,11 +1,12 @@
 /**
  * The products of an import file, read as a stream (a 1 GB file is never loaded whole): JSON Lines,
- * a JSON array, or CSV with a header row (name, description, category and optionally sku), each
+ * a JSON array, or CSV with a header row (name, description, category, optionally sku, and any other columns: attributes, as texts), each
  * possibly gzip-compressed. A JSON Lines file whose first line is a catalogue export's header
  * (catalogue-export.ts) is an export: the header is not an item, and says what the embeddings are.
  */
 import { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
+import { ATTRIBUTE_KEY } from "../../domain/attributes.ts";
 import type { ExportHeader } from "../../domain/export-catalogue.ts";
 import { decodeUtf8, firstNonSpace, ITEM_BYTES_PROBLEM, type Piece, withoutBom } from "../../lib/item-bytes.ts";
 import { MAX_JSON_DEPTH } from "../../lib/json/json-depth.ts";
@@ -196,13 +197,24 @@ async function* csvItems(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<JsonI
   yield* itemsOf(splitter.end());
 }
 
-/** A record's cells by the header's column names; an empty sku is none. */
-function productOf(columns: readonly string[], cells: readonly string[]): Record<string, string | null> {
-  const value: Record<string, string | null> = {};
+/**
+ * A record's cells by the header's column names; an empty sku is none. The cells of the columns
+ * besides the product's own are its attributes, as texts (a price column gives "59.90", not a
+ * number: a JSON Lines file says its types), an empty cell none.
+ */
+function productOf(columns: readonly string[], cells: readonly string[]): Record<string, unknown> {
+  const value: Record<string, unknown> = {};
+  const attributes: Record<string, string> = {};
   for (const [i, column] of columns.entries()) {
     const cell = cells[i];
-    if (cell !== undefined) value[column] = column === "sku" && cell.trim() === "" ? null : cell;
+    if (cell === undefined) continue;
+    if (!(CSV_COLUMNS as readonly string[]).includes(column)) {
+      if (cell.trim() !== "") attributes[column] = cell.trim();
+      continue;
+    }
+    value[column] = column === "sku" && cell.trim() === "" ? null : cell;
   }
+  if (Object.keys(attributes).length > 0) value.attributes = attributes;
   return value;
 }
 
@@ -218,12 +230,17 @@ function headerOf(piece: Piece): string[] {
 
 function checkHeader(header: string[]): string[] {
   const columns = header.map((column) => column.trim().toLowerCase());
-  const unknown = columns.filter((column) => !(CSV_COLUMNS as readonly string[]).includes(column));
+  const unknown = columns.filter(
+    (column) => !(CSV_COLUMNS as readonly string[]).includes(column) && !ATTRIBUTE_KEY.test(column),
+  );
   if (unknown.length > 0) {
     throw new UnreadableImport(
-      `CSV header: unknown column ${unknown.map((column) => `'${column}'`).join(", ")} (the columns are ${CSV_COLUMNS.join(", ")})`,
+      `CSV header: column ${unknown.map((column) => `'${column}'`).join(", ")} is neither one of ${CSV_COLUMNS.join(", ")} ` +
+        "nor an attribute's name (lower case letters, digits and '_', starting with a letter)",
     );
   }
+  const repeated = columns.filter((column, i) => columns.indexOf(column) !== i);
+  if (repeated.length > 0) throw new UnreadableImport(`CSV header: column '${repeated[0]}' appears twice`);
   const missing = REQUIRED_CSV_COLUMNS.filter((column) => !columns.includes(column));
   if (missing.length > 0) throw new UnreadableImport(`CSV header: missing column ${missing.join(", ")}`);
   return columns;

@@ -9,15 +9,28 @@ export type CopyField =
   | { int4: number }
   | { int8: number }
   | { text: string }
+  /** `jsonb`, given as JSON text: its binary form is a version byte (1) and the text. */
+  | { jsonb: string }
   /** pgvector's `vector`: float4 components. */
   | { vector: ArrayLike<number> };
+
+/** The version byte that begins jsonb's binary form (jsonb_recv accepts only 1). */
+const JSONB_VERSION = 1;
 
 const SIGNATURE = Uint8Array.from([0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00]); // "PGCOPY\n\xff\r\n\0"
 
 /** The whole COPY payload: header, one tuple per row, trailer. */
 export function encodeCopyRows(rows: readonly (readonly CopyField[])[]): Uint8Array {
   const encoder = new TextEncoder();
-  const texts = rows.map((row) => row.map((field) => (field && "text" in field ? encoder.encode(field.text) : null)));
+  const texts = rows.map((row) =>
+    row.map((field) =>
+      field && "text" in field
+        ? encoder.encode(field.text)
+        : field && "jsonb" in field
+          ? encoder.encode(field.jsonb)
+          : null,
+    ),
+  );
   let size = SIGNATURE.length + 8 + 2;
   for (const [r, row] of rows.entries()) {
     size += 2;
@@ -48,6 +61,10 @@ export function encodeCopyRows(rows: readonly (readonly CopyField[])[]): Uint8Ar
       } else if ("text" in field) {
         bytes.set(text as Uint8Array, offset);
         offset += (text as Uint8Array).length;
+      } else if ("jsonb" in field) {
+        bytes[offset] = JSONB_VERSION;
+        bytes.set(text as Uint8Array, offset + 1);
+        offset += 1 + (text as Uint8Array).length;
       } else {
         offset = writeVector(view, offset, field.vector);
       }
@@ -95,5 +112,6 @@ function fieldSize(field: CopyField, text: Uint8Array | null): number {
   if ("int4" in field) return 4;
   if ("int8" in field) return 8;
   if ("text" in field) return (text as Uint8Array).length;
+  if ("jsonb" in field) return 1 + (text as Uint8Array).length;
   return vectorSize(field.vector);
 }

@@ -1,4 +1,6 @@
 import pgvector from "pgvector";
+import type { AttributeCondition } from "../../domain/attribute-filter.ts";
+import { type Attributes, hasAttributes, sortedKeys } from "../../domain/attributes.ts";
 import { CatalogueNotFound, EmbeddingSpaceChanged } from "../../domain/errors.ts";
 import { publicView } from "../../domain/manage-products.ts";
 import type { HybridCandidate, Product, StoredProduct, VersionedHit } from "../../domain/product.ts";
@@ -60,6 +62,8 @@ interface ProductRow {
   description: string;
   category: string;
   sku: string | null;
+  /** jsonb: postgres.js and PGlite parse it; a text cast would not be (both accepted). */
+  attributes: Attributes | string | null;
 }
 
 interface StoredRow extends ProductRow {
@@ -67,7 +71,7 @@ interface StoredRow extends ProductRow {
   version: number;
 }
 
-const PRODUCT_COLUMNS = "id, name, description, category, sku";
+const PRODUCT_COLUMNS = "id, name, description, category, sku, attributes";
 const STORED_COLUMNS = `${PRODUCT_COLUMNS}, content_digest, version`;
 const UNIQUE_VIOLATION = "23505";
 /** pgvector's errors for a vector of the wrong dimension ("expected 384 dimensions, not 32", "different vector dimensions"). */
@@ -240,10 +244,11 @@ export class PostgresProductRepository implements ProductRepository {
         product.sku ?? null,
         contentDigest,
         vectorParam(embedding),
+        attributesParam(product.attributes),
       ];
       const [row] = await db.query<ProductRow>(
-        `INSERT INTO products (catalogue, name, description, category, sku, content_digest, embedding)
-         SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::vector
+        `INSERT INTO products (catalogue, name, description, category, sku, content_digest, embedding, attributes)
+         SELECT $1::text, $2::text, $3::text, $4::text, $5::text, $6::text, $7::vector, $8::text::jsonb
          WHERE ${this.inSpace(params)}
          RETURNING ${PRODUCT_COLUMNS}`,
         params,
@@ -335,7 +340,7 @@ export class PostgresProductRepository implements ProductRepository {
   async list(query: ListQuery): Promise<ProductPage> {
     const params: unknown[] = [this.catalogue];
     const conditions: string[] = ["catalogue = $1"];
-    const filter = categoryFilter(params, query.categories);
+    const filter = rowFilter(params, query);
     if (filter) conditions.push(filter.sql);
     const counted = `SELECT count(*) AS n FROM products${where(conditions)}`;
     const countParams = [...params];
@@ -376,11 +381,12 @@ export class PostgresProductRepository implements ProductRepository {
       embedding ? vectorParam(embedding.vector) : null,
       embedding?.contentDigest ?? null,
       this.catalogue,
+      attributesParam(fields.attributes),
     ];
     try {
       rows = await this.inCatalogue(this.writes, (tx) =>
         tx.query<StoredRow>(
-          `UPDATE products SET name = $3, description = $4, category = $5, sku = $6,
+          `UPDATE products SET name = $3, description = $4, category = $5, sku = $6, attributes = $10::text::jsonb,
              embedding = COALESCE($7::vector, embedding), content_digest = COALESCE($8, content_digest),
              version = version + 1, updated_at = now()
            WHERE catalogue = $9 AND id = $1 AND version = $2 AND ${this.inSpace(params)}
@@ -548,11 +554,12 @@ export class PostgresProductRepository implements ProductRepository {
           { text: product.category },
           { text: contentDigest },
           { vector: embedding },
+          { jsonb: attributesParam(product.attributes) },
         ]);
         await tx.query("SELECT set_config('role', 'none', true)");
         await tx.copyIn(
           partition,
-          ["catalogue", "id", "sku", "name", "description", "category", "content_digest", "embedding"],
+          ["catalogue", "id", "sku", "name", "description", "category", "content_digest", "embedding", "attributes"],
           encodeCopyRows(copied),
         );
         await tx.query(`SELECT set_config('role', '${CATALOGUE_ROLE}', true)`);
@@ -586,6 +593,7 @@ export class PostgresProductRepository implements ProductRepository {
           { text: product.category },
           { text: contentDigest },
           { vector: embedding },
+          { jsonb: attributesParam(product.attributes) },
         ];
       }
       const { fields, embedding } = write.update;
@@ -599,6 +607,7 @@ export class PostgresProductRepository implements ProductRepository {
         { text: fields.category },
         embedding ? { text: embedding.contentDigest } : null,
         embedding ? { vector: embedding.vector } : null,
+        { jsonb: attributesParam(fields.attributes) },
       ];
     });
     const { inserted, updated, ids } = await this.inCatalogue(this.writes, async (tx) => {
@@ -611,12 +620,24 @@ export class PostgresProductRepository implements ProductRepository {
       await tx.query(
         `CREATE TEMPORARY TABLE product_writes (
            position integer NOT NULL, id bigint, expected_version integer, sku text, name text NOT NULL,
-           description text NOT NULL, category text NOT NULL, content_digest text, embedding vector(${this.dimension})
+           description text NOT NULL, category text NOT NULL, content_digest text, embedding vector(${this.dimension}),
+           attributes jsonb NOT NULL
          ) ON COMMIT DROP`,
       );
       await tx.copyIn(
         "product_writes",
-        ["position", "id", "expected_version", "sku", "name", "description", "category", "content_digest", "embedding"],
+        [
+          "position",
+          "id",
+          "expected_version",
+          "sku",
+          "name",
+          "description",
+          "category",
+          "content_digest",
+          "embedding",
+          "attributes",
+        ],
         encodeCopyRows(staged),
       );
       // New rows get their ids first, so that each inserted row is known by its position.
@@ -624,8 +645,8 @@ export class PostgresProductRepository implements ProductRepository {
         "UPDATE product_writes SET id = nextval(pg_get_serial_sequence('products', 'id')) WHERE expected_version IS NULL",
       );
       const insertedRows = await tx.query<{ id: number | string }>(
-        `INSERT INTO products (catalogue, id, sku, name, description, category, content_digest, embedding)
-         SELECT $1, id, sku, name, description, category, content_digest, embedding
+        `INSERT INTO products (catalogue, id, sku, name, description, category, content_digest, embedding, attributes)
+         SELECT $1, id, sku, name, description, category, content_digest, embedding, attributes
          FROM product_writes WHERE expected_version IS NULL ORDER BY position
          ON CONFLICT (catalogue, sku) WHERE sku IS NOT NULL DO NOTHING
          RETURNING id`,
@@ -633,6 +654,7 @@ export class PostgresProductRepository implements ProductRepository {
       );
       const updatedRows = await tx.query<{ id: number | string }>(
         `UPDATE products p SET name = w.name, description = w.description, category = w.category, sku = w.sku,
+           attributes = w.attributes,
            embedding = COALESCE(w.embedding, p.embedding), content_digest = COALESCE(w.content_digest, p.content_digest),
            version = p.version + 1, updated_at = now()
          FROM product_writes w
@@ -680,7 +702,7 @@ export class PostgresProductRepository implements ProductRepository {
         embedding,
         params,
         "$3",
-        categoryFilter(params, query.categories),
+        rowFilter(params, query),
         candidatesFor(query.limit),
         `${PRODUCT_COLUMNS}, version, embedding`,
       );
@@ -712,7 +734,7 @@ export class PostgresProductRepository implements ProductRepository {
         lexical.misspellable === undefined ? null : [...lexical.misspellable],
         this.catalogue,
       ];
-      const filter = categoryFilter(params, query.categories);
+      const filter = rowFilter(params, query);
       const dense = await this.denseCandidates(tx, entered, embedding, params, "$6", filter, query.candidates, "id");
       // The words are matched through CATALOGUE_WORDS_VIEW, where the GIN index serves `@@` (schema.ts).
       return tx.query<ProductRow & { version: number; distance: number; lexical: number }>(
@@ -794,7 +816,7 @@ export class PostgresProductRepository implements ProductRepository {
     embedding: Vector,
     params: unknown[],
     catalogue: string,
-    filter: CategoryFilter | undefined,
+    filter: RowFilter | undefined,
     depth: number,
     columns: string,
   ): Promise<string> {
@@ -807,8 +829,7 @@ export class PostgresProductRepository implements ProductRepository {
     const near = `${column} <=> ${query}`;
     const exact =
       filter !== undefined &&
-      (await this.countUpTo(tx, filter.categories, this.search.filterExactMaxRows + 1)) <=
-        this.search.filterExactMaxRows;
+      (await this.countUpTo(tx, filter.spec, this.search.filterExactMaxRows + 1)) <= this.search.filterExactMaxRows;
     const where = ` WHERE catalogue = ${catalogue}${filter ? ` AND ${filter.sql}` : ""}`;
     const index: SearchIndex | undefined =
       !exact && this.scansHalfCopy ? await this.settings.indexesInUse?.of(partition).index(tx) : undefined;
@@ -833,13 +854,18 @@ export class PostgresProductRepository implements ProductRepository {
             ORDER BY ${exact ? `(${near}) + 0` : "near"} LIMIT $${params.length}`;
   }
 
-  /** The catalogue's products of `categories`, counting at most `cap` of them (through the btree on category). */
-  private async countUpTo(tx: SqlClient, categories: readonly string[], cap: number): Promise<number> {
+  /**
+   * The catalogue's products the filter lets through, counting at most `cap` of them (through the
+   * btree on category, the GIN index on attributes for their any-of conditions).
+   */
+  private async countUpTo(tx: SqlClient, spec: FilterSpec, cap: number): Promise<number> {
+    const params: unknown[] = [this.catalogue, cap];
+    const filter = rowFilter(params, spec) as RowFilter;
     const [row] = await tx.query<{ n: number | string }>(
       `SELECT count(*) AS n FROM (
-         SELECT 1 FROM products WHERE catalogue = $1 AND category = ANY($2::text[]) LIMIT $3
+         SELECT 1 FROM products WHERE catalogue = $1 AND ${filter.sql} LIMIT $2
        ) AS matching`,
-      [this.catalogue, [...categories], cap],
+      params,
     );
     return Number(row?.n ?? 0);
   }
@@ -954,17 +980,60 @@ function finalistsFor(limit: number): number {
  */
 const FILTERED_INDEX_CANDIDATES = 200;
 
-interface CategoryFilter {
-  categories: readonly string[];
-  /** The condition, on the parameter that holds the categories. */
+/** What a filter asks of a product: categories, attribute conditions (the queries' own fields). */
+interface FilterSpec {
+  categories?: readonly string[] | undefined;
+  attributes?: readonly AttributeCondition[] | undefined;
+}
+
+interface RowFilter {
+  spec: FilterSpec;
+  /** The condition, on the parameters that hold its values. */
   sql: string;
 }
 
-/** The condition for `categories`, their parameter appended to `params`; undefined without a filter. */
-function categoryFilter(params: unknown[], categories: readonly string[] | undefined): CategoryFilter | undefined {
-  if (!categories) return undefined;
-  params.push(categories);
-  return { categories, sql: `category = ANY($${params.length}::text[])` };
+/**
+ * The condition for a filter's categories and attribute conditions (AND), their parameters
+ * appended to `params`; undefined without any. An any-of is containment (`@>`) of one of its
+ * values, or of a one-item list of it (a list attribute holding it), which the GIN index on
+ * `attributes` serves (jsonb_path_ops); a range compares the attribute's number (a value of
+ * another type is no number: NULL, which no bound lets through); exists is `?`.
+ */
+function rowFilter(params: unknown[], spec: FilterSpec): RowFilter | undefined {
+  const conditions: string[] = [];
+  if (spec.categories) {
+    params.push(spec.categories);
+    conditions.push(`category = ANY($${params.length}::text[])`);
+  }
+  for (const condition of spec.attributes ?? []) {
+    if (condition.op === "anyOf") {
+      const wanted = condition.values.flatMap((value) => {
+        const alone = JSON.stringify({ [condition.key]: value });
+        return typeof value === "string" ? [alone, JSON.stringify({ [condition.key]: [value] })] : [alone];
+      });
+      params.push(wanted);
+      conditions.push(`attributes @> ANY($${params.length}::text[]::jsonb[])`);
+    } else if (condition.op === "exists") {
+      params.push(condition.key);
+      conditions.push(`${condition.exists ? "" : "NOT "}(attributes ? $${params.length}::text)`);
+    } else {
+      params.push(condition.key);
+      const key = `$${params.length}::text`;
+      const number = `(CASE WHEN jsonb_typeof(attributes -> ${key}) = 'number' THEN (attributes -> ${key})::numeric END)`;
+      for (const [bound, operator] of [
+        ["gt", ">"],
+        ["gte", ">="],
+        ["lt", "<"],
+        ["lte", "<="],
+      ] as const) {
+        const limit = condition[bound];
+        if (limit === undefined) continue;
+        params.push(limit);
+        conditions.push(`${number} ${operator} $${params.length}::numeric`);
+      }
+    }
+  }
+  return conditions.length === 0 ? undefined : { spec, sql: `(${conditions.join(" AND ")})` };
 }
 
 function where(conditions: readonly string[]): string {
@@ -988,7 +1057,17 @@ function toProduct(row: ProductRow): Product {
     category: row.category,
   };
   if (row.sku !== null && row.sku !== undefined) product.sku = row.sku;
+  const attributes = typeof row.attributes === "string" ? (JSON.parse(row.attributes) as Attributes) : row.attributes;
+  if (hasAttributes(attributes)) product.attributes = sortedKeys(attributes);
   return product;
+}
+
+/**
+ * A product's attributes as the parameter of a write, JSON text cast `::text::jsonb` (postgres.js
+ * would send a text typed jsonb as a JSON string: `"{\"price\":1}"`, which contains nothing): `{}` for none.
+ */
+function attributesParam(attributes: Attributes | undefined): string {
+  return JSON.stringify(attributes ?? {});
 }
 
 function toStored(row: StoredRow): StoredProduct {

@@ -344,6 +344,23 @@ const MIGRATIONS: readonly Migration[] = [
       await relevancePerCatalogue(tx);
     },
   },
+  {
+    version: 17,
+    name: "product attributes",
+    async apply(tx) {
+      // A product's attributes (domain/attributes.ts): `{}` when it has none, never null. A constant
+      // default: adding the column rewrites no row. The GIN index (jsonb_path_ops: `@>` only, about a
+      // third of jsonb_ops' size) serves the attribute filters' equality and any-of conditions; it is
+      // made on every catalogue's partition, and on those made later.
+      await tx.query("ALTER TABLE products ADD COLUMN attributes jsonb NOT NULL DEFAULT '{}'::jsonb");
+      await tx.query("CREATE INDEX products_attributes ON products USING gin (attributes jsonb_path_ops)");
+      // The lexical side of a hybrid search reads products through this view: filters need the attributes there too.
+      await tx.query(
+        `CREATE OR REPLACE VIEW ${CATALOGUE_WORDS_VIEW} AS SELECT catalogue, id, category, search_text, attributes
+         FROM products WHERE catalogue = current_setting('${CATALOGUE_SETTING}', true)`,
+      );
+    },
+  },
 ];
 
 /** The catalogue the contract's `/products…` routes stand for; every product from before catalogues is in it. */

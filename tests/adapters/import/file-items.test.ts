@@ -231,3 +231,36 @@ describe("invalid UTF-8", () => {
     await expect(openImportFile(path)).rejects.toThrow("UTF-8");
   });
 });
+
+describe("CSV attribute columns", () => {
+  test("columns besides the product's own are its attributes, as trimmed texts; an empty cell is none", async () => {
+    const path = fileOf(
+      "attributes.csv",
+      "sku,name,description,category,Brand,price,sizes\n",
+      "A-1,Zapatilla,Ligera,calzado,Acme, 59.90 ,42\n",
+      "A-2,Bota,De montaña,calzado,,,\n",
+    );
+    const items: JsonItem[] = [];
+    for await (const item of (await openImportFile(path)).items) items.push(item);
+    expect(items).toEqual([
+      {
+        index: 0,
+        value: {
+          sku: "A-1",
+          name: "Zapatilla",
+          description: "Ligera",
+          category: "calzado",
+          attributes: { brand: "Acme", price: "59.90", sizes: "42" },
+        },
+      },
+      { index: 1, value: { sku: "A-2", name: "Bota", description: "De montaña", category: "calzado" } },
+    ]);
+  });
+
+  test("a column that is no attribute name, or a repeated one, makes the file unreadable", async () => {
+    const badName = fileOf("bad-name.csv", "name,description,category,precio final\n", "a,b,c,1\n");
+    await expect(openImportFile(badName)).rejects.toThrow("column 'precio final' is neither one of");
+    const repeated = fileOf("repeated.csv", "name,description,category,brand,Brand\n", "a,b,c,d,e\n");
+    await expect(openImportFile(repeated)).rejects.toThrow("column 'brand' appears twice");
+  });
+});

@@ -1,4 +1,5 @@
 import { Elysia, t } from "elysia";
+import { filterObjectOf } from "../../../domain/attribute-filter.ts";
 import type { Caller } from "../../../domain/caller.ts";
 import type { ManageCatalogues } from "../../../domain/manage-catalogues.ts";
 import type { RateLimits } from "../core/rate-limit.ts";
@@ -25,11 +26,15 @@ const CredentialView = t.Object({
       "Los catálogos que existen y en los que puede buscar, por nombre (los demás no existen para ella). Una " +
       "clave que nombra un catálogo que aún no existe no lo ve aquí hasta que se crea.",
   }),
-  filter: t.Union([t.Object({ category: t.Optional(t.Array(t.String())) }), t.Null()], {
-    description:
-      "El filtro que un token de inquilino aplica a cada búsqueda (una petición puede estrecharlo, nunca ampliarlo); " +
-      "null para las demás credenciales",
-  }),
+  filter: t.Union(
+    [t.Object({ category: t.Optional(t.Array(t.String())) }, { additionalProperties: t.Unknown() }), t.Null()],
+    {
+      description:
+        "El filtro que un token de inquilino aplica a cada búsqueda (una petición puede estrecharlo, nunca " +
+        "ampliarlo), como lo escribe el filter de la búsqueda: category y las condiciones sobre atributos; null " +
+        "para las demás credenciales",
+    },
+  ),
 });
 
 export interface CredentialRoutesDeps {
@@ -85,10 +90,15 @@ export function credentialRoutes({ manageCatalogues, auth, rateLimits }: Credent
     );
 }
 
-/** A tenant token's filter as the search request writes it (categories as a list); null for any other caller. */
-function filterView({ filter }: Caller): { category?: string[] } | null {
+/**
+ * A tenant token's filter as the search request writes it (categories as a list, attribute
+ * conditions as `filter`'s); null for any other caller.
+ */
+function filterView({ filter }: Caller): ({ category?: string[] } & Record<string, unknown>) | null {
   if (!filter) return null;
-  const { category } = filter;
-  if (category === undefined) return {};
-  return { category: typeof category === "string" ? [category] : [...category] };
+  const { category, attributes } = filter;
+  return {
+    ...filterObjectOf(attributes ?? []),
+    ...(category === undefined ? {} : { category: typeof category === "string" ? [category] : [...category] }),
+  };
 }

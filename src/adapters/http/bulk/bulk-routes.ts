@@ -36,6 +36,11 @@ const BulkItem = t.Object({
   description: field("description"),
   category: field("category"),
   sku: t.Optional(t.Union([skuField, t.Null()])),
+  attributes: t.Optional(
+    t.Record(t.String(), t.Unknown(), {
+      description: "Atributos (como en POST /products); el elemento es el estado completo: sin ellos, no tiene ninguno",
+    }),
+  ),
 });
 
 /** What the parse stage leaves as the body: nothing is read there, the handler reads the request's stream. */

@@ -15,7 +15,7 @@ import {
   type ManageProducts,
   normalizeCategories,
 } from "../../../domain/manage-products.ts";
-import { checkedField, type ProductFields } from "../../../domain/product.ts";
+import { checkedField, type ProductChanges } from "../../../domain/product.ts";
 import type { AuthMacro } from "../auth/auth-macro.ts";
 import {
   catalogueNotFound,
@@ -39,6 +39,8 @@ import {
 } from "../core/route-docs.ts";
 import {
   categoryQuery,
+  filterParam,
+  filterQuery,
   integer,
   NewProductBody,
   PRODUCT_EXAMPLE,
@@ -66,6 +68,7 @@ const ListQuery = t.Object(
       }),
     ),
     category: categoryQuery,
+    filter: filterQuery,
   },
   { additionalProperties: false },
 );
@@ -209,7 +212,7 @@ export function productRoutes({
     catalogue,
   }: {
     params: { id: string };
-    body: Partial<ProductFields>;
+    body: ProductChanges;
     signal: AbortSignal;
     catalogue: string;
   }) => productView(await manageProducts.update(catalogue, productId(params.id), body, signal));
@@ -264,8 +267,14 @@ export function productRoutes({
     )
     .get(
       root,
-      async ({ catalogue, query: { limit, cursor, order, category } }) => {
-        const page = await manageProducts.list(catalogue, { limit, cursor, order, category });
+      async ({ catalogue, query: { limit, cursor, order, category, filter } }) => {
+        const page = await manageProducts.list(catalogue, {
+          limit,
+          cursor,
+          order,
+          category,
+          filter: filterParam(filter),
+        });
         return { items: page.items.map(productView), total: page.total, next_cursor: page.nextCursor };
       },
       {
@@ -288,7 +297,8 @@ export function productRoutes({
           summary: "Listar productos, por páginas",
           description:
             `Parámetros: limit (${LIST_LIMIT.min} a ${LIST_LIMIT.max}, por defecto ${LIST_LIMIT.default}), ` +
-            "order (id: por id ascendente, por defecto; newest: los más recientes primero), category (repetible) " +
+            "order (id: por id ascendente, por defecto; newest: los más recientes primero), category (repetible), " +
+            'filter (condiciones sobre los atributos, como JSON: ?filter={"brand":"Acme","price":{"lt":60}}) ' +
             "y cursor (el next_cursor de la página anterior).",
         },
       },

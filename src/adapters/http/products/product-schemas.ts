@@ -5,6 +5,9 @@
  * document and the view of a stored product.
  */
 import { Elysia, t } from "elysia";
+import { FILTER_LIMITS } from "../../../domain/attribute-filter.ts";
+import { ATTRIBUTE_LIMITS } from "../../../domain/attributes.ts";
+import { InvalidInput } from "../../../domain/errors.ts";
 import { MAX_CATEGORIES } from "../../../domain/manage-products.ts";
 import { PRODUCT_FIELD_MAX_LENGTH, type Product } from "../../../domain/product.ts";
 
@@ -32,12 +35,32 @@ export const skuField = t.String({
 export const productIdField = (description = "Identificador del producto, asignado por el servicio") =>
   integer({ description });
 
+const ATTRIBUTES_DESCRIPTION =
+  `Atributos del producto (precio, marca, existencias...): hasta ${ATTRIBUTE_LIMITS.keys} claves de minúsculas, ` +
+  "cifras y '_' que empiezan por una letra (hasta 63 caracteres), cada una con un texto, un número, un booleano o " +
+  `una lista de textos; como JSON, hasta ${ATTRIBUTE_LIMITS.bytes} bytes. No se incluyen en el embedding: ` +
+  "cambiarlos no lo vuelve a calcular. Conocidos por la página: price (número) con currency, brand, in_stock, " +
+  "image_url, url.";
+
+/**
+ * The attributes as a client sends them: any object here; the use cases check its keys and values
+ * (checkedAttributes) and name the key at fault in their 422, which this schema could not.
+ */
+const attributesInput = (description: string) =>
+  t.Union([t.Record(t.String(), t.Unknown()), t.Null()], { description });
+
+/** A product's attributes as the service answers them. */
+const attributesOutput = t.Record(t.String(), t.Union([t.String(), t.Number(), t.Boolean(), t.Array(t.String())]), {
+  description: "Atributos del producto; el campo falta cuando no tiene ninguno",
+});
+
 /** A product as a client sends it: the example of the OpenAPI document. */
 export const NEW_PRODUCT_EXAMPLE = {
   name: "Zapatillas de trail Vento",
   description: "Zapatillas ligeras e impermeables con suela de tacos para correr por montaña",
   category: "calzado deportivo",
   sku: "VEN-TRAIL-42",
+  attributes: { price: 59.9, currency: "EUR", brand: "Vento", in_stock: true, sizes: ["41", "42", "43"] },
 };
 
 /** A stored product: the example of the OpenAPI document. */
@@ -50,6 +73,9 @@ export const NewProductBody = t.Object(
     description: field("description"),
     category: field("category"),
     sku: t.Optional(t.Union([skuField, t.Null()])),
+    attributes: t.Optional(
+      attributesInput(`${ATTRIBUTES_DESCRIPTION} En PUT, sin este campo se conservan; null o {} los quita.`),
+    ),
   },
   {
     additionalProperties: false,
@@ -65,6 +91,9 @@ const ProductChangesBody = t.Object(
     description: t.Optional(field("description")),
     category: t.Optional(field("category")),
     sku: t.Optional(t.Union([skuField, t.Null()], { description: "null quita el SKU" })),
+    attributes: t.Optional(
+      attributesInput(`${ATTRIBUTES_DESCRIPTION} Sustituyen a todos los anteriores; null o {} los quita.`),
+    ),
   },
   { additionalProperties: false, minProperties: 1, description: "Los campos que cambian (al menos uno)" },
 );
@@ -95,6 +124,42 @@ export const categoryQuery = t.Optional(
   }),
 );
 
+const FILTER_DESCRIPTION =
+  "Condiciones que deben cumplir todos los resultados (Y): por atributo, un valor (igual; un atributo lista " +
+  'cumple si lo contiene: {"sizes": "42"}), una lista de valores (cualquiera de ellos), {"gt", "gte", "lt", ' +
+  '"lte"} con números (un rango; solo atributos numéricos: el texto "59.90" no es un número) o {"exists": ' +
+  `true|false}; y "category", como el campo category. Hasta ${FILTER_LIMITS.conditions} condiciones.`;
+
+export const FILTER_EXAMPLE = { brand: ["Vento", "Acme"], price: { gte: 10, lt: 60 }, in_stock: true };
+
+/** The `filter` object of a search's body: checked by the use case (checkedFilter), which names the key at fault. */
+export const filterBody = t.Optional(
+  t.Record(t.String(), t.Unknown(), { description: FILTER_DESCRIPTION, examples: [FILTER_EXAMPLE] }),
+);
+
+/** The same filter in a query string: the object as JSON text (filterParam reads it). */
+export const filterQuery = t.Optional(
+  t.String({
+    description: `${FILTER_DESCRIPTION} En la URL, el objeto como JSON.`,
+    examples: [JSON.stringify(FILTER_EXAMPLE)],
+  }),
+);
+
+/** A query string's `filter` as the object it holds (the use case checks it); 422 when it is not JSON. */
+export function filterParam(text: string | undefined): unknown {
+  return text === undefined ? undefined : jsonParam("filter", text);
+}
+
+/** A query parameter that holds JSON, as the value it holds (the use case checks it); 422 naming it when it is not JSON. */
+export function jsonParam(name: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    const example = name === "sort" ? '[{"price":"asc"}]' : '{"brand":"Acme"}';
+    throw new InvalidInput(`El campo '${name}' debe ser JSON, por ejemplo ${example}`);
+  }
+}
+
 /** A product as the service answers it (never its embedding). */
 export const productFields = {
   id: productIdField(),
@@ -102,6 +167,7 @@ export const productFields = {
   description: t.String({ description: FIELD_DESCRIPTIONS.description }),
   category: t.String({ description: FIELD_DESCRIPTIONS.category }),
   sku: t.Optional(t.String({ description: "Clave propia del comercio; solo si el producto tiene una" })),
+  attributes: t.Optional(attributesOutput),
 };
 
 /**
@@ -115,7 +181,14 @@ export const productModels = new Elysia({ name: "product-models" }).model({
   ProductChanges: ProductChangesBody,
 });
 
-/** A stored product as the API shows it: its fields, the sku only when it has one. */
-export function productView({ id, name, description, category, sku }: Product) {
-  return { id, name, description, category, ...(sku === undefined ? {} : { sku }) };
+/** A stored product as the API shows it: its fields, the sku and the attributes only when it has them. */
+export function productView({ id, name, description, category, sku, attributes }: Product) {
+  return {
+    id,
+    name,
+    description,
+    category,
+    ...(sku === undefined ? {} : { sku }),
+    ...(attributes === undefined ? {} : { attributes }),
+  };
 }

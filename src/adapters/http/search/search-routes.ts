@@ -6,9 +6,11 @@ import { catalogueParams, type ProductPrefix, pluginName } from "../catalogues/c
 import { jsonBody } from "../core/body.ts";
 import type { RateLimits } from "../core/rate-limit.ts";
 import { requestContext } from "../core/request-context.ts";
+import { jsonParam } from "../products/product-schemas.ts";
 import { endsStream, searchEventStream, wantsEventStream } from "./event-stream.ts";
 import {
   BODY_ANSWERS,
+  browsedView,
   resultsView,
   SEARCH_DESCRIPTION,
   SearchHeaders,
@@ -36,6 +38,28 @@ interface SearchContext {
   requestId: string;
   caller: Caller;
   catalogue: string;
+}
+
+/**
+ * GET /products/search's parameters as the search request: `filter` and `sort` hold JSON, `facets`
+ * names separated by commas.
+ */
+function fromQueryString({
+  filter,
+  sort,
+  facets,
+  ...rest
+}: Omit<SearchRequest, "filter" | "sort" | "facets"> & {
+  filter?: string;
+  sort?: string;
+  facets?: string;
+}): SearchRequest {
+  return {
+    ...rest,
+    ...(filter === undefined ? {} : { filter: jsonParam("filter", filter) }),
+    ...(sort === undefined ? {} : { sort: jsonParam("sort", sort) }),
+    ...(facets === undefined ? {} : { facets: facets.split(",").map((name) => name.trim()) }),
+  };
 }
 
 /**
@@ -71,12 +95,19 @@ export function searchRoutes({ prefix, search, maxBodyBytes, auth, rateLimits, r
       // Elysia sends a Response as it is; the route's schema describes the JSON answer only.
       return stream as never;
     }
-    const { searchId, query, recommendation, results, citedIds } = await search.execute(searchRequest, {
+    const { searchId, query, recommendation, results, citedIds, browsed } = await search.execute(searchRequest, {
       catalogue,
       signal,
       filter,
     });
-    return { search_id: searchId, query, recommendation, results: results.map(scoredView), cited_ids: citedIds };
+    return {
+      search_id: searchId,
+      query,
+      recommendation,
+      results: results.map(scoredView),
+      cited_ids: citedIds,
+      ...browsedView(browsed),
+    };
   };
   // Runs before the rate-limit macro's check (a route's own hooks run before its macros'): a
   // reconnect to an ended stream costs no search. A Response, sent as it is: Elysia 1.4's `handle`
@@ -107,7 +138,7 @@ export function searchRoutes({ prefix, search, maxBodyBytes, auth, rateLimits, r
         description: SEARCH_DESCRIPTION,
       },
     })
-    .get("/search", (context) => answer(context, context.query), {
+    .get("/search", (context) => answer(context, fromQueryString(context.query)), {
       auth: { permission: "search", keyInQuery: true },
       rateLimit: "search",
       headers: SearchHeaders,

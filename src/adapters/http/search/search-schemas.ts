@@ -3,10 +3,12 @@
  * service's ranking defaults), the JSON answer, the event stream and the error answers.
  */
 import { t } from "elysia";
+import { BROWSE_LIMITS, RESULT_WINDOW } from "../../../domain/browse-results.ts";
 import { EmbeddingUnavailable, GenerationUnavailable } from "../../../domain/errors.ts";
 import { SEARCH_MODES } from "../../../domain/hybrid-ranking.ts";
 import type { ScoredProduct } from "../../../domain/product.ts";
 import {
+  type BrowsedSummary,
   checkSearchRequest,
   QUERY_MAX_LENGTH,
   SEARCH_LIMIT,
@@ -20,6 +22,9 @@ import { answers, documented, messageOf, problem, readAfterParameter, UNAVAILABL
 import {
   categoryFilter,
   categoryQuery,
+  FILTER_EXAMPLE,
+  filterBody,
+  filterQuery,
   integer,
   PRODUCT_EXAMPLE,
   productFields,
@@ -62,6 +67,20 @@ export const SEARCH_DESCRIPTION =
   `y, si algo falla a mitad, ${FAILURE_EVENT} (ver la respuesta 200). Un error antes de los resultados responde ` +
   'igual que sin eventos: su estado y `{"detail"}` en JSON. Una reconexión con el Last-Event-ID del último evento ' +
   "de un flujo (done o failure) recibe 204: la búsqueda ya terminó.";
+const HIGHLIGHT_DESCRIPTION =
+  "true: cada resultado lleva highlights: {name, description} con las palabras de la consulta (y de su traducción " +
+  "y sinónimos) marcadas con <mark>, escapado el resto como HTML; la descripción, recortada a 200 caracteres en " +
+  "torno a la primera coincidencia.";
+const OFFSET_DESCRIPTION =
+  `Resultados que se saltan (paginación; offset + limit ≤ ${RESULT_WINDOW}). Con offset, sort o facets la respuesta ` +
+  `es una página de los resultados relevantes (los ${RESULT_WINDOW} mejores) e incluye total y total_relation.`;
+const SORT_DESCRIPTION =
+  `Orden de los resultados relevantes por atributos (o category), hasta ${BROWSE_LIMITS.sortKeys}: ` +
+  '[{"price": "asc"}]; los que no tienen el atributo van al final; a igualdad, el más relevante primero, y luego el id.';
+const FACETS_DESCRIPTION =
+  "Atributos (o category) de los que contar valores sobre los resultados relevantes: los textos, sus " +
+  `${BROWSE_LIMITS.facetValues} valores más frecuentes; los números, mínimo, máximo y ${BROWSE_LIMITS.buckets} tramos.`;
+
 /**
  * The search's body. `defaults`: how this service ranks when the request does not say; Elysia
  * fills a missing `mode` with the schema's default, so that default must be the service's own.
@@ -72,6 +91,23 @@ export function searchBody(defaults: SearchDefaults) {
       query: t.String({ maxLength: QUERY_MAX_LENGTH, description: QUERY_DESCRIPTION }),
       limit: t.Optional(searchLimitField),
       category: categoryFilter,
+      filter: filterBody,
+      offset: t.Optional(integer({ minimum: 0, maximum: RESULT_WINDOW - 1, description: OFFSET_DESCRIPTION })),
+      sort: t.Optional(
+        t.Array(t.Record(t.String(), t.UnionEnum(["asc", "desc"])), {
+          maxItems: BROWSE_LIMITS.sortKeys,
+          description: SORT_DESCRIPTION,
+          examples: [[{ price: "asc" }]],
+        }),
+      ),
+      facets: t.Optional(
+        t.Array(t.String(), {
+          maxItems: BROWSE_LIMITS.facets,
+          description: FACETS_DESCRIPTION,
+          examples: [["brand", "price"]],
+        }),
+      ),
+      highlight: t.Optional(t.Boolean({ description: HIGHLIGHT_DESCRIPTION })),
       mode: t.Optional(
         t.UnionEnum([...SEARCH_MODES], { default: defaults.mode, description: modeDescription(defaults) }),
       ),
@@ -85,6 +121,8 @@ export function searchBody(defaults: SearchDefaults) {
       examples: [
         { query: SEARCH_QUERY_EXAMPLE, limit: 5 },
         { query: SEARCH_QUERY_EXAMPLE, limit: 10, category: ["calzado deportivo"], mode: "hybrid", alpha: 0.75 },
+        { query: SEARCH_QUERY_EXAMPLE, limit: 10, filter: FILTER_EXAMPLE },
+        { query: SEARCH_QUERY_EXAMPLE, limit: 10, offset: 10, sort: [{ price: "asc" }], facets: ["brand", "price"] },
       ],
     },
   );
@@ -109,6 +147,21 @@ export function searchQuery(defaults: SearchDefaults) {
         }),
       ),
       category: categoryQuery,
+      filter: filterQuery,
+      offset: t.Optional(
+        t.Numeric({
+          title: "offset",
+          minimum: 0,
+          maximum: RESULT_WINDOW - 1,
+          multipleOf: 1,
+          description: OFFSET_DESCRIPTION,
+        }),
+      ),
+      sort: t.Optional(t.String({ description: `${SORT_DESCRIPTION} En la URL, como JSON: [{"price":"asc"}]` })),
+      facets: t.Optional(
+        t.String({ description: `${FACETS_DESCRIPTION} En la URL, separados por comas: brand,price` }),
+      ),
+      highlight: t.Optional(t.BooleanString({ description: HIGHLIGHT_DESCRIPTION })),
       mode: t.Optional(t.UnionEnum([...SEARCH_MODES], { description: modeDescription(defaults) })),
       alpha: t.Optional(t.Numeric({ title: "alpha", minimum: 0, maximum: 1, description: alphaDescription(defaults) })),
     },
@@ -142,7 +195,53 @@ const searchIdField = t.String({
     "Identifica esta búsqueda: envíelo en POST /events con los clics y compras de sus resultados (analítica)",
 });
 
+/** The fields a browsing search (offset, sort or facets) adds to its answer and its results event. */
+const browsedFields = {
+  total: t.Optional(
+    integer({
+      description: `Solo si se pidió offset, sort o facets: cuántos resultados relevantes hay (los ${RESULT_WINDOW} mejores como mucho)`,
+    }),
+  ),
+  total_relation: t.Optional(
+    t.UnionEnum(["eq", "gte"], {
+      description: `eq: total es exacto; gte: se llegó a ${RESULT_WINDOW} y puede haber más`,
+    }),
+  ),
+  facets: t.Optional(
+    t.Record(
+      t.String(),
+      t.Union([
+        t.Array(t.Object({ value: t.Union([t.String(), t.Number(), t.Boolean()]), count: integer() }), {
+          description: `Atributo de textos: sus ${BROWSE_LIMITS.facetValues} valores más frecuentes, con cuántos resultados relevantes lo tienen`,
+        }),
+        t.Object(
+          {
+            min: t.Number(),
+            max: t.Number(),
+            buckets: t.Array(t.Object({ from: t.Number(), to: t.Number(), count: integer() })),
+          },
+          {
+            description: `Atributo numérico: mínimo, máximo y ${BROWSE_LIMITS.buckets} tramos iguales (el último incluye max)`,
+          },
+        ),
+      ]),
+      { description: "Solo si se pidió facets: los recuentos de cada atributo pedido sobre los resultados relevantes" },
+    ),
+  ),
+};
+
+/** The browsing fields of an answer, when the search browsed. */
+export function browsedView(browsed: BrowsedSummary | undefined) {
+  if (!browsed) return {};
+  return {
+    total: browsed.total.value,
+    total_relation: browsed.total.relation,
+    ...(browsed.facets ? { facets: browsed.facets } : {}),
+  };
+}
+
 const SearchResponse = t.Object({
+  ...browsedFields,
   search_id: searchIdField,
   query: t.String({ description: "La consulta, tal como se envió" }),
   recommendation: t.String({
@@ -160,6 +259,14 @@ const SearchResponse = t.Object({
       fused_score: t.Optional(
         t.Number({ description: "Solo en búsquedas híbridas: la puntuación combinada que ordena los resultados" }),
       ),
+      highlights: t.Optional(
+        t.Object(
+          { name: t.String(), description: t.String() },
+          {
+            description: "Solo con highlight: nombre y descripción (recortada) con <mark> en las palabras encontradas",
+          },
+        ),
+      ),
     }),
     {
       description:
@@ -175,12 +282,13 @@ export function scoredView(hit: ScoredProduct) {
     ...productView(hit),
     score: hit.score,
     ...(hit.fusedScore === undefined ? {} : { fused_score: hit.fusedScore }),
+    ...(hit.highlights === undefined ? {} : { highlights: hit.highlights }),
   };
 }
 
 /** A search's `results` event as clients receive it (the same fields as the JSON answer). */
-export function resultsView({ searchId, query, results }: SearchEvent & { type: "results" }) {
-  return { search_id: searchId, query, results: results.map(scoredView) };
+export function resultsView({ searchId, query, results, browsed }: SearchEvent & { type: "results" }) {
+  return { search_id: searchId, query, results: results.map(scoredView), ...browsedView(browsed) };
 }
 
 /** The example recommendation, in the pieces a model might write it in (without the label). */
@@ -289,6 +397,11 @@ export function searchAnswers(defaults: SearchDefaults, from: "body" | "query" =
         "mode no válido": fieldDetail.invalid("mode", properties.mode),
         "alpha fuera de rango": fieldDetail.invalid("alpha", properties.alpha),
         "alpha sin mode hybrid": refusal({ query: SEARCH_QUERY_EXAMPLE, mode: "semantic", alpha: 0.5 }),
+        "Filtro no válido": refusal({ query: SEARCH_QUERY_EXAMPLE, filter: { price: { gte: "10" } } }),
+        "Atributo no válido en el filtro": refusal({ query: SEARCH_QUERY_EXAMPLE, filter: { Marca: "Acme" } }),
+        "offset + limit demasiado grande": refusal({ query: SEARCH_QUERY_EXAMPLE, limit: 10, offset: 995 }),
+        "sort no válido": refusal({ query: SEARCH_QUERY_EXAMPLE, sort: [{ price: "up" }] }),
+        "facets no válido": refusal({ query: SEARCH_QUERY_EXAMPLE, facets: ["Marca"] }),
         ...(from === "query" ? { "Parámetro desconocido": fieldDetail.notAllowed("top_k") } : {}),
       },
     }),

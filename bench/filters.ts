@@ -1,0 +1,173 @@
+/**
+ * Attribute filters and facets (issue 22): recall@10 and latency of filtered searches through the
+ * service's own repository (PostgresProducts) on PostgreSQL + pgvector, for filters selecting about
+ * 50 %, 5 % and 0.1 % of one catalogue, and what a browsing search (facets over the best 1,000,
+ * browse-results.ts) costs against the same search without facets.
+ *
+ * One catalogue of `--products` products with embedding-like vectors (bench/vectors.ts) and
+ * attributes: `half` (true for every other product: 50 %), `brand` (one of 20: 5 %), `rare` (true
+ * for one in 1,000: 0.1 %), `price` (0 to 99: `{"lt": 5}` selects 5 %). The index policy gives it
+ * its vector index after the load (as `import` does). The reference of each filtered query is the
+ * same repository forced to the exact plan (filterExactMaxRows: 1e12): an exact scan of the
+ * matching products. Latency: one query at a time, `--passes` times, p50 / p95.
+ *
+ * Run by hand:
+ *   bun bench/filters.ts [--database-url postgres://postgres@127.0.0.1:55432/sku_test] [--products 100000]
+ *     [--dimension 3072] [--queries 100] [--passes 3]
+ *   bun bench/filters.ts --quick      # 5,000 × 384, 30 queries
+ * Works in the schema bench_filters, dropped before and after. Last line: one JSON object.
+ */
+import { loadavg } from "node:os";
+import { parseArgs } from "node:util";
+import { PostgresCatalogueRepository } from "../src/adapters/postgres/catalogue-repository.ts";
+import { DEFAULT_SEARCH_PLAN, PostgresProducts } from "../src/adapters/postgres/product-repository.ts";
+import { prepareDatabase } from "../src/adapters/postgres/schema.ts";
+import { connectPostgres } from "../src/adapters/postgres/sql-client.ts";
+import {
+  IndexesInUse,
+  indexTarget,
+  SqlVectorIndexes,
+  vectorSessionSettings,
+} from "../src/adapters/postgres/vector-index.ts";
+import type { AttributeCondition } from "../src/domain/attribute-filter.ts";
+import { browse, RESULT_WINDOW } from "../src/domain/browse-results.ts";
+import { MaintainCatalogueIndexes } from "../src/domain/maintain-vector-index.ts";
+import type { BulkWrite } from "../src/ports/product-repository.ts";
+import { type CatalogueProduct, SyntheticSpace } from "./vectors.ts";
+
+const { values: args } = parseArgs({
+  options: {
+    "database-url": { type: "string", default: "postgres://postgres@127.0.0.1:55432/sku_test" },
+    products: { type: "string" },
+    dimension: { type: "string" },
+    queries: { type: "string" },
+    passes: { type: "string", default: "3" },
+    quick: { type: "boolean", default: false },
+  },
+});
+
+const QUICK = args.quick === true;
+const PRODUCTS = Number(args.products ?? (QUICK ? 5_000 : 100_000));
+const DIMENSION = Number(args.dimension ?? (QUICK ? 384 : 3072));
+const QUERIES = Number(args.queries ?? (QUICK ? 30 : 100));
+const PASSES = Number(args.passes);
+const CATALOGUE = "tienda";
+const LIMIT = 10;
+const SCHEMA = "bench_filters";
+
+const out = (line: string) => console.log(line);
+const fmt = (ms: number) => ms.toFixed(2);
+
+const FILTERS: { name: string; conditions: AttributeCondition[] }[] = [
+  { name: "none", conditions: [] },
+  { name: "50 % (half: true)", conditions: [{ key: "half", op: "anyOf", values: [true] }] },
+  { name: "5 % (brand)", conditions: [{ key: "brand", op: "anyOf", values: ["marca-3"] }] },
+  { name: "5 % (price < 5)", conditions: [{ key: "price", op: "range", lt: 5 }] },
+  { name: "0.1 % (rare: true)", conditions: [{ key: "rare", op: "anyOf", values: [true] }] },
+];
+
+function texts(): CatalogueProduct[] {
+  return Array.from({ length: 12_000 }, (_, i) => {
+    const category = `Categoría ${Math.floor(Math.sqrt(i) / 3)}`;
+    return { name: `Producto ${i}`, description: "", category, keys: [category, `${category} > ${i % 7}`] };
+  });
+}
+
+const space = new SyntheticSpace(texts(), DIMENSION);
+const admin = connectPostgres(args["database-url"] as string, { maxConnections: 1 });
+await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+await admin.query(`CREATE SCHEMA ${SCHEMA}`);
+const url = new URL(args["database-url"] as string);
+url.searchParams.set("search_path", `${SCHEMA},public`);
+const db = connectPostgres(url.toString(), {
+  maxConnections: 2,
+  sessionSettings: vectorSessionSettings({ efSearch: DEFAULT_SEARCH_PLAN.efSearch, probes: "auto" }),
+});
+const summary: Record<string, unknown> = { products: PRODUCTS, dimension: DIMENSION, queries: QUERIES };
+try {
+  out(
+    `bench/filters: ${PRODUCTS} × ${DIMENSION}, ${QUERIES} queries × ${PASSES} passes; load ${loadavg()[0]?.toFixed(1)}`,
+  );
+  await prepareDatabase(db, { model: "bench", dimension: DIMENSION });
+  await new PostgresCatalogueRepository(db).create(CATALOGUE);
+  const indexesInUse = new IndexesInUse(db, DIMENSION, indexTarget(DIMENSION));
+  const products = new PostgresProducts(db, DIMENSION, DEFAULT_SEARCH_PLAN, undefined, { indexesInUse }).in(CATALOGUE);
+  const exact = new PostgresProducts(db, DIMENSION, { ...DEFAULT_SEARCH_PLAN, filterExactMaxRows: 1e12 }, undefined, {
+    indexesInUse,
+  }).in(CATALOGUE);
+  const started = performance.now();
+  for (let start = 0; start < PRODUCTS; start += 500) {
+    const writes: BulkWrite[] = [];
+    for (let row = start; row < Math.min(PRODUCTS, start + 500); row++) {
+      const { name, category } = space.text(row);
+      const attributes = { half: row % 2 === 0, brand: `marca-${row % 20}`, rare: row % 1000 === 7, price: row % 100 };
+      writes.push({
+        kind: "insert",
+        row: {
+          product: { name, description: "", category, attributes },
+          embedding: Array.from(space.productLowRank(row)),
+          contentDigest: `d${row}`,
+        },
+      });
+    }
+    await products.writeMany(writes);
+  }
+  await db.query("VACUUM ANALYZE products");
+  out(`loaded in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  const indexes = new SqlVectorIndexes(db, DIMENSION, { server: true, buildMemory: "auto", inUse: indexesInUse });
+  const decision = await new MaintainCatalogueIndexes({ indexes, policy: { mode: "auto", minRows: 5000 } }).afterLoad(
+    CATALOGUE,
+  );
+  out(`index policy: ${decision}`);
+
+  const queries = Array.from({ length: QUERIES }, (_, i) =>
+    Array.from(space.queryLowRank((i * 7919) % PRODUCTS, `query:${i}`)),
+  );
+  const results: Record<string, unknown> = {};
+  for (const { name, conditions } of FILTERS) {
+    const truth = await Promise.all(
+      queries.map(async (vector) =>
+        (await exact.searchByVector(vector, { limit: LIMIT, attributes: conditions })).map((hit) => hit.id),
+      ),
+    );
+    const plain: number[] = [];
+    const faceted: number[] = [];
+    let found = 0;
+    let asked = 0;
+    for (let pass = 0; pass < PASSES; pass++) {
+      for (const [i, vector] of queries.entries()) {
+        let t = performance.now();
+        const hits = await products.searchByVector(vector, { limit: LIMIT, attributes: conditions });
+        plain.push(performance.now() - t);
+        if (pass === 0) {
+          const expected = truth[i] ?? [];
+          found += hits.filter((hit) => expected.includes(hit.id)).length;
+          asked += expected.length;
+        }
+        t = performance.now();
+        const window = await products.searchByVector(vector, { limit: RESULT_WINDOW, attributes: conditions });
+        browse(window, { offset: 0, sort: [], facets: ["brand", "price", "half"] }, LIMIT);
+        faceted.push(performance.now() - t);
+      }
+    }
+    const p = (ms: number[], q: number) => [...ms].sort((a, b) => a - b)[Math.floor(q * (ms.length - 1))] as number;
+    const figures = {
+      recall: asked === 0 ? 1 : found / asked,
+      p50: p(plain, 0.5),
+      p95: p(plain, 0.95),
+      facetsP50: p(faceted, 0.5),
+      facetsP95: p(faceted, 0.95),
+    };
+    results[name] = figures;
+    out(
+      `${name}: recall@10 ${figures.recall.toFixed(3)}, p50 ${fmt(figures.p50)} ms, p95 ${fmt(figures.p95)} ms; ` +
+        `with facets over ${RESULT_WINDOW}: p50 ${fmt(figures.facetsP50)} ms, p95 ${fmt(figures.facetsP95)} ms`,
+    );
+  }
+  summary.filters = results;
+} finally {
+  await db.close();
+  await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+  await admin.close();
+}
+out(JSON.stringify(summary));

@@ -1,0 +1,127 @@
+import { describe, expect, test } from "bun:test";
+import { browse, checkedBrowse, RESULT_WINDOW } from "../../src/domain/browse-results.ts";
+import { InvalidInput } from "../../src/domain/errors.ts";
+import type { Product } from "../../src/domain/product.ts";
+
+const product = (id: number, attributes?: Product["attributes"], category = "calzado"): Product => ({
+  id,
+  name: `P${id}`,
+  description: "",
+  category,
+  ...(attributes ? { attributes } : {}),
+});
+
+// Most relevant first, as a search ranks them.
+const RELEVANT = [
+  product(7, { brand: "Acme", price: 50, sizes: ["41", "42"] }),
+  product(3, { brand: "Zeta", price: 10 }),
+  product(9, { brand: "Acme", price: 50 }, "hogar"),
+  product(1, { brand: "Órbita", price: 90, sizes: ["42"] }),
+  product(4),
+  product(2, { brand: "Acme", price: "barato" }),
+];
+
+describe("browse", () => {
+  test("facets count every relevant result exactly: values most frequent first, numbers in ranges", () => {
+    const request = { offset: 0, sort: [], facets: ["brand", "category", "sizes", "price", "color"] };
+    const { facets, total } = browse(RELEVANT, request, 2);
+    expect(total).toEqual({ value: 6, relation: "eq" });
+    expect(facets).toEqual({
+      brand: [
+        { value: "Acme", count: 3 },
+        { value: "Órbita", count: 1 },
+        { value: "Zeta", count: 1 },
+      ],
+      category: [
+        { value: "calzado", count: 5 },
+        { value: "hogar", count: 1 },
+      ],
+      sizes: [
+        { value: "42", count: 2 },
+        { value: "41", count: 1 },
+      ],
+      // "barato" is no number: the price facet counts values.
+      price: [
+        { value: 50, count: 2 },
+        { value: 10, count: 1 },
+        { value: 90, count: 1 },
+        { value: "barato", count: 1 },
+      ],
+      color: [],
+    });
+    const numbers = browse(RELEVANT.slice(0, 4), { offset: 0, sort: [], facets: ["price"] }, 2).facets?.price;
+    expect(numbers).toEqual({
+      min: 10,
+      max: 90,
+      buckets: [
+        { from: 10, to: 26, count: 1 },
+        { from: 26, to: 42, count: 0 },
+        { from: 42, to: 58, count: 2 },
+        { from: 58, to: 74, count: 0 },
+        { from: 74, to: 90, count: 1 },
+      ],
+    });
+  });
+
+  test("sort by an attribute, ties by relevance, products without it last in either direction", () => {
+    const ids = (sort: { key: string; direction: "asc" | "desc" }[]) =>
+      browse(RELEVANT, { offset: 0, sort, facets: [] }, 10).page.map((p) => p.id);
+    // 7 and 9 tie at 50: 7 is the more relevant; 2's price is a text (after numbers); 4 has none.
+    expect(ids([{ key: "price", direction: "asc" }])).toEqual([3, 7, 9, 1, 2, 4]);
+    expect(ids([{ key: "price", direction: "desc" }])).toEqual([1, 7, 9, 3, 2, 4]);
+    expect(
+      ids([
+        { key: "brand", direction: "asc" },
+        { key: "price", direction: "desc" },
+      ]),
+    ).toEqual([7, 9, 2, 1, 3, 4]);
+    expect(ids([])).toEqual([7, 3, 9, 1, 4, 2]);
+  });
+
+  test("pages of any size cover every relevant result exactly once, in the same order", () => {
+    for (const sort of [[], [{ key: "price", direction: "asc" as const }]]) {
+      const whole = browse(RELEVANT, { offset: 0, sort, facets: [] }, 10).page.map((p) => p.id);
+      for (const size of [1, 2, 4]) {
+        const paged: number[] = [];
+        for (let offset = 0; offset < RELEVANT.length; offset += size) {
+          paged.push(...browse(RELEVANT, { offset, sort, facets: [] }, size).page.map((p) => p.id));
+        }
+        expect(paged).toEqual(whole);
+      }
+    }
+  });
+
+  test("a full window's total is labelled gte", () => {
+    const many = Array.from({ length: RESULT_WINDOW }, (_, i) => product(i + 1));
+    expect(browse(many, { offset: 0, sort: [], facets: [] }, 5).total).toEqual({
+      value: RESULT_WINDOW,
+      relation: "gte",
+    });
+  });
+});
+
+describe("checkedBrowse", () => {
+  test("no offset, sort or facets: no browsing (the search answers as before)", () => {
+    expect(checkedBrowse({}, 5)).toBeUndefined();
+    expect(checkedBrowse({ offset: 0 }, 5)).toEqual({ offset: 0, sort: [], facets: [] });
+  });
+
+  test("invalid offset, sort or facets are InvalidInput naming the field", () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ offset: -1 }, "'offset'"],
+      [{ offset: 996 }, "'offset'"],
+      [{ offset: 1.5 }, "'offset'"],
+      [{ sort: { price: "asc" } }, "'sort'"],
+      [{ sort: [{ price: "up" }] }, "'sort'"],
+      [{ sort: [{ price: "asc", brand: "desc" }] }, "'sort'"],
+      [{ sort: [{ Price: "asc" }] }, "'Price'"],
+      [{ facets: "brand" }, "'facets'"],
+      [{ facets: ["Brand"] }, "'Brand'"],
+    ];
+    for (const [request, named] of cases) {
+      expect(() => checkedBrowse(request, 5)).toThrow(InvalidInput);
+      expect(() => checkedBrowse(request, 5)).toThrow(named);
+    }
+    expect(checkedBrowse({ offset: 995 }, 5)).toMatchObject({ offset: 995 });
+  });
+});
