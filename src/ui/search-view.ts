@@ -3,7 +3,10 @@
  * default), the products as soon as the service finds them, and the recommendation as it is
  * written, streamed as server-sent events, with its label and its citations linked to the products
  * they name. Opening a product (its name, or a citation of it) is reported as a click on that
- * search's result (POST /events), for the shop's search analytics.
+ * search's result (POST /events), for the shop's search analytics. Browsing like a shop: every
+ * search asks for its facets, highlights and a page (offset) of its relevant results; a facet value
+ * chosen becomes a filter (kept for the next queries until removed), the sort menu orders them and
+ * previous/next page through them, each by searching the submitted form again.
  */
 import { QUERY_MAX_LENGTH, SEARCH_LIMIT } from "../domain/search-and-recommend.ts";
 import type { Api } from "./api.ts";
