@@ -3,7 +3,9 @@
  * as `bun start` would (the offline model, Apertium when installed, the local recommendation
  * writer) on an in-memory database with a small sample catalogue, drives /ui in headless Chromium
  * (.ci/chromium.sh installs it) and saves PNGs to docs/: the search on a desktop (1280×800) and on a
- * phone (390×844), and the catalogue on a desktop.
+ * phone (390×844), browsing (a facet chosen, sorted by price, a page of four) on a desktop, and
+ * the catalogue on a desktop. The sample products carry a shop's attributes (price, brand, stock,
+ * a picture as a data: URL, a link).
  */
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -94,6 +96,36 @@ const CATALOGUE = [
   },
 ];
 
+/** The shop's attributes of each sample product (by sku): price, brand, stock, a picture. */
+const SHOP: Record<string, [price: number, brand: string, inStock: boolean, color: string]> = {
+  "CAF-15": [189, "Barista", true, "#8d5b3e"],
+  "CAF-6": [34.9, "Moka & Co", true, "#9aa4ad"],
+  "MOL-18": [69.5, "Barista", false, "#4a4a4a"],
+  "HER-17": [42, "Hogarium", true, "#d9dee6"],
+  "TOS-2": [29.99, "Hogarium", true, "#e0b36a"],
+  "TAZ-35": [15.5, "Moka & Co", true, "#2f7d6b"],
+  "DES-1": [39.9, "Aurora", false, "#f0a500"],
+  "ZAP-42": [79.95, "Vento", true, "#1f5fd1"],
+  "EST-6": [24.9, "Vento", true, "#7b4fb3"],
+  "SIL-1": [149, "Ergo", true, "#16202c"],
+  "LAM-3": [45, "Ergo", true, "#f4d35e"],
+  "AUR-30": [99, "Sonora", false, "#b42318"],
+};
+
+/** A product's picture: a plain square of its colour, as a data: URL (the page's img-src allows those). */
+const picture = (color: string) =>
+  `data:image/svg+xml,${encodeURIComponent(`<svg xmlns="http://www.w3.org/2000/svg" width="96" height="96"><rect width="96" height="96" rx="12" fill="${color}"/></svg>`)}`;
+
+const SHOP_CATALOGUE = CATALOGUE.map((product) => {
+  const [price, brand, inStock, color] = SHOP[product.sku] ?? [];
+  if (price === undefined) return product;
+  const url = `https://tienda.example/p/${product.sku.toLowerCase()}`;
+  return {
+    ...product,
+    attributes: { price, currency: "EUR", brand, in_stock: inStock, image_url: picture(color as string), url },
+  };
+});
+
 if (!hasChromium) {
   console.error(`${CHROMIUM_PATH} is missing: install it with .ci/chromium.sh`);
   process.exit(1);
@@ -116,7 +148,7 @@ try {
   const imported = await fetch(`${base}/products/bulk`, {
     method: "POST",
     headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
-    body: JSON.stringify(CATALOGUE),
+    body: JSON.stringify(SHOP_CATALOGUE),
   });
   if (!imported.ok) throw new Error(`the sample catalogue was not imported: ${await imported.text()}`);
   mkdirSync(DOCS, { recursive: true });
@@ -144,6 +176,20 @@ try {
 
   await save(await searchPage({ width: 1280, height: 800 }, true), "ui-search-desktop.png");
   await save(await searchPage({ width: 390, height: 844 }), "ui-search-phone.png");
+
+  // Browsing: narrowed by a facet, sorted by price, a page at a time.
+  const browsing = await searchPage({ width: 1280, height: 800 }, true);
+  await browsing.getByLabel("Número de resultados").fill("4");
+  await browsing.getByLabel("¿Qué buscas?").press("Enter");
+  await browsing.locator("#search-status", { hasText: "Del 1 al 4" }).waitFor();
+  await browsing.locator('[data-facet="category"]', { hasText: "Cocina" }).click();
+  await browsing.locator("#active-filter-list button").waitFor();
+  await browsing.getByLabel("Ordenar por").selectOption("price:asc");
+  await browsing.locator("#recommendation-label").waitFor();
+  // The options closed again, and the picture from the top: the status, the filter chosen, the facets.
+  await browsing.getByText("Opciones de búsqueda").click();
+  await browsing.evaluate("window.scrollTo(0, 0)");
+  await save(browsing, "ui-search-browse-desktop.png");
 
   const catalogue = await searchPage({ width: 1280, height: 800 });
   await catalogue.getByRole("button", { name: "Productos" }).click();

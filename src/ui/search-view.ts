@@ -3,10 +3,27 @@
  * default), the products as soon as the service finds them, and the recommendation as it is
  * written, streamed as server-sent events, with its label and its citations linked to the products
  * they name. Opening a product (its name, or a citation of it) is reported as a click on that
- * search's result (POST /events), for the shop's search analytics.
+ * search's result (POST /events), for the shop's search analytics. Browsing like a shop: every
+ * search asks for its facets, highlights and a page (offset) of its relevant results; a facet value
+ * chosen becomes a filter (kept for the next queries until removed), the sort menu orders them and
+ * previous/next page through them, each by searching the submitted form again.
  */
 import { QUERY_MAX_LENGTH, SEARCH_LIMIT } from "../domain/search-and-recommend.ts";
 import type { Api } from "./api.ts";
+import {
+  type AttributeValue,
+  allowedImage,
+  availabilityLabel,
+  bucketCondition,
+  type Condition,
+  FACETS,
+  type Facet,
+  formatPrice,
+  isNumberFacet,
+  markedSegments,
+  safeLink,
+  valueCondition,
+} from "./browse.ts";
 import { byId, formatCount, formatScore, h, isAbort, messageOf, say } from "./dom.ts";
 import { serverEvents } from "./event-stream.ts";
 import { citedIds, segmentsOf, splitLabel, type Writer } from "./recommendation.ts";
@@ -19,6 +36,8 @@ interface Hit {
   sku?: string;
   score: number;
   fused_score?: number;
+  attributes?: Record<string, AttributeValue>;
+  highlights?: { name: string; description: string };
 }
 
 export interface Category {
@@ -37,6 +56,16 @@ interface ResultsEvent {
   search_id: string;
   query: string;
   results: Hit[];
+  total?: number;
+  total_relation?: "eq" | "gte";
+  facets?: Record<string, Facet>;
+}
+
+/** A filter the shopper chose in the facets: its condition and how it reads. */
+interface ActiveFilter {
+  key: string;
+  condition: Condition;
+  label: string;
 }
 
 export class SearchView {
@@ -56,6 +85,22 @@ export class SearchView {
   private readonly state = byId("recommendation-state", HTMLParagraphElement);
   private readonly text = byId("recommendation-text", HTMLParagraphElement);
   private readonly results = byId("results", HTMLOListElement);
+  private readonly facetGroups = byId("facet-groups", HTMLDivElement);
+  private readonly activeFilters = byId("active-filters", HTMLDivElement);
+  private readonly activeFilterList = byId("active-filter-list", HTMLUListElement);
+  private readonly sort = byId("search-sort", HTMLSelectElement);
+  private readonly paging = byId("paging", HTMLElement);
+  private readonly previous = byId("page-previous", HTMLButtonElement);
+  private readonly next = byId("page-next", HTMLButtonElement);
+  private readonly pageStatus = byId("page-status", HTMLParagraphElement);
+
+  /** The form as last sent: paging, sorting and facets search it again (not what is typed since). */
+  private submitted: Record<string, unknown> | undefined;
+  /** The facet values chosen, one per attribute, AND-ed into the search's filter. */
+  private filters: ActiveFilter[] = [];
+  private offset = 0;
+  /** The last answer's total of relevant results. */
+  private total = 0;
 
   /** The search under way, aborted by the next one. */
   private running: AbortController | undefined;
@@ -74,7 +119,19 @@ export class SearchView {
     this.limit.value = String(SEARCH_LIMIT.default);
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
+      this.submitted = this.formBody();
+      this.offset = 0;
       void this.search();
+    });
+    this.sort.addEventListener("change", () => this.again(0));
+    // Paging replaces the results under the reader: the keyboard goes back to their heading.
+    this.previous.addEventListener("click", () => {
+      this.again(Math.max(0, this.offset - this.pageSize()));
+      byId("results-title", HTMLHeadingElement).focus();
+    });
+    this.next.addEventListener("click", () => {
+      this.again(this.offset + this.pageSize());
+      byId("results-title", HTMLHeadingElement).focus();
     });
     this.mode.addEventListener("change", () => {
       this.alpha.disabled = this.mode.value !== "hybrid";
@@ -113,6 +170,10 @@ export class SearchView {
     this.results.replaceChildren();
     this.hits.clear();
     this.searchId = undefined;
+    this.submitted = undefined;
+    this.filters = [];
+    this.offset = 0;
+    this.sort.value = "";
     say(this.error, "");
     say(this.status, "");
     for (const control of this.form.elements) (control as HTMLInputElement).disabled = catalogue === undefined;
@@ -166,7 +227,7 @@ export class SearchView {
     return [...this.categoryList.querySelectorAll<HTMLInputElement>("input:checked")].map((input) => input.value);
   }
 
-  private body(): Record<string, unknown> {
+  private formBody(): Record<string, unknown> {
     const categories = this.checkedCategories();
     const mode = this.mode.value;
     return {
@@ -176,6 +237,45 @@ export class SearchView {
       mode,
       ...(mode === "hybrid" ? { alpha: Number(this.alpha.value) } : {}),
     };
+  }
+
+  /** The submitted form with the page asked for, its order, the facets' filters and the facets to count. */
+  private body(): Record<string, unknown> {
+    const [sortKey, direction] = this.sort.value.split(":");
+    return {
+      ...this.submitted,
+      offset: this.offset,
+      ...(sortKey && direction ? { sort: [{ [sortKey]: direction }] } : {}),
+      ...(this.filters.length > 0
+        ? { filter: Object.fromEntries(this.filters.map(({ key, condition }) => [key, condition])) }
+        : {}),
+      facets: FACETS.map(({ key }) => key),
+      highlight: true,
+    };
+  }
+
+  private pageSize(): number {
+    return Number(this.submitted?.limit ?? SEARCH_LIMIT.default);
+  }
+
+  /** The last search again, from `offset` (a page, a new order, a filter added or removed). */
+  private again(offset: number): void {
+    if (this.submitted === undefined) return;
+    this.offset = offset;
+    void this.search();
+  }
+
+  private addFilter(filter: ActiveFilter): void {
+    this.filters = [...this.filters.filter(({ key }) => key !== filter.key), filter];
+    this.again(0);
+    byId("facets-title", HTMLHeadingElement).focus();
+  }
+
+  private removeFilter(key: string): void {
+    this.filters = this.filters.filter((filter) => filter.key !== key);
+    this.again(0);
+    // The removed filter's button is gone: the keyboard goes on from the sidebar's heading.
+    byId("facets-title", HTMLHeadingElement).focus();
   }
 
   private async search(): Promise<void> {
@@ -227,23 +327,103 @@ export class SearchView {
     }
   }
 
-  private showResults({ search_id: searchId, query, results: hits }: ResultsEvent): void {
+  private showResults({
+    search_id: searchId,
+    query,
+    results: hits,
+    total = hits.length,
+    total_relation: relation = "eq",
+    facets = {},
+  }: ResultsEvent): void {
     this.hits.clear();
     this.searchId = searchId;
     this.opened.clear();
+    this.total = total;
     this.results.replaceChildren(...hits.map((hit) => this.resultItem(hit)));
     this.output.hidden = false;
+    const atLeast = relation === "gte" ? "más de " : "";
+    const whole = this.offset === 0 && hits.length >= total;
     say(
       this.status,
       hits.length === 0
-        ? `Ningún producto para «${query}».${this.catalogueEmpty ? EMPTY_CATALOGUE : ""}`
-        : `${formatCount(hits.length)} ${hits.length === 1 ? "producto" : "productos"} para «${query}».`,
+        ? `Ningún producto para «${query}».${this.catalogueEmpty && this.filters.length === 0 ? EMPTY_CATALOGUE : ""}`
+        : whole
+          ? `${formatCount(hits.length)} ${hits.length === 1 ? "producto" : "productos"} para «${query}».`
+          : `Del ${formatCount(this.offset + 1)} al ${formatCount(this.offset + hits.length)} de ${atLeast}${formatCount(total)} productos para «${query}».`,
     );
+    this.showPaging(hits.length);
+    this.showFacets(facets);
     this.label.hidden = true;
     this.state.classList.remove("error");
     this.text.setAttribute("aria-busy", "true");
     say(this.state, hits.length === 0 ? "" : "Escribiendo la recomendación…");
     this.write("");
+  }
+
+  private showPaging(shown: number): void {
+    const size = this.pageSize();
+    this.paging.hidden = this.offset === 0 && shown >= this.total;
+    this.previous.disabled = this.offset === 0;
+    this.next.disabled = this.offset + size >= this.total;
+    const pages = Math.max(1, Math.ceil(this.total / size));
+    say(this.pageStatus, `Página ${formatCount(Math.floor(this.offset / size) + 1)} de ${formatCount(pages)}`);
+  }
+
+  /** The active filters (each a button that removes it) and the facets' values with their counts. */
+  private showFacets(facets: Record<string, Facet>): void {
+    this.activeFilterList.replaceChildren(
+      ...this.filters.map(({ key, label }) => {
+        const name = FACETS.find((facet) => facet.key === key)?.label ?? key;
+        const remove = h(
+          "button",
+          { className: "filter-chip", attrs: { type: "button", "aria-label": `Quitar filtro ${name}: ${label}` } },
+          `${name}: ${label}`,
+          h("span", { className: "filter-chip-x", text: " ×", attrs: { "aria-hidden": "true" } }),
+        );
+        remove.addEventListener("click", () => this.removeFilter(key));
+        return h("li", {}, remove);
+      }),
+    );
+    this.activeFilters.hidden = this.filters.length === 0;
+    const groups = FACETS.flatMap(({ key, label }) => {
+      const facet = facets[key];
+      // A facet already chosen is shown as an active filter, not as one value left to pick.
+      if (facet === undefined || this.filters.some((filter) => filter.key === key)) return [];
+      const options = isNumberFacet(facet)
+        ? facet.buckets
+            .map((bucket, i) => ({ ...bucketCondition(bucket, i === facet.buckets.length - 1), count: bucket.count }))
+            .filter(({ count }) => count > 0)
+        : facet.map(({ value, count }) => ({ ...valueCondition(key, value), count }));
+      if (options.length === 0) return [];
+      const titleId = `facet-${key}-title`;
+      return [
+        h(
+          "section",
+          { className: "facet", attrs: { "aria-labelledby": titleId } },
+          h("h3", { text: label, attrs: { id: titleId } }),
+          h(
+            "ul",
+            { className: "facet-values" },
+            ...options.map(({ condition, label: valueLabel, count }) => {
+              const button = h(
+                "button",
+                { className: "facet-value", attrs: { type: "button", "data-facet": key } },
+                h("span", { className: "facet-label", text: valueLabel }),
+                h("span", { className: "count", text: ` (${formatCount(count)})` }),
+              );
+              button.addEventListener("click", () => this.addFilter({ key, condition, label: valueLabel }));
+              return h("li", {}, button);
+            }),
+          ),
+        ),
+      ];
+    });
+    this.facetGroups.replaceChildren(...groups);
+    if (groups.length === 0 && this.filters.length === 0) {
+      this.facetGroups.append(
+        h("p", { className: "hint", text: "Estos resultados no tienen nada por lo que filtrar." }),
+      );
+    }
   }
 
   private resultItem(hit: Hit): HTMLLIElement {
@@ -257,27 +437,71 @@ export class SearchView {
     );
     if (hybrid) score.append(h("span", { className: "score-detail", text: ` · similitud ${formatScore(hit.score)}` }));
     const meta = [hit.category, hit.sku === undefined ? "" : `SKU ${hit.sku}`].filter(Boolean).join(" · ");
-    const description = h("p", {
-      className: "result-description",
-      text: hit.description,
-      attrs: { id: `result-description-${hit.id}` },
-    });
-    const open = h("button", {
-      className: "result-open",
-      text: hit.name,
-      attrs: { type: "button", "aria-expanded": "false", "aria-controls": description.id },
-    });
+    const description = h(
+      "p",
+      { className: "result-description", attrs: { id: `result-description-${hit.id}` } },
+      ...(hit.highlights ? marked(hit.highlights.description) : [hit.description]),
+    );
+    const open = h(
+      "button",
+      {
+        className: "result-open",
+        attrs: { type: "button", "aria-expanded": "false", "aria-controls": description.id },
+      },
+      ...(hit.highlights ? marked(hit.highlights.name) : [hit.name]),
+    );
     open.addEventListener("click", () => this.open(hit.id, open.getAttribute("aria-expanded") !== "true"));
     const item = h(
       "li",
       { className: "card result", attrs: { id: `result-${hit.id}`, tabindex: "-1", "data-id": String(hit.id) } },
       h("div", { className: "result-head" }, h("h3", { className: "result-name" }, open), score),
       h("p", { className: "result-meta", text: meta }),
+      ...this.shopDetails(hit),
       description,
       h("p", { className: "cited-badge", text: "Citado en la recomendación" }),
     );
+    const image = allowedImage(hit.attributes?.image_url, location.origin);
+    if (image !== undefined) {
+      item.classList.add("with-image");
+      item.prepend(
+        h("img", { className: "result-image", attrs: { src: image, alt: hit.name, width: "96", height: "96" } }),
+      );
+    }
     this.hits.set(hit.id, { hit, item });
     return item;
+  }
+
+  /** A result's price, brand, availability and link to the shop's page, those it has. */
+  private shopDetails({ attributes = {}, name }: Hit): HTMLElement[] {
+    const { price, currency, brand, in_stock: inStock, url } = attributes;
+    const facts = h("p", { className: "result-shop" });
+    if (typeof price === "number")
+      facts.append(h("span", { className: "result-price", text: formatPrice(price, currency) }));
+    if (typeof brand === "string") facts.append(h("span", { className: "result-brand", text: brand }));
+    if (typeof inStock === "boolean") {
+      facts.append(
+        h("span", {
+          className: `result-stock ${inStock ? "in-stock" : "out-of-stock"}`,
+          text: availabilityLabel(inStock),
+        }),
+      );
+    }
+    const link = safeLink(url, location.href);
+    if (link !== undefined) {
+      facts.append(
+        h("a", {
+          className: "result-link",
+          text: "Ver en la tienda",
+          attrs: {
+            href: link,
+            rel: "noopener noreferrer",
+            target: "_blank",
+            "aria-label": `Ver en la tienda: ${name}`,
+          },
+        }),
+      );
+    }
+    return facts.childElementCount > 0 ? [facts] : [];
   }
 
   /**
@@ -331,4 +555,9 @@ export class SearchView {
     say(this.state, `No se ha podido terminar la recomendación: ${detail}`);
     this.state.classList.add("error");
   }
+}
+
+/** A highlighted snippet as text nodes and <mark> elements (never parsed as HTML). */
+function marked(snippet: string): (Node | string)[] {
+  return markedSegments(snippet).map(({ text, marked }) => (marked ? h("mark", { text }) : text));
 }

@@ -307,7 +307,8 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     expect(await results.first().locator("h3").textContent()).toBe("Cafetera espresso");
     // The page searches in hybrid mode: the score that orders them, and the similarity beside it.
     expect(await results.first().locator(".score").textContent()).toMatch(/^Puntuación \d,\d{3} · similitud \d,\d{3}$/);
-    expect(await text(page, "#search-status")).toBe("5 productos para «cafetera espresso».");
+    // Five of the six relevant: the status says which, and the page can go on to the next.
+    expect(await text(page, "#search-status")).toBe("Del 1 al 5 de 6 productos para «cafetera espresso».");
     // (The space after it is held back until the next word: the service checks citations on the way.)
     expect(await text(page, "#recommendation-text")).toBe("Para «cafetera espresso» le recomiendo");
     expect(await page.locator("#recommendation-text").getAttribute("aria-busy")).toBe("true");
@@ -444,6 +445,9 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
       category: ["Cocina"],
       mode: "hybrid",
       alpha: 0.5,
+      offset: 0,
+      facets: ["brand", "category", "price", "in_stock"],
+      highlight: true,
     });
     await page.locator("#recommendation-label").waitFor();
     const results = page.locator("#results > li");
@@ -839,5 +843,167 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     } finally {
       rmSync(folder, { recursive: true, force: true });
     }
+  });
+
+  /** A shop's catalogue of running shoes with prices, brands, stock, images and links (the last has no attributes). */
+  const SHOES = [
+    ["Vento Uno", "Vento", 49.9, true],
+    ["Vento Dos", "Vento", 89.9, true],
+    ["Vento Tres", "Vento", 119.9, false],
+    ["Vento Cuatro", "Vento", 59.9, true],
+    ["Acme Uno", "Acme", 39.9, true],
+    ["Acme Dos", "Acme", 69.9, false],
+    ["Acme Tres", "Acme", 99.9, true],
+    ["Zeta Uno", "Zeta", 29.9, true],
+    ["Zeta Dos <b>ligeras</b>", "Zeta", 79.9, true],
+  ] as const;
+  /** A 1×1 PNG the page's Content-Security-Policy allows (img-src 'self' data:). */
+  const PIXEL =
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
+
+  let shoes = false;
+  async function seedShoes(): Promise<void> {
+    if (shoes) return;
+    shoes = true;
+    expect((await api("POST", "/catalogues", { name: "zapateria" })).status).toBe(201);
+    const items = [
+      ...SHOES.map(([model, brand, price, inStock], i) => ({
+        name: `Zapatillas de running ${model}`,
+        description: `Zapatillas de running de la marca ${brand} & compañía`,
+        category: i % 3 === 0 ? "Trail" : "Asfalto",
+        attributes: {
+          price,
+          currency: "EUR",
+          brand,
+          in_stock: inStock,
+          // Another origin's image: the page's CSP would refuse it, so the page leaves it out.
+          image_url: brand === "Acme" ? "https://cdn.example/acme.png" : PIXEL,
+          url: `https://tienda.example/${i}`,
+        },
+      })),
+      { name: "Zapatillas de running sin marca", description: "Zapatillas de running básicas", category: "Asfalto" },
+    ];
+    expect((await api("POST", "/catalogues/zapateria/products/bulk", items)).json.counts.created).toBe(items.length);
+  }
+
+  test("browsing like a shop: price, brand, stock and image on each result; facets narrow; pages; sorting by price", async () => {
+    await seedShoes();
+    writer.pause = false;
+    const page = await openPage({ loggedIn: true, path: "/ui#catalogue=zapateria" });
+    await page.getByLabel("¿Qué buscas?").waitFor();
+    await page.getByText("Opciones de búsqueda").click();
+    await page.getByLabel("Número de resultados").fill("4");
+    const names = () => page.locator("#results > li h3").allTextContents();
+    const facetValues = (key: string) => page.locator(`[data-facet="${key}"]`).allTextContents();
+    /** Does something on the page and waits for the search it sends: its body. */
+    async function searched(action: () => Promise<unknown>) {
+      const answered = page.waitForResponse((response) => response.url().endsWith("/products/search"));
+      await action();
+      const response = await answered;
+      await page.locator("#recommendation-label").waitFor();
+      return JSON.parse(response.request().postData() ?? "{}");
+    }
+    await searched(async () => {
+      await page.getByLabel("¿Qué buscas?").fill("zapatillas de running");
+      await page.getByLabel("¿Qué buscas?").press("Enter");
+    });
+    await page.locator("#search-status", { hasText: "Del 1 al 4 de 10 productos" }).waitFor();
+    expect(await names()).toHaveLength(4);
+
+    // The shop's details, each result as the service has it.
+    const products = (await api("GET", "/catalogues/zapateria/products?limit=100")).json.items;
+    for (const item of await page.locator("#results > li").all()) {
+      const id = Number(await item.getAttribute("data-id"));
+      const { name, attributes } = products.find((p: { id: number }) => p.id === id);
+      if (attributes === undefined) {
+        expect(await item.locator(".result-shop").count()).toBe(0);
+        continue;
+      }
+      const price = new Intl.NumberFormat("es", { style: "currency", currency: "EUR" }).format(attributes.price);
+      expect(await item.locator(".result-price").textContent()).toBe(price);
+      expect(await item.locator(".result-brand").textContent()).toBe(attributes.brand);
+      expect(await item.locator(".result-stock").textContent()).toBe(attributes.in_stock ? "En stock" : "Agotado");
+      expect(await item.locator(".result-link").getAttribute("href")).toBe(attributes.url);
+      const images = item.locator("img.result-image");
+      if (attributes.brand === "Acme") expect(await images.count()).toBe(0);
+      else expect(await images.getAttribute("alt")).toBe(name);
+    }
+    // The matched words are marked (the service escapes the rest: a name's "<b>" shows as text).
+    expect(await page.locator("#results mark").count()).toBeGreaterThan(0);
+
+    // The facets count the ten relevant results.
+    expect(await facetValues("brand")).toEqual(["Vento (4)", "Acme (3)", "Zeta (2)"]);
+    expect(await facetValues("in_stock")).toEqual(["En stock (7)", "Agotado (2)"]);
+    expect(await facetValues("category")).toEqual(["Asfalto (7)", "Trail (3)"]);
+    await expectAccessible(page, "a shop's results with facets, sorting and paging");
+
+    // A brand narrows the search: its products only, counted again.
+    const narrowed = await searched(() => page.locator('[data-facet="brand"]', { hasText: "Vento" }).click());
+    expect(narrowed.filter).toEqual({ brand: "Vento" });
+    await page.locator("#search-status", { hasText: "4 productos para «zapatillas de running»." }).waitFor();
+    expect((await names()).sort()).toEqual(
+      SHOES.filter(([, brand]) => brand === "Vento")
+        .map(([model]) => `Zapatillas de running ${model}`)
+        .sort(),
+    );
+    expect(await facetValues("brand")).toEqual([]);
+    expect(await facetValues("in_stock")).toEqual(["En stock (3)", "Agotado (1)"]);
+    expect(await page.locator("#active-filter-list button").allTextContents()).toEqual(["Marca: Vento ×"]);
+    expect(await page.locator("#paging").isVisible()).toBe(false);
+    // Then in stock too: both conditions.
+    const both = await searched(() => page.locator('[data-facet="in_stock"]', { hasText: "En stock" }).click());
+    expect(both.filter).toEqual({ brand: "Vento", in_stock: true });
+    await page.locator("#search-status", { hasText: "3 productos" }).waitFor();
+    await expectAccessible(page, "the results narrowed by two facets");
+    // Removed (by keyboard), one at a time: back to all ten.
+    await page.getByRole("button", { name: "Quitar filtro Marca: Vento" }).focus();
+    const unbranded = await searched(() => page.keyboard.press("Enter"));
+    expect(unbranded.filter).toEqual({ in_stock: true });
+    await page.locator("#search-status", { hasText: "de 7 productos" }).waitFor();
+    await searched(() => page.getByRole("button", { name: "Quitar filtro Disponibilidad: En stock" }).click());
+    await page.locator("#search-status", { hasText: "de 10 productos" }).waitFor();
+    expect(await page.locator("#active-filters").isVisible()).toBe(false);
+
+    // A price bucket: a range.
+    const cheapest = page.locator('[data-facet="price"]').first();
+    expect(await cheapest.textContent()).toBe("29,90 – 47,90 (2)");
+    const ranged = await searched(() => cheapest.click());
+    expect(ranged.filter).toEqual({ price: { gte: 29.9, lt: expect.closeTo(47.9, 6) } });
+    expect((await names()).sort()).toEqual(["Zapatillas de running Acme Uno", "Zapatillas de running Zeta Uno"]);
+    await searched(() => page.getByRole("button", { name: /^Quitar filtro Precio/ }).click());
+
+    // Pages: the next one has the next results, none of the first's; the last has the rest.
+    const first = await names();
+    expect(await page.getByRole("button", { name: "Anterior" }).isDisabled()).toBe(true);
+    const second = await searched(() => page.getByRole("button", { name: "Siguiente" }).click());
+    expect(second.offset).toBe(4);
+    await page.locator("#search-status", { hasText: "Del 5 al 8 de 10" }).waitFor();
+    expect(await text(page, "#page-status")).toBe("Página 2 de 3");
+    const secondNames = await names();
+    expect(secondNames.filter((name) => first.includes(name))).toEqual([]);
+    await searched(() => page.getByRole("button", { name: "Siguiente" }).click());
+    await page.locator("#search-status", { hasText: "Del 9 al 10 de 10" }).waitFor();
+    expect(await page.getByRole("button", { name: "Siguiente" }).isDisabled()).toBe(true);
+    expect(new Set([...first, ...secondNames, ...(await names())]).size).toBe(10);
+
+    // Sorting by price, from the first page again; the product without a price comes last.
+    const prices = () => page.locator("#results .result-price").allTextContents();
+    const euros = (shown: string[]) => shown.map((price) => Number(price.replace(/[^\d,]/g, "").replace(",", ".")));
+    const ascending = await searched(() => page.getByLabel("Ordenar por").selectOption("price:asc"));
+    expect(ascending).toMatchObject({ offset: 0, sort: [{ price: "asc" }] });
+    await page.locator("#search-status", { hasText: "Del 1 al 4 de 10" }).waitFor();
+    expect(euros(await prices())).toEqual([29.9, 39.9, 49.9, 59.9]);
+    await searched(() => page.getByLabel("Ordenar por").selectOption("price:desc"));
+    await page.locator("#results .result-price", { hasText: "119,90" }).first().waitFor();
+    expect(euros(await prices())).toEqual([119.9, 99.9, 89.9, 79.9]);
+    // A name's markup is text (the service escapes it; the page never parses HTML), and so is "&".
+    expect((await names()).at(-1)).toBe("Zapatillas de running Zeta Dos <b>ligeras</b>");
+    expect(await page.locator("#results b").count()).toBe(0);
+    expect(await page.locator("#results .result-description").first().textContent()).toEndWith("& compañía");
+    await searched(() => page.getByRole("button", { name: "Siguiente" }).click());
+    await searched(() => page.getByRole("button", { name: "Siguiente" }).click());
+    await page.locator("#search-status", { hasText: "Del 9 al 10 de 10" }).waitFor();
+    expect((await names()).at(-1)).toBe("Zapatillas de running sin marca");
+    await expectAccessible(page, "the results sorted by price, last page");
   });
 });
