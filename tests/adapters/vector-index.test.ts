@@ -334,6 +334,15 @@ forEachDatabase((database, engine) => {
         }
         expect(foundMain / (queries.length * 10)).toBeGreaterThanOrEqual(0.95);
         expect(await planOf(loaded.db, queries[0] as Vector, ["main"])).toContain(INDEX_NAME);
+        // A browsing search asks the index for many candidates (1,000 a side, 4,000 for hybrid's
+        // dense side): more than the ef_search pgvector takes (1,000), and still answered.
+        const many = await loaded.products.hybridCandidates(
+          queries[0] as Vector,
+          { texts: ["producto"], expansions: [] },
+          { candidates: 4000, categories: ["main"] },
+        );
+        expect(many.length).toBeGreaterThan(1000);
+        expect(many.every((hit) => loaded.categories.get(hit.id) === "main")).toBe(true);
       } finally {
         await database.cleanup();
       }

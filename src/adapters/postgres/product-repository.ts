@@ -848,7 +848,15 @@ export class PostgresProductRepository implements ProductRepository {
       params.push(Math.max(depth, this.search.efSearch));
       return `SELECT ${columns}, ${near} AS near FROM products${where} ORDER BY near LIMIT $${params.length}`;
     }
-    params.push(exact ? depth : Math.max(depth, this.search.efSearch, FILTERED_INDEX_CANDIDATES));
+    const candidates = exact ? depth : Math.max(depth, this.search.efSearch, FILTERED_INDEX_CANDIDATES);
+    params.push(candidates);
+    // A filtered HNSW scan keeps ef_search candidates at each step, of which the filter drops
+    // some: as many as are asked for (up to pgvector's 1,000) keeps its relaxed order near the exact
+    // one (bench/filters.ts).
+    if (!exact && candidates > this.search.efSearch) {
+      const efSearch = Math.min(candidates, MAX_HNSW_EF_SEARCH);
+      await tx.query("SELECT set_config('hnsw.ef_search', $1, true)", [String(efSearch)]);
+    }
     // `+ 0`: an order the index cannot give, so the planner scans the filtered rows exactly.
     return `SELECT ${columns}, ${near} AS near FROM products${where}
             ORDER BY ${exact ? `(${near}) + 0` : "near"} LIMIT $${params.length}`;
@@ -979,6 +987,8 @@ function finalistsFor(limit: number): number {
  * unfiltered scan's, so more are re-ranked (bench/scale.ts measures the recall this keeps).
  */
 const FILTERED_INDEX_CANDIDATES = 200;
+/** The largest hnsw.ef_search pgvector takes. */
+const MAX_HNSW_EF_SEARCH = 1000;
 
 /** What a filter asks of a product: categories, attribute conditions (the queries' own fields). */
 interface FilterSpec {
