@@ -99,7 +99,7 @@ check() {
   work=$(mktemp -d /tmp/sku-search-check.XXXXXX)
   container=$("${BUILDAH[@]}" from --pull-never "$IMAGE")
   root=$("${BUILDAH[@]}" mount "$container")
-  port=$((20000 + RANDOM % 30000))
+  port=$((20000 + RANDOM % 12768)) # below the ephemeral range (32768 and up)
   local pid=""
   cleanup() {
     [ -z "$pid" ] || kill -TERM "$pid" 2>/dev/null || true
