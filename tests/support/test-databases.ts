@@ -1,7 +1,9 @@
 /**
  * The SQL databases the repository tests run on, as describe blocks: PGlite in memory (always) and a
- * PostgreSQL server (TEST_DATABASE_URL; reported as skipped, not silently absent, without one).
- * Each test gets an empty database: PGlite's tables are dropped, a server test gets a schema of its own.
+ * PostgreSQL server (TEST_DATABASE_URL; reported as skipped, not silently absent, without one), and
+ * the server through pgbouncer (TEST_PGBOUNCER_URL). Each test starts from an empty database: PGlite's
+ * tables are dropped, a server test gets a schema of its own, and the pgbouncer block's own database
+ * has its tables dropped.
  */
 import { afterAll, afterEach, beforeAll, describe } from "bun:test";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
