@@ -392,30 +392,28 @@ class RepairingTranslator implements Translator {
 }
 
 describe("SearchAndRecommend: names are not typos", () => {
-  test("a word taken for a misspelling that the catalogue's names hold is kept: the query is translated again", async () => {
-    await fillCatalogue("relojes");
-    await new CreateProduct({ products, embedder }).execute(
-      { name: "Reloj Casio F-91W", description: "Digital, resistente al agua", category: "Relojes" },
-      { catalogue: "relojes" },
-    );
-    const translator = new RepairingTranslator();
-    const searching = new SearchAndRecommend({ products, embedder, generator, translator });
-    embedder.calls.length = 0;
-    await searching.execute({ query: "reloj casio" }, { catalogue: "relojes" });
-    expect(embedder.calls).toEqual([{ text: "watch casio", purpose: "query" }]);
-    expect(translator.kept).toEqual([[], ["casio"]]);
-  });
-
-  test("a repaired word the catalogue does not hold (another catalogue may) stays repaired, translated once", async () => {
+  /** Fills `default` and `relojes`, where a Casio watch is sold; the search translates through RepairingTranslator. */
+  async function shopsAndSearch() {
     await fillCatalogue();
     await fillCatalogue("relojes");
     await new CreateProduct({ products, embedder }).execute(
       { name: "Reloj Casio F-91W", description: "Digital, resistente al agua", category: "Relojes" },
       { catalogue: "relojes" },
     );
-    const translator = new RepairingTranslator();
-    const searching = new SearchAndRecommend({ products, embedder, generator, translator });
     embedder.calls.length = 0;
+    const translator = new RepairingTranslator();
+    return { translator, searching: new SearchAndRecommend({ products, embedder, generator, translator }) };
+  }
+
+  test("a word taken for a misspelling that the catalogue's names hold is kept: the query is translated again", async () => {
+    const { translator, searching } = await shopsAndSearch();
+    await searching.execute({ query: "reloj casio" }, { catalogue: "relojes" });
+    expect(embedder.calls).toEqual([{ text: "watch casio", purpose: "query" }]);
+    expect(translator.kept).toEqual([[], ["casio"]]);
+  });
+
+  test("a repaired word the catalogue does not hold (another catalogue may) stays repaired, translated once", async () => {
+    const { translator, searching } = await shopsAndSearch();
     await searching.execute({ query: "reloj casio" }, { catalogue: "default" });
     expect(embedder.calls).toEqual([{ text: "watch casino", purpose: "query" }]);
     expect(translator.kept).toEqual([[]]);

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import pgvector from "pgvector";
 import type { Vector } from "../../domain/vector.ts";
+import { WriteBehindSchedule } from "../../lib/write-behind.ts";
 import type { QueryEmbeddingCache, QueryKey } from "../../ports/query-embedding-cache.ts";
 import { poolsOf, type ReadWriteClients } from "./read-write-clients.ts";
 import { vectorParam } from "./schema.ts";
@@ -67,9 +68,7 @@ export class PostgresQueryEmbeddingCache implements QueryEmbeddingCache {
   /** Queued entries by digest, and those being stored: both are answered by `get`. */
   private readonly pending = new Map<string, Entry>();
   private readonly storing = new Map<string, Entry>();
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  /** The store running (or the last one): stores run one after the other. Never rejects. */
-  private writing: Promise<void> = Promise.resolve();
+  private readonly schedule: WriteBehindSchedule;
   private stored = 0;
   private dropped = 0;
   private pruning: Promise<number> | null = null;
@@ -88,6 +87,7 @@ export class PostgresQueryEmbeddingCache implements QueryEmbeddingCache {
     private readonly options: PostgresQueryEmbeddingCacheOptions,
   ) {
     ({ reads: this.reads, writes: this.writes } = poolsOf(db));
+    this.schedule = new WriteBehindSchedule(() => this.storePending(), options.flushDelayMs ?? 100);
   }
 
   async get(key: QueryKey): Promise<Vector | null> {
@@ -148,19 +148,11 @@ export class PostgresQueryEmbeddingCache implements QueryEmbeddingCache {
       return;
     }
     this.pending.set(id, { key, vector });
-    if (this.pending.size >= this.maxBatch) {
-      void this.flush();
-    } else if (this.timer === undefined) {
-      this.timer = setTimeout(() => void this.flush(), this.options.flushDelayMs ?? 100);
-      this.timer.unref?.();
-    }
+    this.schedule.queued(this.pending.size >= this.maxBatch);
   }
 
   flush(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.writing = this.writing.then(() => this.storePending());
-    return this.writing;
+    return this.schedule.flush();
   }
 
   /** Stores what is queued, and waits for a background prune: before closing the database. */

@@ -1,3 +1,4 @@
+import { WriteBehindSchedule } from "../../lib/write-behind.ts";
 import type {
   AnalyticsReport,
   QueryFigures,
@@ -45,9 +46,7 @@ interface FiguresRow {
 export class PostgresSearchAnalytics implements SearchAnalyticsStore {
   private searches: SearchRecord[] = [];
   private events: SearchEventRecord[] = [];
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  /** The store running (or the last one): stores run one after the other. Never rejects. */
-  private writing: Promise<void> = Promise.resolve();
+  private readonly schedule: WriteBehindSchedule;
   private dropped = 0;
   private stored = 0;
   private pruning: Promise<number> | null = null;
@@ -59,22 +58,24 @@ export class PostgresSearchAnalytics implements SearchAnalyticsStore {
     private readonly options: PostgresSearchAnalyticsOptions,
   ) {
     ({ reads: this.reads, writes: this.writes } = poolsOf(db));
+    this.schedule = new WriteBehindSchedule(() => this.storePending(), options.flushDelayMs ?? 200);
   }
 
   recordSearch(record: SearchRecord): void {
-    if (this.queue()) this.searches.push(record);
+    if (!this.accepts()) return;
+    this.searches.push(record);
+    this.schedule.queued(this.waiting >= this.maxBatch);
   }
 
   recordEvent(record: SearchEventRecord): void {
-    if (this.queue()) this.events.push(record);
+    if (!this.accepts()) return;
+    this.events.push(record);
+    this.schedule.queued(this.waiting >= this.maxBatch);
   }
 
   /** Stores what is queued now; resolves when it is stored (or dropped). */
   flush(): Promise<void> {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    this.writing = this.writing.then(() => this.storePending());
-    return this.writing;
+    return this.schedule.flush();
   }
 
   /** Stores what is queued and waits for a background prune: before closing the database. */
@@ -141,21 +142,18 @@ export class PostgresSearchAnalytics implements SearchAnalyticsStore {
     };
   }
 
-  /** Whether a record may be queued: the database takes writes and the queue is not full. Starts the timer. */
-  private queue(): boolean {
+  /** Whether a record may be queued: the database takes writes and the queue is not full. */
+  private accepts(): boolean {
     if (this.options.writable?.() === false) return false;
-    const waiting = this.searches.length + this.events.length;
-    if (waiting >= (this.options.maxPending ?? 10_000)) {
+    if (this.waiting >= (this.options.maxPending ?? 10_000)) {
       this.dropped++;
       return false;
     }
-    if (waiting + 1 >= this.maxBatch) {
-      queueMicrotask(() => void this.flush());
-    } else if (this.timer === undefined) {
-      this.timer = setTimeout(() => void this.flush(), this.options.flushDelayMs ?? 200);
-      this.timer.unref?.();
-    }
     return true;
+  }
+
+  private get waiting(): number {
+    return this.searches.length + this.events.length;
   }
 
   private get maxBatch(): number {
