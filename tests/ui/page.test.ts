@@ -718,6 +718,24 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     expect(inNorte.every((name) => ["Tetera de hierro", "Taza de cerámica", "Lámpara de mesa"].includes(name))).toBe(
       true,
     );
+    // Without the category list, the results' own facets narrow by category: counted over what it found.
+    const categoryOf: Record<string, string> = {
+      "Tetera de hierro": "Cocina",
+      "Taza de cerámica": "Cocina",
+      "Lámpara de mesa": "Iluminación",
+    };
+    const counted = new Map<string, number>();
+    for (const name of inNorte) counted.set(categoryOf[name] ?? "", (counted.get(categoryOf[name] ?? "") ?? 0) + 1);
+    expect((await page.locator('[data-facet="category"]').allTextContents()).sort()).toEqual(
+      [...counted].map(([category, count]) => `${category} (${count})`).sort(),
+    );
+    const narrowed = page.waitForResponse((response) => response.url().endsWith("/products/search"));
+    await page.locator('[data-facet="category"]', { hasText: "Cocina" }).click();
+    expect(JSON.parse((await narrowed).request().postData() ?? "{}").filter).toEqual({ category: "Cocina" });
+    await page.locator("#active-filter-list button", { hasText: "Cocina" }).waitFor();
+    expect((await page.locator("#results > li h3").allTextContents()).sort()).toEqual(
+      inNorte.filter((name) => categoryOf[name] === "Cocina").sort(),
+    );
     // Another catalogue: its products alone.
     await page.getByLabel("Catálogo").selectOption("sur");
     expect(await page.locator("#search-output").isVisible()).toBe(false);
