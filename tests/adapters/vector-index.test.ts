@@ -233,8 +233,8 @@ async function planOf(db: SqlClient, query: Vector, categories?: string[]): Prom
 }
 
 describe("the lists an IVFFlat search reads (VECTOR_IVF_PROBES=auto)", () => {
-  test("2 % of the index's lists, at least 5", () => {
-    expect([3, 100, 250, 1000, 2000].map(probesFor)).toEqual([5, 5, 5, 20, 40]);
+  test("0.65 × √lists, at least 7: 7 at 100,000 products (100 lists), 21 at 1,000,000", () => {
+    expect([3, 100, 250, 1000, 2000].map(probesFor)).toEqual([7, 7, 11, 21, 30]);
   });
 });
 
