@@ -7,7 +7,9 @@ import {
   Forbidden,
   InvalidInput,
 } from "../../src/domain/errors.ts";
+import { EmbedStaleProducts } from "../../src/domain/embed-stale-products.ts";
 import { ManageCatalogues } from "../../src/domain/manage-catalogues.ts";
+import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { FakeClock } from "../fakes/fake-clock.ts";
 import { MemoryProductRepository } from "../fakes/memory-product-repository.ts";
 
@@ -20,7 +22,12 @@ function setup() {
     lookups.push(name);
     return exists(name);
   };
-  return { store, clock, lookups, manage: new ManageCatalogues({ catalogues: store, clock }) };
+  return { store, clock, lookups, manage: new ManageCatalogues({
+      catalogues: store,
+      staleProducts: new EmbedStaleProducts({ products: store, embedder: new FakeEmbedder(4) }),
+      clock,
+    }),
+  };
 }
 
 const admin = userCaller({ id: 1, role: "admin" });

@@ -13,6 +13,7 @@ import { CreateProduct } from "../../../src/domain/create-product.ts";
 import { type ImportJobSettings, ImportJobs } from "../../../src/domain/import-jobs.ts";
 import { ImportProducts } from "../../../src/domain/import-products.ts";
 import { LoginThrottle } from "../../../src/domain/login-throttle.ts";
+import { EmbedStaleProducts } from "../../../src/domain/embed-stale-products.ts";
 import { ManageCatalogues } from "../../../src/domain/manage-catalogues.ts";
 import { ManageProducts } from "../../../src/domain/manage-products.ts";
 import { ManageUsers } from "../../../src/domain/manage-users.ts";
@@ -138,7 +139,11 @@ export async function createHarness(options: HarnessOptions = {}) {
     manageApiKeys,
     createProduct: new CreateProduct({ products, embedder }),
     manageProducts: new ManageProducts({ products, embedder }),
-    manageCatalogues: new ManageCatalogues({ catalogues: products, clock }),
+    manageCatalogues: new ManageCatalogues({
+      catalogues: products,
+      staleProducts: new EmbedStaleProducts({ products, embedder }),
+      clock,
+    }),
     importJobs,
     search: new SearchAndRecommend({
       products,
