@@ -127,7 +127,9 @@ describe("a catalogue that embeds attributes", () => {
   test("a product is embedded with its embedded attributes; another catalogue's setting is not this one's", async () => {
     const product = await created({ brand: "Acme", price: 5 });
     expect(embedder.calls.at(-1)?.text).toBe("Zapatilla de running. Deporte. Ligera. brand: Acme");
-    expect(products.embeddingOf(product.id)).toEqual(bagOfWords("Zapatilla de running. Deporte. Ligera. brand: Acme", 64));
+    expect(products.embeddingOf(product.id)).toEqual(
+      bagOfWords("Zapatilla de running. Deporte. Ligera. brand: Acme", 64),
+    );
     expect((await products.in("tienda").get(product.id))?.contentDigest).toBe(
       await contentDigest({ ...SHOE, attributes: { brand: "Acme" } }, ["brand"]),
     );
@@ -142,7 +144,9 @@ describe("a catalogue that embeds attributes", () => {
     expect(embedder.calls).toEqual([]);
     await manage.update("tienda", product.id, { attributes: { brand: "Zeta", price: 4 } });
     expect(embedder.calls.map((call) => call.text)).toEqual(["Zapatilla de running. Deporte. Ligera. brand: Zeta"]);
-    expect(products.embeddingOf(product.id)).toEqual(bagOfWords("Zapatilla de running. Deporte. Ligera. brand: Zeta", 64));
+    expect(products.embeddingOf(product.id)).toEqual(
+      bagOfWords("Zapatilla de running. Deporte. Ligera. brand: Zeta", 64),
+    );
   });
 
   test("after the setting changes, the products it concerns are stale: counted, embedded again once", async () => {

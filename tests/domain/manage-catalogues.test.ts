@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { userCaller } from "../../src/domain/caller.ts";
+import { EmbedStaleProducts } from "../../src/domain/embed-stale-products.ts";
 import {
   CatalogueExists,
   CatalogueNotFound,
@@ -7,10 +8,9 @@ import {
   Forbidden,
   InvalidInput,
 } from "../../src/domain/errors.ts";
-import { EmbedStaleProducts } from "../../src/domain/embed-stale-products.ts";
 import { ManageCatalogues } from "../../src/domain/manage-catalogues.ts";
-import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { FakeClock } from "../fakes/fake-clock.ts";
+import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { MemoryProductRepository } from "../fakes/memory-product-repository.ts";
 
 function setup() {
@@ -22,7 +22,11 @@ function setup() {
     lookups.push(name);
     return exists(name);
   };
-  return { store, clock, lookups, manage: new ManageCatalogues({
+  return {
+    store,
+    clock,
+    lookups,
+    manage: new ManageCatalogues({
       catalogues: store,
       staleProducts: new EmbedStaleProducts({ products: store, embedder: new FakeEmbedder(4) }),
       clock,

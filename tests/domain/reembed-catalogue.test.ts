@@ -18,7 +18,9 @@ function catalogue(size: number): FakeEmbeddingSpace {
       contentDigest: `d${id}`,
       vector: [1, 0, 0, 0],
       // The first product's catalogue embeds its brand (and not its price).
-      ...(id === 1 ? { attributes: { brand: "Acme", price: 3 }, embeddedAttributes: ["brand"] } : { embeddedAttributes: [] }),
+      ...(id === 1
+        ? { attributes: { brand: "Acme", price: 3 }, embeddedAttributes: ["brand"] }
+        : { embeddedAttributes: [] }),
     });
   }
   return space;
