@@ -7,9 +7,11 @@
  *     output: data/eval-with-attributes.jsonl (data/ is not committed)
  *
  * Each line is `{"name","description","category","sku","attributes"}` with, as attributes:
- * - `brand`: the product's `brand` field; when it is empty, the start of its name where that is a
- *   known brand (one that at least two products of the file name themselves with: "Nike Running
- *   Shoes", brand Nike), in its most common spelling; otherwise none.
+ * - `brand`: the product's `brand` field when its name starts with it ("Nike Running Shoes", brand
+ *   Nike); otherwise (an empty field, or one that holds a fit or a colour, as "Regular" for
+ *   "Wrangler Regular Fit Men's Jeans": the source's columns slipped there) the start of its name
+ *   where that is a known brand (one that at least two products of the file name themselves with),
+ *   in its most common spelling; otherwise none.
  * - `price` and `currency` ("INR"): the price the description states ("Price: Rs. 22,646"); when it
  *   states none, a made-up one, the same every run: 199 to 4,999 rupees from a hash of the sku.
  * - `in_stock`: made up from the same hash, true for about 85 % of the products.
@@ -111,10 +113,12 @@ export function withAttributes(products: readonly EvalProduct[]): { items: ShopP
   };
   const items = products.map((product): ShopProduct => {
     const attributes: ShopProduct["attributes"] = {};
-    const brand = product.brand.trim() || brandOfName(product.name, known);
+    const field = product.brand.trim();
+    const fieldNamesIt = field !== "" && product.name.toLowerCase().startsWith(`${field.toLowerCase()} `);
+    const brand = fieldNamesIt ? field : brandOfName(product.name, known);
     if (brand) {
       attributes.brand = brand;
-      if (product.brand.trim()) counts.brandFromField++;
+      if (fieldNamesIt) counts.brandFromField++;
       else counts.brandFromName++;
     }
     const seed = hash(product.sku);
