@@ -48,7 +48,7 @@ import { ApertiumTranslator, findApertium } from "../adapters/translation/aperti
 import { RememberingTranslator } from "../adapters/translation/remembering-translator.ts";
 import { TranslatingEmbedder } from "../adapters/translation/translating-embedder.ts";
 import { ManageApiKeys } from "../domain/api-keys.ts";
-import { EmbedStaleProducts } from "../domain/embed-stale-products.ts";
+import { countStale, EmbedStaleProducts } from "../domain/embed-stale-products.ts";
 import { ExportCatalogue } from "../domain/export-catalogue.ts";
 import { ImportJobs } from "../domain/import-jobs.ts";
 import { ImportProducts } from "../domain/import-products.ts";
@@ -351,8 +351,9 @@ export class CompositionRoot {
       async () =>
         new ManageCatalogues({
           catalogues,
-          // Opened only when a setting changes: adding, listing or removing one needs no product repository.
-          staleProducts: { count: async (name) => (await this.embedStaleProducts()).count(name) },
+          // Opened only when a setting changes (adding, listing or removing needs no product
+          // repository), and counting needs no embedder (nor the translation it would start).
+          staleProducts: { count: async (name) => countStale((await this.products()).in(name)) },
           clock: this.clock,
         }),
     );

@@ -50,16 +50,8 @@ export class EmbedStaleProducts {
   constructor(private readonly deps: Deps) {}
 
   /** How many of the catalogue's products are stale, and how many it has. */
-  async count(catalogue: string): Promise<{ products: number; stale: number }> {
-    const products = this.deps.products.in(catalogue);
-    const embedded = await products.embeddedAttributes();
-    let total = 0;
-    let stale = 0;
-    for await (const page of pages(products, COUNT_PAGE)) {
-      total += page.length;
-      stale += (await staleOf(page, embedded)).length;
-    }
-    return { products: total, stale };
+  count(catalogue: string): Promise<{ products: number; stale: number }> {
+    return countStale(this.deps.products.in(catalogue));
   }
 
   async execute(catalogue: string, options: EmbedStaleOptions = {}): Promise<EmbedStaleResult> {
@@ -97,6 +89,21 @@ export class EmbedStaleProducts {
     }
     return result;
   }
+}
+
+/**
+ * How many of a catalogue's products are stale (EmbedStaleProducts), and how many it has: no
+ * embedder needed (ManageCatalogues counts them after a change of settings).
+ */
+export async function countStale(products: ProductRepository): Promise<{ products: number; stale: number }> {
+  const embedded = await products.embeddedAttributes();
+  let total = 0;
+  let stale = 0;
+  for await (const page of pages(products, COUNT_PAGE)) {
+    total += page.length;
+    stale += (await staleOf(page, embedded)).length;
+  }
+  return { products: total, stale };
 }
 
 /** The catalogue's stored products, a page of `size` at a time, by id. */
