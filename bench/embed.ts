@@ -16,7 +16,7 @@ const BATCH = 64;
 const texts = readFileSync(productsPath, "utf8")
   .split("\n")
   .filter((line) => line.trim() !== "")
-  .map((line) => embeddingText(JSON.parse(line) as { name: string; description: string; category: string }));
+  .map((line) => embeddingText(JSON.parse(line) as { name: string; description: string; category: string }, []));
 
 const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
 const rssBefore = process.memoryUsage().rss;

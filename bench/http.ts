@@ -105,7 +105,7 @@ async function prepareCatalogue(): Promise<{ loadS: number; indexS: number } | "
             row: {
               product,
               embedding: Array.from(space.productLowRank(first + i)),
-              contentDigest: await contentDigest(product),
+              contentDigest: await contentDigest(product, []),
             },
           };
         }),

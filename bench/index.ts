@@ -627,7 +627,10 @@ async function minilmSource(modelDir: string, dimension: number): Promise<Vector
   } else {
     const started = performance.now();
     console.log(`embedding ${catalogue.length} products with ${embedder.model} (cached in ${cacheFile}) ...`);
-    const vectors = await embedder.embed(catalogue.map(embeddingText), "document");
+    const vectors = await embedder.embed(
+      catalogue.map((product) => embeddingText(product, [])),
+      "document",
+    );
     data = new Float32Array(catalogue.length * base);
     vectors.forEach((v, row) => {
       data.set(v, row * base);

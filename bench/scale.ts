@@ -347,7 +347,7 @@ function copyChunk(from: number, to: number): Uint8Array {
   const rows: CopyField[][] = [];
   for (let row = from; row < to; row++) {
     const product = productOf(row);
-    const digest = new Bun.CryptoHasher("sha256").update(embeddingText(product)).digest("hex");
+    const digest = new Bun.CryptoHasher("sha256").update(embeddingText(product, [])).digest("hex");
     rows.push([
       { text: "default" },
       { text: product.name },

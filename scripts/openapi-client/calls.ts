@@ -306,6 +306,14 @@ export function everyOperation(baseUrl: string, login: { username: string; passw
       },
     },
     "/catalogues/{catalogue}": {
+      patch: async () => {
+        const { data } = await client.PATCH("/catalogues/{catalogue}", {
+          headers: authorized(),
+          params: { path: { catalogue } },
+          body: { embedded_attributes: ["brand"] },
+        });
+        return data?.stale_embeddings;
+      },
       delete: async () => {
         const { response } = await client.DELETE("/catalogues/{catalogue}", {
           headers: authorized(),

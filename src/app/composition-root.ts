@@ -48,6 +48,7 @@ import { ApertiumTranslator, findApertium } from "../adapters/translation/aperti
 import { RememberingTranslator } from "../adapters/translation/remembering-translator.ts";
 import { TranslatingEmbedder } from "../adapters/translation/translating-embedder.ts";
 import { ManageApiKeys } from "../domain/api-keys.ts";
+import { countStale, EmbedStaleProducts } from "../domain/embed-stale-products.ts";
 import { ExportCatalogue } from "../domain/export-catalogue.ts";
 import { ImportJobs } from "../domain/import-jobs.ts";
 import { ImportProducts } from "../domain/import-products.ts";
@@ -345,7 +346,23 @@ export class CompositionRoot {
 
   async manageCatalogues(): Promise<ManageCatalogues> {
     const catalogues = await this.catalogues();
-    return this.once("manageCatalogues", async () => new ManageCatalogues({ catalogues, clock: this.clock }));
+    return this.once(
+      "manageCatalogues",
+      async () =>
+        new ManageCatalogues({
+          catalogues,
+          // Opened only when a setting changes (adding, listing or removing needs no product
+          // repository), and counting needs no embedder (nor the translation it would start).
+          staleProducts: { count: async (name) => countStale((await this.products()).in(name)) },
+          clock: this.clock,
+        }),
+    );
+  }
+
+  /** Embedding again the products of a catalogue whose embedding is not of their current text (`reembed --catalogue`). */
+  async embedStaleProducts(): Promise<EmbedStaleProducts> {
+    const [products, embedder] = await Promise.all([this.products(), this.documentEmbedder()]);
+    return this.once("embedStaleProducts", async () => new EmbedStaleProducts({ products, embedder }));
   }
 
   /**

@@ -101,6 +101,12 @@ export interface Config {
   /** Exact origins whose browser scripts may call the API (CORS); empty: none. */
   corsOrigins: string[];
   /**
+   * Where the search page's product pictures may come from besides the service itself and data:
+   * URLs (its Content-Security-Policy's img-src): `https:` (any HTTPS origin, the default) and/or
+   * exact origins; empty: none.
+   */
+  uiImageOrigins: string[];
+  /**
    * GET /metrics: served when either is set. `port`: on a listener of its own (at HOST); `token`: the
    * bearer token a scraper must send (on the main port, or on `port` too when both are set).
    */
@@ -322,6 +328,7 @@ export function loadConfig(env: Env): Config {
     maxBodyBytes: read.integer("MAX_BODY_BYTES", 64 * 1024, 1024, 16 * 1024 * 1024),
     trustProxy: read.boolean("TRUST_PROXY", false),
     corsOrigins: read.origins("CORS_ORIGINS"),
+    uiImageOrigins: read.imageOrigins("UI_IMAGE_ORIGINS"),
     metrics: { token: metricsToken, port: metricsPort, catalogues: read.catalogues("METRICS_CATALOGUES", ["default"]) },
     rateLimits: {
       search: read.integer("SEARCH_RATE_LIMIT", 60, 0, 1_000_000),
@@ -484,29 +491,36 @@ class SettingReader {
     const raw = this.optional(name);
     if (raw === undefined) return [];
     const origins: string[] = [];
-    for (const item of raw
-      .split(",")
-      .map((entry) => entry.trim())
-      .filter(Boolean)) {
-      const url = URL.canParse(item) ? new URL(item) : undefined;
-      const exact =
-        url !== undefined &&
-        /^https?:$/.test(url.protocol) &&
-        url.username === "" &&
-        url.password === "" &&
-        url.search === "" &&
-        url.hash === "" &&
-        url.pathname === "/" &&
-        !item.endsWith("/");
-      if (!exact) {
+    for (const item of listItems(raw)) {
+      const origin = exactOrigin(item);
+      if (origin === undefined) {
         this.problems.push(
           `${name}: '${item}' is not an exact origin like https://shop.example or http://localhost:3000 (no '*', no path)`,
         );
         continue;
       }
-      origins.push(url.origin);
+      origins.push(origin);
     }
     return [...new Set(origins)];
+  }
+
+  /** Image sources of the page's img-src: `https:` (the default) and/or exact origins; `none` for none. */
+  imageOrigins(name: string): string[] {
+    const raw = this.optional(name);
+    if (raw === undefined) return ["https:"];
+    if (raw.trim().toLowerCase() === "none") return [];
+    const sources: string[] = [];
+    for (const item of listItems(raw)) {
+      const source = item.toLowerCase() === "https:" ? "https:" : exactOrigin(item);
+      if (source === undefined) {
+        this.problems.push(
+          `${name}: '${item}' is neither https: (any HTTPS origin) nor an exact origin like https://cdn.shop.example (no '*', no path); 'none' for none`,
+        );
+        continue;
+      }
+      sources.push(source);
+    }
+    return [...new Set(sources)];
   }
 
   boolean(name: string, fallback: boolean): boolean {
@@ -543,4 +557,29 @@ class SettingReader {
     }
     return [...new Set(items as T[])];
   }
+}
+
+/** The items of a comma-separated setting, trimmed, without empty ones. */
+function listItems(raw: string): string[] {
+  return raw
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter(Boolean);
+}
+
+/** `item` as an exact http(s) origin (scheme, host and port only), or undefined when it is anything else. */
+function exactOrigin(item: string): string | undefined {
+  const url = URL.canParse(item) ? new URL(item) : undefined;
+  const exact =
+    url !== undefined &&
+    /^https?:$/.test(url.protocol) &&
+    url.username === "" &&
+    url.password === "" &&
+    url.search === "" &&
+    url.hash === "" &&
+    url.pathname === "/" &&
+    !item.endsWith("/") &&
+    // A host name or an IP address: no `*` (URL takes "https://*.shop.example" as a host).
+    /^([a-z0-9-]+\.)*[a-z0-9-]+$|^\[[0-9a-f:.]+\]$/.test(url.hostname);
+  return exact ? url.origin : undefined;
 }

@@ -242,6 +242,7 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
       requestTimeoutMs: config.requestTimeoutMs,
       bulk: { maxBytes: config.bulkMaxBytes, maxItems: config.bulkMaxItems },
       corsOrigins: config.corsOrigins,
+      uiImageOrigins: config.uiImageOrigins,
     },
     log: (event) => (event.level === "error" ? log.error : event.level === "warn" ? log.warn : log.info)(event),
   });

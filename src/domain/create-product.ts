@@ -29,7 +29,8 @@ export interface Created {
 }
 
 /**
- * CreateProduct: validates the product, embeds name + description and stores both together.
+ * CreateProduct: validates the product, embeds its text (embeddingText: its fields and the attributes
+ * its catalogue embeds) and stores both together.
  * If the embedding cannot be computed, or is unusable, or the caller's signal aborts before the
  * write, nothing is stored. A sku another product has is SkuTaken (the bulk import upserts by sku
  * instead). With an idempotency key, a retry of a create whose answer was lost gets that answer
@@ -50,9 +51,11 @@ export class CreateProduct {
       const earlier = await products.findIdempotentAnswer(record.owner, record.key, record.ttlHours);
       if (earlier) return replay(earlier, record);
     }
-    const embedding = await embedOne(this.deps.embedder, embeddingText(product), "document", options.signal);
+    const embedded = await products.embeddedAttributes();
+    const embedding = await embedOne(this.deps.embedder, embeddingText(product, embedded), "document", options.signal);
     options.signal?.throwIfAborted();
-    const result = await products.add({ product, embedding, contentDigest: await contentDigest(product) }, record);
+    const digest = await contentDigest(product, embedded);
+    const result = await products.add({ product, embedding, contentDigest: digest }, record);
     if ("skuTaken" in result) throw new SkuTaken(result.skuTaken);
     if ("alreadyAnswered" in result) return replay(result.alreadyAnswered, record as IdempotencyRecord);
     return { product: result.created, replayed: false };

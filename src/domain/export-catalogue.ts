@@ -6,6 +6,8 @@ import type { ExportedProduct, ProductRepository } from "../ports/product-reposi
 export interface ExportHeader extends EmbeddingSpace {
   /** Whether each product carries its embedding. */
   embeddings: boolean;
+  /** The attributes the catalogue embedded with each product's text (its setting; none by default). */
+  embeddedAttributes: string[];
   exportedAt: Date;
 }
 
@@ -25,7 +27,7 @@ export interface ExportOptions {
 }
 
 export interface Deps {
-  products: Pick<ProductRepository, "productsAfter">;
+  products: Pick<ProductRepository, "productsAfter" | "embeddedAttributes">;
   /** The space the stored embeddings are in (recorded by the database, not assumed from the configuration). */
   space: () => Promise<EmbeddingSpace>;
   clock: Clock;
@@ -46,11 +48,12 @@ export class ExportCatalogue {
   async execute(options: ExportOptions): Promise<CatalogueExport> {
     const { products, space, clock } = this.deps;
     const { model, dimension } = await space();
+    const embeddedAttributes = await products.embeddedAttributes();
     const pageSize = Math.max(1, Math.floor(options.pageSize ?? DEFAULT_PAGE_SIZE));
     const withEmbeddings = options.withEmbeddings;
     const signal = options.signal;
     return {
-      header: { model, dimension, embeddings: withEmbeddings, exportedAt: new Date(clock.now()) },
+      header: { model, dimension, embeddings: withEmbeddings, embeddedAttributes, exportedAt: new Date(clock.now()) },
       products: (async function* () {
         for (let afterId = 0; ; ) {
           signal?.throwIfAborted();

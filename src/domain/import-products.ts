@@ -67,14 +67,20 @@ export interface ImportOptions {
   /** Called after each chunk is written, with the results so far. */
   onChunk?: (results: readonly ImportItemResult[]) => void;
   /**
-   * The vector space the items' `embedding` fields were made in: a catalogue export's header says
-   * it. When it is the embedder's, an item's embedding is stored as it is (checked like any
+   * The vector space the items' `embedding` fields were made in, and the attributes embedded with
+   * their texts: a catalogue export's header says them. When they are the embedder's and the
+   * catalogue's (takesEmbeddingsOf), an item's embedding is stored as it is (checked like any
    * embedding) instead of embedding its text; otherwise the field is ignored and the text embedded.
    * Absent (POST /products/bulk, an ordinary file): an item with an `embedding` is refused.
    */
-  embeddings?: EmbeddingSpace;
+  embeddings?: ExportedEmbeddings;
   /** Where each chunk is written (default: the repository's writeMany). */
   commit?: CommitChunk;
+}
+
+/** What a catalogue export's embeddings were made of: their space, and the attributes embedded with each text (none when not said). */
+export interface ExportedEmbeddings extends EmbeddingSpace {
+  embeddedAttributes?: readonly string[];
 }
 
 export interface Deps {
@@ -119,7 +125,8 @@ function sameSku(item: ValidItem): ValidItem[] {
  * ImportProducts: validates every item first and reports each invalid one by position (fields other
  * than the product's are ignored, but an embedding is refused: the service computes it); stores the
  * valid ones in chunks. An item with a sku is upserted by it: unchanged fields are `unchanged` (no
- * write), changed ones `updated`, and only a changed name, category or description is embedded again. Texts
+ * write), changed ones `updated`, and only a changed embedded text (name, category, description and
+ * the attributes the catalogue embeds) is embedded again. Texts
  * are embedded a chunk at a time (the embedder batches them within its provider's limits) and each
  * chunk is written in a few statements. When the embedder fails (after its own retries), the
  * chunks already written stay and every item not yet written is reported failed, saying why. The
@@ -143,9 +150,15 @@ export class ImportProducts {
     return { model: this.deps.embedder.model, dimension: this.deps.embedder.dimension };
   }
 
-  /** Whether embeddings made in `space` are stored as they are (else the texts are embedded again). */
-  takesEmbeddingsOf(space: EmbeddingSpace): boolean {
-    return space.model === this.space.model && space.dimension === this.space.dimension;
+  /**
+   * Whether embeddings made in `made.space` from texts with `made.embeddedAttributes` are stored as
+   * they are in `catalogue` (else the texts are embedded again): the same space, and the same
+   * embedded attributes as the catalogue's (the vectors are of the texts that setting gives).
+   */
+  async takesEmbeddingsOf(made: ExportedEmbeddings, catalogue: string): Promise<boolean> {
+    if (made.model !== this.space.model || made.dimension !== this.space.dimension) return false;
+    const embedded = await this.deps.products.in(catalogue).embeddedAttributes();
+    return sameKeys(embedded, made.embeddedAttributes ?? []);
   }
 
   async execute(items: readonly ImportInput[], options: ImportOptions): Promise<ImportReport> {
@@ -154,7 +167,11 @@ export class ImportProducts {
     const valid: ValidItem[] = [];
     const lastWithSku = new Map<string, ValidItem>();
     const embeddingField: EmbeddingField =
-      options.embeddings === undefined ? "refuse" : this.takesEmbeddingsOf(options.embeddings) ? "take" : "ignore";
+      options.embeddings === undefined
+        ? "refuse"
+        : (await this.takesEmbeddingsOf(options.embeddings, options.catalogue))
+          ? "take"
+          : "ignore";
     for (const [index, item] of items.entries()) {
       const checked = "problem" in item ? item : checkItem(item.value, embeddingField, this.deps.embedder.dimension);
       if ("problem" in checked) {
@@ -248,13 +265,16 @@ export class ImportProducts {
     if (skus.length > 0) {
       for (const product of await products.findBySkus(skus)) existing.set(product.sku as string, product);
     }
+    const embedded = await products.embeddedAttributes();
     const plans = await Promise.all(
       chunk.map(async (item): Promise<Plan> => {
         const current = item.product.sku === undefined ? undefined : existing.get(item.product.sku);
-        const digest = await contentDigest(item.product);
-        // A stored product whose digest is not that of its own text was embedded from an older
-        // form of it (before the category was part of the embedded text): embedded again.
-        const currentStale = current !== undefined && current.contentDigest !== (await contentDigest(current));
+        const digest = await contentDigest(item.product, embedded);
+        // A stored product whose digest is not that of its own text was embedded from another form
+        // of it (before the category was part of the embedded text, or before its catalogue's
+        // embedded attributes changed): embedded again.
+        const currentStale =
+          current !== undefined && current.contentDigest !== (await contentDigest(current, embedded));
         if (current && sameFields(current, item.product) && !currentStale) {
           return { item, current, currentStale, digest, kind: "unchanged" };
         }
@@ -278,7 +298,7 @@ export class ImportProducts {
         ? []
         : await embedMany(
             this.deps.embedder,
-            toEmbed.map((plan) => embeddingText(plan.item.product)),
+            toEmbed.map((plan) => embeddingText(plan.item.product, embedded)),
             "document",
             signal,
           );
@@ -375,6 +395,10 @@ function failed(index: number, sku: string | undefined, detail: string): ImportI
 }
 
 type FieldsAndAttributes = ProductFields & { attributes?: Attributes | undefined };
+
+function sameKeys(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((key, i) => key === b[i]);
+}
 
 function sameFields(current: FieldsAndAttributes, product: FieldsAndAttributes): boolean {
   return (

@@ -1,7 +1,9 @@
 import type { CatalogueRepository, CatalogueSummary } from "../ports/catalogue-repository.ts";
 import { type Clock, systemClock } from "../ports/clock.ts";
 import { CATALOGUE_NAME } from "./api-keys.ts";
+import { checkedEmbeddedAttributes } from "./attributes.ts";
 import { type Caller, canSeeCatalogue, DEFAULT_CATALOGUE } from "./caller.ts";
+import type { EmbedStaleProducts } from "./embed-stale-products.ts";
 import { CatalogueExists, CatalogueNotFound, CatalogueProtected, Forbidden, InvalidInput } from "./errors.ts";
 
 /** The detail of a name that breaks the rule (the same rule API keys check their catalogues by). */
@@ -13,12 +15,25 @@ const REMEMBERED_MS = 5_000;
 
 export interface ManageCataloguesDeps {
   catalogues: CatalogueRepository;
+  /** Counts the products a change of settings leaves stale. */
+  staleProducts: Pick<EmbedStaleProducts, "count">;
   clock?: Clock | undefined;
 }
 
+/** A catalogue after a change of its settings, with how many of its products are now stale. */
+export interface ConfiguredCatalogue extends CatalogueSummary {
+  /**
+   * Products whose embedding was made from another text than the one the settings now give
+   * (EmbedStaleProducts): each is embedded again at its next change or re-import, or all at once by
+   * `reembed --catalogue`.
+   */
+  staleEmbeddings: number;
+}
+
 /**
- * ManageCatalogues: creating, listing and removing catalogues (POST/GET/DELETE /catalogues,
- * `catalogues add|list|remove`), and whether one exists (every request inside a catalogue asks).
+ * ManageCatalogues: creating, listing, configuring and removing catalogues (POST/GET/PATCH/DELETE
+ * /catalogues, `catalogues add|list|set|remove`), and whether one exists (every request inside a
+ * catalogue asks).
  *
  * A caller limited to some catalogues sees only those: the others are listed for no one of them,
  * removing one is CatalogueNotFound as if it did not exist, and creating one outside its reach is
@@ -46,7 +61,7 @@ export class ManageCatalogues {
     if (!(await this.deps.catalogues.create(name))) throw new CatalogueExists(name);
     const created = (await this.deps.catalogues.list()).find((catalogue) => catalogue.name === name);
     // Removed again in between by someone else: it was made all the same.
-    return created ?? { name, products: 0, createdAt: new Date(this.clock.now()) };
+    return created ?? { name, products: 0, createdAt: new Date(this.clock.now()), embeddedAttributes: [] };
   }
 
   /** The catalogues `viewer` can see (all without one), by name, with their product counts. */
@@ -58,6 +73,28 @@ export class ManageCatalogues {
   /** The names of the catalogues `viewer` can see, by name (nothing counted: a page asks at each start). */
   async names(viewer: Caller): Promise<string[]> {
     return (await this.deps.catalogues.names()).filter((name) => canSeeCatalogue(viewer, name));
+  }
+
+  /**
+   * Sets the attributes the catalogue embeds with each product's text (`embedded_attributes`:
+   * checkedEmbeddedAttributes; `[]`: none, the default). Products written from then on are embedded
+   * with them; the ones stored before are stale until embedded again, and the answer counts them.
+   * `configurer` (HTTP) may only change a catalogue it can see (CatalogueNotFound otherwise).
+   */
+  async setEmbeddedAttributes(name: string, value: unknown, configurer?: Caller): Promise<ConfiguredCatalogue> {
+    if (configurer && !canSeeCatalogue(configurer, name)) throw new CatalogueNotFound(name);
+    const keys = checkedEmbeddedAttributes(value);
+    if (!CATALOGUE_NAME.test(name) || !(await this.deps.catalogues.setEmbeddedAttributes(name, keys))) {
+      throw new CatalogueNotFound(name);
+    }
+    const { products, stale } = await this.deps.staleProducts.count(name);
+    const summary = (await this.deps.catalogues.list()).find((catalogue) => catalogue.name === name);
+    return {
+      ...(summary ?? { name, createdAt: new Date(this.clock.now()) }),
+      products,
+      embeddedAttributes: keys,
+      staleEmbeddings: stale,
+    };
   }
 
   /** Removes the catalogue and every product in it. */

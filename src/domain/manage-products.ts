@@ -55,7 +55,8 @@ export interface ListResult {
 
 /**
  * ManageProducts: read, list, change and delete products. A change re-embeds the product only
- * when the text its embedding comes from (name, category and description) changed; if that embedding cannot
+ * when the text its embedding comes from (name, category, description and the attributes its catalogue
+ * embeds) changed, or its embedding was made from another text; if that embedding cannot
  * be computed nothing changes. Every change writes over the version it read, so two concurrent
  * changes never leave a product with an embedding of text it no longer has. Each method works in
  * the catalogue it is given: a product of another is not found there.
@@ -106,7 +107,7 @@ export class ManageProducts {
     for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt++) {
       const current = await products.get(id, { latest: true });
       if (!current) throw new ProductNotFound(id);
-      const update = await this.nextState(current, normalized, signal);
+      const update = await this.nextState(current, normalized, await products.embeddedAttributes(), signal);
       signal?.throwIfAborted();
       const result = await products.update(id, current.version, update);
       if ("updated" in result) return publicView(result.updated);
@@ -129,6 +130,7 @@ export class ManageProducts {
   private async nextState(
     current: StoredProduct,
     changes: NormalizedChanges,
+    embedded: readonly string[],
     signal: AbortSignal | undefined,
   ): Promise<ProductUpdate> {
     const sku = changes.sku === undefined ? current.sku : (changes.sku ?? undefined);
@@ -140,10 +142,11 @@ export class ManageProducts {
       ...(sku === undefined ? {} : { sku }),
       ...(hasAttributes(attributes) ? { attributes } : {}),
     };
-    // Attributes are not embedded: a change of them alone keeps the embedding.
-    const digest = await contentDigest(fields);
+    // Only the attributes the catalogue embeds are part of the text: a change of others alone keeps
+    // the embedding (and one made from another text than this, the setting changed since, is replaced).
+    const digest = await contentDigest(fields, embedded);
     if (digest === current.contentDigest) return { fields };
-    const vector = await embedOne(this.deps.embedder, embeddingText(fields), "document", signal);
+    const vector = await embedOne(this.deps.embedder, embeddingText(fields, embedded), "document", signal);
     return { fields, embedding: { vector, contentDigest: digest } };
   }
 }

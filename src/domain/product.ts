@@ -1,4 +1,4 @@
-import { type Attributes, checkedAttributes, hasAttributes } from "./attributes.ts";
+import { type Attributes, checkedAttributes, embeddedAttributesText, hasAttributes } from "./attributes.ts";
 import { InvalidInput } from "./errors.ts";
 import type { Highlights } from "./highlights.ts";
 import { cleanText, type TextKind, type TextRules, textProblem, trimText } from "./text.ts";
@@ -13,7 +13,10 @@ export interface ProductFields {
 /** A product as a shop submits it. `sku` is the merchant's own key: unique when given. */
 export interface NewProduct extends ProductFields {
   sku?: string | null | undefined;
-  /** Price, brand, stock...: never embedded; checked by checkedAttributes (attributes.ts). Null or absent: none. */
+  /**
+   * Price, brand, stock...: embedded only when the catalogue says so (embeddingText); checked by
+   * checkedAttributes (attributes.ts). Null or absent: none.
+   */
   attributes?: Readonly<Record<string, unknown>> | null | undefined;
 }
 
@@ -132,22 +135,30 @@ export function normalizeChanges(changes: ProductChanges): NormalizedChanges {
   return normalized;
 }
 
+/** What the embedded text is made of: the three fields, and the attributes the catalogue embeds. */
+export type EmbeddedFields = ProductFields & { attributes?: Attributes | undefined };
+
 /**
  * The text the embedding is computed from: "name. category. description" (an empty description left
- * out). The contract embeds name and description combined; the category goes in between because it
- * says what kind of thing a product is where its name does not ("Rangoli Regular Fit" is a kurta):
- * on the eval set's dev queries (bench/eval.ts, offline model) it lifted semantic nDCG@10 from
- * 0.701 to 0.701 and hybrid from 0.743 to 0.754 (README "How it is built").
+ * out), then the attributes the catalogue embeds (`embedded`, its setting `embedded_attributes`) that
+ * the product has, as "brand: Acme. color: rojo, azul" (embeddedAttributesText), after a ". ". The
+ * contract embeds name and description combined; the category goes in between because it says what
+ * kind of thing a product is where its name does not ("Rangoli Regular Fit" is a kurta): on the eval
+ * set's dev queries (bench/eval.ts, offline model) it lifted semantic nDCG@10 from 0.701 to 0.701 and
+ * hybrid from 0.743 to 0.754 (README "How it is built"). Without embedded attributes (the default) the
+ * text is what it was before the setting existed, so no stored digest went stale with it.
  */
-export function embeddingText(product: ProductFields): string {
-  return [product.name, product.category, product.description].filter((part) => part !== "").join(". ");
+export function embeddingText(product: EmbeddedFields, embedded: readonly string[]): string {
+  const attributes = embeddedAttributesText(product.attributes, embedded);
+  return [product.name, product.category, product.description, attributes].filter((part) => part !== "").join(". ");
 }
 
 /**
  * SHA-256 of the embedded text, hex: a product whose digest is unchanged keeps its embedding.
  * EMBEDDED_TEXT_DIGEST_SQL (postgres/schema.ts) computes the same in SQL.
  */
-export async function contentDigest(product: ProductFields): Promise<string> {
-  const bytes = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(embeddingText(product)));
+export async function contentDigest(product: EmbeddedFields, embedded: readonly string[]): Promise<string> {
+  const text = embeddingText(product, embedded);
+  const bytes = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   return Array.from(new Uint8Array(bytes), (byte) => byte.toString(16).padStart(2, "0")).join("");
 }

@@ -68,7 +68,12 @@ export class ReembedCatalogue {
     const { staged, total } = await store.beginStaging(space);
     options.onEvent?.({ type: "started", staged, total, space });
     const embed = (products: readonly ProductText[]): Promise<Vector[]> =>
-      embedMany(embedder, products.map(embeddingText), "document", options.signal);
+      embedMany(
+        embedder,
+        products.map((product) => embeddingText(product, product.embeddedAttributes)),
+        "document",
+        options.signal,
+      );
 
     let done = staged;
     for (let afterId = 0; ; ) {

@@ -1,8 +1,10 @@
-/** A catalogue as listed: its name, how many products it holds, when it was made. */
+/** A catalogue as listed: its name, how many products it holds, when it was made, its settings. */
 export interface CatalogueSummary {
   name: string;
   products: number;
   createdAt: Date;
+  /** The attributes embedded with each product's text (none by default): domain/attributes.ts checkedEmbeddedAttributes. */
+  embeddedAttributes: string[];
 }
 
 /**
@@ -21,6 +23,8 @@ export interface CatalogueRepository {
    * and search analytics; false when there was none.
    */
   remove(name: string): Promise<boolean>;
+  /** Sets the attributes the catalogue embeds (checked by the use case); false when there is no such catalogue. */
+  setEmbeddedAttributes(name: string, keys: readonly string[]): Promise<boolean>;
   /** Whether a catalogue of that name exists. */
   exists(name: string): Promise<boolean>;
 }

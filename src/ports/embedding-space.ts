@@ -1,3 +1,4 @@
+import type { Attributes } from "../domain/attributes.ts";
 import type { Vector } from "../domain/vector.ts";
 
 /** The vector space stored embeddings live in: the model that made them and their length. */
@@ -6,12 +7,18 @@ export interface EmbeddingSpace {
   dimension: number;
 }
 
-/** What re-embedding reads of a product: its id and the fields its embedding is computed from. */
+/**
+ * What re-embedding reads of a product: its id and what its embedding is computed from (domain/product.ts
+ * embeddingText): its fields, its attributes and the ones its catalogue embeds.
+ */
 export interface ProductText {
   id: number;
   name: string;
   category: string;
   description: string;
+  attributes?: Attributes;
+  /** Its catalogue's setting `embedded_attributes` (none by default). */
+  embeddedAttributes: readonly string[];
   /**
    * Digest of that text as it is now (domain/product.ts contentDigest): a staged vector counts only
    * for the digest it was made from, and becomes the product's stored digest at the switch.

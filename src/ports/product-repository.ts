@@ -169,6 +169,18 @@ export interface ProductRepository {
    */
   productsAfter(afterId: number, limit: number, options: { withEmbeddings: boolean }): Promise<ExportedProduct[]>;
 
+  /**
+   * Up to `limit` products with an id above `afterId`, by id, as stored (digest and version), as the
+   * last committed write left them: the whole catalogue read a page at a time, to find the products
+   * whose embedding was made from another text than the one they would be embedded from now.
+   */
+  storedAfter(afterId: number, limit: number): Promise<StoredProduct[]>;
+  /**
+   * The attributes the catalogue embeds with each product's text (its setting `embedded_attributes`,
+   * checkedEmbeddedAttributes' order), read from where writes go: none by default.
+   */
+  embeddedAttributes(): Promise<string[]>;
+
   /** The stored products holding these skus (those that exist). */
   findBySkus(skus: readonly string[]): Promise<StoredProduct[]>;
   /** Writes every row in few round trips (never one per row), each row atomically. */

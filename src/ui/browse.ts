@@ -73,17 +73,32 @@ export function safeLink(url: unknown, base: string): string | undefined {
   }
 }
 
+/** The meta element the service writes the page's image origins into (adapters/http/ui/ui-routes.ts). */
+export const IMAGE_ORIGINS_META = "sku-search-image-origins";
+
 /**
- * A product's image when the page's Content-Security-Policy lets it load (`img-src 'self' data:`):
- * from the service's own origin or a data: URL. One from another origin would be refused (and
- * logged as an error by the browser), so the page leaves it out.
+ * The origins the page's Content-Security-Policy lets pictures come from besides its own and data:
+ * URLs (`https:`: any HTTPS origin), from the content of the IMAGE_ORIGINS_META element (none when
+ * there is none).
  */
-export function allowedImage(url: unknown, origin: string): string | undefined {
+export function imageOriginsOf(content: string | null | undefined): string[] {
+  return (content ?? "").split(" ").filter((source) => source !== "");
+}
+
+/**
+ * A product's image when the page's Content-Security-Policy lets it load: from the service's own
+ * origin, a data: image, or a source of `imageOrigins` (`https:` for any HTTPS URL, or an exact
+ * origin). One from anywhere else would be refused (and logged as an error by the browser), so the
+ * page leaves it out.
+ */
+export function allowedImage(url: unknown, origin: string, imageOrigins: readonly string[] = []): string | undefined {
   if (typeof url !== "string") return undefined;
   try {
     const parsed = new URL(url, origin);
     if (parsed.protocol === "data:" && /^data:image\//i.test(url)) return url;
-    if ((parsed.protocol === "http:" || parsed.protocol === "https:") && parsed.origin === origin) return parsed.href;
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return undefined;
+    if (parsed.origin === origin || imageOrigins.includes(parsed.origin)) return parsed.href;
+    if (parsed.protocol === "https:" && imageOrigins.includes("https:")) return parsed.href;
   } catch {
     // Not a URL: no image.
   }

@@ -19,6 +19,8 @@ import {
   FACETS,
   type Facet,
   formatPrice,
+  IMAGE_ORIGINS_META,
+  imageOriginsOf,
   isNumberFacet,
   markedSegments,
   safeLink,
@@ -88,6 +90,10 @@ export class SearchView {
   private readonly facetGroups = byId("facet-groups", HTMLDivElement);
   private readonly activeFilters = byId("active-filters", HTMLDivElement);
   private readonly activeFilterList = byId("active-filter-list", HTMLUListElement);
+  /** Where product pictures may come from besides this origin (the service writes them into the page). */
+  private readonly imageOrigins = imageOriginsOf(
+    document.querySelector(`meta[name="${IMAGE_ORIGINS_META}"]`)?.getAttribute("content"),
+  );
   private readonly sort = byId("search-sort", HTMLSelectElement);
   private readonly paging = byId("paging", HTMLElement);
   private readonly previous = byId("page-previous", HTMLButtonElement);
@@ -460,7 +466,7 @@ export class SearchView {
       description,
       h("p", { className: "cited-badge", text: "Citado en la recomendación" }),
     );
-    const image = allowedImage(hit.attributes?.image_url, location.origin);
+    const image = allowedImage(hit.attributes?.image_url, location.origin, this.imageOrigins);
     if (image !== undefined) {
       item.classList.add("with-image");
       item.prepend(

@@ -599,6 +599,32 @@ function isolationContract(openStore: OpenStore): void {
     expect(await main.catalogueWords(["taza", "outlet", "plato"])).toEqual(["plato"]);
   });
 
+  test("embedded attributes are each catalogue's own setting: none by default, set, listed, read by its products", async () => {
+    const { catalogues, main, outlet } = await twoShops();
+    expect(await outlet.embeddedAttributes()).toEqual([]);
+    expect(await catalogues.setEmbeddedAttributes("outlet", ["brand", "color"])).toBe(true);
+    expect(await outlet.embeddedAttributes()).toEqual(["brand", "color"]);
+    expect(await main.embeddedAttributes()).toEqual([]);
+    expect((await catalogues.list()).map(({ name, embeddedAttributes }) => ({ name, embeddedAttributes }))).toEqual([
+      { name: "default", embeddedAttributes: [] },
+      { name: "outlet", embeddedAttributes: ["brand", "color"] },
+    ]);
+    expect(await catalogues.setEmbeddedAttributes("outlet", [])).toBe(true);
+    expect(await outlet.embeddedAttributes()).toEqual([]);
+    expect(await catalogues.setEmbeddedAttributes("nunca", ["brand"])).toBe(false);
+  });
+
+  test("storedAfter pages the catalogue's own products by id, with digest and version", async () => {
+    const { main, outlet, ownShoe, ownLamp, theirs, theirMug } = await twoShops();
+    await main.update(ownLamp.id, 1, { fields: { ...lamp, attributes: { brand: "Lumen" } } });
+    expect(await main.storedAfter(0, 1)).toEqual([{ ...ownShoe, contentDigest: "d", version: 1 }]);
+    expect(await main.storedAfter(ownShoe.id, 5)).toEqual([
+      { ...ownLamp, attributes: { brand: "Lumen" }, contentDigest: "d", version: 2 },
+    ]);
+    expect((await outlet.storedAfter(0, 5)).map((product) => product.id)).toEqual([theirs.id, theirMug.id]);
+    expect(await outlet.storedAfter(theirMug.id, 5)).toEqual([]);
+  });
+
   test("a bulk write by another catalogue's sku creates the product here; an update by its id is missing", async () => {
     const { main, outlet, theirs } = await twoShops();
     const writes: BulkWrite[] = [
@@ -625,6 +651,8 @@ function isolationContract(openStore: OpenStore): void {
         () => repository.remove(1),
         () => repository.categories(),
         () => repository.productsAfter(0, 5, { withEmbeddings: false }),
+        () => repository.storedAfter(0, 5),
+        () => repository.embeddedAttributes(),
         () => repository.findBySkus(["Z-1"]),
         () => repository.writeMany([{ kind: "insert", row: row(shoe, [1, 0, 0, 0]) }]),
         () => repository.searchByVector([1, 0, 0, 0], { limit: 5 }),

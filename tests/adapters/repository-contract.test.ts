@@ -3,6 +3,7 @@ import { rm } from "node:fs/promises";
 import { JwtTokenService } from "../../src/adapters/http/auth/jwt-token-service.ts";
 import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
 import { PostgresApiKeyRepository } from "../../src/adapters/postgres/api-key-repository.ts";
+import { PostgresCatalogueRepository } from "../../src/adapters/postgres/catalogue-repository.ts";
 import { PostgresDatabaseHealth } from "../../src/adapters/postgres/database-health.ts";
 import { SqlEmbeddingSpace } from "../../src/adapters/postgres/embedding-space.ts";
 import { PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
@@ -752,7 +753,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
     expect(columns.filter((column) => column.startsWith("embedding"))).toEqual(["embedding"]);
     const hits = await new PostgresProducts(client, 3)
       .in("default")
-      .searchByVector([embeddingText(mug).length, 1, mug.name.charCodeAt(0)], { limit: 5 });
+      .searchByVector([embeddingText(mug, []).length, 1, mug.name.charCodeAt(0)], { limit: 5 });
     expect(hits).toHaveLength(5);
     expect(hits[0]).toMatchObject({ id: added[2]?.id, ...mug });
     expect(hits[0]?.score).toBeCloseTo(1, 5);
@@ -812,7 +813,43 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
     await prepareDatabase(client, { model: "fake-3", dimension: 3 });
     const after = new PostgresProducts(client, 3).in("default");
     for (const [i, product] of products.entries()) {
-      expect((await after.get(added[i]?.id as number))?.contentDigest).toBe(await contentDigest(product));
+      expect((await after.get(added[i]?.id as number))?.contentDigest).toBe(await contentDigest(product, []));
+    }
+  });
+
+  test("with a catalogue's embedded attributes, a re-embed embeds the domain's text and stores its digest", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    await new PostgresCatalogueRepository(client).create("tienda");
+    const embedded = ["brand", "color", "in_stock", "note", "price", "sizes"];
+    expect(await new PostgresCatalogueRepository(client).setEmbeddedAttributes("tienda", embedded)).toBe(true);
+    const repository = new PostgresProducts(client, space.dimension).in("tienda");
+    // Every kind of value, the numbers JavaScript writes with an exponent among them.
+    const products: NormalizedProduct[] = [
+      { ...shoe, attributes: { brand: "Acme «ñ» 😀", color: ["rojo", "", "azul"], in_stock: true, price: 59.9 } },
+      { ...lamp, description: "", attributes: { price: 1e21, note: "", sizes: [], in_stock: false } },
+      { ...mug, attributes: { price: -2.5e-7, weight: 3 } },
+      { ...mug, name: "Taza sin atributos" },
+      { ...shoe, attributes: { price: 0.1 + 0.2, sizes: ["42"], color: "verde" } },
+    ];
+    const added = [];
+    for (const [i, product] of products.entries()) added.push(await stored(repository.add(row(product, [1, i, 0, 0]))));
+    const texts: string[] = [];
+    const recording: Embedder = {
+      model: "fake-3",
+      dimension: 3,
+      embed: async (batch) => {
+        texts.push(...batch);
+        return batch.map((text) => [text.length, 1, text.charCodeAt(0)]);
+      },
+    };
+    await reembedProducts(client, recording);
+    expect(texts).toEqual(products.map((product) => embeddingText(product, embedded)));
+    expect(texts[1]).toBe("Lámpara de escritorio. hogar. in_stock: false. price: 1000000000000000000000");
+    await prepareDatabase(client, { model: "fake-3", dimension: 3 });
+    const after = new PostgresProducts(client, 3).in("tienda");
+    for (const [i, product] of products.entries()) {
+      expect((await after.get(added[i]?.id as number))?.contentDigest).toBe(await contentDigest(product, embedded));
     }
   });
 

@@ -16,6 +16,7 @@ import { loadConfig } from "../../src/app/config.ts";
 import { createHttpService } from "../../src/app/http-service.ts";
 import { createLogger } from "../../src/app/logger.ts";
 import { CreateProduct } from "../../src/domain/create-product.ts";
+import { contentDigest } from "../../src/domain/product.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { withNewDatabase } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
@@ -236,6 +237,54 @@ test.concurrent("reembed moves a catalogue to the configured model, after which 
   }
 });
 
+test.concurrent("catalogues set chooses the attributes embedded; reembed --catalogue embeds the stale products again, once", async () => {
+  const env = { DATA_DIR: await dataDirWithDatabase(), QUERY_TRANSLATION: "off" };
+  const file = join(env.DATA_DIR, "shoes.jsonl");
+  const shoes = [
+    { name: "Running shoe", description: "Light", category: "Sport", sku: "Z-1", attributes: { brand: "Acme" } },
+    { name: "Trail shoe", description: "Grippy", category: "Sport", sku: "Z-2", attributes: { brand: "Zeta" } },
+    { name: "Sock", description: "Wool", category: "Sport", sku: "S-1", attributes: { price: 3 } },
+  ];
+  await Bun.write(file, shoes.map((shoe) => JSON.stringify(shoe)).join("\n"));
+  expect((await cli(["import", file], env)).code).toBe(0);
+
+  const set = await cli(["catalogues", "set", "default", "--embedded-attributes", "brand, color"], env);
+  expect(set.code).toBe(0);
+  expect(JSON.parse(set.stdout)).toMatchObject({
+    name: "default",
+    products: 3,
+    embedded_attributes: ["brand", "color"],
+    stale_embeddings: 2,
+  });
+  const listed = JSON.parse((await cli(["catalogues", "list"], env)).stdout.trim());
+  expect(listed).toMatchObject({ name: "default", embedded_attributes: ["brand", "color"] });
+  const bad = await cli(["catalogues", "set", "default", "--embedded-attributes", "Marca"], env);
+  expect(bad.code).toBe(1);
+  expect(bad.stderr).toContain("'Marca'");
+
+  const first = await cli(["reembed", "--catalogue", "default"], env);
+  expect(first.code).toBe(0);
+  expect(first.stderr).toContain("catalogue 'default': 2 of 3 products embedded again from their current text");
+  const second = await cli(["reembed", "--catalogue", "default"], env);
+  expect(second.stderr).toContain("catalogue 'default': 0 of 3 products embedded again");
+  const missing = await cli(["reembed", "--catalogue", "nunca"], env);
+  expect(missing.code).toBe(1);
+  expect(missing.stderr).toContain("No existe el catálogo 'nunca'");
+
+  // Each product's digest is now that of its text with its brand (the vector was made from it).
+  const local = new LocalEmbedder(INSTALLED_MODEL_DIR);
+  const root = new CompositionRoot(loadConfig(env), createLogger("error"), { overrides: { embedder: local } });
+  try {
+    const stored = await (await root.products()).in("default").storedAfter(0, 10);
+    for (const product of stored) {
+      expect(product.contentDigest).toBe(await contentDigest(product, ["brand", "color"]));
+    }
+    expect(stored.map((product) => product.sku)).toEqual(["Z-1", "Z-2", "S-1"]);
+  } finally {
+    await root.close();
+  }
+});
+
 test.concurrent("serve answers, guards its data directory, runs users, keys and catalogues for the CLI over its admin socket, and stops cleanly on SIGTERM", async () => {
   // An empty DATA_DIR: the first start makes its database, as `bun start` does on a fresh checkout.
   const env = {
@@ -320,6 +369,8 @@ test.concurrent("serve answers, guards its data directory, runs users, keys and 
       { name: "default", products: 0 },
       { name: "tienda-norte", products: 1 },
     ]);
+    const set = await cli(["catalogues", "set", "tienda-norte", "--embedded-attributes", "brand"], env);
+    expect(JSON.parse(set.stdout)).toMatchObject({ embedded_attributes: ["brand"], stale_embeddings: 0 });
     expect((await cli(["catalogues", "remove", "default"], env)).stderr).toContain("no se puede borrar");
     expect((await cli(["catalogues", "remove", "tienda-norte"], env)).code).toBe(0);
     expect((await fetch(`${base}/catalogues/tienda-norte/products`, { headers: admin })).status).toBe(404);

@@ -43,6 +43,7 @@ describe("loadConfig", () => {
       maxBodyBytes: 64 * 1024,
       trustProxy: false,
       corsOrigins: [],
+      uiImageOrigins: ["https:"],
       metrics: { token: undefined, port: undefined, catalogues: ["default"] },
       rateLimits: { search: 60, write: 120, windowSeconds: 60 },
       embeddingProvider: "local",
@@ -313,6 +314,13 @@ describe("loadConfig", () => {
     ["CORS_ORIGINS", "shop.example"],
     ["CORS_ORIGINS", "ftp://shop.example"],
     ["CORS_ORIGINS", "https://user:pw@shop.example"],
+    ["CORS_ORIGINS", "https://*.shop.example"],
+    ["UI_IMAGE_ORIGINS", "*"],
+    ["UI_IMAGE_ORIGINS", "https://*.cdn.example"],
+    ["UI_IMAGE_ORIGINS", "https://cdn.example/img"],
+    ["UI_IMAGE_ORIGINS", "http:"],
+    ["UI_IMAGE_ORIGINS", "'unsafe-inline'"],
+    ["UI_IMAGE_ORIGINS", "https://cdn.example; script-src *"],
     ["METRICS_TOKEN", "corto"],
     ["METRICS_TOKEN", "un token con espacios dentro"],
     ["METRICS_PORT", "8000"],
@@ -465,6 +473,10 @@ describe("loadConfig: model providers", () => {
       RATE_LIMIT_WINDOW_SECONDS: "3600",
     });
     expect(config.corsOrigins).toEqual(["https://shop.example", "http://localhost:3000", "https://admin.example"]);
+    expect(
+      loadConfig({ UI_IMAGE_ORIGINS: " https://CDN.shop.example , http://127.0.0.1:9000,https:" }).uiImageOrigins,
+    ).toEqual(["https://cdn.shop.example", "http://127.0.0.1:9000", "https:"]);
+    expect(loadConfig({ UI_IMAGE_ORIGINS: "none" }).uiImageOrigins).toEqual([]);
     expect(config.metrics).toEqual({
       token: "t".repeat(METRICS_TOKEN_MIN_LENGTH),
       port: 9464,

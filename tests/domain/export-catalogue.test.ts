@@ -35,12 +35,19 @@ describe("ExportCatalogue", () => {
         pages.push(page.length);
         return page;
       },
+      embeddedAttributes: () => products.in("default").embeddedAttributes(),
     };
+    await products.setEmbeddedAttributes("default", ["brand"]);
     const clock = new FakeClock(Date.parse("2026-11-25T10:00:00Z"));
     const exporter = new ExportCatalogue({ products: counting, space: async () => SPACE, clock });
 
     const exported = await exporter.execute({ withEmbeddings: false, pageSize: 2 });
-    expect(exported.header).toEqual({ ...SPACE, embeddings: false, exportedAt: new Date("2026-11-25T10:00:00Z") });
+    expect(exported.header).toEqual({
+      ...SPACE,
+      embeddings: false,
+      embeddedAttributes: ["brand"],
+      exportedAt: new Date("2026-11-25T10:00:00Z"),
+    });
     const read = await all(exported.products);
     expect(read).toEqual(products.products);
     expect(read.map((product) => product.id)).toEqual([1, 2, 4, 5, 6, 7]);

@@ -329,7 +329,7 @@ describe("ImportProducts of a catalogue export", () => {
       { model: "otro-modelo", dimension: 32 },
       { model: embedder.model, dimension: 64 },
     ]) {
-      expect(importer.takesEmbeddingsOf(space)).toBe(false);
+      expect(await importer.takesEmbeddingsOf(space, "default")).toBe(false);
     }
     const report = await importer.execute(items(product(0, { embedding: [1, 2] })), {
       catalogue: "default",
@@ -338,6 +338,6 @@ describe("ImportProducts of a catalogue export", () => {
     expect(report.counts).toMatchObject({ created: 1, failed: 0 });
     expect(embedder.batches).toEqual([1]);
     expect(products.embeddingOf(1)).toHaveLength(32);
-    expect(importer.takesEmbeddingsOf(exportSpace())).toBe(true);
+    expect(await importer.takesEmbeddingsOf(exportSpace(), "default")).toBe(true);
   });
 });

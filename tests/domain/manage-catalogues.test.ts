@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { userCaller } from "../../src/domain/caller.ts";
+import { EmbedStaleProducts } from "../../src/domain/embed-stale-products.ts";
 import {
   CatalogueExists,
   CatalogueNotFound,
@@ -9,6 +10,7 @@ import {
 } from "../../src/domain/errors.ts";
 import { ManageCatalogues } from "../../src/domain/manage-catalogues.ts";
 import { FakeClock } from "../fakes/fake-clock.ts";
+import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { MemoryProductRepository } from "../fakes/memory-product-repository.ts";
 
 function setup() {
@@ -20,7 +22,16 @@ function setup() {
     lookups.push(name);
     return exists(name);
   };
-  return { store, clock, lookups, manage: new ManageCatalogues({ catalogues: store, clock }) };
+  return {
+    store,
+    clock,
+    lookups,
+    manage: new ManageCatalogues({
+      catalogues: store,
+      staleProducts: new EmbedStaleProducts({ products: store, embedder: new FakeEmbedder(4) }),
+      clock,
+    }),
+  };
 }
 
 const admin = userCaller({ id: 1, role: "admin" });

@@ -57,7 +57,7 @@ describe("ManageProducts.update", () => {
       { text: "Zapatilla de trail. Deporte. Ligera y transpirable", purpose: "document" },
     ]);
     expect((await products.in("default").get(product.id))?.contentDigest).toBe(
-      await contentDigest({ ...SHOE, name: "Zapatilla de trail" }),
+      await contentDigest({ ...SHOE, name: "Zapatilla de trail" }, []),
     );
   });
 
@@ -135,7 +135,7 @@ describe("ManageProducts.update", () => {
     const stored = await products.in("default").get(product.id);
     expect(stored).toMatchObject({ name: "Nombre nuevo", description: "Descripción nueva", version: 3 });
     expect(stored?.contentDigest).toBe(
-      await contentDigest({ name: "Nombre nuevo", description: "Descripción nueva", category: SHOE.category }),
+      await contentDigest({ name: "Nombre nuevo", description: "Descripción nueva", category: SHOE.category }, []),
     );
     const [fresh] = await embedder.embed(["Nombre nuevo. Deporte. Descripción nueva"], "document");
     expect(products.embeddingOf(product.id)).toEqual(fresh);

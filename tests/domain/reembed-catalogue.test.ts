@@ -17,6 +17,10 @@ function catalogue(size: number): FakeEmbeddingSpace {
       description: `descripción ${id}`,
       contentDigest: `d${id}`,
       vector: [1, 0, 0, 0],
+      // The first product's catalogue embeds its brand (and not its price).
+      ...(id === 1
+        ? { attributes: { brand: "Acme", price: 3 }, embeddedAttributes: ["brand"] }
+        : { embeddedAttributes: [] }),
     });
   }
   return space;
@@ -54,8 +58,10 @@ describe("ReembedCatalogue", () => {
     ]);
     expect(await space.current()).toEqual({ model: embedder.model, dimension: 8 });
     const first = space.products.get(1);
-    expect(first?.vector).toEqual(
-      bagOfWords(embeddingText({ name: "producto 1", category: "Hogar", description: "descripción 1" }), 8),
+    expect(embedder.calls[0]?.text).toBe("producto 1. Hogar. descripción 1. brand: Acme");
+    expect(first?.vector).toEqual(bagOfWords("producto 1. Hogar. descripción 1. brand: Acme", 8));
+    expect(space.products.get(2)?.vector).toEqual(
+      bagOfWords(embeddingText({ name: "producto 2", category: "Hogar", description: "descripción 2" }, []), 8),
     );
   });
 
@@ -77,13 +83,13 @@ describe("ReembedCatalogue", () => {
     expect(events[0]).toMatchObject({ type: "started", staged: 3, total: 6 });
     // Only the changed product and the two never staged were embedded again.
     expect(embedder.calls.map((call) => call.text)).toEqual([
-      embeddingText({ name: "producto 2", category: "Hogar", description: "otra descripción" }),
-      embeddingText({ name: "producto 5", category: "Hogar", description: "descripción 5" }),
-      embeddingText({ name: "producto 6", category: "Hogar", description: "descripción 6" }),
+      embeddingText({ name: "producto 2", category: "Hogar", description: "otra descripción" }, []),
+      embeddingText({ name: "producto 5", category: "Hogar", description: "descripción 5" }, []),
+      embeddingText({ name: "producto 6", category: "Hogar", description: "descripción 6" }, []),
     ]);
     expect(await space.current()).toEqual({ model: embedder.model, dimension: 8 });
     expect(space.products.get(2)?.vector).toEqual(
-      bagOfWords(embeddingText({ name: "producto 2", category: "Hogar", description: "otra descripción" }), 8),
+      bagOfWords(embeddingText({ name: "producto 2", category: "Hogar", description: "otra descripción" }, []), 8),
     );
   });
 
@@ -97,11 +103,12 @@ describe("ReembedCatalogue", () => {
         description: "",
         contentDigest: "d3",
         vector: [0, 1, 0, 0],
+        embeddedAttributes: [],
       });
     const embedder = new FakeEmbedder(8);
     expect(await new ReembedCatalogue({ space, embedder }).execute()).toEqual({ products: 3 });
     expect(space.products.get(3)?.vector).toEqual(
-      bagOfWords(embeddingText({ name: "nuevo", category: "Hogar", description: "" }), 8),
+      bagOfWords(embeddingText({ name: "nuevo", category: "Hogar", description: "" }, []), 8),
     );
   });
 

@@ -114,7 +114,7 @@ describe("SearchAndRecommend: results", () => {
     const expected = await Promise.all(
       CATALOGUE.map(async (product, index) => ({
         id: index + 1,
-        score: cosineSimilarity(queryVector, (await embedder.embed([embeddingText(product)], "document"))[0] ?? []),
+        score: cosineSimilarity(queryVector, (await embedder.embed([embeddingText(product, [])], "document"))[0] ?? []),
       })),
     );
     expected.sort((a, b) => b.score - a.score || a.id - b.id);

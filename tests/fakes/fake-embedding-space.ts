@@ -50,13 +50,7 @@ export class FakeEmbeddingSpace implements EmbeddingSpaceStore {
       .filter((product) => product.id > afterId && this.isUnstaged(product))
       .sort((a, b) => a.id - b.id)
       .slice(0, limit)
-      .map(({ id, name, category, description, contentDigest }) => ({
-        id,
-        name,
-        category,
-        description,
-        contentDigest,
-      }));
+      .map(({ vector: _vector, ...text }) => text);
   }
 
   async stage(vectors: readonly StagedVector[]): Promise<void> {

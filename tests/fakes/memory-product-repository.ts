@@ -44,7 +44,9 @@ export class MemoryProductRepository implements ProductCatalogues, CatalogueRepo
   readonly rows = new Map<number, Row>();
   nextId = 1;
   readonly idempotencyKeys = new Map<string, IdempotentAnswer & { createdAt: number }>();
-  private readonly catalogues = new Map<string, Date>([["default", new Date(0)]]);
+  private readonly catalogues = new Map<string, { createdAt: Date; embeddedAttributes: string[] }>([
+    ["default", { createdAt: new Date(0), embeddedAttributes: [] }],
+  ]);
 
   constructor(
     readonly dimension?: number,
@@ -88,17 +90,18 @@ export class MemoryProductRepository implements ProductCatalogues, CatalogueRepo
   async create(name: string): Promise<boolean> {
     this.checkUp();
     if (this.catalogues.has(name)) return false;
-    this.catalogues.set(name, new Date(this.now()));
+    this.catalogues.set(name, { createdAt: new Date(this.now()), embeddedAttributes: [] });
     return true;
   }
 
   async list(): Promise<CatalogueSummary[]> {
     this.checkUp();
     return [...this.catalogues]
-      .map(([name, createdAt]) => ({
+      .map(([name, { createdAt, embeddedAttributes }]) => ({
         name,
         createdAt,
         products: [...this.rows.values()].filter((row) => row.catalogue === name).length,
+        embeddedAttributes: [...embeddedAttributes],
       }))
       .sort((a, b) => (a.name < b.name ? -1 : 1));
   }
@@ -118,6 +121,19 @@ export class MemoryProductRepository implements ProductCatalogues, CatalogueRepo
   async exists(name: string): Promise<boolean> {
     this.checkUp();
     return this.catalogues.has(name);
+  }
+
+  async setEmbeddedAttributes(name: string, keys: readonly string[]): Promise<boolean> {
+    this.checkUp();
+    const catalogue = this.catalogues.get(name);
+    if (!catalogue) return false;
+    catalogue.embeddedAttributes = [...keys];
+    return true;
+  }
+
+  /** The catalogue's embedded attributes (the catalogue must exist: `enter` first). */
+  embeddedAttributesOf(name: string): string[] {
+    return [...(this.catalogues.get(name)?.embeddedAttributes ?? [])];
   }
 }
 
@@ -238,6 +254,20 @@ export class MemoryCatalogueProducts implements ProductRepository {
       .sort((a, b) => a.product.id - b.product.id)
       .slice(0, limit)
       .map((row) => ({ ...publicView(row.product), ...(withEmbeddings ? { embedding: [...row.embedding] } : {}) }));
+  }
+
+  async storedAfter(afterId: number, limit: number): Promise<StoredProduct[]> {
+    this.checkUp();
+    return [...this.rows.values()]
+      .filter((row) => row.product.id > afterId)
+      .sort((a, b) => a.product.id - b.product.id)
+      .slice(0, limit)
+      .map((row) => ({ ...row.product }));
+  }
+
+  async embeddedAttributes(): Promise<string[]> {
+    this.checkUp();
+    return this.store.embeddedAttributesOf(this.catalogue);
   }
 
   async findBySkus(skus: readonly string[]): Promise<StoredProduct[]> {

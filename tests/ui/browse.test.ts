@@ -1,5 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { allowedImage, bucketCondition, formatPrice, markedSegments, safeLink } from "../../src/ui/browse.ts";
+import {
+  allowedImage,
+  bucketCondition,
+  formatPrice,
+  imageOriginsOf,
+  markedSegments,
+  safeLink,
+} from "../../src/ui/browse.ts";
 
 const ORIGIN = "http://127.0.0.1:8000";
 
@@ -28,12 +35,28 @@ describe("a product's link and image", () => {
     expect(safeLink(42, ORIGIN)).toBeUndefined();
   });
 
-  test("an image only where the page's img-src allows: its own origin or a data: image", () => {
+  test("an image only where the page's img-src allows: its own origin, a data: image, or its image origins", () => {
     expect(allowedImage("/ui/assets/a.png", ORIGIN)).toBe(`${ORIGIN}/ui/assets/a.png`);
     expect(allowedImage("data:image/png;base64,AAAA", ORIGIN)).toBe("data:image/png;base64,AAAA");
     expect(allowedImage("https://cdn.example/a.png", ORIGIN)).toBeUndefined();
     expect(allowedImage("data:text/html,x", ORIGIN)).toBeUndefined();
     expect(allowedImage("javascript:alert(1)", ORIGIN)).toBeUndefined();
+    // `https:`: any HTTPS origin, never plain HTTP.
+    expect(allowedImage("https://cdn.example/a.png", ORIGIN, ["https:"])).toBe("https://cdn.example/a.png");
+    expect(allowedImage("http://cdn.example/a.png", ORIGIN, ["https:"])).toBeUndefined();
+    // Exact origins: only those (scheme, host and port).
+    const listed = ["https://cdn.example", "http://127.0.0.1:9000"];
+    expect(allowedImage("http://127.0.0.1:9000/a.png", ORIGIN, listed)).toBe("http://127.0.0.1:9000/a.png");
+    expect(allowedImage("https://cdn.example/x/a.png", ORIGIN, listed)).toBe("https://cdn.example/x/a.png");
+    expect(allowedImage("http://127.0.0.1:9001/a.png", ORIGIN, listed)).toBeUndefined();
+    expect(allowedImage("https://other.example/a.png", ORIGIN, listed)).toBeUndefined();
+    expect(allowedImage("javascript:alert(1)", ORIGIN, ["https:"])).toBeUndefined();
+  });
+
+  test("the image origins are read from the page's meta element's content", () => {
+    expect(imageOriginsOf("https: http://127.0.0.1:9000")).toEqual(["https:", "http://127.0.0.1:9000"]);
+    expect(imageOriginsOf("")).toEqual([]);
+    expect(imageOriginsOf(null)).toEqual([]);
   });
 });
 

@@ -126,6 +126,15 @@ let container: HttpService;
 let stopJobs: (() => Promise<void>) | undefined;
 let server: ReturnType<HttpService["app"]["listen"]>;
 let base = "";
+/** A shop's picture server on another origin (another port of 127.0.0.1): the paths the page asked it for. */
+let imageServer: ReturnType<typeof Bun.serve> | undefined;
+let imageOrigin = "";
+const imageRequests: string[] = [];
+/** A 1×1 PNG. */
+const PIXEL_PNG = Uint8Array.from(
+  atob("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="),
+  (c) => c.charCodeAt(0),
+);
 let browser: Browser;
 let adminToken = "";
 /** Every problem the page met in the current test: errors in its console (CSP refusals among them) or thrown. */
@@ -152,11 +161,22 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
   blockHooks(!hasChromium, { beforeAll: setUp, afterAll: tearDown });
 
   async function setUp() {
+    imageServer = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: (request) => {
+        imageRequests.push(new URL(request.url).pathname);
+        return new Response(PIXEL_PNG, { headers: { "Content-Type": "image/png" } });
+      },
+    });
+    imageOrigin = `http://127.0.0.1:${imageServer.port}`;
     const config = loadConfig({
       ADMIN_USERNAME: ADMIN.username,
       ADMIN_PASSWORD: ADMIN.password,
       JWT_SECRET: "secreto-de-las-pruebas-de-la-pagina-0123456789",
       QUERY_TRANSLATION: "off",
+      // Any HTTPS origin (the default) and the shop's picture server, listed (http: is no HTTPS).
+      UI_IMAGE_ORIGINS: `https:,${imageOrigin}`,
     });
     container = await createHttpService(config, createLogger("error"), {
       database: await openNewPglite(),
@@ -179,6 +199,7 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
 
   async function tearDown() {
     await browser?.close();
+    imageServer?.stop(true);
     await container?.app.stop();
     await stopJobs?.();
     await container?.close();
@@ -875,7 +896,7 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     ["Zeta Uno", "Zeta", 29.9, true],
     ["Zeta Dos <b>ligeras</b>", "Zeta", 79.9, true],
   ] as const;
-  /** A 1×1 PNG the page's Content-Security-Policy allows (img-src 'self' data:). */
+  /** A 1×1 PNG the page's Content-Security-Policy allows (img-src 'self' data: ...). */
   const PIXEL =
     "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=";
 
@@ -894,8 +915,14 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
           currency: "EUR",
           brand,
           in_stock: inStock,
-          // Another origin's image: the page's CSP would refuse it, so the page leaves it out.
-          image_url: brand === "Acme" ? "https://cdn.example/acme.png" : PIXEL,
+          // Acme's pictures are on an origin the page's CSP refuses (plain HTTP, not listed): left out.
+          // Zeta's are on the shop's picture server, another origin that UI_IMAGE_ORIGINS lists.
+          image_url:
+            brand === "Acme"
+              ? "http://cdn.example/acme.png"
+              : brand === "Zeta"
+                ? `${imageOrigin}/zeta-${i}.png`
+                : PIXEL,
           url: `https://tienda.example/${i}`,
         },
       })),
@@ -988,6 +1015,16 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     const ranged = await searched(() => cheapest.click());
     expect(ranged.filter).toEqual({ price: { gte: 29.9, lt: expect.closeTo(47.9, 6) } });
     expect((await names()).sort()).toEqual(["Zapatillas de running Acme Uno", "Zapatillas de running Zeta Uno"]);
+    // Zeta's picture comes from the shop's picture server (another origin, listed) and loads; Acme's
+    // (an origin the policy refuses) is left out, never asked for.
+    const zetaId = await page.locator("#results > li", { hasText: "Zeta Uno" }).getAttribute("data-id");
+    const zeta = `#results > li[data-id="${zetaId}"] img.result-image`;
+    expect(await page.locator(zeta).getAttribute("src")).toMatch(new RegExp(`^${imageOrigin}/zeta-\\d+\\.png$`));
+    await page.waitForFunction(`document.querySelector('${zeta}')?.complete`);
+    expect(await page.evaluate(`document.querySelector('${zeta}').naturalWidth`)).toBe(1);
+    expect(imageRequests.some((path) => /^\/zeta-\d+\.png$/.test(path))).toBe(true);
+    expect(await page.locator("#results > li", { hasText: "Acme Uno" }).locator("img").count()).toBe(0);
+    expect(requested.filter((url) => url.includes("cdn.example"))).toEqual([]);
     await searched(() => page.getByRole("button", { name: /^Quitar filtro Precio/ }).click());
 
     // Pages: the next one has the next results, none of the first's; the last has the rest.

@@ -58,6 +58,8 @@ export interface HttpSettings {
   bulk: BulkLimits;
   /** Exact origins (`https://shop.example`) whose browser scripts may call the API; none: CORS is off. */
   corsOrigins: readonly string[];
+  /** Where the search page's product pictures may come from besides the service itself; unset: any HTTPS origin. */
+  uiImageOrigins?: readonly string[];
   /** The search's event stream `retry:`, in ms; unset: RECONNECT_MS (tests shorten it). */
   eventStreamReconnectMs?: number;
 }
@@ -180,7 +182,7 @@ export function createHttpApp(deps: HttpDeps) {
   const credential = credentialRoutes({ manageCatalogues, auth, rateLimits: limits });
   const metrics = deps.metrics ? metricsRoutes(deps.metrics) : new Elysia();
   // The search page, with a Content-Security-Policy of its own.
-  const ui = uiRoutes();
+  const ui = uiRoutes({ imageOrigins: settings.uiImageOrigins });
   const methodsByPath = routeTable([
     docs,
     docsAssets,

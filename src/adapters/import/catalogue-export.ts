@@ -4,6 +4,9 @@
  *
  *   {"sku_search_export":1,"model":"all-MiniLM-L6-v2","dimension":384,"embeddings":true,"exported_at":"2026-11-25T10:00:00.000Z"}
  *
+ * (with `"embedded_attributes":["brand"]` when the catalogue embeds attributes with each text: its
+ * embeddings are then of those texts, and an import takes them only into a catalogue that embeds the same)
+ *
  * then one product per line, by id: `{"id":1,"sku":"A-1","name":...,"description":...,"category":...,"embedding":[...]}`
  * (`sku` and `attributes` only when set, `embedding` only with embeddings). The product lines are ordinary import
  * items (the import ignores `id`), so `import` reads the file like any JSON Lines file; it takes
@@ -30,6 +33,7 @@ export function headerRecord(header: ExportHeader): Record<string, unknown> {
     dimension: header.dimension,
     embeddings: header.embeddings,
     exported_at: header.exportedAt.toISOString(),
+    ...(header.embeddedAttributes.length > 0 ? { embedded_attributes: header.embeddedAttributes } : {}),
   };
 }
 

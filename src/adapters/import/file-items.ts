@@ -100,7 +100,7 @@ function exportHeaderOf(item: JsonItem): ExportHeader | undefined {
       `export header: format version ${JSON.stringify(version)} is not one this program reads (${EXPORT_FORMAT_VERSION})`,
     );
   }
-  const { model, dimension, embeddings, exported_at: exportedAt } = header;
+  const { model, dimension, embeddings, exported_at: exportedAt, embedded_attributes: embedded = [] } = header;
   const date = typeof exportedAt === "string" ? new Date(exportedAt) : undefined;
   if (
     typeof model !== "string" ||
@@ -110,13 +110,15 @@ function exportHeaderOf(item: JsonItem): ExportHeader | undefined {
     dimension < 1 ||
     typeof embeddings !== "boolean" ||
     date === undefined ||
-    Number.isNaN(date.getTime())
+    Number.isNaN(date.getTime()) ||
+    !Array.isArray(embedded) ||
+    !embedded.every((key) => typeof key === "string")
   ) {
     throw new UnreadableImport(
-      "export header: it must name the model (text), dimension (a whole number), embeddings (true or false) and exported_at (a date)",
+      "export header: it must name the model (text), dimension (a whole number), embeddings (true or false), exported_at (a date) and, if any, embedded_attributes (a list of texts)",
     );
   }
-  return { model, dimension, embeddings, exportedAt: date };
+  return { model, dimension, embeddings, exportedAt: date, embeddedAttributes: embedded as string[] };
 }
 
 /**

@@ -33,8 +33,13 @@ export class PostgresCatalogueRepository implements CatalogueRepository {
   }
 
   async list(): Promise<CatalogueSummary[]> {
-    const rows = await this.pools.writes.query<{ name: string; products: number | string; created_at: Date }>(
-      `SELECT c.name, coalesce(p.products, 0) AS products, c.created_at
+    const rows = await this.pools.writes.query<{
+      name: string;
+      products: number | string;
+      created_at: Date;
+      embedded_attributes: string[];
+    }>(
+      `SELECT c.name, coalesce(p.products, 0) AS products, c.created_at, c.embedded_attributes
        FROM catalogues c
        LEFT JOIN (SELECT catalogue, count(*) AS products FROM products GROUP BY catalogue) p ON p.catalogue = c.name
        ORDER BY c.name`,
@@ -43,6 +48,7 @@ export class PostgresCatalogueRepository implements CatalogueRepository {
       name: row.name,
       products: Number(row.products),
       createdAt: new Date(row.created_at),
+      embeddedAttributes: [...row.embedded_attributes],
     }));
   }
 
@@ -65,6 +71,15 @@ export class PostgresCatalogueRepository implements CatalogueRepository {
     });
     if (removed) await this.pools.wrote();
     return removed;
+  }
+
+  async setEmbeddedAttributes(name: string, keys: readonly string[]): Promise<boolean> {
+    const rows = await this.pools.writes.query(
+      "UPDATE catalogues SET embedded_attributes = $2::text[] WHERE name = $1 RETURNING id",
+      [name, [...keys]],
+    );
+    if (rows.length > 0) await this.pools.wrote();
+    return rows.length > 0;
   }
 
   async exists(name: string): Promise<boolean> {

@@ -1,3 +1,4 @@
+import { type Attributes, hasAttributes } from "../../domain/attributes.ts";
 import type { Vector } from "../../domain/vector.ts";
 import type { EmbeddingSpace, EmbeddingSpaceStore, ProductText, StagedVector } from "../../ports/embedding-space.ts";
 import { encodeCopyRows } from "./binary-copy.ts";
@@ -9,6 +10,8 @@ interface ProductTextRow {
   name: string;
   category: string;
   description: string;
+  attributes: Attributes | string | null;
+  embedded_attributes: string[] | null;
   text_digest: string;
 }
 
@@ -126,17 +129,24 @@ async function dropStaging(tx: SqlClient): Promise<void> {
 
 async function unstagedIn(db: SqlClient, afterId: number, limit: number): Promise<ProductText[]> {
   const rows = await db.query<ProductTextRow>(
-    `SELECT id, name, category, description, ${EMBEDDED_TEXT_DIGEST_SQL} AS text_digest
+    `SELECT id, name, category, description, attributes,
+       (SELECT c.embedded_attributes FROM catalogues c WHERE c.name = products.catalogue) AS embedded_attributes,
+       ${EMBEDDED_TEXT_DIGEST_SQL} AS text_digest
      FROM products WHERE id > $1 AND ${UNSTAGED} ORDER BY id LIMIT $2`,
     [afterId, limit],
   );
-  return rows.map((row) => ({
-    id: Number(row.id),
-    name: row.name,
-    category: row.category,
-    description: row.description,
-    contentDigest: row.text_digest,
-  }));
+  return rows.map((row) => {
+    const attributes = typeof row.attributes === "string" ? (JSON.parse(row.attributes) as Attributes) : row.attributes;
+    return {
+      id: Number(row.id),
+      name: row.name,
+      category: row.category,
+      description: row.description,
+      ...(hasAttributes(attributes) ? { attributes } : {}),
+      embeddedAttributes: [...(row.embedded_attributes ?? [])],
+      contentDigest: row.text_digest,
+    };
+  });
 }
 
 /** Writes staged vectors with binary COPY into a temporary table and one UPDATE (a vector as text costs more to parse than to store). */

@@ -501,6 +501,25 @@ export class PostgresProductRepository implements ProductRepository {
     });
   }
 
+  async storedAfter(afterId: number, limit: number): Promise<StoredProduct[]> {
+    const rows = await this.inCatalogue(this.writes, (tx) =>
+      tx.query<StoredRow>(
+        `SELECT ${STORED_COLUMNS} FROM products WHERE catalogue = $1 AND id > $2 ORDER BY id LIMIT $3`,
+        [this.catalogue, afterId, limit],
+      ),
+    );
+    return rows.map(toStored);
+  }
+
+  async embeddedAttributes(): Promise<string[]> {
+    const [row] = await this.writes.query<{ embedded_attributes: string[] }>(
+      "SELECT embedded_attributes FROM catalogues WHERE name = $1",
+      [this.catalogue],
+    );
+    if (!row) throw new CatalogueNotFound(this.catalogue);
+    return [...row.embedded_attributes];
+  }
+
   async findBySkus(skus: readonly string[]): Promise<StoredProduct[]> {
     if (skus.length === 0) return [];
     const rows = await this.inCatalogue(this.writes, (tx) =>

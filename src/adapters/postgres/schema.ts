@@ -361,6 +361,16 @@ const MIGRATIONS: readonly Migration[] = [
       );
     },
   },
+  {
+    version: 18,
+    name: "embedded attributes per catalogue",
+    async apply(tx) {
+      // The attributes a catalogue embeds with each product's text (domain/attributes.ts
+      // checkedEmbeddedAttributes: at most 8 names, in order). None by default: every stored
+      // digest stays that of its product's text, nothing is embedded again by this migration.
+      await tx.query("ALTER TABLE catalogues ADD COLUMN embedded_attributes text[] NOT NULL DEFAULT '{}'");
+    },
+  },
 ];
 
 /** The catalogue the contract's `/products…` routes stand for; every product from before catalogues is in it. */
@@ -627,13 +637,37 @@ const SEARCH_TEXT_SQL = ["name", "category", "description"]
 const CONTENT_DIGEST_SQL = "encode(sha256(convert_to(name || E'\\n' || description, 'UTF8')), 'hex')";
 
 /**
- * contentDigest (domain/product.ts) of a product's text as it is now, in SQL: SHA-256 hex of
- * "name. category. description" (an empty description left out), as UTF-8. A stored digest that
- * differs is that of an older text (or of the text as the service embedded it before the category
- * was part of it): re-embedding gives the product a vector of its current text.
+ * The part of the embedded text a row of `products` gets from the attributes its catalogue embeds,
+ * in SQL, as domain/attributes.ts embeddedAttributesText writes it: "key: value" for each name of
+ * the catalogue's `embedded_attributes` the product has, in that order, joined by ". " (a list's
+ * items by ", "; PostgreSQL prints a jsonb number in plain decimals and a boolean as true/false, as
+ * the domain does); a value that writes as nothing is left out; NULL when none is there.
  */
-export const EMBEDDED_TEXT_DIGEST_SQL =
-  "encode(sha256(convert_to(concat_ws('. ', name, category, NULLIF(description, '')), 'UTF8')), 'hex')";
+const EMBEDDED_ATTRIBUTES_TEXT_SQL = `(
+  SELECT string_agg(part.key || ': ' || part.value, '. ' ORDER BY part.position)
+  FROM (
+    SELECT embedded.key, embedded.position,
+      CASE jsonb_typeof(products.attributes -> embedded.key)
+        WHEN 'array' THEN (
+          SELECT string_agg(item.value, ', ' ORDER BY item.position)
+          FROM jsonb_array_elements_text(products.attributes -> embedded.key) WITH ORDINALITY AS item(value, position))
+        ELSE products.attributes ->> embedded.key
+      END AS value
+    FROM unnest((SELECT c.embedded_attributes FROM catalogues c WHERE c.name = products.catalogue))
+      WITH ORDINALITY AS embedded(key, position)
+  ) part
+  WHERE part.value <> '')`;
+
+/**
+ * contentDigest (domain/product.ts) of a product's text as it is now, in SQL, over a row of
+ * `products` (named so): SHA-256 hex of "name. category. description" (an empty description left
+ * out) and the attributes its catalogue embeds (EMBEDDED_ATTRIBUTES_TEXT_SQL), as UTF-8. A stored
+ * digest that differs is that of an older text (or of the text as the service embedded it before
+ * the category, or those attributes, were part of it): re-embedding gives the product a vector of
+ * its current text.
+ */
+export const EMBEDDED_TEXT_DIGEST_SQL = `encode(sha256(convert_to(concat_ws('. ', products.name, products.category,
+  NULLIF(products.description, ''), ${EMBEDDED_ATTRIBUTES_TEXT_SQL}), 'UTF8')), 'hex')`;
 
 /** The version of every migration, in order (what `schema_migrations` holds once all are applied). */
 export const MIGRATION_VERSIONS: readonly number[] = MIGRATIONS.map((migration) => migration.version);

@@ -1,5 +1,5 @@
 /**
- * `catalogues add|list|remove`: catalogues, from the command line, while the service runs too
+ * `catalogues add|list|set|remove`: catalogues, from the command line, while the service runs too
  * (admin/admin-channel.ts). Each catalogue's products are at /catalogues/{name}/products….
  */
 import { runAdminOperation } from "../admin/admin-channel.ts";
@@ -19,12 +19,34 @@ export const registerCatalogues: RegisterCommand = (program, run, output) => {
     );
   catalogues
     .command("list")
-    .description("list the catalogues with their product counts (one JSON object a line)")
+    .description("list the catalogues with their product counts and settings (one JSON object a line)")
     .action(() =>
       run(async (config) => {
         for (const catalogue of (await runAdminOperation(config, "catalogues.list", {})) as unknown[]) {
           output.out(`${JSON.stringify(catalogue)}\n`);
         }
+        return EXIT.ok;
+      }),
+    );
+  catalogues
+    .command("set")
+    .argument("<name>")
+    .requiredOption(
+      "--embedded-attributes <names>",
+      "the attributes embedded with each product's text, separated by commas ('' for none): at most 8",
+    )
+    .description(
+      "change a catalogue's settings and print it as one JSON object, with how many products are now stale " +
+        "(`reembed --catalogue <name>` embeds them again)",
+    )
+    .action((name: string, options: { embeddedAttributes: string }) =>
+      run(async (config) => {
+        const embedded = options.embeddedAttributes
+          .split(",")
+          .map((key) => key.trim())
+          .filter((key) => key !== "");
+        const configured = await runAdminOperation(config, "catalogues.set", { name, embedded_attributes: embedded });
+        output.out(`${JSON.stringify(configured)}\n`);
         return EXIT.ok;
       }),
     );

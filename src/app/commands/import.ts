@@ -162,7 +162,7 @@ async function runImport(
     const importer = await prepare();
     const header = source.exportHeader;
     if (header?.embeddings) {
-      embeddings = importer.takesEmbeddingsOf(header) ? "restored" : "computed";
+      embeddings = (await importer.takesEmbeddingsOf(header, options.catalogue)) ? "restored" : "computed";
       output.err(`${describeExportEmbeddings(header, embeddings, importer.space)}\n`);
     }
     progress.phase(embeddings === "restored" ? "importing" : "importing (the first batch also loads the model)");
@@ -245,10 +245,15 @@ function describeExportEmbeddings(
   configured: EmbeddingSpace,
 ): string {
   const of = (space: EmbeddingSpace) => `${space.model} (${space.dimension} dimensions)`;
+  const sameSpace = header.model === configured.model && header.dimension === configured.dimension;
   return embeddings === "restored"
     ? `export of ${header.exportedAt.toISOString()}: its embeddings are of the configured model, ${of(header)}: ` +
         "they are stored as they are, no text is embedded"
-    : `export of ${header.exportedAt.toISOString()}: its embeddings are of ${of(header)}, not of the configured ` +
+    : sameSpace
+      ? `export of ${header.exportedAt.toISOString()}: its embeddings were made with the embedded attributes ` +
+        `[${header.embeddedAttributes.join(", ")}], not those of the catalogue it goes into: they are ignored and ` +
+        "the texts embedded again"
+      : `export of ${header.exportedAt.toISOString()}: its embeddings are of ${of(header)}, not of the configured ` +
         `model ${of(configured)}: they are ignored and the texts embedded again`;
 }
 

@@ -1,6 +1,7 @@
 /**
  * `reembed`: moves every product's embedding to the configured model (README "Users and
  * maintenance"). Resumable: stopped or failed, it keeps what it staged and the next run goes on.
+ * `reembed --catalogue NAME`: embeds again only that catalogue's stale products (README "What is embedded").
  */
 import type { Config } from "../config.ts";
 import { secretsOf } from "../config.ts";
@@ -11,9 +12,52 @@ import { buildIndexAfterLoad, stopOnSignals } from "./load.ts";
 export const registerReembed: RegisterCommand = (program, run, output) => {
   program
     .command("reembed")
-    .description("re-embed every product with the configured embedding model (stop the service first)")
-    .action(() => run((config) => reembed(config, createLogger(config.logLevel, secretsOf(config)), output)));
+    .description(
+      "re-embed every product with the configured embedding model, or with --catalogue only the products of that " +
+        "catalogue whose embedding is not of their current text (after `catalogues set`); on the embedded database " +
+        "stop the service first",
+    )
+    .option("--catalogue <name>", "embed again only this catalogue's stale products, in place")
+    .action((options: { catalogue?: string }) =>
+      run((config) => {
+        const log = createLogger(config.logLevel, secretsOf(config));
+        return options.catalogue === undefined
+          ? reembed(config, log, output)
+          : reembedStale(config, log, output, options.catalogue);
+      }),
+    );
 };
+
+/**
+ * `reembed --catalogue NAME`: the catalogue's products whose embedding was made from another text
+ * than the one they have now (domain/embed-stale-products.ts), embedded again in place, in the
+ * catalogue's current model. Resumable by its nature: the next run finds only what is left.
+ */
+async function reembedStale(config: Config, log: Logger, output: CliOutput, catalogue: string): Promise<number> {
+  const { CompositionRoot } = await import("../composition-root.ts");
+  const root = new CompositionRoot(config, log);
+  const stop = stopOnSignals();
+  try {
+    const { products, embedded, changedMeanwhile } = await (await root.embedStaleProducts()).execute(catalogue, {
+      signal: stop.signal,
+      onProgress: (progress) =>
+        output.err(`\rchecked ${progress.checked}/${progress.total}, embedded again ${progress.embedded}`),
+    });
+    output.err(
+      `\ncatalogue '${catalogue}': ${embedded} of ${products} products embedded again from their current text` +
+        (changedMeanwhile > 0 ? ` (${changedMeanwhile} changed meanwhile: their change embedded them)` : "") +
+        "\n",
+    );
+    return EXIT.ok;
+  } catch (error) {
+    if (!stop.signal.aborted) throw error;
+    output.err("\nstopped: what was embedded stays; run the same command again to go on\n");
+    return stop.exitCode;
+  } finally {
+    stop.release();
+    await root.close();
+  }
+}
 
 async function reembed(config: Config, log: Logger, output: CliOutput): Promise<number> {
   const { CompositionRoot } = await import("../composition-root.ts");

@@ -10,6 +10,7 @@ import { ManageApiKeys, type NewApiKey } from "../../../src/domain/api-keys.ts";
 import { Authenticate } from "../../../src/domain/authenticate.ts";
 import { AuthenticateKeys } from "../../../src/domain/authenticate-keys.ts";
 import { CreateProduct } from "../../../src/domain/create-product.ts";
+import { EmbedStaleProducts } from "../../../src/domain/embed-stale-products.ts";
 import { type ImportJobSettings, ImportJobs } from "../../../src/domain/import-jobs.ts";
 import { ImportProducts } from "../../../src/domain/import-products.ts";
 import { LoginThrottle } from "../../../src/domain/login-throttle.ts";
@@ -138,7 +139,11 @@ export async function createHarness(options: HarnessOptions = {}) {
     manageApiKeys,
     createProduct: new CreateProduct({ products, embedder }),
     manageProducts: new ManageProducts({ products, embedder }),
-    manageCatalogues: new ManageCatalogues({ catalogues: products, clock }),
+    manageCatalogues: new ManageCatalogues({
+      catalogues: products,
+      staleProducts: new EmbedStaleProducts({ products, embedder }),
+      clock,
+    }),
     importJobs,
     search: new SearchAndRecommend({
       products,

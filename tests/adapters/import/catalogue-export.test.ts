@@ -18,6 +18,7 @@ const header: ExportHeader = {
   model: "all-MiniLM-L6-v2",
   dimension: 3,
   embeddings: true,
+  embeddedAttributes: [],
   exportedAt: new Date("2026-11-25T10:00:00.000Z"),
 };
 
@@ -82,6 +83,16 @@ describe("a catalogue export file", () => {
     const { source, items } = await read(path);
     expect(source.exportHeader).toEqual({ ...header, embeddings: false });
     expect(items).toEqual(plain.map((value, index) => ({ index: index + 1, value })));
+  });
+
+  test("the attributes the catalogue embedded are in the header, and read back from it", async () => {
+    const path = join(tempDir(), "catalogue.jsonl");
+    const embedding = { ...header, embeddedAttributes: ["brand", "color"] };
+    await writeCatalogueExport(path, { header: embedding, products: listed(products) }, { gzip: false });
+    expect(JSON.parse(readFileSync(path, "utf8").split("\n")[0] as string)).toMatchObject({
+      embedded_attributes: ["brand", "color"],
+    });
+    expect((await read(path)).source.exportHeader).toEqual(embedding);
   });
 
   test("an export that fails midway leaves no file, and an earlier export at that name stays whole", async () => {

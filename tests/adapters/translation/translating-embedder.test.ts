@@ -135,7 +135,10 @@ describe.skipIf(!apertium.found)("the offline model behind Apertium (real)", () 
       // Fake timers: the first texts also start Apertium, which a loaded machine makes slow, never wrong.
       translator = new ApertiumTranslator(apertium.pipelines, { timeoutMs: 5000, timers: new FakeTimers() });
       translating = new TranslatingEmbedder(model, translator);
-      productVectors = await translating.embed(products.map(embeddingText), "document");
+      productVectors = await translating.embed(
+        products.map((product) => embeddingText(product, [])),
+        "document",
+      );
     },
     async afterAll() {
       await translator.close();

@@ -38,7 +38,12 @@ describe("POST, GET and DELETE /catalogues", () => {
     const h = await createHarness();
     const made = await h.call("POST", "/catalogues", { token: h.token, json: { name: "tienda-norte" } });
     expect(made.status).toBe(201);
-    expect(made.json).toEqual({ name: "tienda-norte", products: 0, created_at: expect.any(String) });
+    expect(made.json).toEqual({
+      name: "tienda-norte",
+      products: 0,
+      created_at: expect.any(String),
+      embedded_attributes: [],
+    });
     await h.call("POST", "/catalogues/tienda-norte/products/", { token: h.token, json: CAFETERA });
     await h.call("POST", "/products/", { token: h.token, json: TETERA });
     const listed = await h.call("GET", "/catalogues", { token: h.token });
@@ -318,5 +323,128 @@ describe("budgets and logs carry the catalogue", () => {
       ["search", "sur"],
       ["request", "sur"],
     ]);
+  });
+});
+
+describe("PATCH /catalogues/{catalogue}: the attributes it embeds", () => {
+  const ACME = { ...CAFETERA, sku: "Z-1", name: "Zapatilla", description: "Ligera", category: "Deporte" };
+  const shoes = [
+    { ...ACME, sku: "Z-1", attributes: { brand: "Acme", price: 40 } },
+    { ...ACME, sku: "Z-2", attributes: { brand: "Zeta", price: 50 } },
+  ];
+
+  async function shop() {
+    const h = await createHarness();
+    expect((await h.call("POST", "/catalogues", { token: h.token, json: { name: "tienda" } })).status).toBe(201);
+    const bulk = await h.call("POST", "/catalogues/tienda/products/bulk", { token: h.token, json: shoes });
+    expect(bulk.json.counts).toMatchObject({ created: 2 });
+    return h;
+  }
+
+  const searchFor = async (h: Harness, query: string) =>
+    (
+      await h.call("POST", "/catalogues/tienda/products/search", {
+        token: h.token,
+        json: { query, limit: 2, mode: "semantic" },
+      })
+    ).json.results as { sku: string; score: number }[];
+
+  test("the setting makes the embedded attributes count in the search; the answer says how many products are stale", async () => {
+    const h = await shop();
+    // Two products of the same text: their brands are not embedded, so a search for one scores both alike.
+    const before = await searchFor(h, "zapatilla zeta");
+    expect(before[0]?.score).toBeCloseTo(before[1]?.score as number, 6);
+
+    const patched = await h.call("PATCH", "/catalogues/tienda", {
+      token: h.token,
+      json: { embedded_attributes: ["brand"] },
+    });
+    expect(patched.status).toBe(200);
+    expect(patched.json).toEqual({
+      name: "tienda",
+      products: 2,
+      created_at: expect.any(String),
+      embedded_attributes: ["brand"],
+      stale_embeddings: 2,
+    });
+    const listed = await h.call("GET", "/catalogues", { token: h.token });
+    expect(listed.json.catalogues.find((c: { name: string }) => c.name === "tienda").embedded_attributes).toEqual([
+      "brand",
+    ]);
+
+    // Re-importing the same products embeds the stale ones again, now with their brands.
+    const again = await h.call("POST", "/catalogues/tienda/products/bulk", { token: h.token, json: shoes });
+    expect(again.json.counts).toMatchObject({ updated: 2, unchanged: 0 });
+    const after = await searchFor(h, "zapatilla zeta");
+    expect(after.map((result) => result.sku)).toEqual(["Z-2", "Z-1"]);
+    expect(after[0]?.score).toBeGreaterThan((after[1]?.score as number) + 0.1);
+    expect((await searchFor(h, "zapatilla acme"))[0]?.sku).toBe("Z-1");
+    const settled = await h.call("PATCH", "/catalogues/tienda", {
+      token: h.token,
+      json: { embedded_attributes: ["brand"] },
+    });
+    expect(settled.json.stale_embeddings).toBe(0);
+  });
+
+  test("a change of only a non-embedded attribute embeds nothing; of an embedded one, the product again", async () => {
+    const h = await shop();
+    await h.call("PATCH", "/catalogues/tienda", { token: h.token, json: { embedded_attributes: ["brand"] } });
+    await h.call("POST", "/catalogues/tienda/products/bulk", { token: h.token, json: shoes });
+    const [acme] = (await h.call("GET", "/catalogues/tienda/products", { token: h.token })).json.items;
+    const embedded = h.embedder.calls.length;
+    const path = `/catalogues/tienda/products/${acme.id}`;
+    expect(
+      (await h.call("PATCH", path, { token: h.token, json: { attributes: { brand: "Acme", price: 9 } } })).status,
+    ).toBe(200);
+    expect(h.embedder.calls.length).toBe(embedded);
+    await h.call("PATCH", path, { token: h.token, json: { attributes: { brand: "Zeta", price: 9 } } });
+    expect(h.embedder.calls.slice(embedded).map((call) => call.text)).toEqual([
+      "Zapatilla. Deporte. Ligera. brand: Zeta",
+    ]);
+  });
+
+  test("bad settings are 422 naming what is wrong, and nothing changes", async () => {
+    const h = await shop();
+    await h.call("PATCH", "/catalogues/tienda", { token: h.token, json: { embedded_attributes: ["brand"] } });
+    const refusals: [unknown, string][] = [
+      [{ embedded_attributes: ["Marca"] }, "'Marca'"],
+      [{ embedded_attributes: ["brand", "brand"] }, "'brand' más de una vez"],
+      [{ embedded_attributes: Array.from({ length: 9 }, (_, i) => `a${i}`) }, "el máximo es 8"],
+      [{ embedded_attributes: "brand" }, "'embedded_attributes'"],
+      [{ embedded_attributes: [3] }, "'embedded_attributes'"],
+      [{ embedded_attributes: ["brand"], name: "otra" }, "'name'"],
+      [{}, "'embedded_attributes'"],
+    ];
+    for (const [json, detail] of refusals) {
+      const response = await h.call("PATCH", "/catalogues/tienda", { token: h.token, json });
+      expect(response.status).toBe(422);
+      expect(response.json.detail).toContain(detail);
+    }
+    const listed = await h.call("GET", "/catalogues", { token: h.token });
+    expect(listed.json.catalogues.find((c: { name: string }) => c.name === "tienda").embedded_attributes).toEqual([
+      "brand",
+    ]);
+  });
+
+  test("it takes catalogues.manage (403 without it); a catalogue the credential cannot see, or none, is 404", async () => {
+    const h = await shop();
+    const json = { embedded_attributes: ["brand"] };
+    const viewer = await h.tokenOf("vera", "viewer");
+    expect((await h.call("PATCH", "/catalogues/tienda", { token: viewer, json })).status).toBe(403);
+    const writer = await h.keyOf({ actions: ["products.write", "products.read"], catalogues: ["tienda"] });
+    const refused = await h.call("PATCH", "/catalogues/tienda", { headers: { "x-api-key": writer.key }, json });
+    expect(refused.status).toBe(403);
+    expect(refused.json.detail).toContain("catalogues.manage");
+    const elsewhere = await h.keyOf({ actions: ["catalogues.manage"], catalogues: ["otra"] });
+    expect(
+      (await h.call("PATCH", "/catalogues/tienda", { headers: { "x-api-key": elsewhere.key }, json })).status,
+    ).toBe(404);
+    expect((await h.call("PATCH", "/catalogues/nunca", { token: h.token, json })).status).toBe(404);
+    const listed = await h.call("GET", "/catalogues", { token: h.token });
+    expect(listed.json.catalogues.find((c: { name: string }) => c.name === "tienda").embedded_attributes).toEqual([]);
+    const manager = await h.keyOf({ actions: ["catalogues.manage"], catalogues: ["tienda"] });
+    expect((await h.call("PATCH", "/catalogues/tienda", { headers: { "x-api-key": manager.key }, json })).status).toBe(
+      200,
+    );
   });
 });

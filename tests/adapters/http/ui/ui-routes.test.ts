@@ -1,6 +1,6 @@
 /** GET /ui and its files over HTTP: what the browser gets, headers included (tests/ui/ drives the page itself). */
 import { describe, expect, test } from "bun:test";
-import { UI_CONTENT_SECURITY_POLICY } from "../../../../src/adapters/http/ui/ui-routes.ts";
+import { uiContentSecurityPolicy } from "../../../../src/adapters/http/ui/ui-routes.ts";
 import { createHarness } from "../harness.ts";
 
 describe("the search page's routes", () => {
@@ -9,18 +9,19 @@ describe("the search page's routes", () => {
     const page = await h.call("GET", "/ui");
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toStartWith("text/html");
-    expect(page.headers.get("content-security-policy")).toBe(UI_CONTENT_SECURITY_POLICY);
+    const policy = page.headers.get("content-security-policy") ?? "";
+    expect(policy).toBe(uiContentSecurityPolicy());
     for (const directive of [
       "default-src 'none'",
       "script-src 'self'",
       "style-src 'self'",
-      "img-src 'self' data:",
+      "img-src 'self' data: https:",
       "connect-src 'self'",
       "base-uri 'none'",
       "form-action 'self'",
       "frame-ancestors 'none'",
     ]) {
-      expect(UI_CONTENT_SECURITY_POLICY.split("; ")).toContain(directive);
+      expect(policy.split("; ")).toContain(directive);
     }
     expect(page.headers.get("cache-control")).toBe("no-store");
     expect(page.headers.get("x-frame-options")).toBe("DENY");
@@ -30,6 +31,29 @@ describe("the search page's routes", () => {
     expect(page.text).not.toMatch(/<style\b| style=| on[a-z]+=|javascript:/i);
     expect(page.text).not.toMatch(/https?:\/\//);
     expect((await h.call("GET", "/ui/")).status).toBe(200);
+  });
+
+  test("product pictures: any HTTPS origin by default, only the listed origins when set, and the page is told which", async () => {
+    const meta = (text: string) => /<meta name="sku-search-image-origins" content="([^"]*)">/.exec(text)?.[1];
+    const byDefault = await (await createHarness()).call("GET", "/ui");
+    expect(byDefault.headers.get("content-security-policy")).toContain("; img-src 'self' data: https:; ");
+    expect(meta(byDefault.text)).toBe("https:");
+
+    const listed = await createHarness({
+      settings: { uiImageOrigins: ["https://cdn.shop.example", "http://127.0.0.1:9000"] },
+    });
+    const page = await listed.call("GET", "/ui");
+    const policy = page.headers.get("content-security-policy") ?? "";
+    expect(policy.split("; ")).toContain("img-src 'self' data: https://cdn.shop.example http://127.0.0.1:9000");
+    expect(policy).not.toContain("https:;");
+    expect(meta(page.text)).toBe("https://cdn.shop.example http://127.0.0.1:9000");
+    // Its files carry the same policy.
+    const script = /src="(\/ui\/assets\/[^"]+\.js)"/.exec(page.text)?.[1] as string;
+    expect((await listed.call("GET", script)).headers.get("content-security-policy")).toBe(policy);
+
+    const none = await (await createHarness({ settings: { uiImageOrigins: [] } })).call("GET", "/ui");
+    expect(none.headers.get("content-security-policy")).toContain("; img-src 'self' data:; ");
+    expect(meta(none.text)).toBe("");
   });
 
   test("its script, stylesheet and icon, under hashed names, cached for good; anything else 404", async () => {
