@@ -7,7 +7,8 @@
  *     [--index ivf-bq|hnsw-bq|halfvec] [--sample 10000] [--live 5000] [--dimension 3072]
  *     [--latency-ms 200] [--batch 1000] [--clients 4] [--queries 100] [--filtered-queries 10]
  *     [--passes 3] [--scan 5,10,20] [--rerank 40,100,200] [--probes auto|P] [--ef-search E] [--rerank-depth R]
- *     [--build-memory auto|1GB] [--build-workers 2] [--keep] [--quick]
+ *     [--build-memory auto|1GB] [--build-workers 2] [--keep] [--quick] [--profile DIR]
+ *     [--provider-encoding base64|float]
  *
  * With N products in the end (cumulative, in one new database; every vector is made as it is
  * written, never all held in memory: 1,000,000 × 3072 is 12 GB):
@@ -19,7 +20,8 @@
  *    (ingest_per_s: NDJSON, `--batch` items a request, `--clients` at a time), embedded by a fake
  *    OpenAI-compatible provider on 127.0.0.1 that answers each call after `--latency-ms` with
  *    clustered, embedding-like vectors (bench/vectors.ts productLowRank, made before the clock
- *    starts); on a server each in two halves, taking turns;
+ *    starts), in base64 as OpenAI does (or JSON numbers: `--provider-encoding float`, which the
+ *    service is then set to ask for); on a server each in two halves, taking turns;
  * 3. with the service stopped, the exact answers of `--queries` unfiltered queries and of filtered
  *    ones (categories of about 0.1, 1, 5 and 30 % of the products, queries near and far), through
  *    the repository's exact plan: the reference for recall@10;
@@ -95,6 +97,8 @@ const { values: args } = parseArgs({
     products: { type: "string", default: DEFAULT_PRODUCTS_FILE },
     keep: { type: "boolean", default: false },
     quick: { type: "boolean", default: false },
+    profile: { type: "string" },
+    "provider-encoding": { type: "string", default: "base64" },
   },
 });
 
@@ -110,6 +114,8 @@ const KIND = (VECTOR_INDEX_KIND_SETTINGS.find((kind) => kind === args.index) ??
 const TARGET = indexTarget(DIMENSION, KIND);
 const IVF = TARGET?.kind === "ivf-bq";
 const LATENCY_MS = Number(args["latency-ms"]);
+/** How the fake provider sends vectors, and the service asks for them (OPENAI_EMBEDDING_ENCODING). */
+const PROVIDER_ENCODING = args["provider-encoding"] === "float" ? "float" : "base64";
 const BATCH = Number(args.batch);
 const CLIENTS = Number(args.clients);
 const QUERIES = QUICK ? 20 : Number(args.queries);
@@ -169,7 +175,8 @@ function rowOfText(text: string): number | undefined {
 const DECIMALS = Array.from({ length: 200_001 }, (_, i) => String((i - 100_000) / 100_000));
 
 /**
- * The vectors of the rows about to go through the bulk path, as JSON, made before the clock starts:
+ * The vectors of the rows about to go through the bulk path, as JSON values (a base64 string, or
+ * numbers with --provider-encoding float), made before the clock starts:
  * the provider's work is not the service's (a real provider computes elsewhere), and making them
  * during the run took this process a third of a millisecond of CPU a row on the two cores that the
  * service and PostgreSQL share, as much as either of them. The COPY floor is measured alike.
@@ -180,7 +187,7 @@ function renderVectors(from: number, to: number): void {
   for (let row = from; row < to; row++) rendered.set(row, rowJson(row));
 }
 
-/** The vector of an embedded text as JSON (rounded to 1e-5; the components are about 0.02 at 3072 dims). */
+/** The vector of an embedded text as a JSON value (rounded to 1e-5; the components are about 0.02 at 3072 dims). */
 function vectorJson(text: string): string {
   const row = rowOfText(text);
   if (row !== undefined) return rendered.get(row) ?? rowJson(row);
@@ -190,6 +197,7 @@ function vectorJson(text: string): string {
 const rowJson = (row: number) => toJson(space.productLowRank(row));
 
 function toJson(vector: Float64Array): string {
+  if (PROVIDER_ENCODING === "base64") return `"${Buffer.from(new Float32Array(vector).buffer).toString("base64")}"`;
   const parts = new Array<string>(vector.length);
   for (let i = 0; i < vector.length; i++) {
     parts[i] = DECIMALS[Math.round((vector[i] as number) * 100_000) + 100_000] as string;
@@ -204,7 +212,10 @@ function startFakeProvider() {
     port: 0,
     async fetch(request) {
       if (new URL(request.url).pathname !== "/v1/embeddings") return new Response("not found", { status: 404 });
-      const body = (await request.json()) as { input: string[]; model: string };
+      const body = (await request.json()) as { input: string[]; model: string; encoding_format?: string };
+      if ((body.encoding_format ?? "float") !== PROVIDER_ENCODING) {
+        return new Response(`asked for ${body.encoding_format}, set to answer ${PROVIDER_ENCODING}`, { status: 400 });
+      }
       calls++;
       await Bun.sleep(LATENCY_MS);
       const data = body.input.map(
@@ -248,6 +259,7 @@ async function createTarget(providerUrl: string): Promise<Target> {
     OPENAI_API_KEY: "bench-key",
     OPENAI_BASE_URL: providerUrl,
     EMBEDDING_DIMENSIONS: String(DIMENSION),
+    OPENAI_EMBEDDING_ENCODING: PROVIDER_ENCODING,
   };
   const settings = vectorSessionSettings({ efSearch: EF_SEARCH, probes: PROBES });
   if (ENGINE === "pglite") {
@@ -276,7 +288,9 @@ async function createTarget(providerUrl: string): Promise<Target> {
 
 async function startService(target: Target) {
   const port = await freePort();
-  const child = Bun.spawn(["bun", "run", "cli", "serve"], {
+  // --profile DIR: a CPU profile of each service started (Bun's markdown form), written there when it stops.
+  const profile = args.profile ? ["--cpu-prof-md", `--cpu-prof-dir=${resolve(args.profile)}`] : [];
+  const child = Bun.spawn(["bun", ...profile, "src/app/main.ts", "serve"], {
     cwd: PROJECT,
     env: { ...target.env, PORT: String(port), HOST: "127.0.0.1" },
     stdout: "ignore",
@@ -542,7 +556,7 @@ try {
       `${N} products of ${DIMENSION} dims (clustered, embedding-like; texts: ${texts.source}), index ${TARGET?.kind} ` +
       `(${TARGET?.method}${TARGET?.efConstruction ? ` m 16, ef_construction ${TARGET.efConstruction}` : ""}; build memory ${args["build-memory"]}, ${args["build-workers"]} workers); ` +
       `fill ${FILL} by COPY, floor ${SAMPLE} by COPY, ${SAMPLE} through the bulk path (${BATCH} a request × ${CLIENTS} clients, ` +
-      `fake provider ${LATENCY_MS} ms a call), ${LIVE} + ${LIVE} with the index live; ${QUERIES} unfiltered queries, ` +
+      `fake provider ${LATENCY_MS} ms a call, ${PROVIDER_ENCODING}), ${LIVE} + ${LIVE} with the index live; ${QUERIES} unfiltered queries, ` +
       `${FILTERED_QUERIES} per filtered case, each ${PASSES} times; filtered exact up to ${PLAN.filterExactMaxRows} rows; ` +
       `service settings ${SCAN_LABEL} ${IVF ? PROBES : EF_SEARCH}, re-rank depth ${RERANK_DEPTH}; load average ${load()}`,
   );

@@ -748,7 +748,10 @@ async function createEmbedder(config: Config, log: Logger, timers: Timers | unde
     dimension,
   };
   return provider === "openai"
-    ? new (await import("../adapters/providers/openai.ts")).OpenAIEmbedder(options)
+    ? new (await import("../adapters/providers/openai.ts")).OpenAIEmbedder({
+        ...options,
+        encoding: config.openaiEmbeddingEncoding,
+      })
     : new (await import("../adapters/providers/google.ts")).GoogleEmbedder(options);
 }
 

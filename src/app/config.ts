@@ -28,6 +28,9 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from ".
 export const EMBEDDING_PROVIDERS = ["openai", "google", "local"] as const;
 export type EmbeddingProvider = (typeof EMBEDDING_PROVIDERS)[number];
 
+export const OPENAI_EMBEDDING_ENCODINGS = ["base64", "float"] as const;
+export type OpenAIEmbeddingEncoding = (typeof OPENAI_EMBEDDING_ENCODINGS)[number];
+
 /**
  * Spanish → English translation of the texts to embed: `auto` turns it on for the English-only
  * offline model when Apertium is installed; `on` for any embedder; `off` never.
@@ -124,6 +127,12 @@ export interface Config {
   embeddingProvider: EmbeddingProvider;
   /** Length of the remote embedders' vectors (the offline model's is fixed at 384). */
   embeddingDimensions: number;
+  /**
+   * How the OpenAI embedder asks for its vectors: `base64` (OpenAI's SDK default: 4 bytes a number
+   * in base64, parsed several times faster than JSON numbers; a server that ignores it and answers
+   * numbers is read alike) or `float`, for a compatible server that refuses base64.
+   */
+  openaiEmbeddingEncoding: OpenAIEmbeddingEncoding;
   /** Folder of the offline model; unset: the one installed with the service. */
   localModelDir: string | undefined;
   providers: Record<RemoteProvider, ProviderSettings>;
@@ -337,6 +346,7 @@ export function loadConfig(env: Env): Config {
     },
     embeddingProvider,
     embeddingDimensions: read.integer("EMBEDDING_DIMENSIONS", DEFAULT_EMBEDDING_DIMENSIONS, 1, 16_000),
+    openaiEmbeddingEncoding: read.oneOf("OPENAI_EMBEDDING_ENCODING", OPENAI_EMBEDDING_ENCODINGS, "base64"),
     localModelDir: read.optional("LOCAL_MODEL_DIR"),
     providers,
     generationProviders,

@@ -48,6 +48,7 @@ describe("loadConfig", () => {
       rateLimits: { search: 60, write: 120, windowSeconds: 60 },
       embeddingProvider: "local",
       embeddingDimensions: 3072,
+      openaiEmbeddingEncoding: "base64",
       localModelDir: undefined,
       providers: {
         openai: {
@@ -303,6 +304,7 @@ describe("loadConfig", () => {
     ["EMBEDDING_PROVIDER", "foo"],
     ["MAX_BODY_BYTES", "10"],
     ["LOG_LEVEL", "verbose"],
+    ["OPENAI_EMBEDDING_ENCODING", "binary"],
     ["QUERY_TRANSLATION", "sometimes"],
     ["TRANSLATION_TIMEOUT_MS", "0"],
     ["ADMIN_PASSWORD", "corta"],

@@ -19,6 +19,7 @@ interface EmbeddingsBody {
   model?: string;
   input?: string | string[];
   dimensions?: number;
+  encoding_format?: "float" | "base64";
 }
 
 interface ChatBody {
@@ -26,16 +27,17 @@ interface ChatBody {
   stream?: boolean;
 }
 
-/** Answers OpenAI's endpoints: bag-of-words vectors of the requested `dimensions`, and a fixed chat text. */
+/**
+ * Answers OpenAI's endpoints: bag-of-words vectors of the requested `dimensions` (as JSON numbers, or
+ * as OpenAI's base64 of little-endian float32 when `encoding_format` asks for it), and a fixed chat text.
+ */
 export function openAIHandler(request: RecordedRequest): Reply {
   if (request.method === "POST" && request.path === "/v1/embeddings") {
     const body = (request.body ?? {}) as EmbeddingsBody;
     const inputs = typeof body.input === "string" ? [body.input] : (body.input ?? []);
     const dimension = body.dimensions ?? FAKE_OPENAI_DEFAULT_DIMENSION;
-    return embeddingsReply(
-      inputs.map((text) => bagOfWords(text, dimension)),
-      body.model,
-    );
+    const vectors = inputs.map((text) => bagOfWords(text, dimension));
+    return embeddingsReply(body.encoding_format === "base64" ? vectors.map(asBase64) : vectors, body.model);
   }
   if (request.method === "POST" && request.path === "/v1/chat/completions") {
     const body = request.body as ChatBody | undefined;
@@ -49,9 +51,14 @@ export function startFakeOpenAIServer(): FakeProviderServer {
   return FakeProviderServer.start(openAIHandler);
 }
 
+/** A vector as OpenAI sends it when asked for base64: its float32 values, little-endian, in base64. */
+export function asBase64(vector: readonly number[]): string {
+  return Buffer.from(new Float32Array(vector).buffer).toString("base64");
+}
+
 /** An embeddings list; `order` gives the positions in the order they are listed (default: in order). */
 export function embeddingsReply(
-  vectors: readonly number[][],
+  vectors: readonly (number[] | string)[],
   model = "text-embedding-3-large",
   order: readonly number[] = vectors.map((_, i) => i),
 ): Reply {

@@ -19,6 +19,7 @@ import { EmbeddingUnavailable } from "../../../src/domain/errors.ts";
 import type { RecommendationRequest } from "../../../src/ports/generator.ts";
 import { bagOfWords } from "../../fakes/fake-embedder.ts";
 import {
+  asBase64,
   chatReply,
   chatStreamReply,
   embeddingsReply,
@@ -58,7 +59,12 @@ function recorder() {
 const timersForTest = () => new FakeTimers({ sleepsEndAtOnce: true });
 
 function embedder(
-  options: { dimension?: number; log?: (e: Record<string, unknown>) => void; timers?: FakeTimers } = {},
+  options: {
+    dimension?: number;
+    log?: (e: Record<string, unknown>) => void;
+    timers?: FakeTimers;
+    encoding?: "base64" | "float";
+  } = {},
 ) {
   return new OpenAIEmbedder({
     apiKey: API_KEY,
@@ -68,6 +74,7 @@ function embedder(
     dimension: options.dimension ?? 3072,
     log: options.log,
     timers: options.timers ?? timersForTest(),
+    ...(options.encoding ? { encoding: options.encoding } : {}),
   });
 }
 
@@ -124,8 +131,37 @@ describe("OpenAIEmbedder", () => {
       model: "text-embedding-3-large",
       input: texts,
       dimensions: 3072,
-      encoding_format: "float",
+      encoding_format: "base64",
     });
+  });
+
+  test("asks for base64 (16 kB a 3072-d vector, not 60 kB of JSON numbers) and gets the same numbers", async () => {
+    const texts = ["cafetera espresso", "molinillo de café"];
+    const vectors = await embedder().embed(texts, "document");
+    expect(vectors).toEqual(texts.map((text) => bagOfWords(text, 3072)));
+    const [request] = server.requests as [RecordedRequest];
+    expect((request.body as { encoding_format: string }).encoding_format).toBe("base64");
+    // Numbers that float32 cannot hold exactly come back as the float32 the server sent.
+    server.enqueue(embeddingsReply([asBase64([0.1, -0.25, 1e-7])]));
+    expect(await embedder({ dimension: 3 }).embed(["uno"], "document")).toEqual([
+      Array.from(new Float32Array([0.1, -0.25, 1e-7])),
+    ]);
+  });
+
+  test("a compatible server that ignores base64 and answers JSON numbers is read alike", async () => {
+    const texts = ["tetera", "taza"];
+    // A scripted reply is what such a server sends: numbers, whatever encoding_format asked.
+    server.enqueue(embeddingsReply(texts.map((text) => bagOfWords(text, 3072))));
+    expect(await embedder().embed(texts, "document")).toEqual(texts.map((text) => bagOfWords(text, 3072)));
+  });
+
+  test("OPENAI_EMBEDDING_ENCODING=float asks for JSON numbers, for a server that refuses base64", async () => {
+    const texts = ["tetera", "taza"];
+    expect(await embedder({ encoding: "float" }).embed(texts, "document")).toEqual(
+      texts.map((text) => bagOfWords(text, 3072)),
+    );
+    const [request] = server.requests as [RecordedRequest];
+    expect((request.body as { encoding_format: string }).encoding_format).toBe("float");
   });
 
   test("a query is embedded exactly like a document", async () => {
@@ -294,7 +330,12 @@ describe("OpenAIEmbedder", () => {
       ],
       [
         { object: "embedding", index: 0, embedding: vector },
-        { object: "embedding", index: 1, embedding: "AAAAAA==" },
+        // Not base64 of float32 values: 3 bytes.
+        { object: "embedding", index: 1, embedding: "AAAA" },
+      ],
+      [
+        { object: "embedding", index: 0, embedding: vector },
+        { object: "embedding", index: 1, embedding: 42 },
       ],
     ];
     for (const data of odd) {
