@@ -285,7 +285,7 @@ test.concurrent("catalogues set chooses the attributes embedded; reembed --catal
   }
 });
 
-test.concurrent("serve answers, guards its data directory, runs users, keys and catalogues for the CLI over its admin socket, and stops cleanly on SIGTERM", async () => {
+test.concurrent("serve answers, guards its data directory, runs users, keys, catalogues and a catalogue's re-embed for the CLI over its admin socket, and stops cleanly on SIGTERM", async () => {
   // An empty DATA_DIR: the first start makes its database, as `bun start` does on a fresh checkout.
   const env = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -358,7 +358,12 @@ test.concurrent("serve answers, guards its data directory, runs users, keys and 
     const created = await fetch(`${base}/catalogues/tienda-norte/products/`, {
       method: "POST",
       headers: { ...admin, "content-type": "application/json" },
-      body: JSON.stringify({ name: "Cafetera", description: "Italiana", category: "Cocina" }),
+      body: JSON.stringify({
+        name: "Cafetera",
+        description: "Italiana",
+        category: "Cocina",
+        attributes: { brand: "Bialetti" },
+      }),
     });
     expect(created.status).toBe(201);
     const catalogues = (await cli(["catalogues", "list"], env)).stdout
@@ -370,7 +375,15 @@ test.concurrent("serve answers, guards its data directory, runs users, keys and 
       { name: "tienda-norte", products: 1 },
     ]);
     const set = await cli(["catalogues", "set", "tienda-norte", "--embedded-attributes", "brand"], env);
-    expect(JSON.parse(set.stdout)).toMatchObject({ embedded_attributes: ["brand"], stale_embeddings: 0 });
+    expect(JSON.parse(set.stdout)).toMatchObject({ embedded_attributes: ["brand"], stale_embeddings: 1 });
+    // The service embeds the stale product again for the command (it holds the database), once.
+    const reembedded = await cli(["reembed", "--catalogue", "tienda-norte"], env);
+    expect(reembedded.code).toBe(0);
+    expect(reembedded.stderr).toContain("catalogue 'tienda-norte': 1 of 1 products embedded again");
+    expect((await cli(["reembed", "--catalogue", "tienda-norte"], env)).stderr).toContain("0 of 1 products");
+    const unknownCatalogue = await cli(["reembed", "--catalogue", "nunca"], env);
+    expect(unknownCatalogue.code).toBe(1);
+    expect(unknownCatalogue.stderr).toContain("No existe el catálogo 'nunca'");
     expect((await cli(["catalogues", "remove", "default"], env)).stderr).toContain("no se puede borrar");
     expect((await cli(["catalogues", "remove", "tienda-norte"], env)).code).toBe(0);
     expect((await fetch(`${base}/catalogues/tienda-norte/products`, { headers: admin })).status).toBe(404);

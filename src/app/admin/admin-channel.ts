@@ -63,17 +63,28 @@ export async function runAdminOperation(config: Config, name: string, args: Admi
     // Through JSON, as over the socket, so both ways answer alike.
     return JSON.parse(JSON.stringify(await operation(root, args)));
   } catch (error) {
-    const socket = adminSocketPath(config.dataDir);
-    if (!(error instanceof DataDirInUse) || config.databaseUrl !== undefined || !existsSync(socket)) throw error;
+    const socket = serviceSocketFor(config, error);
+    if (socket === undefined) throw error;
     return viaSocket(socket, name, args);
   } finally {
     await root.close();
   }
 }
 
-async function viaSocket(socket: string, name: string, args: AdminArgs): Promise<unknown> {
+/**
+ * The running service's admin socket when `error` says the embedded database is held by it (and the
+ * socket is there); undefined otherwise (PostgreSQL, another error, or no service listening).
+ */
+export function serviceSocketFor(config: Config, error: unknown): string | undefined {
+  const socket = adminSocketPath(config.dataDir);
+  return error instanceof DataDirInUse && config.databaseUrl === undefined && existsSync(socket) ? socket : undefined;
+}
+
+/** Runs operation `name` in the service behind `socket`; `signal` closes the connection, which stops it there. */
+export async function viaSocket(socket: string, name: string, args: AdminArgs, signal?: AbortSignal): Promise<unknown> {
   const response = await fetch(`http://localhost/operations/${encodeURIComponent(name)}`, {
     unix: socket,
+    ...(signal ? { signal } : {}),
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify(args),
@@ -99,7 +110,9 @@ export function serveAdminSocket(config: Config, root: CompositionRoot, log: Log
   try {
     server = Bun.serve({
       unix: path,
-      fetch: async (request) => {
+      fetch: async (request, self) => {
+        // An operation may run for minutes (a catalogue embedded again): no idle limit cuts it.
+        self.timeout(request, 0);
         const match = /^\/operations\/([a-z.-]+)$/.exec(new URL(request.url).pathname);
         const name = match?.[1];
         const operation = name === undefined ? undefined : ADMIN_OPERATIONS[name];
@@ -107,7 +120,8 @@ export function serveAdminSocket(config: Config, root: CompositionRoot, log: Log
           return Response.json({ error: "no such operation" }, { status: 404 });
         try {
           const args = (await request.json()) as AdminArgs;
-          const result = await operation(root, typeof args === "object" && args !== null ? args : {});
+          // request.signal aborts when the command's connection closes (it was stopped).
+          const result = await operation(root, typeof args === "object" && args !== null ? args : {}, request.signal);
           log.info({ event: "admin_operation", operation: name });
           return Response.json({ result });
         } catch (error) {

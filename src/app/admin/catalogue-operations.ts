@@ -1,4 +1,8 @@
-/** Catalogues' administration as admin operations (admin-channel.ts): `catalogues add|list|set|remove`. */
+/**
+ * Catalogues' administration as admin operations (admin-channel.ts): `catalogues add|list|set|remove`,
+ * and `reembed --catalogue` (the stale products embedded again, in the service that holds the
+ * embedded database when it runs).
+ */
 import type { CatalogueSummary } from "../../ports/catalogue-repository.ts";
 import { type AdminOperation, textArg, textListArg } from "./operation.ts";
 
@@ -22,6 +26,13 @@ export const CATALOGUE_OPERATIONS: Record<string, AdminOperation> = {
       textListArg(args, "embedded_attributes"),
     );
     return { ...catalogueLine(configured), stale_embeddings: configured.staleEmbeddings };
+  },
+  "catalogues.reembed": async (root, args, signal) => {
+    const { products, embedded, changedMeanwhile } = await (await root.embedStaleProducts()).execute(
+      textArg(args, "name"),
+      signal ? { signal } : {},
+    );
+    return { products, embedded, changed_meanwhile: changedMeanwhile };
   },
   "catalogues.remove": async (root, args) => {
     await (await root.manageCatalogues()).remove(textArg(args, "name"));

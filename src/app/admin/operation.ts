@@ -9,7 +9,8 @@ import type { CompositionRoot } from "../composition-root.ts";
 
 export type AdminArgs = Record<string, unknown>;
 
-export type AdminOperation = (root: CompositionRoot, args: AdminArgs) => Promise<unknown>;
+/** `signal`: aborts when the command stops waiting (Ctrl-C, or its connection to the socket closed). */
+export type AdminOperation = (root: CompositionRoot, args: AdminArgs, signal?: AbortSignal) => Promise<unknown>;
 
 /** A text argument; InvalidInput when it is missing or not text (only a client other than ours sends that). */
 export function textArg(args: AdminArgs, name: string): string {

@@ -5,6 +5,7 @@
  */
 import type { Config } from "../config.ts";
 import { secretsOf } from "../config.ts";
+import { serviceSocketFor, viaSocket } from "../admin/admin-channel.ts";
 import { createLogger, type Logger } from "../logger.ts";
 import { type CliOutput, EXIT, type RegisterCommand } from "./command.ts";
 import { buildIndexAfterLoad, stopOnSignals } from "./load.ts";
@@ -14,8 +15,8 @@ export const registerReembed: RegisterCommand = (program, run, output) => {
     .command("reembed")
     .description(
       "re-embed every product with the configured embedding model, or with --catalogue only the products of that " +
-        "catalogue whose embedding is not of their current text (after `catalogues set`); on the embedded database " +
-        "stop the service first",
+        "catalogue whose embedding is not of their current text (after `catalogues set`, done by the running " +
+        "service on the embedded database); on the embedded database stop the service first for a whole re-embed",
     )
     .option("--catalogue <name>", "embed again only this catalogue's stale products, in place")
     .action((options: { catalogue?: string }) =>
@@ -31,7 +32,9 @@ export const registerReembed: RegisterCommand = (program, run, output) => {
 /**
  * `reembed --catalogue NAME`: the catalogue's products whose embedding was made from another text
  * than the one they have now (domain/embed-stale-products.ts), embedded again in place, in the
- * catalogue's current model. Resumable by its nature: the next run finds only what is left.
+ * catalogue's current model. Resumable by its nature: the next run finds only what is left. On the
+ * embedded database held by the running service, the service does it (its admin socket), and the
+ * command waits for its answer; stopping the command stops it there too.
  */
 async function reembedStale(config: Config, log: Logger, output: CliOutput, catalogue: string): Promise<number> {
   const { CompositionRoot } = await import("../composition-root.ts");
@@ -50,12 +53,45 @@ async function reembedStale(config: Config, log: Logger, output: CliOutput, cata
     );
     return EXIT.ok;
   } catch (error) {
+    const socket = stop.signal.aborted ? undefined : serviceSocketFor(config, error);
+    if (socket !== undefined) {
+      await root.close();
+      return reembedStaleInService(socket, output, catalogue, stop);
+    }
     if (!stop.signal.aborted) throw error;
     output.err("\nstopped: what was embedded stays; run the same command again to go on\n");
     return stop.exitCode;
   } finally {
     stop.release();
     await root.close();
+  }
+}
+
+/** `reembed --catalogue` done by the running service that holds the embedded database. */
+async function reembedStaleInService(
+  socket: string,
+  output: CliOutput,
+  catalogue: string,
+  stop: ReturnType<typeof stopOnSignals>,
+): Promise<number> {
+  output.err(`the running service holds the embedded database: it embeds catalogue '${catalogue}' again; waiting…\n`);
+  try {
+    const { products, embedded, changed_meanwhile } = (await viaSocket(
+      socket,
+      "catalogues.reembed",
+      { name: catalogue },
+      stop.signal,
+    )) as { products: number; embedded: number; changed_meanwhile: number };
+    output.err(
+      `catalogue '${catalogue}': ${embedded} of ${products} products embedded again from their current text` +
+        (changed_meanwhile > 0 ? ` (${changed_meanwhile} changed meanwhile: their change embedded them)` : "") +
+        "\n",
+    );
+    return EXIT.ok;
+  } catch (error) {
+    if (!stop.signal.aborted) throw error;
+    output.err("stopped: what was embedded stays; run the same command again to go on\n");
+    return stop.exitCode;
   }
 }
 
