@@ -3,9 +3,10 @@
  * maintenance"). Resumable: stopped or failed, it keeps what it staged and the next run goes on.
  * `reembed --catalogue NAME`: embeds again only that catalogue's stale products (README "What is embedded").
  */
+
+import { serviceSocketFor, viaSocket } from "../admin/admin-channel.ts";
 import type { Config } from "../config.ts";
 import { secretsOf } from "../config.ts";
-import { serviceSocketFor, viaSocket } from "../admin/admin-channel.ts";
 import { createLogger, type Logger } from "../logger.ts";
 import { type CliOutput, EXIT, type RegisterCommand } from "./command.ts";
 import { buildIndexAfterLoad, stopOnSignals } from "./load.ts";
