@@ -285,7 +285,7 @@ test.concurrent("catalogues set chooses the attributes embedded; reembed --catal
   }
 });
 
-test.concurrent("serve answers, guards its data directory, runs users, keys, catalogues and a catalogue's re-embed for the CLI over its admin socket, and stops cleanly on SIGTERM", async () => {
+test.concurrent("serve answers, guards its data directory, runs users, keys, catalogues, an import and a re-embed for the CLI over its admin socket, and stops cleanly on SIGTERM", async () => {
   // An empty DATA_DIR: the first start makes its database, as `bun start` does on a fresh checkout.
   const env = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -387,6 +387,30 @@ test.concurrent("serve answers, guards its data directory, runs users, keys, cat
     expect((await cli(["catalogues", "remove", "default"], env)).stderr).toContain("no se puede borrar");
     expect((await cli(["catalogues", "remove", "tienda-norte"], env)).code).toBe(0);
     expect((await fetch(`${base}/catalogues/tienda-norte/products`, { headers: admin })).status).toBe(404);
+
+    // An import while it runs: the command reads the file, the service stores it, item by item.
+    const file = join(env.DATA_DIR, "cocina.jsonl");
+    const items = [
+      { name: "Tetera de hierro", description: "Hierro fundido", category: "Cocina", sku: "T-1" },
+      { name: "Taza de cerámica", description: "Esmaltada", category: "Cocina", sku: "T-2" },
+      { description: "Sin nombre", category: "Cocina", sku: "T-3" },
+    ];
+    await Bun.write(file, items.map((item) => JSON.stringify(item)).join("\n"));
+    const imported = await cli(["import", file], env);
+    expect(imported.code).toBe(1); // one item failed
+    expect(imported.stderr).toContain("the running service holds the embedded database");
+    expect(imported.stderr).toContain("item 2: Campo 'name': es obligatorio");
+    expect(JSON.parse(imported.stdout.trim().split("\n").at(-1) ?? "")).toMatchObject({
+      event: "import_done",
+      created: 2,
+      failed: 1,
+    });
+    const stored = (await (await fetch(`${base}/products?limit=10`, { headers: admin })).json()) as {
+      items: { sku: string }[];
+    };
+    expect(stored.items.map((product) => product.sku).sort()).toEqual(["T-1", "T-2"]);
+    const reimported = await cli(["import", file], env);
+    expect(JSON.parse(reimported.stdout.trim().split("\n").at(-1) ?? "")).toMatchObject({ unchanged: 2, failed: 1 });
 
     const export_ = await cli(["export", join(env.DATA_DIR, "x.jsonl")], env);
     expect(export_.code).toBe(1);

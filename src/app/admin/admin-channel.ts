@@ -11,7 +11,7 @@
  * database first and falls back to the socket only when the directory is in use.
  *
  * Each operation is a function of the composition root and its arguments (operation.ts), listed in
- * ADMIN_OPERATIONS by its command's area: users, keys, synonyms (and catalogues, by their own file).
+ * ADMIN_OPERATIONS by its command's area: users, keys, catalogues, synonyms, and the batches of an import.
  */
 import { chmodSync, existsSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -23,6 +23,7 @@ import { createLogger, type Logger } from "../logger.ts";
 import { CATALOGUE_OPERATIONS } from "./catalogue-operations.ts";
 import { KEY_OPERATIONS } from "./key-operations.ts";
 import type { AdminArgs, AdminOperation } from "./operation.ts";
+import { PRODUCT_OPERATIONS } from "./product-operations.ts";
 import { SYNONYM_OPERATIONS } from "./synonym-operations.ts";
 import { USER_OPERATIONS } from "./user-operations.ts";
 
@@ -32,6 +33,7 @@ export const ADMIN_OPERATIONS: Record<string, AdminOperation> = {
   ...KEY_OPERATIONS,
   ...CATALOGUE_OPERATIONS,
   ...SYNONYM_OPERATIONS,
+  ...PRODUCT_OPERATIONS,
 };
 
 const SOCKET_FILE = "admin.sock";

@@ -6,6 +6,8 @@
  * by it, and an unchanged text is not embedded again). It loads no web framework and no language
  * model: only the database, the embedder and translation (composition-root.ts). A catalogue export
  * (`export FILE`) with the embeddings of the configured model is restored without embedding anything.
+ * On the embedded database held by the running service, the command reads the file and the service
+ * stores each batch (its admin socket: admin/product-operations.ts), then builds the index when due.
  */
 import { createWriteStream } from "node:fs";
 import cliProgress from "cli-progress";
@@ -19,9 +21,17 @@ import {
 import { DEFAULT_CATALOGUE } from "../../domain/caller.ts";
 import { CatalogueNotFound, DomainError } from "../../domain/errors.ts";
 import type { ExportHeader } from "../../domain/export-catalogue.ts";
-import type { ImportItemResult, ImportProducts, ImportStatus } from "../../domain/import-products.ts";
+import type {
+  ImportInput,
+  ImportItemResult,
+  ImportOptions,
+  ImportProducts,
+  ImportReport,
+  ImportStatus,
+} from "../../domain/import-products.ts";
 import type { JsonItem } from "../../lib/json/json-items.ts";
 import type { EmbeddingSpace } from "../../ports/embedding-space.ts";
+import { serviceSocketFor, viaSocket } from "../admin/admin-channel.ts";
 import { type Config, secretsOf } from "../config.ts";
 import { createLogger } from "../logger.ts";
 import { type CliOutput, EXIT, type RegisterCommand, UsageError } from "./command.ts";
@@ -85,9 +95,99 @@ async function importFile(
     );
     if (code !== INTERRUPTED) await buildIndexAfterLoad(root, output, [catalogue]);
     return code;
+  } catch (error) {
+    const socket = serviceSocketFor(config, error);
+    if (socket === undefined) throw error;
+    await root.close();
+    output.err("the running service holds the embedded database: it stores what this command reads\n");
+    return runImport(
+      file,
+      source,
+      () => ServiceImporter.open(socket, options.catalogue, source.exportHeader),
+      { batchSize, reportPath: options.report, catalogue: options.catalogue },
+      output,
+    );
   } finally {
     await root.close();
   }
+}
+
+/** What an import needs of its use case: ImportProducts itself, or the running service's (ServiceImporter). */
+type Importer = Pick<ImportProducts, "execute" | "takesEmbeddingsOf" | "space">;
+
+/**
+ * The import use case of the service holding the embedded database, over its admin socket. A
+ * batch goes in parts of at most SOCKET_PART_ITEMS items and about SOCKET_PART_BYTES of JSON, so
+ * that the display moves and no request grows with the items' size (up to 1 MiB each); the
+ * service builds the vector index itself when due (its upkeep).
+ */
+class ServiceImporter implements Importer {
+  private constructor(
+    private readonly socket: string,
+    readonly space: EmbeddingSpace,
+    private readonly takesEmbeddings: boolean,
+  ) {}
+
+  static async open(socket: string, catalogue: string, header: ExportHeader | undefined): Promise<ServiceImporter> {
+    const embeddings = header?.embeddings ? exportedSpace(header) : undefined;
+    const started = (await viaSocket(socket, "products.import-start", {
+      catalogue,
+      ...(embeddings ? { embeddings } : {}),
+    })) as { space: EmbeddingSpace; takes_embeddings?: boolean };
+    return new ServiceImporter(socket, started.space, started.takes_embeddings === true);
+  }
+
+  async takesEmbeddingsOf(): Promise<boolean> {
+    return this.takesEmbeddings;
+  }
+
+  async execute(items: readonly ImportInput[], options: ImportOptions): Promise<ImportReport> {
+    const report: ImportReport = { items: [], counts: { created: 0, updated: 0, unchanged: 0, failed: 0 } };
+    for (const [offset, part] of socketParts(items)) {
+      const answer = (await viaSocket(
+        this.socket,
+        "products.import",
+        {
+          catalogue: options.catalogue,
+          items: part,
+          ...(options.embeddings ? { embeddings: exportedSpace(options.embeddings) } : {}),
+        },
+        options.signal,
+      )) as ImportReport;
+      const results = answer.items.map((result) => ({ ...result, index: result.index + offset }));
+      report.items.push(...results);
+      for (const status of Object.keys(report.counts) as ImportStatus[]) report.counts[status] += answer.counts[status];
+      options.onChunk?.(report.items);
+    }
+    return report;
+  }
+}
+
+const SOCKET_PART_ITEMS = 200;
+const SOCKET_PART_BYTES = 8 * 1024 * 1024;
+
+/** `items` cut into parts for the socket, each with the index of its first item. */
+export function socketParts(items: readonly ImportInput[]): [number, ImportInput[]][] {
+  const parts: [number, ImportInput[]][] = [];
+  let part: ImportInput[] = [];
+  let bytes = 0;
+  let start = 0;
+  items.forEach((item, index) => {
+    const size = JSON.stringify(item).length;
+    if (part.length > 0 && (part.length >= SOCKET_PART_ITEMS || bytes + size > SOCKET_PART_BYTES)) {
+      parts.push([start, part]);
+      [part, bytes, start] = [[], 0, index];
+    }
+    part.push(item);
+    bytes += size;
+  });
+  if (part.length > 0) parts.push([start, part]);
+  return parts;
+}
+
+/** What the service needs to know of an export's embeddings: their space and embedded attributes. */
+function exportedSpace(made: { model: string; dimension: number; embeddedAttributes?: readonly string[] }) {
+  return { model: made.model, dimension: made.dimension, embeddedAttributes: made.embeddedAttributes ?? [] };
 }
 
 interface ImportCommandOptions {
@@ -131,7 +231,7 @@ async function openImport(
 async function runImport(
   path: string,
   source: FileSource,
-  prepare: () => Promise<ImportProducts>,
+  prepare: () => Promise<Importer>,
   options: ImportCommandOptions,
   output: CliOutput = consoleOutput,
 ): Promise<number> {
