@@ -24,6 +24,8 @@ export interface ExportOptions {
   pageSize?: number;
   /** Aborts (with the reason to throw) between pages. */
   signal?: AbortSignal;
+  /** Only the products whose id is above it (default 0: all): where a previous page of the export ended. */
+  afterId?: number;
 }
 
 export interface Deps {
@@ -55,7 +57,7 @@ export class ExportCatalogue {
     return {
       header: { model, dimension, embeddings: withEmbeddings, embeddedAttributes, exportedAt: new Date(clock.now()) },
       products: (async function* () {
-        for (let afterId = 0; ; ) {
+        for (let afterId = options.afterId ?? 0; ; ) {
           signal?.throwIfAborted();
           const page = await products.productsAfter(afterId, pageSize, { withEmbeddings });
           yield* page;

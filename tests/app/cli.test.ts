@@ -412,9 +412,24 @@ test.concurrent("serve answers, guards its data directory, runs users, keys, cat
     const reimported = await cli(["import", file], env);
     expect(JSON.parse(reimported.stdout.trim().split("\n").at(-1) ?? "")).toMatchObject({ unchanged: 2, failed: 1 });
 
-    const export_ = await cli(["export", join(env.DATA_DIR, "x.jsonl")], env);
-    expect(export_.code).toBe(1);
-    expect(export_.stderr).toContain("in use by process");
+    // An export while it runs: the service answers the pages, the command writes the file.
+    const exportFile = join(env.DATA_DIR, "x.jsonl");
+    const export_ = await cli(["export", exportFile, "--with-embeddings"], env);
+    expect(export_.code).toBe(0);
+    expect(JSON.parse(export_.stdout.trim())).toMatchObject({ event: "export_done", products: 2, embeddings: true });
+    const lines = (await Bun.file(exportFile).text())
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(lines[0]).toMatchObject({ model: "all-MiniLM-L6-v2", dimension: 384, embeddings: true });
+    expect(lines.slice(1).map((line) => [line.sku, line.embedding.length])).toEqual([
+      ["T-1", 384],
+      ["T-2", 384],
+    ]);
+    // What the service does not do for a command says the directory is in use.
+    const whole = await cli(["reembed"], env);
+    expect(whole.code).toBe(1);
+    expect(whole.stderr).toContain("in use by process");
   } finally {
     server.kill("SIGTERM");
   }

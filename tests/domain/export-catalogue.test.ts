@@ -68,6 +68,18 @@ describe("ExportCatalogue", () => {
     expect(read.map((product) => product.embedding)).toEqual([1, 2, 3].map((id) => products.embeddingOf(id)));
   });
 
+  test("from where a previous page ended (afterId): the products above it, none twice", async () => {
+    const products = await catalogue(5);
+    const exporter = new ExportCatalogue({
+      products: products.in("default"),
+      space: async () => SPACE,
+      clock: new FakeClock(0),
+    });
+    const rest = await all((await exporter.execute({ withEmbeddings: false, pageSize: 2, afterId: 2 })).products);
+    expect(rest.map((product) => product.id)).toEqual([3, 4, 5]);
+    expect(await all((await exporter.execute({ withEmbeddings: false, afterId: 5 })).products)).toEqual([]);
+  });
+
   test("an abort stops it between pages", async () => {
     const products = await catalogue(5);
     const controller = new AbortController();

@@ -1,10 +1,12 @@
 /**
- * `import` as admin operations (admin-channel.ts): on the embedded database held by the running
- * service, the command reads its file and hands each batch to the service, which stores it through
- * the same use case as POST /products/bulk and answers each item's outcome.
+ * `import` and `export` as admin operations (admin-channel.ts): on the embedded database held by the
+ * running service, `import` reads its file and hands each batch to the service, which stores it
+ * through the same use case as POST /products/bulk and answers each item's outcome; `export` asks the
+ * service for the catalogue a page at a time and writes the file itself.
  */
 import { CatalogueNotFound, InvalidInput } from "../../domain/errors.ts";
 import type { ExportedEmbeddings, ImportInput } from "../../domain/import-products.ts";
+import type { ExportedProduct } from "../../ports/product-repository.ts";
 import { type AdminArgs, type AdminOperation, textArg } from "./operation.ts";
 
 /** The export's embeddings the command says its file carries (model, dimension, embedded attributes), if any. */
@@ -29,6 +31,28 @@ export const PRODUCT_OPERATIONS: Record<string, AdminOperation> = {
       space: importer.space,
       ...(embeddings ? { takes_embeddings: await importer.takesEmbeddingsOf(embeddings, catalogue) } : {}),
     };
+  },
+  /**
+   * One page of an export: its header, and the products whose id is above `after_id` (at most
+   * `limit`), with their embeddings when asked. Fewer than `limit`: the last page.
+   */
+  "products.export-page": async (root, args) => {
+    const limit = Number(args.limit);
+    const afterId = Number(args.after_id);
+    if (!Number.isInteger(limit) || limit < 1 || !Number.isInteger(afterId) || afterId < 0) {
+      throw new InvalidInput("Los argumentos 'limit' y 'after_id' deben ser números enteros");
+    }
+    const exported = await (await root.exportCatalogue(textArg(args, "catalogue"))).execute({
+      withEmbeddings: args.with_embeddings === true,
+      pageSize: limit,
+      afterId,
+    });
+    const products: ExportedProduct[] = [];
+    for await (const product of exported.products) {
+      products.push(product);
+      if (products.length === limit) break;
+    }
+    return { header: exported.header, products };
   },
   /** One batch of the file's items (each `{value}` or `{problem}`, as read): each item's outcome. */
   "products.import": async (root, args, signal) => {

@@ -2,10 +2,14 @@
  * `export FILE`: a catalogue (`--catalogue`, default `default`) as JSON Lines (adapters/import/catalogue-export.ts says the format),
  * gzip-compressed when FILE ends in .gz or with --gzip, optionally with every product's embedding
  * and the model and dimension they were made with, so that `import FILE` restores it without
- * embedding anything. Read a page at a time: any catalogue size, in constant memory.
+ * embedding anything. Read a page at a time: any catalogue size, in constant memory. On the embedded
+ * database held by the running service, the service answers the pages (its admin socket).
  */
 import { writeCatalogueExport } from "../../adapters/import/catalogue-export.ts";
 import { DEFAULT_CATALOGUE } from "../../domain/caller.ts";
+import type { CatalogueExport, ExportHeader } from "../../domain/export-catalogue.ts";
+import type { ExportedProduct } from "../../ports/product-repository.ts";
+import { serviceSocketFor, viaSocket } from "../admin/admin-channel.ts";
 import { type Config, secretsOf } from "../config.ts";
 import { createLogger } from "../logger.ts";
 import { type CliOutput, EXIT, type RegisterCommand } from "./command.ts";
@@ -46,10 +50,16 @@ async function exportFile(
   const withEmbeddings = options.withEmbeddings === true;
   const gzip = options.gzip === true || file.toLowerCase().endsWith(".gz");
   try {
-    const exported = await (await root.exportCatalogue(options.catalogue)).execute({
-      withEmbeddings,
-      signal: stop.signal,
-    });
+    const exported = await root
+      .exportCatalogue(options.catalogue)
+      .then((exporter) => exporter.execute({ withEmbeddings, signal: stop.signal }))
+      .catch(async (error: unknown) => {
+        const socket = serviceSocketFor(config, error);
+        if (socket === undefined) throw error;
+        await root.close();
+        output.err("the running service holds the embedded database: it answers the catalogue a page at a time\n");
+        return exportFromService(socket, options.catalogue, withEmbeddings, stop.signal);
+      });
     const onTerminal = process.stderr.isTTY;
     const { products } = await writeCatalogueExport(file, exported, {
       gzip,
@@ -78,4 +88,34 @@ async function exportFile(
     stop.release();
     await root.close();
   }
+}
+
+/** Products the running service answers in one page: 200 embeddings of 3,072 numbers are about 12 MB of JSON. */
+const SERVICE_PAGE = 200;
+
+/** The catalogue read from the running service's admin socket, a page at a time (as ExportCatalogue reads the database). */
+async function exportFromService(
+  socket: string,
+  catalogue: string,
+  withEmbeddings: boolean,
+  signal: AbortSignal,
+): Promise<CatalogueExport> {
+  type Page = { header: Omit<ExportHeader, "exportedAt"> & { exportedAt: string }; products: ExportedProduct[] };
+  const page = (afterId: number) =>
+    viaSocket(
+      socket,
+      "products.export-page",
+      { catalogue, after_id: afterId, limit: SERVICE_PAGE, with_embeddings: withEmbeddings },
+      signal,
+    ) as Promise<Page>;
+  const first = await page(0);
+  return {
+    header: { ...first.header, exportedAt: new Date(first.header.exportedAt) },
+    products: (async function* () {
+      for (let current = first; ; current = await page((current.products.at(-1) as ExportedProduct).id)) {
+        yield* current.products;
+        if (current.products.length < SERVICE_PAGE) return;
+      }
+    })(),
+  };
 }
