@@ -8,16 +8,17 @@
  */
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
 import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
 import { PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
-import { runCli } from "../../src/app/cli.ts";
 import { bagOfWords } from "../fakes/fake-embedder.ts";
 import { openAIHandler } from "../fakes/fake-openai-server.ts";
 import { FakeProviderServer } from "../fakes/fake-provider-server.ts";
+// `cliProcess`: `bun run cli <args>` as a real process, as the README writes it; `cli`: the same
+// command in this process, what a process test costs without the process.
+import { cliInProcess as cli, cliProcess } from "../support/cli.ts";
 import { withNewDatabase } from "../support/new-database.ts";
 import { blockHooks } from "../support/skipped-blocks.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
@@ -25,7 +26,6 @@ import { POSTGRES_URL } from "../support/test-databases.ts";
 
 setDefaultTimeout(120_000);
 
-const PROJECT = join(import.meta.dir, "../..");
 const DIMENSION = 64;
 const tempDir = useTempDirs("backup-restore", { concurrent: true });
 
@@ -48,37 +48,6 @@ function fakeEmbedder() {
     }),
     calls: () => provider.requests.filter((request) => request.path === "/v1/embeddings").length,
   };
-}
-
-/** `bun run cli <args>` as a real process, as the README writes it. */
-async function cliProcess(args: string[], env: Record<string, string>) {
-  const child = Bun.spawn(["bun", "run", "cli", ...args], {
-    cwd: PROJECT,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmpdir(), ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  return { code, stdout, stderr };
-}
-
-/** The same command in this process (runCli, output captured): what a process test costs, without the process. */
-async function cli(args: string[], env: Record<string, string>) {
-  let stdout = "";
-  let stderr = "";
-  const code = await runCli(args, env, "1.0.0", {
-    out: (text) => {
-      stdout += text;
-    },
-    err: (text) => {
-      stderr += text;
-    },
-  });
-  return { code, stdout, stderr };
 }
 
 /** The last JSON line a command printed: its summary. */

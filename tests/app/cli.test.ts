@@ -1,7 +1,9 @@
 /**
- * The operator's command line, run exactly as the README writes it (`bun run cli ...`, `bun start`)
- * as a real process on the embedded database, with passwords on standard input. The tests run
- * concurrently (each has its own DATA_DIR and port): most of their time is spent in the processes.
+ * The operator's command line on the embedded database, with passwords on standard input. Each
+ * command the README gives runs once as the README writes it (`bun run cli ...`, `bun start`), as a
+ * real process: most of them against a running service, which they reach over its admin socket;
+ * every other run of a command (its refusals, the same command without a service) is in process
+ * (tests/support/cli.ts). The tests run concurrently, each on its own DATA_DIR.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, statSync } from "node:fs";
@@ -18,54 +20,29 @@ import { createLogger } from "../../src/app/logger.ts";
 import { CreateProduct } from "../../src/domain/create-product.ts";
 import { contentDigest } from "../../src/domain/product.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+import { cliInProcess, cliProcess, PROJECT } from "../support/cli.ts";
 import { withNewDatabase } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 
-// Every command is a new process (most open PGlite), queued behind the others on 2 busy cores.
+// Processes and embedded databases queued behind each other on 2 busy cores.
 setDefaultTimeout(300_000);
 
-const PROJECT = join(import.meta.dir, "../..");
 /** An empty DATA_DIR, as on a first start. */
 const dataDir = useTempDirs("cli", { concurrent: true });
 /** A DATA_DIR holding a new embedded database (as the executable's first start unpacks it), so no command waits for initdb. */
 const dataDirWithDatabase = () => withNewDatabase(dataDir());
 
-/** `bun run cli <args>` in the project folder, as the README says. */
+const ADMIN_PASSWORD = "admin-password";
+
+/** `bun run cli <args>` in the project folder, as the README writes it. */
 function cli(args: string[], env: Record<string, string>, stdin = "") {
-  return run(["bun", "run", "cli", ...args], env, stdin);
+  return cliProcess(args, { ADMIN_PASSWORD, ...env }, stdin);
 }
 
-/** At most this many commands at once: each is a CPU-bound process of up to 1 GB, on 2 cores. */
-const MAX_PROCESSES = 3;
-let running = 0;
-const waiting: (() => void)[] = [];
-
-async function run(command: string[], env: Record<string, string>, stdin = "") {
-  while (running >= MAX_PROCESSES) await new Promise<void>((resolve) => waiting.push(resolve));
-  running++;
-  try {
-    return await spawn(command, env, stdin);
-  } finally {
-    running--;
-    waiting.shift()?.();
-  }
-}
-
-async function spawn(command: string[], env: Record<string, string>, stdin: string) {
-  const child = Bun.spawn(command, {
-    cwd: PROJECT,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmpdir(), ADMIN_PASSWORD: "admin-password", ...env },
-    stdin: new Blob([stdin]),
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  return { code, stdout, stderr };
+/** The same command run in this process. */
+function inProcess(args: string[], env: Record<string, string>, stdin = "") {
+  return cliInProcess(args, { ADMIN_PASSWORD, ...env }, stdin);
 }
 
 /** Whether anything answers 200 at `url`. */
@@ -77,64 +54,79 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
-/** Logs in through the real app on the same data directory (the CLI process has exited). */
-async function loginStatus(dir: string, username: string, password: string): Promise<number> {
+/**
+ * The status of a login with each of `credentials`, through the real app on the same data
+ * directory (opened once for all of them, then closed: the next command needs the directory).
+ */
+async function loginStatuses(dir: string, credentials: [username: string, password: string][]): Promise<number[]> {
   // Logging in embeds nothing, so no Apertium pipeline is started for it.
-  const config = loadConfig({ DATA_DIR: dir, ADMIN_PASSWORD: "admin-password", QUERY_TRANSLATION: "off" });
+  const config = loadConfig({ DATA_DIR: dir, ADMIN_PASSWORD, QUERY_TRANSLATION: "off" });
   // Hashes made here (the admin's) cost little; the users' were made by the CLI at the service's cost.
   const container = await createHttpService(config, createLogger("error"), {
     embedder: new LocalEmbedder(INSTALLED_MODEL_DIR),
     passwordHasher: lowCostHasher(),
   });
   try {
-    const response = await container.app.handle(
-      new Request("http://localhost/auth/login", {
-        method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ username, password }).toString(),
-      }),
-    );
-    return response.status;
+    const statuses: number[] = [];
+    for (const [username, password] of credentials) {
+      const response = await container.app.handle(
+        new Request("http://localhost/auth/login", {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ username, password }).toString(),
+        }),
+      );
+      statuses.push(response.status);
+    }
+    return statuses;
   } finally {
     await container.close();
   }
 }
 
-describe.concurrent("users", () => {
-  test("add, reset-password and remove, with the password read from stdin", async () => {
+describe.concurrent("users, with no service running (the commands as processes: the service test below)", () => {
+  test("add, reset-password, set-role, list and remove, with the password read from stdin", async () => {
     const env = { DATA_DIR: await dataDirWithDatabase() };
-    const added = await cli(["users", "add", "bea"], env, "primera-clave\n");
-    expect(added).toMatchObject({ code: 0 });
-    expect(added.stdout).toContain("'bea' created");
+    const added = await inProcess(["users", "add", "bea"], env, "primera-clave\n");
+    expect(added).toMatchObject({ code: 0, stdout: "user 'bea' created (viewer)\n" });
     expect(`${added.stdout}${added.stderr}`).not.toContain("primera-clave");
-    expect(await loginStatus(env.DATA_DIR, "bea", "primera-clave")).toBe(200);
+    expect(await loginStatuses(env.DATA_DIR, [["bea", "primera-clave"]])).toEqual([200]);
 
-    const again = await cli(["users", "add", "bea"], env, "otra-clave-mas\n");
+    const again = await inProcess(["users", "add", "bea"], env, "otra-clave-mas\n");
     expect(again.code).toBe(1);
     expect(again.stderr).toContain("ya existe");
 
-    expect((await cli(["users", "reset-password", "bea"], env, "segunda-clave\n")).code).toBe(0);
-    expect(await loginStatus(env.DATA_DIR, "bea", "primera-clave")).toBe(401);
-    expect(await loginStatus(env.DATA_DIR, "bea", "segunda-clave")).toBe(200);
+    expect((await inProcess(["users", "reset-password", "bea"], env, "segunda-clave\n")).code).toBe(0);
+    expect(
+      await loginStatuses(env.DATA_DIR, [
+        ["bea", "primera-clave"],
+        ["bea", "segunda-clave"],
+      ]),
+    ).toEqual([401, 200]);
 
-    const listed = await cli(["users", "list"], env);
+    expect(await inProcess(["users", "set-role", "bea", "admin"], env)).toMatchObject({
+      code: 0,
+      stdout: "'bea' is now admin\n",
+    });
+    const listed = await inProcess(["users", "list"], env);
     expect(listed.code).toBe(0);
     expect(
       listed.stdout
         .trim()
         .split("\n")
-        .map((line) => JSON.parse(line).username),
-    ).toEqual(["bea"]);
+        .map((line) => JSON.parse(line))
+        .map(({ username, role }) => ({ username, role })),
+    ).toEqual([{ username: "bea", role: "admin" }]);
 
-    expect((await cli(["users", "remove", "bea"], env)).code).toBe(0);
-    expect(await loginStatus(env.DATA_DIR, "bea", "segunda-clave")).toBe(401);
-    const missing = await cli(["users", "remove", "bea"], env);
+    expect((await inProcess(["users", "remove", "bea"], env)).code).toBe(0);
+    expect(await loginStatuses(env.DATA_DIR, [["bea", "segunda-clave"]])).toEqual([401]);
+    const missing = await inProcess(["users", "remove", "bea"], env);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("no existe");
   });
 
   test("refuses a short password", async () => {
-    const short = await cli(["users", "add", "bea"], { DATA_DIR: await dataDirWithDatabase() }, "corta\n");
+    const short = await inProcess(["users", "add", "bea"], { DATA_DIR: await dataDirWithDatabase() }, "corta\n");
     expect(short.code).toBe(1);
     expect(short.stderr).toContain("contraseña");
   });
@@ -144,35 +136,35 @@ test.concurrent("synonyms: set from a file (one set a line, or JSON on stdin), g
   const env = { DATA_DIR: await dataDirWithDatabase() };
   const file = join(env.DATA_DIR, "synonyms.txt");
   await Bun.write(file, "# the shop's words\ncelular, móvil , smartphone\n\ntv,televisor\n");
-  const set = await cli(["synonyms", "set", file], env);
+  const set = await inProcess(["synonyms", "set", file], env);
   expect(set).toMatchObject({ code: 0, stdout: "2 synonym sets stored for catalogue 'default'\n" });
   // A catalogue that does not exist has no synonyms to set or read.
   for (const args of [
     ["synonyms", "get", "--catalogue", "muebles"],
     ["synonyms", "set", file, "--catalogue", "muebles"],
   ]) {
-    const missing = await cli(args, env);
+    const missing = await inProcess(args, env);
     expect({ args, code: missing.code }).toEqual({ args, code: 1 });
     expect(missing.stderr).toContain("No existe el catálogo");
   }
-  expect((await cli(["catalogues", "add", "muebles"], env)).code).toBe(0);
-  const other = await cli(
+  expect((await inProcess(["catalogues", "add", "muebles"], env)).code).toBe(0);
+  const other = await inProcess(
     ["synonyms", "set", "-", "--catalogue", "muebles"],
     env,
     '{"synonyms": [["sofá", "sillón"]]}',
   );
   expect(other.code).toBe(0);
-  const got = await cli(["synonyms", "get"], env);
+  const got = await inProcess(["synonyms", "get"], env);
   expect(JSON.parse(got.stdout)).toEqual({
     synonyms: [
       ["celular", "móvil", "smartphone"],
       ["tv", "televisor"],
     ],
   });
-  expect(JSON.parse((await cli(["synonyms", "get", "--catalogue", "muebles"], env)).stdout)).toEqual({
+  expect(JSON.parse((await inProcess(["synonyms", "get", "--catalogue", "muebles"], env)).stdout)).toEqual({
     synonyms: [["sofá", "sillón"]],
   });
-  const bad = await cli(["synonyms", "set", "-"], env, "solo\n");
+  const bad = await inProcess(["synonyms", "set", "-"], env, "solo\n");
   expect(bad.code).toBe(1);
   expect(bad.stderr).toContain("El grupo de sinónimos 0");
 });
@@ -189,14 +181,14 @@ test.concurrent("`bun run cli help` and `--version` work as the README writes th
 });
 
 test.concurrent("a bad setting stops the program with a message naming it", async () => {
-  const result = await cli(["serve"], { DATA_DIR: dataDir(), PORT: "eighty", ALGORITHM: "none" });
+  const result = await inProcess(["serve"], { DATA_DIR: dataDir(), PORT: "eighty", ALGORITHM: "none" });
   expect(result.code).toBe(1);
   expect(result.stderr).toContain("PORT");
   expect(result.stderr).toContain("ALGORITHM");
 });
 
 test.concurrent("healthcheck fails, saying so, when nothing answers", async () => {
-  const result = await cli(["healthcheck"], { DATA_DIR: dataDir(), PORT: "1" });
+  const result = await inProcess(["healthcheck"], { DATA_DIR: dataDir(), PORT: "1" });
   expect(result.code).toBe(1);
   expect(result.stderr).toContain("nothing answers at http://127.0.0.1:1/");
 });
@@ -218,7 +210,7 @@ test.concurrent("reembed moves a catalogue to the configured model, after which 
   );
   await old.close();
 
-  const refused = await cli(["serve"], { DATA_DIR: dir });
+  const refused = await inProcess(["serve"], { DATA_DIR: dir });
   expect(refused.code).toBe(1);
   expect(refused.stderr).toContain("reembed");
 
@@ -237,7 +229,7 @@ test.concurrent("reembed moves a catalogue to the configured model, after which 
   }
 });
 
-test.concurrent("catalogues set chooses the attributes embedded; reembed --catalogue embeds the stale products again, once", async () => {
+test.concurrent("catalogues set chooses the attributes embedded; reembed --catalogue embeds the stale products again, once (no service running)", async () => {
   const env = { DATA_DIR: await dataDirWithDatabase(), QUERY_TRANSLATION: "off" };
   const file = join(env.DATA_DIR, "shoes.jsonl");
   const shoes = [
@@ -246,9 +238,9 @@ test.concurrent("catalogues set chooses the attributes embedded; reembed --catal
     { name: "Sock", description: "Wool", category: "Sport", sku: "S-1", attributes: { price: 3 } },
   ];
   await Bun.write(file, shoes.map((shoe) => JSON.stringify(shoe)).join("\n"));
-  expect((await cli(["import", file], env)).code).toBe(0);
+  expect((await inProcess(["import", file], env)).code).toBe(0);
 
-  const set = await cli(["catalogues", "set", "default", "--embedded-attributes", "brand, color"], env);
+  const set = await inProcess(["catalogues", "set", "default", "--embedded-attributes", "brand, color"], env);
   expect(set.code).toBe(0);
   expect(JSON.parse(set.stdout)).toMatchObject({
     name: "default",
@@ -256,18 +248,18 @@ test.concurrent("catalogues set chooses the attributes embedded; reembed --catal
     embedded_attributes: ["brand", "color"],
     stale_embeddings: 2,
   });
-  const listed = JSON.parse((await cli(["catalogues", "list"], env)).stdout.trim());
+  const listed = JSON.parse((await inProcess(["catalogues", "list"], env)).stdout.trim());
   expect(listed).toMatchObject({ name: "default", embedded_attributes: ["brand", "color"] });
-  const bad = await cli(["catalogues", "set", "default", "--embedded-attributes", "Marca"], env);
+  const bad = await inProcess(["catalogues", "set", "default", "--embedded-attributes", "Marca"], env);
   expect(bad.code).toBe(1);
   expect(bad.stderr).toContain("'Marca'");
 
-  const first = await cli(["reembed", "--catalogue", "default"], env);
+  const first = await inProcess(["reembed", "--catalogue", "default"], env);
   expect(first.code).toBe(0);
   expect(first.stderr).toContain("catalogue 'default': 2 of 3 products embedded again from their current text");
-  const second = await cli(["reembed", "--catalogue", "default"], env);
+  const second = await inProcess(["reembed", "--catalogue", "default"], env);
   expect(second.stderr).toContain("catalogue 'default': 0 of 3 products embedded again");
-  const missing = await cli(["reembed", "--catalogue", "nunca"], env);
+  const missing = await inProcess(["reembed", "--catalogue", "nunca"], env);
   expect(missing.code).toBe(1);
   expect(missing.stderr).toContain("No existe el catálogo 'nunca'");
 
@@ -285,13 +277,13 @@ test.concurrent("catalogues set chooses the attributes embedded; reembed --catal
   }
 });
 
-test.concurrent("serve answers, guards its data directory, runs users, keys, catalogues, an import and a re-embed for the CLI over its admin socket, and stops cleanly on SIGTERM", async () => {
+test.concurrent("serve answers, guards its data directory, runs the README's users, keys, catalogues, synonyms, import, export and reembed --catalogue commands for the CLI over its admin socket, and stops cleanly on SIGTERM", async () => {
   // An empty DATA_DIR: the first start makes its database, as `bun start` does on a fresh checkout.
   const env = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: tmpdir(),
     DATA_DIR: dataDir(),
-    ADMIN_PASSWORD: "admin-password",
+    ADMIN_PASSWORD,
     HOST: "127.0.0.1",
     PORT: String(await freePort()),
     LOG_LEVEL: "warn",
@@ -299,6 +291,11 @@ test.concurrent("serve answers, guards its data directory, runs users, keys, cat
   const server = Bun.spawn(["bun", "start"], { cwd: PROJECT, env, stdout: "pipe", stderr: "pipe" });
   const socket = join(env.DATA_DIR, "admin.sock");
   const base = `http://127.0.0.1:${env.PORT}`;
+  const login = async (username: string, password: string) =>
+    fetch(`${base}/auth/login`, { method: "POST", body: new URLSearchParams({ username, password }) });
+  const bearer = async (username: string, password: string) => ({
+    authorization: `Bearer ${((await (await login(username, password)).json()) as { access_token: string }).access_token}`,
+  });
   try {
     // Waits (up to 60 s) for the service to answer, then asks the healthcheck command.
     for (let waited = 0; waited < 60_000 && !(await answers(`${base}/`)); waited += 100) await Bun.sleep(100);
@@ -310,7 +307,7 @@ test.concurrent("serve answers, guards its data directory, runs users, keys, cat
     const added = await cli(["users", "add", "bea", "--role", "viewer"], env, "primera-clave\n");
     expect(added).toMatchObject({ code: 0, stdout: "user 'bea' created (viewer)\n" });
     expect(`${added.stdout}${added.stderr}`).not.toContain("primera-clave");
-    const again = await cli(["users", "add", "bea"], env, "otra-clave-mas\n");
+    const again = await inProcess(["users", "add", "bea"], env, "otra-clave-mas\n");
     expect(again.code).toBe(1);
     expect(again.stderr).toContain("ya existe");
     const listed = await cli(["users", "list"], env);
@@ -323,13 +320,15 @@ test.concurrent("serve answers, guards its data directory, runs users, keys, cat
       { username: "admin", role: "admin", created_at: expect.any(String) },
       { username: "bea", role: "viewer", created_at: expect.any(String) },
     ]);
-    const login = await fetch(`${base}/auth/login`, {
-      method: "POST",
-      body: new URLSearchParams({ username: "bea", password: "primera-clave" }),
-    });
-    const token = ((await login.json()) as { access_token: string }).access_token;
-    expect((await fetch(`${base}/products`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
-    expect((await fetch(`${base}/keys`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(403);
+    const viewer = await bearer("bea", "primera-clave");
+    expect((await fetch(`${base}/products`, { headers: viewer })).status).toBe(200);
+    expect((await fetch(`${base}/keys`, { headers: viewer })).status).toBe(403);
+
+    const reset = await cli(["users", "reset-password", "bea"], env, "segunda-clave\n");
+    expect(reset).toMatchObject({ code: 0, stdout: "password of 'bea' changed\n" });
+    expect((await login("bea", "primera-clave")).status).toBe(401);
+    expect((await cli(["users", "set-role", "bea", "admin"], env)).stdout).toBe("'bea' is now admin\n");
+    expect((await fetch(`${base}/keys`, { headers: await bearer("bea", "segunda-clave") })).status).toBe(200);
 
     const made = await cli(["keys", "add", "Tienda", "--actions", "search,products.read"], env);
     expect(made.code).toBe(0);
@@ -341,7 +340,7 @@ test.concurrent("serve answers, guards its data directory, runs users, keys, cat
     expect(JSON.parse(keys.stdout)).toMatchObject({ id: key.id, prefix: key.prefix });
     expect((await cli(["keys", "revoke", key.id], env)).code).toBe(0);
     expect((await fetch(`${base}/products`, { headers: { "x-api-key": key.key } })).status).toBe(401);
-    const unknown = await cli(["keys", "revoke", key.id], env);
+    const unknown = await inProcess(["keys", "revoke", key.id], env);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("No existe ninguna clave");
 
@@ -349,12 +348,8 @@ test.concurrent("serve answers, guards its data directory, runs users, keys, cat
     const catalogue = await cli(["catalogues", "add", "tienda-norte"], env);
     expect(catalogue.code).toBe(0);
     expect(JSON.parse(catalogue.stdout)).toMatchObject({ name: "tienda-norte", products: 0 });
-    expect((await cli(["catalogues", "add", "tienda-norte"], env)).stderr).toContain("Ya existe el catálogo");
-    const adminLogin = await fetch(`${base}/auth/login`, {
-      method: "POST",
-      body: new URLSearchParams({ username: "admin", password: "admin-password" }),
-    });
-    const admin = { authorization: `Bearer ${((await adminLogin.json()) as { access_token: string }).access_token}` };
+    expect((await inProcess(["catalogues", "add", "tienda-norte"], env)).stderr).toContain("Ya existe el catálogo");
+    const admin = await bearer("admin", ADMIN_PASSWORD);
     const created = await fetch(`${base}/catalogues/tienda-norte/products/`, {
       method: "POST",
       headers: { ...admin, "content-type": "application/json" },
@@ -374,19 +369,34 @@ test.concurrent("serve answers, guards its data directory, runs users, keys, cat
       { name: "default", products: 0 },
       { name: "tienda-norte", products: 1 },
     ]);
+
     const set = await cli(["catalogues", "set", "tienda-norte", "--embedded-attributes", "brand"], env);
     expect(JSON.parse(set.stdout)).toMatchObject({ embedded_attributes: ["brand"], stale_embeddings: 1 });
     // The service embeds the stale product again for the command (it holds the database), once.
     const reembedded = await cli(["reembed", "--catalogue", "tienda-norte"], env);
     expect(reembedded.code).toBe(0);
     expect(reembedded.stderr).toContain("catalogue 'tienda-norte': 1 of 1 products embedded again");
-    expect((await cli(["reembed", "--catalogue", "tienda-norte"], env)).stderr).toContain("0 of 1 products");
-    const unknownCatalogue = await cli(["reembed", "--catalogue", "nunca"], env);
+    expect((await inProcess(["reembed", "--catalogue", "tienda-norte"], env)).stderr).toContain("0 of 1 products");
+    const unknownCatalogue = await inProcess(["reembed", "--catalogue", "nunca"], env);
     expect(unknownCatalogue.code).toBe(1);
     expect(unknownCatalogue.stderr).toContain("No existe el catálogo 'nunca'");
-    expect((await cli(["catalogues", "remove", "default"], env)).stderr).toContain("no se puede borrar");
+
+    // Synonyms, set from a file and read back while the service holds the database.
+    const synonyms = join(env.DATA_DIR, "synonyms.txt");
+    await Bun.write(synonyms, "celular, móvil\n");
+    expect((await cli(["synonyms", "set", synonyms, "--catalogue", "tienda-norte"], env)).stdout).toBe(
+      "1 synonym sets stored for catalogue 'tienda-norte'\n",
+    );
+    expect(JSON.parse((await cli(["synonyms", "get", "--catalogue", "tienda-norte"], env)).stdout)).toEqual({
+      synonyms: [["celular", "móvil"]],
+    });
+
+    expect((await inProcess(["catalogues", "remove", "default"], env)).stderr).toContain("no se puede borrar");
     expect((await cli(["catalogues", "remove", "tienda-norte"], env)).code).toBe(0);
     expect((await fetch(`${base}/catalogues/tienda-norte/products`, { headers: admin })).status).toBe(404);
+
+    expect((await cli(["users", "remove", "bea"], env)).stdout).toBe("user 'bea' removed\n");
+    expect((await login("bea", "segunda-clave")).status).toBe(401);
 
     // An import while it runs: the command reads the file, the service stores it, item by item.
     const file = join(env.DATA_DIR, "cocina.jsonl");
@@ -409,7 +419,7 @@ test.concurrent("serve answers, guards its data directory, runs users, keys, cat
       items: { sku: string }[];
     };
     expect(stored.items.map((product) => product.sku).sort()).toEqual(["T-1", "T-2"]);
-    const reimported = await cli(["import", file], env);
+    const reimported = await inProcess(["import", file], env);
     expect(JSON.parse(reimported.stdout.trim().split("\n").at(-1) ?? "")).toMatchObject({ unchanged: 2, failed: 1 });
 
     // An export while it runs: the service answers the pages, the command writes the file.
@@ -427,7 +437,7 @@ test.concurrent("serve answers, guards its data directory, runs users, keys, cat
       ["T-2", 384],
     ]);
     // What the service does not do for a command says the directory is in use.
-    const whole = await cli(["reembed"], env);
+    const whole = await inProcess(["reembed"], env);
     expect(whole.code).toBe(1);
     expect(whole.stderr).toContain("in use by process");
   } finally {
@@ -435,18 +445,18 @@ test.concurrent("serve answers, guards its data directory, runs users, keys, cat
   }
   expect(await server.exited).toBe(0);
   expect(existsSync(socket)).toBe(false);
-  expect((await cli(["users", "add", "luis"], { DATA_DIR: env.DATA_DIR }, "primera-clave\n")).code).toBe(0);
+  expect((await inProcess(["users", "add", "luis"], { DATA_DIR: env.DATA_DIR }, "primera-clave\n")).code).toBe(0);
 });
 
 test.concurrent("serve on a busy port fails, and leaves the data directory free", async () => {
   const env = { DATA_DIR: await dataDirWithDatabase() };
   const busy = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   try {
-    const result = await cli(["serve"], { ...env, HOST: "127.0.0.1", PORT: String(busy.port) });
+    const result = await inProcess(["serve"], { ...env, HOST: "127.0.0.1", PORT: String(busy.port) });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(String(busy.port));
   } finally {
     busy.stop(true);
   }
-  expect((await cli(["users", "add", "bea"], env, "primera-clave\n")).code).toBe(0);
+  expect((await inProcess(["users", "add", "bea"], env, "primera-clave\n")).code).toBe(0);
 });

@@ -1,42 +1,30 @@
 /**
- * `bun run cli import FILE`, run exactly as the README writes it, on the embedded database (a copy
- * of a new one, as a first start unpacks it): each file format, gzip, a second run that changes
- * nothing, an interrupted run resumed, the vector index. The tests run concurrently, each on its
- * own DATA_DIR: most of their time is spent in the processes.
+ * `bun run cli import FILE` on the embedded database (a copy of a new one, as a first start unpacks
+ * it): each file format, gzip, a second run that changes nothing, an interrupted run resumed, the
+ * vector index. The README's commands run once each as it writes them, as real processes (Ctrl-C
+ * needs one; `index status|drop|build`); the other runs are in process (tests/support/cli.ts). The
+ * tests run concurrently, each on its own DATA_DIR.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { openAIHandler } from "../fakes/fake-openai-server.ts";
 import { FakeProviderServer } from "../fakes/fake-provider-server.ts";
+import { cliInProcess, cliProcess, finished, startCliProcess } from "../support/cli.ts";
 import { withNewDatabase } from "../support/new-database.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 
-// Generous: these tests start several `bun` processes each; at load 24 on 2 cores two took over 120 s.
+// Generous: at load 24 on 2 cores two of these tests took over 120 s.
 setDefaultTimeout(300_000);
 
-const PROJECT = join(import.meta.dir, "../..");
 const tempDir = useTempDirs("import-cli", { concurrent: true });
 
-function cli(args: string[], env: Record<string, string>) {
-  return Bun.spawn(["bun", "run", "cli", ...args], {
-    cwd: PROJECT,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmpdir(), ADMIN_PASSWORD: "admin-password", ...env },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-}
-
-async function finished(child: ReturnType<typeof cli>) {
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(child.stdout).text(),
-    new Response(child.stderr).text(),
-    child.exited,
-  ]);
-  return { code, stdout, stderr };
-}
+const ADMIN_PASSWORD = "admin-password";
+/** `bun run cli <args>` as a process, as the README writes it. */
+const cli = (args: string[], env: Record<string, string>) => startCliProcess(args, { ADMIN_PASSWORD, ...env });
+/** The same command in this process. */
+const inProcess = (args: string[], env: Record<string, string>) => cliInProcess(args, { ADMIN_PASSWORD, ...env });
 
 /** The last JSON line the command printed (its summary, when stdout is not a terminal). */
 function summary(stdout: string): Record<string, unknown> {
@@ -83,11 +71,11 @@ describe.concurrent("import FILE", () => {
     );
 
     for (const name of ["a.jsonl", "b.json", "c.csv", "d.jsonl.gz"]) {
-      const run = await finished(cli(["import", join(dir, name)], env));
+      const run = await inProcess(["import", join(dir, name)], env);
       expect({ name, code: run.code }).toEqual({ name, code: 0 });
       expect(summary(run.stdout)).toMatchObject({ event: "import_done", items: 3, created: 3, failed: 0 });
     }
-    const again = await finished(cli(["import", join(dir, "c.csv"), "--report", join(dir, "report.jsonl")], env));
+    const again = await inProcess(["import", join(dir, "c.csv"), "--report", join(dir, "report.jsonl")], env);
     expect(summary(again.stdout)).toMatchObject({ items: 3, created: 0, updated: 0, unchanged: 3 });
     const report = readFileSync(join(dir, "report.jsonl"), "utf8")
       .trim()
@@ -102,7 +90,7 @@ describe.concurrent("import FILE", () => {
     // A sku repeated in one file is an update: the later line wins, and the command succeeds.
     const repeated = [product(12), { ...product(12), name: "Repetido" }, { ...product(0), name: "Otro" }];
     writeFileSync(join(dir, "e.jsonl"), repeated.map((item) => JSON.stringify(item)).join("\n"));
-    const withRepeats = await finished(cli(["import", join(dir, "e.jsonl")], env));
+    const withRepeats = await inProcess(["import", join(dir, "e.jsonl")], env);
     expect(withRepeats.code).toBe(0);
     expect(summary(withRepeats.stdout)).toMatchObject({ items: 3, created: 1, updated: 2, failed: 0 });
   });
@@ -114,7 +102,7 @@ describe.concurrent("import FILE", () => {
       join(dir, "mixed.jsonl"),
       [JSON.stringify(product(1)), "{roto", JSON.stringify({ name: "x" })].join("\n"),
     );
-    const mixed = await finished(cli(["import", join(dir, "mixed.jsonl")], env));
+    const mixed = await inProcess(["import", join(dir, "mixed.jsonl")], env);
     expect(mixed.code).toBe(1);
     expect(summary(mixed.stdout)).toMatchObject({ created: 1, failed: 2 });
     expect(mixed.stderr).toContain("item 1: El elemento no es un JSON válido");
@@ -125,10 +113,10 @@ describe.concurrent("import FILE", () => {
     writeFileSync(join(dir, "bad.csv"), "nombre,precio final\nx,1\n");
     writeFileSync(join(dir, "broken.json"), `[${JSON.stringify(product(1))}`);
     const [badCsv, brokenArray, missing, badFormat] = await Promise.all([
-      finished(cli(["import", join(dir, "bad.csv")], noDatabase)),
-      finished(cli(["import", join(dir, "broken.json")], noDatabase)),
-      finished(cli(["import", join(dir, "nope.jsonl")], noDatabase)),
-      finished(cli(["import", join(dir, "mixed.jsonl"), "--format", "xml"], noDatabase)),
+      inProcess(["import", join(dir, "bad.csv")], noDatabase),
+      inProcess(["import", join(dir, "broken.json")], noDatabase),
+      inProcess(["import", join(dir, "nope.jsonl")], noDatabase),
+      inProcess(["import", join(dir, "mixed.jsonl"), "--format", "xml"], noDatabase),
     ]);
     expect(badCsv.code).toBe(1);
     expect(badCsv.stderr).toContain("import: CSV header: column 'precio final' is neither one of");
@@ -172,7 +160,7 @@ describe.concurrent("import FILE", () => {
       expect(summary(interrupted.stdout)).toMatchObject({ event: "import_interrupted", created: 60, failed: 0 });
       expect(readFileSync(report, "utf8").trim().split("\n")).toHaveLength(60);
 
-      const resumed = await finished(cli(["import", file], env));
+      const resumed = await inProcess(["import", file], env);
       expect(resumed.code).toBe(0);
       expect(summary(resumed.stdout)).toMatchObject({ items: total, created: 40, unchanged: 60, failed: 0 });
     } finally {
@@ -187,14 +175,18 @@ describe.concurrent("the vector index after an import", () => {
     const env = { DATA_DIR: await withNewDatabase(join(dir, "data")), VECTOR_INDEX_MIN_ROWS: "5" };
     const file = join(dir, "few.jsonl");
     writeFileSync(file, `${[0, 1, 2].map((i) => JSON.stringify(product(i))).join("\n")}\n`);
-    const few = await finished(cli(["import", file], env));
+    const few = await inProcess(["import", file], env);
     expect(few.code).toBe(0);
     expect(few.stderr).not.toContain("vector index built");
 
     writeFileSync(file, `${Array.from({ length: 6 }, (_, i) => JSON.stringify(product(i))).join("\n")}\n`);
-    const enough = await finished(cli(["import", file], env));
+    const enough = await inProcess(["import", file], env);
     expect(enough.code).toBe(0);
     expect(enough.stderr).toContain("vector index built");
+
+    const status = await cliProcess(["index", "status"], { ADMIN_PASSWORD, ...env });
+    expect(status).toMatchObject({ code: 0 });
+    expect(JSON.parse(status.stdout)).toMatchObject({ column: "embedding", present: true, valid: true, minRows: 5 });
 
     const dropped = await finished(cli(["index", "drop"], env));
     expect(dropped).toMatchObject({ code: 0 });

@@ -9,6 +9,16 @@ export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 export interface CliOutput {
   out(text: string): void;
   err(text: string): void;
+  /**
+   * What a command reads as its standard input (a password, `synonyms set -`), for a test that runs
+   * the command in its own process; unset, the process's stdin (or a prompt when it is a terminal).
+   */
+  input?: () => Promise<string>;
+}
+
+/** Standard input to its end: `output.input`'s, else the process's. */
+export function readStandardInput(output: CliOutput): Promise<string> {
+  return output.input ? output.input() : new Response(Bun.stdin.stream()).text();
 }
 
 /** A wrong command line found by a command itself (e.g. an option's value): printed with a hint, exit 2. */

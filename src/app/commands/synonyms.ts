@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { Option } from "commander";
 import { DEFAULT_CATALOGUE } from "../../domain/caller.ts";
 import { runAdminOperation } from "../admin/admin-channel.ts";
-import { EXIT, type RegisterCommand, UsageError } from "./command.ts";
+import { EXIT, type RegisterCommand, readStandardInput, UsageError } from "./command.ts";
 
 const catalogueOption = () =>
   new Option("--catalogue <name>", "the catalogue whose synonyms these are").default(DEFAULT_CATALOGUE);
@@ -36,7 +36,7 @@ export const registerSynonyms: RegisterCommand = (program, run, output) => {
     .description("replace every synonym of the catalogue with those of the file (an empty file removes them all)")
     .action((file: string, options: { catalogue: string }) =>
       run(async (config) => {
-        const text = file === "-" ? await new Response(Bun.stdin.stream()).text() : readText(file);
+        const text = file === "-" ? await readStandardInput(output) : readText(file);
         const answer = (await runAdminOperation(config, "synonyms.set", {
           catalogue: options.catalogue,
           synonyms: parseSynonyms(text),

@@ -9,7 +9,7 @@ import { ROLES } from "../../domain/caller.ts";
 import { runAdminOperation } from "../admin/admin-channel.ts";
 import type { Config } from "../config.ts";
 import { initialAdminPasswordFile } from "../secrets.ts";
-import { EXIT, type RegisterCommand } from "./command.ts";
+import { type CliOutput, EXIT, type RegisterCommand, readStandardInput } from "./command.ts";
 
 export const registerUsers: RegisterCommand = (program, run, output) => {
   const users = program.command("users").description("manage the users who may log in");
@@ -24,7 +24,7 @@ export const registerUsers: RegisterCommand = (program, run, output) => {
     .description("create a user; the password is read from stdin (first line) or a hidden prompt")
     .action((username: string, options: { role: string }) =>
       run(async (config) => {
-        const password = await readPassword();
+        const password = await readPassword(output);
         await runAdminOperation(config, "users.add", { username, password, role: options.role });
         output.out(`user '${username}' created (${options.role})\n`);
         return EXIT.ok;
@@ -36,7 +36,7 @@ export const registerUsers: RegisterCommand = (program, run, output) => {
     .description("set a user's password (read like `users add`); the user's earlier tokens stop working")
     .action((username: string) =>
       run(async (config) => {
-        const password = await readPassword();
+        const password = await readPassword(output);
         await runAdminOperation(config, "users.reset-password", { username, password });
         forgetInitialPassword(config, username);
         output.out(`password of '${username}' changed\n`);
@@ -86,9 +86,9 @@ function forgetInitialPassword(config: Config, username: string): void {
 }
 
 /** The first line of stdin when it is piped; otherwise a prompt with echo off, asked twice. */
-async function readPassword(): Promise<string> {
-  if (!process.stdin.isTTY) {
-    const text = await new Response(Bun.stdin.stream()).text();
+async function readPassword(output: CliOutput): Promise<string> {
+  if (output.input || !process.stdin.isTTY) {
+    const text = await readStandardInput(output);
     return text.split(/\r?\n/)[0] ?? "";
   }
   const first = promptHidden("Password: ");
