@@ -335,7 +335,9 @@ export class SearchAndRecommend {
       timer.lap();
       // A browsing search retrieves its relevant results (the window) and answers a page of them.
       const window = checked.browse ? RESULT_WINDOW : checked.limit;
-      let found = read ? await this.retrieve(products, query, { ...checked, categories, limit: window }) : [];
+      let found = read
+        ? await this.retrieve(products, query, { ...checked, categories, limit: window, window: !!checked.browse })
+        : [];
       if (checked.browse) {
         const arranged = browse(found, checked.browse, checked.limit);
         browsed = summaryOf(arranged);
@@ -507,7 +509,7 @@ export class SearchAndRecommend {
   private async retrieve(
     products: ProductRepository,
     { embedding, lexical }: UnderstoodQuery,
-    checked: CheckedRequest & { categories: readonly string[] | undefined },
+    checked: CheckedRequest & { categories: readonly string[] | undefined; window: boolean },
   ): Promise<VersionedHit[]> {
     const { minScore, categoryBoost } = this.ranking;
     if (checked.mode === "semantic") {

@@ -20,6 +20,7 @@ import { PostgresSearchAnalytics } from "../../src/adapters/postgres/search-anal
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { PostgresSynonymStore } from "../../src/adapters/postgres/synonym-store.ts";
 import { SqlVectorIndexes, vectorSessionSettings } from "../../src/adapters/postgres/vector-index.ts";
+import type { Attributes } from "../../src/domain/attributes.ts";
 import { MaintainCatalogueIndexes } from "../../src/domain/maintain-vector-index.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { BulkWrite, ProductRepository } from "../../src/ports/product-repository.ts";
@@ -32,7 +33,11 @@ const SPACE = { model: "test-model", dimension: 4 };
 const shoe = { name: "Zapatilla de running", description: "Ligera", category: "calzado" };
 const lamp = { name: "Lámpara", description: "LED regulable", category: "hogar" };
 
-async function add(products: ProductRepository, product: typeof shoe & { sku?: string }, embedding: Vector) {
+async function add(
+  products: ProductRepository,
+  product: typeof shoe & { sku?: string; attributes?: Attributes },
+  embedding: Vector,
+) {
   const result = await products.add({ product, embedding, contentDigest: "d" });
   if (!("created" in result)) throw new Error(`not created: ${JSON.stringify(result)}`);
   return result.created;
@@ -96,6 +101,43 @@ forEachDatabase((db) => {
         name: shoe.name,
         version: 1,
       });
+    });
+
+    test("a filtered search, through either plan, whose statements forgot their catalogue finds nothing of another catalogue than its transaction's", async () => {
+      const client = await db.fresh();
+      await prepareDatabase(client, SPACE);
+      const catalogues = new PostgresCatalogueRepository(client);
+      await catalogues.create("tienda");
+      await catalogues.create("outlet");
+      const acme = { brand: "Acme" };
+      const mine = await add(
+        new PostgresProducts(client, SPACE.dimension).in("tienda"),
+        { ...shoe, attributes: acme },
+        [1, 0, 0, 0],
+      );
+      const theirs = await add(
+        new PostgresProducts(client, SPACE.dimension).in("outlet"),
+        { ...lamp, attributes: acme },
+        [0, 1, 0, 0],
+      );
+      const filter = { limit: 10, attributes: [{ key: "brand", op: "anyOf" as const, values: ["Acme"] }] };
+      // The exact plan (the filter's ids read through CATALOGUE_WORDS_VIEW, its products by id) and the
+      // index's plan (the filter applied to the products the scan yields).
+      for (const filterExactMaxRows of [30_000, 0]) {
+        const search = async (entered: string) => {
+          const products = new PostgresProducts(forgetfulClient(client, { enters: entered }), SPACE.dimension, {
+            filterExactMaxRows,
+            efSearch: 100,
+            probes: "auto",
+            rerankDepth: 40,
+          });
+          return (await products.in("tienda").searchByVector([1, 0.5, 0, 0], filter)).map((hit) => hit.id);
+        };
+        // Entering its own catalogue, the tienda's search finds its product without any catalogue condition...
+        expect({ filterExactMaxRows, ids: await search("tienda") }).toEqual({ filterExactMaxRows, ids: [mine.id] });
+        // ...and entering the outlet, only what the outlet's setting lets through: never the tienda's.
+        expect({ filterExactMaxRows, ids: await search("outlet") }).toEqual({ filterExactMaxRows, ids: [theirs.id] });
+      }
     });
 
     test("the search vocabulary: the role reads only the setting's catalogue's words, and cannot read the table", async () => {
@@ -353,6 +395,25 @@ describe("the first wall", () => {
     }
   });
 });
+
+/**
+ * `client` with the first wall taken down: every `catalogue = $n` of a statement holds for any row, and a
+ * repository's transaction enters the catalogue `enters` whatever catalogue it asks for (its
+ * statement that reads `catalogues` by name is given that name), so only row-level security and the
+ * views' own conditions on the transaction's setting stand.
+ */
+function forgetfulClient(client: SqlClient, { enters }: { enters: string }): SqlClient {
+  const forget = (text: string, params: readonly unknown[] = []) =>
+    /\bFROM catalogues WHERE name = \$1/.test(text)
+      ? ([text, [enters, ...params.slice(1)]] as const)
+      : ([text.replace(/\bcatalogue = (\$\d+)/g, "$1::text IS NOT NULL"), params] as const);
+  return {
+    query: (text, params) => client.query(...forget(text, params)),
+    transaction: (fn) => client.transaction((tx) => fn(forgetfulClient(tx, { enters }))),
+    copyIn: (table, columns, data) => client.copyIn(table, columns, data),
+    close: () => client.close(),
+  };
+}
 
 /** `client`, recording the text of every statement sent through it (transactions included) into `sent`. */
 function recordingClient(client: SqlClient, sent: string[]): SqlClient {
