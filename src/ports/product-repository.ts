@@ -127,6 +127,8 @@ export interface HybridQuery {
   categories?: readonly string[] | undefined;
   /** Only products whose attributes meet every one of these (meetsConditions); absent or empty: all. */
   attributes?: readonly AttributeCondition[] | undefined;
+  /** The candidates of a browsing search's relevant results: their cosine as SearchQuery.window allows. */
+  window?: boolean | undefined;
 }
 
 /**

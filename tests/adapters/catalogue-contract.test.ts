@@ -103,6 +103,12 @@ async function everyFilterOperatorAsBruteForce(products: ProductRepository): Pro
     const lexical: LexicalQuery = { texts: ["zapatilla lámpara"], expansions: [] };
     const candidates = await products.hybridCandidates(query, lexical, { candidates: 100, attributes: conditions });
     expect({ conditions, ids: candidates.map((hit) => hit.id).sort((a, b) => a - b) }).toEqual({ conditions, ids });
+    const browsing = await products.hybridCandidates(query, lexical, {
+      candidates: 100,
+      attributes: conditions,
+      window: true,
+    });
+    expect({ conditions, ids: browsing.map((hit) => hit.id).sort((a, b) => a - b) }).toEqual({ conditions, ids });
   }
 }
 

@@ -103,7 +103,7 @@ forEachDatabase((db) => {
       });
     });
 
-    test("a filtered search, through either plan, whose statements forgot their catalogue finds nothing of another catalogue than its transaction's", async () => {
+    test("a filtered search (through either plan, or as a browsing window) and a filtered list whose statements forgot their catalogue find nothing of another catalogue than their transaction's", async () => {
       const client = await db.fresh();
       await prepareDatabase(client, SPACE);
       const catalogues = new PostgresCatalogueRepository(client);
@@ -131,12 +131,21 @@ forEachDatabase((db) => {
             probes: "auto",
             rerankDepth: 40,
           });
-          return (await products.in("tienda").searchByVector([1, 0.5, 0, 0], filter)).map((hit) => hit.id);
+          const tienda = products.in("tienda");
+          const listed = await tienda.list({ limit: 10, order: "id", attributes: filter.attributes });
+          return {
+            found: (await tienda.searchByVector([1, 0.5, 0, 0], filter)).map((hit) => hit.id),
+            browsed: (await tienda.searchByVector([1, 0.5, 0, 0], { ...filter, window: true })).map((hit) => hit.id),
+            listed: listed.items.map((product) => product.id),
+            total: listed.total,
+          };
         };
         // Entering its own catalogue, the tienda's search finds its product without any catalogue condition...
-        expect({ filterExactMaxRows, ids: await search("tienda") }).toEqual({ filterExactMaxRows, ids: [mine.id] });
+        const own = { found: [mine.id], browsed: [mine.id], listed: [mine.id], total: 1 };
+        expect({ filterExactMaxRows, ...(await search("tienda")) }).toEqual({ filterExactMaxRows, ...own });
         // ...and entering the outlet, only what the outlet's setting lets through: never the tienda's.
-        expect({ filterExactMaxRows, ids: await search("outlet") }).toEqual({ filterExactMaxRows, ids: [theirs.id] });
+        const other = { found: [theirs.id], browsed: [theirs.id], listed: [theirs.id], total: 1 };
+        expect({ filterExactMaxRows, ...(await search("outlet")) }).toEqual({ filterExactMaxRows, ...other });
       }
     });
 

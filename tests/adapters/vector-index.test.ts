@@ -420,7 +420,7 @@ forEachDatabase((database, engine) => {
 
     for (const dimension of [DIMENSION, LONG_DIMENSION]) {
       test(`a browsing search's window of 1,000 from the index: ranked by the scanned column, its first ten the exact search's, every score within 1e-4 of the exact cosine (${dimension} dimensions)`, async () => {
-        const loaded = await load(await database.fresh(), engine, { dimension });
+        const loaded = await load(await database.fresh(), engine, { dimension, filterExactMaxRows: 1000 });
         try {
           await loaded.index.build();
           const apart: AttributeCondition[] = [{ key: "zone", op: "anyOf", values: ["apart"] }];
@@ -439,6 +439,16 @@ forEachDatabase((database, engine) => {
             expect(window.slice(0, 10).map((hit) => hit.id)).toEqual(exact.map((hit) => hit.id));
             const truth = new Set(bruteForce(loaded, query, 1000));
             found += window.filter((hit) => truth.has(hit.id)).length;
+            // A hybrid browsing search's candidates: the window's, scored alike, with the lexical side's.
+            const hybrid = await loaded.products.hybridCandidates(
+              query,
+              { texts: ["producto"], expansions: [] },
+              { candidates: 1000, window: true },
+            );
+            expect(hybrid.map((hit) => hit.id)).toEqual(expect.arrayContaining(window.map((hit) => hit.id)));
+            for (const hit of hybrid) {
+              expect(hit.score).toBeCloseTo(cosineSimilarity(query, loaded.vectors.get(hit.id) as Vector), 4);
+            }
             // A filter of 900 products: scanned exactly, every one of them.
             const filtered = await loaded.products.searchByVector(query, {
               limit: 1000,

@@ -338,29 +338,37 @@ export class PostgresProductRepository implements ProductRepository {
     return row ? toStored(row) : null;
   }
 
+  /**
+   * A filtered list counts and pages its products' ids through CATALOGUE_WORDS_VIEW, where the
+   * indexes serve the filter, and reads the page's products by id, under the policy (as a filtered
+   * search's exact plan does: denseCandidates).
+   */
   async list(query: ListQuery): Promise<ProductPage> {
     const params: unknown[] = [this.catalogue];
     const conditions: string[] = ["catalogue = $1"];
     const filter = rowFilter(params, query);
     if (filter) conditions.push(filter.sql);
-    const counted = `SELECT count(*) AS n FROM products${where(conditions)}`;
+    const source = filter ? CATALOGUE_WORDS_VIEW : "products";
+    const counted = `SELECT count(*) AS n FROM ${source}${where(conditions)}`;
     const countParams = [...params];
     const ascending = query.order === "id";
+    const order = `ORDER BY id ${ascending ? "ASC" : "DESC"}`;
     if (query.after !== undefined) {
       params.push(query.after);
       conditions.push(`id ${ascending ? ">" : "<"} $${params.length}`);
     }
     params.push(query.limit + 1);
+    const page = filter
+      ? `SELECT ${PRODUCT_COLUMNS} FROM products WHERE catalogue = $1 AND id = ANY(ARRAY(
+           SELECT id FROM ${CATALOGUE_WORDS_VIEW}${where(conditions)} ${order} LIMIT $${params.length}
+         )) ${order}`
+      : `SELECT ${PRODUCT_COLUMNS} FROM products${where(conditions)} ${order} LIMIT $${params.length}`;
     const [count, rows] = await this.inCatalogue(
       this.reads,
       async (tx) =>
         [
           (await tx.query<{ n: number | string }>(counted, countParams))[0],
-          await tx.query<ProductRow>(
-            `SELECT ${PRODUCT_COLUMNS} FROM products${where(conditions)}
-         ORDER BY id ${ascending ? "ASC" : "DESC"} LIMIT $${params.length}`,
-            params,
-          ),
+          await tx.query<ProductRow>(page, params),
         ] as const,
     );
     return {
@@ -725,7 +733,7 @@ export class PostgresProductRepository implements ProductRepository {
         const dense = await this.denseCandidates(
           tx,
           entered,
-          embedding,
+          this.scannedDistance(params, embedding),
           params,
           "$3",
           filter,
@@ -733,15 +741,18 @@ export class PostgresProductRepository implements ProductRepository {
           `${PRODUCT_COLUMNS}, version`,
           WINDOW_BITS_FACTOR * query.limit,
         );
+        // `$1 IS NOT NULL`: the exact plan past 512 dimensions reads only the query's halfvec, and an
+        // unread parameter has no type (PostgreSQL refuses the statement).
         return tx.query<ProductRow & { version: number; distance: number }>(
-          `SELECT ${PRODUCT_COLUMNS}, version, near AS distance FROM (${dense}) AS dense ORDER BY near, id LIMIT $2`,
+          `SELECT ${PRODUCT_COLUMNS}, version, near AS distance FROM (${dense}) AS dense
+           WHERE $1::vector IS NOT NULL ORDER BY near, id LIMIT $2`,
           params,
         );
       }
       const dense = await this.denseCandidates(
         tx,
         entered,
-        embedding,
+        this.scannedDistance(params, embedding),
         params,
         "$3",
         filter,
@@ -777,7 +788,20 @@ export class PostgresProductRepository implements ProductRepository {
         this.catalogue,
       ];
       const filter = rowFilter(params, query);
-      const dense = await this.denseCandidates(tx, entered, embedding, params, "$6", filter, query.candidates, "id");
+      const near = this.scannedDistance(params, embedding);
+      const dense = await this.denseCandidates(
+        tx,
+        entered,
+        near,
+        params,
+        "$6",
+        filter,
+        query.candidates,
+        "id",
+        query.window ? WINDOW_BITS_FACTOR * query.candidates : query.candidates,
+      );
+      // A browsing search's candidates are scored by the scanned column, as its semantic window is.
+      const distance = query.window ? near : "embedding <=> q.v";
       // The words are matched through CATALOGUE_WORDS_VIEW, where the GIN index serves `@@` (schema.ts).
       return tx.query<ProductRow & { version: number; distance: number; lexical: number }>(
         `WITH q AS (SELECT $1::vector AS v, (${lexicalQuerySql("$6")}) AS t),
@@ -787,7 +811,7 @@ export class PostgresProductRepository implements ProductRepository {
            WHERE catalogue = $6 AND search_text @@ q.t ${filter ? `AND ${filter.sql}` : ""}
            ORDER BY ts_rank(search_text, q.t) DESC, id LIMIT $4
          )
-         SELECT ${PRODUCT_COLUMNS}, version, embedding <=> q.v AS distance, ts_rank(search_text, q.t) AS lexical
+         SELECT ${PRODUCT_COLUMNS}, version, ${distance} AS distance, ts_rank(search_text, q.t) AS lexical
          FROM products, q
          WHERE catalogue = $6 AND id IN (SELECT id FROM dense UNION SELECT id FROM lexical)`,
         params,
@@ -831,6 +855,17 @@ export class PostgresProductRepository implements ProductRepository {
   }
 
   /**
+   * The cosine distance of a product to the query vector `$1` by the scanned column: `embedding`, or
+   * from 512 dimensions its half-precision copy, the query then sent as a `halfvec` parameter of its
+   * own (HalfVectorParameter), appended to `params`.
+   */
+  private scannedDistance(params: unknown[], embedding: Vector): string {
+    if (!this.scansHalfCopy) return "embedding <=> $1::vector";
+    params.push(new HalfVectorParameter(embedding));
+    return `embedding_half <=> $${params.length}::halfvec`;
+  }
+
+  /**
    * The products of the catalogue (the parameter `catalogue`) nearest to the query vector `$1`
    * (`embedding`; of `categories` when given) by the scanned column, to re-rank by the exact cosine:
    * a subquery of `columns` and `near` (that distance), its parameters appended to `params`.
@@ -859,12 +894,12 @@ export class PostgresProductRepository implements ProductRepository {
    * search's own transaction (a pooled connection's session setting would stay for whoever uses it
    * next).
    *
-   * At 512 dimensions and more, the query goes as a `halfvec` parameter of its own (HalfVectorParameter).
+   * `near`: the distance by the scanned column (scannedDistance).
    */
   private async denseCandidates(
     tx: SqlClient,
     { partition }: Entered,
-    embedding: Vector,
+    near: string,
     params: unknown[],
     catalogue: string,
     filter: RowFilter | undefined,
@@ -872,13 +907,7 @@ export class PostgresProductRepository implements ProductRepository {
     columns: string,
     bitsDepth = depth,
   ): Promise<string> {
-    let query = "$1::vector";
-    if (this.scansHalfCopy) {
-      params.push(new HalfVectorParameter(embedding));
-      query = `$${params.length}::halfvec`;
-    }
     const column = this.scansHalfCopy ? "embedding_half" : "embedding";
-    const near = `${column} <=> ${query}`;
     const exact =
       filter !== undefined && (await this.estimatedMatches(tx, filter.spec)) <= this.search.filterExactMaxRows;
     if (exact) {

@@ -383,6 +383,8 @@ const MIGRATIONS: readonly Migration[] = [
       for (const key of INDEXED_NUMBER_ATTRIBUTES) {
         await tx.query(`CREATE INDEX products_attribute_${key} ON products (${attributeNumberSql(key)})`);
       }
+      // The statistics of the new expression: autovacuum gathers them only once enough rows change.
+      await tx.query("ANALYZE products");
     },
   },
 ];
