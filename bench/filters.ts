@@ -195,7 +195,8 @@ try {
     results[name] = figures;
     out(
       `${name}: recall@10 ${figures.recall.toFixed(3)}, p50 ${fmt(figures.p50)} ms, p95 ${fmt(figures.p95)} ms; ` +
-        `with facets over ${RESULT_WINDOW}: p50 ${fmt(figures.facetsP50)} ms, p95 ${fmt(figures.facetsP95)} ms`,
+        `with facets over ${RESULT_WINDOW}: p50 ${fmt(figures.facetsP50)} ms, p95 ${fmt(figures.facetsP95)} ms; ` +
+        `load ${loadavg()[0]?.toFixed(1)}`,
     );
   }
   summary.filters = results;

@@ -243,6 +243,16 @@ async function indexNames(db: SqlClient): Promise<string[]> {
   return rows.map((row) => row.name);
 }
 
+/**
+ * Gives the session back the scan settings a test changed (PGlite is one session for every test of
+ * a file, and pgbouncer hands a server connection on): a later scan would stop after 150 tuples.
+ */
+async function resetScanLimits(db: SqlClient): Promise<void> {
+  for (const setting of ["hnsw.max_scan_tuples", "enable_seqscan", "enable_bitmapscan"]) {
+    await db.query(`RESET ${setting}`);
+  }
+}
+
 /** The plan PostgreSQL chose for the search's candidates. */
 async function planOf(db: SqlClient, query: Vector, categories?: string[]): Promise<string> {
   const vector = `[${query.join(",")}]`;
@@ -365,6 +375,7 @@ forEachDatabase((database, engine) => {
         expect(many.length).toBeGreaterThan(1000);
         expect(many.every((hit) => loaded.categories.get(hit.id) === "main")).toBe(true);
       } finally {
+        await resetScanLimits(loaded.db);
         await database.cleanup();
       }
     }, 120_000);
@@ -414,6 +425,7 @@ forEachDatabase((database, engine) => {
         expect(found / (queries.length * 10)).toBeGreaterThanOrEqual(0.95);
         expect(await loaded.planOfLastSearch()).toContain(INDEX_NAME);
       } finally {
+        await resetScanLimits(loaded.db);
         await database.cleanup();
       }
     }, 120_000);
