@@ -7,15 +7,18 @@
  * One catalogue of `--products` products with embedding-like vectors (bench/vectors.ts) and
  * attributes: `half` (true for every other product: 50 %), `brand` (one of 20: 5 %), `rare` (true
  * for one in 1,000: 0.1 %), `price` (0 to 99: `{"lt": 5}` selects 5 %). The index policy gives it
- * its vector index after the load (as `import` does). The reference of each filtered query is the
- * same repository forced to the exact plan (filterExactMaxRows: 1e12): an exact scan of the
- * matching products. Latency: one query at a time, `--passes` times, p50 / p95.
+ * its vector index after the load (as `import` does). The reference of each query is the same
+ * repository forced to the exact plan (filterExactMaxRows: 1e12): an exact scan of the matching
+ * products (of all of them for the unfiltered one). Latency: one query at a time, `--passes` times,
+ * p50 / p95; with facets: the browsing search's window (`window`, RESULT_WINDOW) and browse().
  *
  * Run by hand:
  *   bun bench/filters.ts [--database-url postgres://postgres@127.0.0.1:55432/sku_test] [--products 100000]
- *     [--dimension 3072] [--queries 100] [--passes 3]
+ *     [--dimension 3072] [--queries 100] [--passes 3] [--keep]
  *   bun bench/filters.ts --quick      # 5,000 × 384, 30 queries
- * Works in the schema bench_filters, dropped before and after. Last line: one JSON object.
+ * Works in the schema bench_filters, dropped before and after; with `--keep` it is kept, and a run
+ * that finds it holding the same products (count and dimension) measures them again without
+ * loading (to compare two versions of the code on the same rows and index). Last line: one JSON object.
  */
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
@@ -43,6 +46,7 @@ const { values: args } = parseArgs({
     queries: { type: "string" },
     passes: { type: "string", default: "3" },
     quick: { type: "boolean", default: false },
+    keep: { type: "boolean", default: false },
   },
 });
 
@@ -54,8 +58,23 @@ const PASSES = Number(args.passes);
 const CATALOGUE = "tienda";
 const LIMIT = 10;
 const SCHEMA = "bench_filters";
+const KEEP = args.keep === true;
 
 const out = (line: string) => console.log(line);
+
+/** Whether the schema holds the catalogue a run with these arguments loads (then --keep measures it again). */
+async function loadedBefore(): Promise<boolean> {
+  try {
+    const [row] = await admin.query<{ n: number | string; dimension: number }>(
+      `SELECT (SELECT count(*) FROM ${SCHEMA}.products WHERE catalogue = $1) AS n,
+              (SELECT dimension FROM ${SCHEMA}.embedding_space) AS dimension`,
+      [CATALOGUE],
+    );
+    return Number(row?.n) === PRODUCTS && Number(row?.dimension) === DIMENSION;
+  } catch {
+    return false;
+  }
+}
 const fmt = (ms: number) => ms.toFixed(2);
 
 const FILTERS: { name: string; conditions: AttributeCondition[] }[] = [
@@ -66,6 +85,8 @@ const FILTERS: { name: string; conditions: AttributeCondition[] }[] = [
   { name: "0.1 % (rare: true)", conditions: [{ key: "rare", op: "anyOf", values: [true] }] },
 ];
 
+const EVERY_PRODUCT: AttributeCondition[] = [{ key: "price", op: "exists", exists: true }];
+
 function texts(): CatalogueProduct[] {
   return Array.from({ length: 12_000 }, (_, i) => {
     const category = `Categoría ${Math.floor(Math.sqrt(i) / 3)}`;
@@ -75,8 +96,11 @@ function texts(): CatalogueProduct[] {
 
 const space = new SyntheticSpace(texts(), DIMENSION);
 const admin = connectPostgres(args["database-url"] as string, { maxConnections: 1 });
-await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
-await admin.query(`CREATE SCHEMA ${SCHEMA}`);
+const reused = KEEP && (await loadedBefore());
+if (!reused) {
+  await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+  await admin.query(`CREATE SCHEMA ${SCHEMA}`);
+}
 const url = new URL(args["database-url"] as string);
 url.searchParams.set("search_path", `${SCHEMA},public`);
 const db = connectPostgres(url.toString(), {
@@ -89,14 +113,14 @@ try {
     `bench/filters: ${PRODUCTS} × ${DIMENSION}, ${QUERIES} queries × ${PASSES} passes; load ${loadavg()[0]?.toFixed(1)}`,
   );
   await prepareDatabase(db, { model: "bench", dimension: DIMENSION });
-  await new PostgresCatalogueRepository(db).create(CATALOGUE);
+  if (!reused) await new PostgresCatalogueRepository(db).create(CATALOGUE);
   const indexesInUse = new IndexesInUse(db, DIMENSION, indexTarget(DIMENSION));
   const products = new PostgresProducts(db, DIMENSION, DEFAULT_SEARCH_PLAN, undefined, { indexesInUse }).in(CATALOGUE);
   const exact = new PostgresProducts(db, DIMENSION, { ...DEFAULT_SEARCH_PLAN, filterExactMaxRows: 1e12 }, undefined, {
     indexesInUse,
   }).in(CATALOGUE);
   const started = performance.now();
-  for (let start = 0; start < PRODUCTS; start += 500) {
+  for (let start = 0; start < (reused ? 0 : PRODUCTS); start += 500) {
     const writes: BulkWrite[] = [];
     for (let row = start; row < Math.min(PRODUCTS, start + 500); row++) {
       const { name, category } = space.text(row);
@@ -112,22 +136,28 @@ try {
     }
     await products.writeMany(writes);
   }
-  await db.query("VACUUM ANALYZE products");
-  out(`loaded in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-  const indexes = new SqlVectorIndexes(db, DIMENSION, { server: true, buildMemory: "auto", inUse: indexesInUse });
-  const decision = await new MaintainCatalogueIndexes({ indexes, policy: { mode: "auto", minRows: 5000 } }).afterLoad(
-    CATALOGUE,
-  );
-  out(`index policy: ${decision}`);
+  if (reused) out(`reusing the ${PRODUCTS} products kept in ${SCHEMA} (--keep)`);
+  else {
+    await db.query("VACUUM ANALYZE products");
+    out(`loaded in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    const indexes = new SqlVectorIndexes(db, DIMENSION, { server: true, buildMemory: "auto", inUse: indexesInUse });
+    const decision = await new MaintainCatalogueIndexes({ indexes, policy: { mode: "auto", minRows: 5000 } }).afterLoad(
+      CATALOGUE,
+    );
+    out(`index policy: ${decision}`);
+  }
 
   const queries = Array.from({ length: QUERIES }, (_, i) =>
     Array.from(space.queryLowRank((i * 7919) % PRODUCTS, `query:${i}`)),
   );
   const results: Record<string, unknown> = {};
   for (const { name, conditions } of FILTERS) {
+    // Unfiltered, the exact repository would use the index too: a condition every product meets
+    // (each has a price) makes it scan them all exactly.
+    const reference = conditions.length > 0 ? conditions : EVERY_PRODUCT;
     const truth = await Promise.all(
       queries.map(async (vector) =>
-        (await exact.searchByVector(vector, { limit: LIMIT, attributes: conditions })).map((hit) => hit.id),
+        (await exact.searchByVector(vector, { limit: LIMIT, attributes: reference })).map((hit) => hit.id),
       ),
     );
     const plain: number[] = [];
@@ -145,7 +175,11 @@ try {
           asked += expected.length;
         }
         t = performance.now();
-        const window = await products.searchByVector(vector, { limit: RESULT_WINDOW, attributes: conditions });
+        const window = await products.searchByVector(vector, {
+          limit: RESULT_WINDOW,
+          attributes: conditions,
+          window: true,
+        });
         browse(window, { offset: 0, sort: [], facets: ["brand", "price", "half"] }, LIMIT);
         faceted.push(performance.now() - t);
       }
@@ -161,13 +195,14 @@ try {
     results[name] = figures;
     out(
       `${name}: recall@10 ${figures.recall.toFixed(3)}, p50 ${fmt(figures.p50)} ms, p95 ${fmt(figures.p95)} ms; ` +
-        `with facets over ${RESULT_WINDOW}: p50 ${fmt(figures.facetsP50)} ms, p95 ${fmt(figures.facetsP95)} ms`,
+        `with facets over ${RESULT_WINDOW}: p50 ${fmt(figures.facetsP50)} ms, p95 ${fmt(figures.facetsP95)} ms; ` +
+        `load ${loadavg()[0]?.toFixed(1)}`,
     );
   }
   summary.filters = results;
 } finally {
   await db.close();
-  await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
+  if (!KEEP) await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);
   await admin.close();
 }
 out(JSON.stringify(summary));

@@ -335,7 +335,9 @@ export class SearchAndRecommend {
       timer.lap();
       // A browsing search retrieves its relevant results (the window) and answers a page of them.
       const window = checked.browse ? RESULT_WINDOW : checked.limit;
-      let found = read ? await this.retrieve(products, query, { ...checked, categories, limit: window }) : [];
+      let found = read
+        ? await this.retrieve(products, query, { ...checked, categories, limit: window, window: !!checked.browse })
+        : [];
       if (checked.browse) {
         const arranged = browse(found, checked.browse, checked.limit);
         browsed = summaryOf(arranged);
@@ -503,11 +505,12 @@ export class SearchAndRecommend {
    * The `limit` best products: by cosine, or in hybrid and lexical mode by the blend of cosine,
    * lexical match and category boost (hybrid-ranking.ts). None when no product's cosine reaches
    * the relevance threshold and, in hybrid and lexical mode, no product matches the query's words.
+   * `window`: they are a browsing search's relevant results (SearchQuery.window).
    */
   private async retrieve(
     products: ProductRepository,
     { embedding, lexical }: UnderstoodQuery,
-    checked: CheckedRequest & { categories: readonly string[] | undefined },
+    checked: CheckedRequest & { categories: readonly string[] | undefined; window: boolean },
   ): Promise<VersionedHit[]> {
     const { minScore, categoryBoost } = this.ranking;
     if (checked.mode === "semantic") {
@@ -515,7 +518,9 @@ export class SearchAndRecommend {
       return minScore > 0 && (hits[0]?.score ?? 0) < minScore ? [] : hits;
     }
     const candidates = await products.hybridCandidates(embedding, lexical, {
-      candidates: hybridCandidatesFor(checked.limit),
+      // A browsing search's window is itself a thousand: as many from each side are enough to fuse.
+      candidates: checked.window ? checked.limit : hybridCandidatesFor(checked.limit),
+      window: checked.window,
       categories: checked.categories,
       attributes: checked.attributes,
     });

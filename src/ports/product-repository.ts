@@ -94,6 +94,12 @@ export interface SearchQuery {
   categories?: readonly string[] | undefined;
   /** Only products whose attributes meet every one of these (meetsConditions); absent or empty: all. */
   attributes?: readonly AttributeCondition[] | undefined;
+  /**
+   * The `limit` best are a browsing search's relevant results (browse-results.ts: a thousand, to
+   * page, sort and count): an adapter may rank them by a cosine within about 1e-5 of the exact one
+   * (a stored half-precision copy) where the exact one of so many costs far more. Absent: exact.
+   */
+  window?: boolean | undefined;
 }
 
 /**
@@ -121,6 +127,8 @@ export interface HybridQuery {
   categories?: readonly string[] | undefined;
   /** Only products whose attributes meet every one of these (meetsConditions); absent or empty: all. */
   attributes?: readonly AttributeCondition[] | undefined;
+  /** The candidates of a browsing search's relevant results: their cosine as SearchQuery.window allows. */
+  window?: boolean | undefined;
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { PostgresCatalogueRepository } from "../../src/adapters/postgres/catalogue-repository.ts";
-import { PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
+import { DEFAULT_SEARCH_PLAN, PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import { type AttributeCondition, meetsConditions } from "../../src/domain/attribute-filter.ts";
 import { CatalogueNotFound } from "../../src/domain/errors.ts";
@@ -39,6 +39,78 @@ const shoe = { name: "Zapatilla", description: "Ligera", category: "calzado" };
 const boot = { name: "Bota", description: "De montaña", category: "calzado" };
 const lamp = { name: "Lámpara", description: "LED", category: "hogar" };
 const mug = { name: "Taza", description: "Térmica", category: "cocina" };
+
+/** Products with attributes, and every filter operator's results (lists, searches, hybrid candidates) against a brute-force reading. */
+async function everyFilterOperatorAsBruteForce(products: ProductRepository): Promise<void> {
+  const random = seededRandom(22);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
+  const stored: Product[] = [];
+  for (let i = 0; i < 60; i++) {
+    const attributes: Record<string, string | number | boolean | string[]> = {};
+    if (random() < 0.8) attributes.brand = pick(["Acme", "Zeta", "Órbita"]);
+    if (random() < 0.8) attributes.price = pick([5, 9.99, 10, 25.5, 59.9, 60, 120]);
+    if (random() < 0.5) attributes.in_stock = random() < 0.5;
+    if (random() < 0.5) attributes.sizes = ["40", "41", "42", "43"].filter(() => random() < 0.5);
+    if (random() < 0.1) attributes.price_text = "59.90";
+    if (i === 0) attributes.price = "59.9" as never; // a text, never a number to a range
+    const vector = [random() - 0.5, random() - 0.5, random() - 0.5, random() + 0.1];
+    stored.push(await add(products, { ...pick([shoe, boot, lamp, mug]), name: `P${i}`, attributes }, vector));
+  }
+  const filters: AttributeCondition[][] = [
+    [{ key: "brand", op: "anyOf", values: ["Acme"] }],
+    [{ key: "brand", op: "anyOf", values: ["Acme", "Zeta"] }],
+    [{ key: "price", op: "anyOf", values: [10] }],
+    [{ key: "price", op: "anyOf", values: [59.9] }],
+    [{ key: "in_stock", op: "anyOf", values: [true] }],
+    [{ key: "in_stock", op: "anyOf", values: [false] }],
+    [{ key: "sizes", op: "anyOf", values: ["42"] }],
+    [{ key: "sizes", op: "anyOf", values: ["40", "43"] }],
+    [{ key: "price", op: "range", gte: 10, lt: 60 }],
+    [{ key: "price", op: "range", gt: 10, lte: 60 }],
+    [{ key: "price", op: "range", lt: 0 }],
+    [{ key: "sizes", op: "exists", exists: true }],
+    [{ key: "in_stock", op: "exists", exists: false }],
+    [
+      { key: "brand", op: "anyOf", values: ["Zeta", "Órbita"] },
+      { key: "price", op: "range", lte: 59.9 },
+      { key: "in_stock", op: "exists", exists: true },
+    ],
+    [{ key: "color", op: "anyOf", values: ["rojo"] }],
+  ];
+  const query = [0.3, -0.2, 0.1, 0.5];
+  for (const conditions of filters) {
+    const expected = stored.filter((product) => meetsConditions(product.attributes, conditions));
+    const ids = expected.map((product) => product.id);
+    const listed = await products.list({ limit: 100, order: "id", attributes: conditions });
+    expect({ conditions, ids: listed.items.map((product) => product.id), total: listed.total }).toEqual({
+      conditions,
+      ids,
+      total: ids.length,
+    });
+    const withCategory = await products.list({
+      limit: 100,
+      order: "id",
+      attributes: conditions,
+      categories: ["calzado"],
+    });
+    expect(withCategory.items.map((product) => product.id)).toEqual(
+      expected.filter((product) => product.category === "calzado").map((product) => product.id),
+    );
+    const hits = await products.searchByVector(query, { limit: 100, attributes: conditions });
+    expect({ conditions, ids: hits.map((hit) => hit.id).sort((a, b) => a - b) }).toEqual({ conditions, ids });
+    const window = await products.searchByVector(query, { limit: 100, attributes: conditions, window: true });
+    expect({ conditions, ids: window.map((hit) => hit.id) }).toEqual({ conditions, ids: hits.map((hit) => hit.id) });
+    const lexical: LexicalQuery = { texts: ["zapatilla lámpara"], expansions: [] };
+    const candidates = await products.hybridCandidates(query, lexical, { candidates: 100, attributes: conditions });
+    expect({ conditions, ids: candidates.map((hit) => hit.id).sort((a, b) => a - b) }).toEqual({ conditions, ids });
+    const browsing = await products.hybridCandidates(query, lexical, {
+      candidates: 100,
+      attributes: conditions,
+      window: true,
+    });
+    expect({ conditions, ids: browsing.map((hit) => hit.id).sort((a, b) => a - b) }).toEqual({ conditions, ids });
+  }
+}
 
 function catalogueContract(open: Open): void {
   test("get returns the stored product with its digest and version 1; a missing id is null", async () => {
@@ -161,67 +233,7 @@ function catalogueContract(open: Open): void {
   });
 
   test("every attribute filter operator finds exactly what a brute-force reading finds, in lists and searches", async () => {
-    const products = await open(4);
-    const random = seededRandom(22);
-    const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
-    const stored: Product[] = [];
-    for (let i = 0; i < 60; i++) {
-      const attributes: Record<string, string | number | boolean | string[]> = {};
-      if (random() < 0.8) attributes.brand = pick(["Acme", "Zeta", "Órbita"]);
-      if (random() < 0.8) attributes.price = pick([5, 9.99, 10, 25.5, 59.9, 60, 120]);
-      if (random() < 0.5) attributes.in_stock = random() < 0.5;
-      if (random() < 0.5) attributes.sizes = ["40", "41", "42", "43"].filter(() => random() < 0.5);
-      if (random() < 0.1) attributes.price_text = "59.90";
-      if (i === 0) attributes.price = "59.9" as never; // a text, never a number to a range
-      const vector = [random() - 0.5, random() - 0.5, random() - 0.5, random() + 0.1];
-      stored.push(await add(products, { ...pick([shoe, boot, lamp, mug]), name: `P${i}`, attributes }, vector));
-    }
-    const filters: AttributeCondition[][] = [
-      [{ key: "brand", op: "anyOf", values: ["Acme"] }],
-      [{ key: "brand", op: "anyOf", values: ["Acme", "Zeta"] }],
-      [{ key: "price", op: "anyOf", values: [10] }],
-      [{ key: "price", op: "anyOf", values: [59.9] }],
-      [{ key: "in_stock", op: "anyOf", values: [true] }],
-      [{ key: "in_stock", op: "anyOf", values: [false] }],
-      [{ key: "sizes", op: "anyOf", values: ["42"] }],
-      [{ key: "sizes", op: "anyOf", values: ["40", "43"] }],
-      [{ key: "price", op: "range", gte: 10, lt: 60 }],
-      [{ key: "price", op: "range", gt: 10, lte: 60 }],
-      [{ key: "price", op: "range", lt: 0 }],
-      [{ key: "sizes", op: "exists", exists: true }],
-      [{ key: "in_stock", op: "exists", exists: false }],
-      [
-        { key: "brand", op: "anyOf", values: ["Zeta", "Órbita"] },
-        { key: "price", op: "range", lte: 59.9 },
-        { key: "in_stock", op: "exists", exists: true },
-      ],
-      [{ key: "color", op: "anyOf", values: ["rojo"] }],
-    ];
-    const query = [0.3, -0.2, 0.1, 0.5];
-    for (const conditions of filters) {
-      const expected = stored.filter((product) => meetsConditions(product.attributes, conditions));
-      const ids = expected.map((product) => product.id);
-      const listed = await products.list({ limit: 100, order: "id", attributes: conditions });
-      expect({ conditions, ids: listed.items.map((product) => product.id), total: listed.total }).toEqual({
-        conditions,
-        ids,
-        total: ids.length,
-      });
-      const withCategory = await products.list({
-        limit: 100,
-        order: "id",
-        attributes: conditions,
-        categories: ["calzado"],
-      });
-      expect(withCategory.items.map((product) => product.id)).toEqual(
-        expected.filter((product) => product.category === "calzado").map((product) => product.id),
-      );
-      const hits = await products.searchByVector(query, { limit: 100, attributes: conditions });
-      expect({ conditions, ids: hits.map((hit) => hit.id).sort((a, b) => a - b) }).toEqual({ conditions, ids });
-      const lexical: LexicalQuery = { texts: ["zapatilla lámpara"], expansions: [] };
-      const candidates = await products.hybridCandidates(query, lexical, { candidates: 100, attributes: conditions });
-      expect({ conditions, ids: candidates.map((hit) => hit.id).sort((a, b) => a - b) }).toEqual({ conditions, ids });
-    }
+    await everyFilterOperatorAsBruteForce(await open(4));
   });
 
   test("remove deletes the product from reads, lists and searches; removing again is false", async () => {
@@ -691,6 +703,15 @@ forEachDatabase((db) => {
   };
   catalogueContract(open);
   lexicalContract(open);
+
+  test("every attribute filter operator finds what a brute-force reading finds on the plan of large filters too: applied to each product scanned", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, { model: "test-model", dimension: 4 });
+    // Estimated to let through no more than filterExactMaxRows products: none here.
+    await everyFilterOperatorAsBruteForce(
+      new PostgresProducts(client, 4, { ...DEFAULT_SEARCH_PLAN, filterExactMaxRows: 0 }).in("default"),
+    );
+  });
   isolationContract(async (dimension) => {
     const client = await db.fresh();
     await prepareDatabase(client, { model: "test-model", dimension });

@@ -20,6 +20,7 @@ import { PostgresSearchAnalytics } from "../../src/adapters/postgres/search-anal
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { PostgresSynonymStore } from "../../src/adapters/postgres/synonym-store.ts";
 import { SqlVectorIndexes, vectorSessionSettings } from "../../src/adapters/postgres/vector-index.ts";
+import type { Attributes } from "../../src/domain/attributes.ts";
 import { MaintainCatalogueIndexes } from "../../src/domain/maintain-vector-index.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { BulkWrite, ProductRepository } from "../../src/ports/product-repository.ts";
@@ -32,7 +33,11 @@ const SPACE = { model: "test-model", dimension: 4 };
 const shoe = { name: "Zapatilla de running", description: "Ligera", category: "calzado" };
 const lamp = { name: "Lámpara", description: "LED regulable", category: "hogar" };
 
-async function add(products: ProductRepository, product: typeof shoe & { sku?: string }, embedding: Vector) {
+async function add(
+  products: ProductRepository,
+  product: typeof shoe & { sku?: string; attributes?: Attributes },
+  embedding: Vector,
+) {
   const result = await products.add({ product, embedding, contentDigest: "d" });
   if (!("created" in result)) throw new Error(`not created: ${JSON.stringify(result)}`);
   return result.created;
@@ -96,6 +101,52 @@ forEachDatabase((db) => {
         name: shoe.name,
         version: 1,
       });
+    });
+
+    test("a filtered search (through either plan, or as a browsing window) and a filtered list whose statements forgot their catalogue find nothing of another catalogue than their transaction's", async () => {
+      const client = await db.fresh();
+      await prepareDatabase(client, SPACE);
+      const catalogues = new PostgresCatalogueRepository(client);
+      await catalogues.create("tienda");
+      await catalogues.create("outlet");
+      const acme = { brand: "Acme" };
+      const mine = await add(
+        new PostgresProducts(client, SPACE.dimension).in("tienda"),
+        { ...shoe, attributes: acme },
+        [1, 0, 0, 0],
+      );
+      const theirs = await add(
+        new PostgresProducts(client, SPACE.dimension).in("outlet"),
+        { ...lamp, attributes: acme },
+        [0, 1, 0, 0],
+      );
+      const filter = { limit: 10, attributes: [{ key: "brand", op: "anyOf" as const, values: ["Acme"] }] };
+      // The exact plan (the filter's ids read through CATALOGUE_WORDS_VIEW, its products by id) and the
+      // index's plan (the filter applied to the products the scan yields).
+      for (const filterExactMaxRows of [30_000, 0]) {
+        const search = async (entered: string) => {
+          const products = new PostgresProducts(forgetfulClient(client, { enters: entered }), SPACE.dimension, {
+            filterExactMaxRows,
+            efSearch: 100,
+            probes: "auto",
+            rerankDepth: 40,
+          });
+          const tienda = products.in("tienda");
+          const listed = await tienda.list({ limit: 10, order: "id", attributes: filter.attributes });
+          return {
+            found: (await tienda.searchByVector([1, 0.5, 0, 0], filter)).map((hit) => hit.id),
+            browsed: (await tienda.searchByVector([1, 0.5, 0, 0], { ...filter, window: true })).map((hit) => hit.id),
+            listed: listed.items.map((product) => product.id),
+            total: listed.total,
+          };
+        };
+        // Entering its own catalogue, the tienda's search finds its product without any catalogue condition...
+        const own = { found: [mine.id], browsed: [mine.id], listed: [mine.id], total: 1 };
+        expect({ filterExactMaxRows, ...(await search("tienda")) }).toEqual({ filterExactMaxRows, ...own });
+        // ...and entering the outlet, only what the outlet's setting lets through: never the tienda's.
+        const other = { found: [theirs.id], browsed: [theirs.id], listed: [theirs.id], total: 1 };
+        expect({ filterExactMaxRows, ...(await search("outlet")) }).toEqual({ filterExactMaxRows, ...other });
+      }
     });
 
     test("the search vocabulary: the role reads only the setting's catalogue's words, and cannot read the table", async () => {
@@ -357,6 +408,25 @@ describe("the first wall", () => {
     }
   });
 });
+
+/**
+ * `client` with the first wall taken down: every `catalogue = $n` of a statement holds for any row, and a
+ * repository's transaction enters the catalogue `enters` whatever catalogue it asks for (its
+ * statement that reads `catalogues` by name is given that name), so only row-level security and the
+ * views' own conditions on the transaction's setting stand.
+ */
+function forgetfulClient(client: SqlClient, { enters }: { enters: string }): SqlClient {
+  const forget = (text: string, params: readonly unknown[] = []) =>
+    /\bFROM catalogues WHERE name = \$1/.test(text)
+      ? ([text, [enters, ...params.slice(1)]] as const)
+      : ([text.replace(/\bcatalogue = (\$\d+)/g, "$1::text IS NOT NULL"), params] as const);
+  return {
+    query: (text, params) => client.query(...forget(text, params)),
+    transaction: (fn) => client.transaction((tx) => fn(forgetfulClient(tx, { enters }))),
+    copyIn: (table, columns, data) => client.copyIn(table, columns, data),
+    close: () => client.close(),
+  };
+}
 
 /** `client`, recording the text of every statement sent through it (transactions included) into `sent`. */
 function recordingClient(client: SqlClient, sent: string[]): SqlClient {

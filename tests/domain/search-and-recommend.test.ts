@@ -1,4 +1,5 @@
 import { beforeEach, describe, expect, test } from "bun:test";
+import { RESULT_WINDOW } from "../../src/domain/browse-results.ts";
 import { CreateProduct } from "../../src/domain/create-product.ts";
 import { EmbeddingUnavailable, GenerationUnavailable, InvalidInput } from "../../src/domain/errors.ts";
 import { ManageProducts } from "../../src/domain/manage-products.ts";
@@ -744,6 +745,34 @@ describe("SearchAndRecommend: search ids and analytics", () => {
       { searchId: "id-1", catalogue: "default", query: "Café  En grano", mode: "hybrid", results: 5 },
       { searchId: "id-2", catalogue: "default", query: "molinillo", mode: "semantic", results: 5 },
       { searchId: "id-3", catalogue: "default", query: "patinete", mode: "semantic", results: 0 },
+    ]);
+  });
+});
+
+describe("SearchAndRecommend: browsing", () => {
+  test("a browsing search asks its catalogue for the window of its relevant results, in every mode; a plain one for its limit, exactly ranked", async () => {
+    await fillCatalogue();
+    const catalogue = products.in("default");
+    const asked: Record<string, unknown>[] = [];
+    const searchByVector = catalogue.searchByVector.bind(catalogue);
+    const hybridCandidates = catalogue.hybridCandidates.bind(catalogue);
+    catalogue.searchByVector = (embedding, query) => {
+      asked.push({ limit: query.limit, window: query.window });
+      return searchByVector(embedding, query);
+    };
+    catalogue.hybridCandidates = (embedding, lexical, query) => {
+      asked.push({ candidates: query.candidates, window: query.window });
+      return hybridCandidates(embedding, lexical, query);
+    };
+    for (const mode of ["semantic", "hybrid"] as const) {
+      await search.execute({ query: "café", limit: 3, mode, facets: ["category"] }, { catalogue: "default" });
+      await search.execute({ query: "café", limit: 3, mode }, { catalogue: "default" });
+    }
+    expect(asked).toEqual([
+      { limit: RESULT_WINDOW, window: true },
+      { limit: 3, window: false },
+      { candidates: RESULT_WINDOW, window: true },
+      { candidates: 40, window: false },
     ]);
   });
 });

@@ -27,6 +27,7 @@ import type {
 import { type CopyField, encodeCopyRows } from "./binary-copy.ts";
 import { poolsOf, type ReadWriteClients } from "./read-write-clients.ts";
 import {
+  attributeNumberSql,
   CATALOGUE_ROLE,
   CATALOGUE_SETTING,
   CATALOGUE_VOCABULARY_VIEW,
@@ -337,29 +338,37 @@ export class PostgresProductRepository implements ProductRepository {
     return row ? toStored(row) : null;
   }
 
+  /**
+   * A filtered list counts and pages its products' ids through CATALOGUE_WORDS_VIEW, where the
+   * indexes serve the filter, and reads the page's products by id, under the policy (as a filtered
+   * search's exact plan does: denseCandidates).
+   */
   async list(query: ListQuery): Promise<ProductPage> {
     const params: unknown[] = [this.catalogue];
     const conditions: string[] = ["catalogue = $1"];
     const filter = rowFilter(params, query);
     if (filter) conditions.push(filter.sql);
-    const counted = `SELECT count(*) AS n FROM products${where(conditions)}`;
+    const source = filter ? CATALOGUE_WORDS_VIEW : "products";
+    const counted = `SELECT count(*) AS n FROM ${source}${where(conditions)}`;
     const countParams = [...params];
     const ascending = query.order === "id";
+    const order = `ORDER BY id ${ascending ? "ASC" : "DESC"}`;
     if (query.after !== undefined) {
       params.push(query.after);
       conditions.push(`id ${ascending ? ">" : "<"} $${params.length}`);
     }
     params.push(query.limit + 1);
+    const page = filter
+      ? `SELECT ${PRODUCT_COLUMNS} FROM products WHERE catalogue = $1 AND id = ANY(ARRAY(
+           SELECT id FROM ${CATALOGUE_WORDS_VIEW}${where(conditions)} ${order} LIMIT $${params.length}
+         )) ${order}`
+      : `SELECT ${PRODUCT_COLUMNS} FROM products${where(conditions)} ${order} LIMIT $${params.length}`;
     const [count, rows] = await this.inCatalogue(
       this.reads,
       async (tx) =>
         [
           (await tx.query<{ n: number | string }>(counted, countParams))[0],
-          await tx.query<ProductRow>(
-            `SELECT ${PRODUCT_COLUMNS} FROM products${where(conditions)}
-         ORDER BY id ${ascending ? "ASC" : "DESC"} LIMIT $${params.length}`,
-            params,
-          ),
+          await tx.query<ProductRow>(page, params),
         ] as const,
     );
     return {
@@ -715,13 +724,38 @@ export class PostgresProductRepository implements ProductRepository {
   async searchByVector(embedding: Vector, query: SearchQuery): Promise<VersionedHit[]> {
     const rows = await this.inCatalogue(this.reads, async (tx, entered) => {
       const params: unknown[] = [vectorParam(embedding), query.limit, this.catalogue];
+      const filter = rowFilter(params, query);
+      if (query.window) {
+        // A browsing search's thousand, ranked by the scanned column's cosine: no exact cosine of
+        // each (read from TOAST past 512 dimensions, 33 µs a product at load 10) and no candidates
+        // beyond the thousand but WINDOW_BITS_FACTOR times as many from a binary-quantized index.
+        // Its first ones are those an exact search finds: the index is read at least as deep.
+        const dense = await this.denseCandidates(
+          tx,
+          entered,
+          this.scannedDistance(params, embedding),
+          params,
+          "$3",
+          filter,
+          query.limit,
+          `${PRODUCT_COLUMNS}, version`,
+          WINDOW_BITS_FACTOR * query.limit,
+        );
+        // `$1 IS NOT NULL`: the exact plan past 512 dimensions reads only the query's halfvec, and an
+        // unread parameter has no type (PostgreSQL refuses the statement).
+        return tx.query<ProductRow & { version: number; distance: number }>(
+          `SELECT ${PRODUCT_COLUMNS}, version, near AS distance FROM (${dense}) AS dense
+           WHERE $1::vector IS NOT NULL ORDER BY near, id LIMIT $2`,
+          params,
+        );
+      }
       const dense = await this.denseCandidates(
         tx,
         entered,
-        embedding,
+        this.scannedDistance(params, embedding),
         params,
         "$3",
-        rowFilter(params, query),
+        filter,
         candidatesFor(query.limit),
         `${PRODUCT_COLUMNS}, version, embedding`,
       );
@@ -754,7 +788,20 @@ export class PostgresProductRepository implements ProductRepository {
         this.catalogue,
       ];
       const filter = rowFilter(params, query);
-      const dense = await this.denseCandidates(tx, entered, embedding, params, "$6", filter, query.candidates, "id");
+      const near = this.scannedDistance(params, embedding);
+      const dense = await this.denseCandidates(
+        tx,
+        entered,
+        near,
+        params,
+        "$6",
+        filter,
+        query.candidates,
+        "id",
+        query.window ? WINDOW_BITS_FACTOR * query.candidates : query.candidates,
+      );
+      // A browsing search's candidates are scored by the scanned column, as its semantic window is.
+      const distance = query.window ? near : "embedding <=> q.v";
       // The words are matched through CATALOGUE_WORDS_VIEW, where the GIN index serves `@@` (schema.ts).
       return tx.query<ProductRow & { version: number; distance: number; lexical: number }>(
         `WITH q AS (SELECT $1::vector AS v, (${lexicalQuerySql("$6")}) AS t),
@@ -764,7 +811,7 @@ export class PostgresProductRepository implements ProductRepository {
            WHERE catalogue = $6 AND search_text @@ q.t ${filter ? `AND ${filter.sql}` : ""}
            ORDER BY ts_rank(search_text, q.t) DESC, id LIMIT $4
          )
-         SELECT ${PRODUCT_COLUMNS}, version, embedding <=> q.v AS distance, ts_rank(search_text, q.t) AS lexical
+         SELECT ${PRODUCT_COLUMNS}, version, ${distance} AS distance, ts_rank(search_text, q.t) AS lexical
          FROM products, q
          WHERE catalogue = $6 AND id IN (SELECT id FROM dense UNION SELECT id FROM lexical)`,
         params,
@@ -808,52 +855,76 @@ export class PostgresProductRepository implements ProductRepository {
   }
 
   /**
+   * The cosine distance of a product to the query vector `$1` by the scanned column: `embedding`, or
+   * from 512 dimensions its half-precision copy, the query then sent as a `halfvec` parameter of its
+   * own (HalfVectorParameter), appended to `params`.
+   */
+  private scannedDistance(params: unknown[], embedding: Vector): string {
+    if (!this.scansHalfCopy) return "embedding <=> $1::vector";
+    params.push(new HalfVectorParameter(embedding));
+    return `embedding_half <=> $${params.length}::halfvec`;
+  }
+
+  /**
    * The products of the catalogue (the parameter `catalogue`) nearest to the query vector `$1`
    * (`embedding`; of `categories` when given) by the scanned column, to re-rank by the exact cosine:
    * a subquery of `columns` and `near` (that distance), its parameters appended to `params`.
    *
    * Without a filter it is the index's query (ORDER BY distance LIMIT): the planner answers it from
    * the catalogue's HNSW index when there is one (vector-index.ts), else by a scan. With a filter, the
-   * plan depends on how many products match: up to filterExactMaxRows, an exact scan of just those
-   * rows (found through the btree on category), as an index scan of a small category far from the
-   * query misses many of its nearest products (bench/index.ts: recall@10 0.63 to 0.89); past it, the
-   * index scan with iterative scanning (the session's hnsw.iterative_scan), deeper than unfiltered.
+   * plan depends on how many products the planner expects it to let through (estimatedMatches): up
+   * to filterExactMaxRows, an exact scan of just those rows, as an index scan of a small category
+   * far from the query misses many of its nearest products (bench/index.ts: recall@10 0.63 to
+   * 0.89); past it, the index scan with iterative scanning (the session's hnsw.iterative_scan),
+   * deeper than unfiltered, the filter applied to the rows it yields.
    *
-   * With a binary-quantized index, the index gives the rerankDepth products nearest by the Hamming
-   * distance of their bits (iterative scanning fills that many past ef_search or probes), and the
-   * `depth` nearest of those by the half-precision cosine are the candidates: the column is in the
+   * The exact scan reads its products by id (the primary key's equality is leakproof: the index
+   * serves it under row-level security), ids found through CATALOGUE_WORDS_VIEW, where the indexes
+   * serve the filter (the GIN index on attributes, the btree on category, the index on price): under
+   * the policy itself, jsonb's operators are not leakproof and were applied row by row to the whole
+   * partition (bench/filters.ts: a 0.1 % filter at 100,000 × 384 took 125 ms). The view confines the
+   * ids to the catalogue the transaction names, and the products read by them are still confined by
+   * the policy: both walls stand.
+   *
+   * With a binary-quantized index, the index gives the products nearest by the Hamming distance of
+   * their bits (`bitsDepth`, at least rerankDepth; iterative scanning fills that many past ef_search
+   * or probes), and the `depth` nearest of those by the half-precision cosine are the candidates: the column is in the
    * row, so re-ranking 100 costs about 100 page reads, where the full vectors' would read TOAST.
    * With VECTOR_IVF_PROBES `auto`, an IVFFlat index's search reads probesFor its lists, set for the
    * search's own transaction (a pooled connection's session setting would stay for whoever uses it
    * next).
    *
-   * At 512 dimensions and more, the query goes as a `halfvec` parameter of its own (HalfVectorParameter).
+   * `near`: the distance by the scanned column (scannedDistance).
    */
   private async denseCandidates(
     tx: SqlClient,
     { partition }: Entered,
-    embedding: Vector,
+    near: string,
     params: unknown[],
     catalogue: string,
     filter: RowFilter | undefined,
     depth: number,
     columns: string,
+    bitsDepth = depth,
   ): Promise<string> {
-    let query = "$1::vector";
-    if (this.scansHalfCopy) {
-      params.push(new HalfVectorParameter(embedding));
-      query = `$${params.length}::halfvec`;
-    }
     const column = this.scansHalfCopy ? "embedding_half" : "embedding";
-    const near = `${column} <=> ${query}`;
     const exact =
-      filter !== undefined &&
-      (await this.countUpTo(tx, filter.spec, this.search.filterExactMaxRows + 1)) <= this.search.filterExactMaxRows;
+      filter !== undefined && (await this.estimatedMatches(tx, filter.spec)) <= this.search.filterExactMaxRows;
+    if (exact) {
+      params.push(depth);
+      // `+ 0`: an order the index cannot give, so the planner computes the distance of each row read.
+      return `SELECT ${columns}, ${near} AS near FROM products
+              WHERE catalogue = ${catalogue} AND id = ANY(ARRAY(
+                SELECT id FROM ${CATALOGUE_WORDS_VIEW} WHERE catalogue = ${catalogue} AND ${filter.sql}
+              ))
+              ORDER BY (${near}) + 0 LIMIT $${params.length}`;
+    }
     const where = ` WHERE catalogue = ${catalogue}${filter ? ` AND ${filter.sql}` : ""}`;
-    const index: SearchIndex | undefined =
-      !exact && this.scansHalfCopy ? await this.settings.indexesInUse?.of(partition).index(tx) : undefined;
+    const index: SearchIndex | undefined = this.scansHalfCopy
+      ? await this.settings.indexesInUse?.of(partition).index(tx)
+      : undefined;
     if (index && reranked(index.kind)) {
-      params.push(Math.max(depth, this.search.rerankDepth, filter ? FILTERED_INDEX_CANDIDATES : 0));
+      params.push(Math.max(bitsDepth, this.search.rerankDepth, filter ? FILTERED_INDEX_CANDIDATES : 0));
       const bits = binaryQuantized(this.dimension);
       const hamming = `SELECT ${columns}, ${column} FROM products${where}
          ORDER BY ${bits} <~> binary_quantize($1::vector)::bit(${this.dimension}) LIMIT $${params.length}`;
@@ -867,34 +938,39 @@ export class PostgresProductRepository implements ProductRepository {
       params.push(Math.max(depth, this.search.efSearch));
       return `SELECT ${columns}, ${near} AS near FROM products${where} ORDER BY near LIMIT $${params.length}`;
     }
-    const candidates = exact ? depth : Math.max(depth, this.search.efSearch, FILTERED_INDEX_CANDIDATES);
+    const candidates = Math.max(depth, this.search.efSearch, FILTERED_INDEX_CANDIDATES);
     params.push(candidates);
     // A filtered HNSW scan keeps ef_search candidates at each step, of which the filter drops
     // some: as many as are asked for (up to pgvector's 1,000) keeps its relaxed order near the exact
     // one (bench/filters.ts).
-    if (!exact && candidates > this.search.efSearch) {
+    if (candidates > this.search.efSearch) {
       const efSearch = Math.min(candidates, MAX_HNSW_EF_SEARCH);
       await tx.query("SELECT set_config('hnsw.ef_search', $1, true)", [String(efSearch)]);
     }
-    // `+ 0`: an order the index cannot give, so the planner scans the filtered rows exactly.
-    return `SELECT ${columns}, ${near} AS near FROM products${where}
-            ORDER BY ${exact ? `(${near}) + 0` : "near"} LIMIT $${params.length}`;
+    return `SELECT ${columns}, ${near} AS near FROM products${where} ORDER BY near LIMIT $${params.length}`;
   }
 
   /**
-   * The catalogue's products the filter lets through, counting at most `cap` of them (through the
-   * btree on category, the GIN index on attributes for their any-of conditions).
+   * How many of the catalogue's products the planner expects the filter to let through: its
+   * estimate from the statistics ANALYZE keeps (of category, of the attributes as a whole, of the
+   * indexed number attributes; a vector index's build runs ANALYZE, autovacuum does afterwards), read
+   * from EXPLAIN, which plans the statement without running it. Counting them instead read every
+   * row a filter let through, up to filterExactMaxRows + 1: at 100,000 × 384, 51 ms of a 50 %
+   * filter's search that took 3 ms without (bench/filters.ts). Without statistics (a catalogue
+   * never analyzed) PostgreSQL guesses a small share, and the search scans exactly.
    */
-  private async countUpTo(tx: SqlClient, spec: FilterSpec, cap: number): Promise<number> {
-    const params: unknown[] = [this.catalogue, cap];
+  private async estimatedMatches(tx: SqlClient, spec: FilterSpec): Promise<number> {
+    const params: unknown[] = [this.catalogue];
     const filter = rowFilter(params, spec) as RowFilter;
-    const [row] = await tx.query<{ n: number | string }>(
-      `SELECT count(*) AS n FROM (
-         SELECT 1 FROM products WHERE catalogue = $1 AND ${filter.sql} LIMIT $2
-       ) AS matching`,
+    const [row] = await tx.query<{ "QUERY PLAN": PlanOutline[] | string }>(
+      `EXPLAIN (FORMAT JSON) SELECT 1 FROM ${CATALOGUE_WORDS_VIEW} WHERE catalogue = $1 AND ${filter.sql}`,
       params,
     );
-    return Number(row?.n ?? 0);
+    const plan = row?.["QUERY PLAN"];
+    const [outline] = typeof plan === "string" ? (JSON.parse(plan) as PlanOutline[]) : (plan ?? []);
+    const rows = outline?.Plan["Plan Rows"];
+    if (typeof rows !== "number") throw new Error(`EXPLAIN gave no row estimate: ${JSON.stringify(plan)}`);
+    return rows;
   }
 
   async versions(ids: readonly number[]): Promise<Map<number, number>> {
@@ -1002,12 +1078,26 @@ function finalistsFor(limit: number): number {
 }
 
 /**
+ * A browsing search's window (SearchQuery.window) re-ranks this many times its size of a
+ * binary-quantized index's candidates by the half-precision cosine. At 100,000 × 3072 (ivf-bq, 5
+ * probes) the thousand held 0.715 of the exact thousand with 1,000 candidates, 0.766 with 2,000, 0.769
+ * with 4,000 (the probes' lists bound it), and 2,000 took 62 ms where 4,000 took 106 at load 10; at
+ * 3,000 × 512 (the tests) 0.64, 0.92, 1.0 with 1,000, 2,000, 3,000.
+ */
+const WINDOW_BITS_FACTOR = 2;
+
+/**
  * Candidates of a filtered index scan: its relaxed order strays further from the exact one than an
  * unfiltered scan's, so more are re-ranked (bench/scale.ts measures the recall this keeps).
  */
 const FILTERED_INDEX_CANDIDATES = 200;
 /** The largest hnsw.ef_search pgvector takes. */
 const MAX_HNSW_EF_SEARCH = 1000;
+
+/** What EXPLAIN (FORMAT JSON) tells of a statement's plan that estimatedMatches reads. */
+interface PlanOutline {
+  Plan: { "Plan Rows"?: unknown };
+}
 
 /** What a filter asks of a product: categories, attribute conditions (the queries' own fields). */
 interface FilterSpec {
@@ -1026,7 +1116,8 @@ interface RowFilter {
  * appended to `params`; undefined without any. An any-of is containment (`@>`) of one of its
  * values, or of a one-item list of it (a list attribute holding it), which the GIN index on
  * `attributes` serves (jsonb_path_ops); a range compares the attribute's number (a value of
- * another type is no number: NULL, which no bound lets through); exists is `?`.
+ * another type is no number: NULL, which no bound lets through), which an index serves for
+ * INDEXED_NUMBER_ATTRIBUTES (`price`); exists is `?`.
  */
 function rowFilter(params: unknown[], spec: FilterSpec): RowFilter | undefined {
   const conditions: string[] = [];
@@ -1046,9 +1137,7 @@ function rowFilter(params: unknown[], spec: FilterSpec): RowFilter | undefined {
       params.push(condition.key);
       conditions.push(`${condition.exists ? "" : "NOT "}(attributes ? $${params.length}::text)`);
     } else {
-      params.push(condition.key);
-      const key = `$${params.length}::text`;
-      const number = `(CASE WHEN jsonb_typeof(attributes -> ${key}) = 'number' THEN (attributes -> ${key})::numeric END)`;
+      const number = attributeNumberSql(condition.key);
       for (const [bound, operator] of [
         ["gt", ">"],
         ["gte", ">="],

@@ -1,3 +1,4 @@
+import { ATTRIBUTE_KEY } from "../../domain/attributes.ts";
 import type { EmbeddingSpace } from "../../ports/embedding-space.ts";
 import { type SqlClient, VectorParameter } from "./sql-client.ts";
 
@@ -371,7 +372,39 @@ const MIGRATIONS: readonly Migration[] = [
       await tx.query("ALTER TABLE catalogues ADD COLUMN embedded_attributes text[] NOT NULL DEFAULT '{}'");
     },
   },
+  {
+    version: 19,
+    name: "an index on the price attribute",
+    async apply(tx) {
+      // A range filter on `price` (the one well-known number attribute, domain/attributes.ts) is
+      // found through this index, and ANALYZE keeps statistics of it, from which the planner
+      // estimates how many products a range lets through (product-repository.ts chooses its plan
+      // by that). Its expression must be the one the filters write: attributeNumberSql.
+      for (const key of INDEXED_NUMBER_ATTRIBUTES) {
+        await tx.query(`CREATE INDEX products_attribute_${key} ON products (${attributeNumberSql(key)})`);
+      }
+      // The statistics of the new expression: autovacuum gathers them only once enough rows change.
+      await tx.query("ANALYZE products");
+    },
+  },
 ];
+
+/**
+ * Number attributes with an index of their own (migration 19), served to range filters: the
+ * well-known `price`. A range on any other attribute is read from the rows the other conditions leave.
+ */
+export const INDEXED_NUMBER_ATTRIBUTES = ["price"] as const;
+
+/**
+ * An attribute's number as SQL (NULL when the product has no such attribute or it is not a number:
+ * a text "59.90" is no number), the key written into the text: an index on this expression serves
+ * a condition only when the condition's expression is the same, and a parameter never is. Keys are
+ * ATTRIBUTE_KEY's (checked again here, as they go into the SQL).
+ */
+export function attributeNumberSql(key: string): string {
+  if (!ATTRIBUTE_KEY.test(key)) throw new Error(`not an attribute key: ${JSON.stringify(key)}`);
+  return `(CASE WHEN jsonb_typeof(attributes -> '${key}') = 'number' THEN (attributes -> '${key}')::numeric END)`;
+}
 
 /** The catalogue the contract's `/products…` routes stand for; every product from before catalogues is in it. */
 const DEFAULT_CATALOGUE_NAME = "default";
@@ -389,12 +422,14 @@ export const CATALOGUE_ROLE = "sku_search_catalogue";
 export const CATALOGUE_SETTING = "sku_search.catalogue";
 
 /**
- * The lexical side of hybrid search reads products through this view. Row-level security keeps an
- * index from serving a condition whose operator is not leakproof (`@@`, and pg_trgm's), as that
- * operator would see rows before the policy has filtered them: a GIN index scan under the policy
- * became a scan of the catalogue's whole heap (6 kB a row at 3072 dimensions). The view runs with
- * its owner's rights (not confined) but carries the policy's own condition as a plain one, so the
- * planner folds both into a one-time filter on the setting and keeps the index.
+ * The lexical side of hybrid search reads products through this view, and a filtered search finds
+ * the products its filter lets through here. Row-level security keeps an index from serving a
+ * condition whose operator is not leakproof (`@@`, pg_trgm's, every jsonb operator: `@>` too), as
+ * that operator would see rows before the policy has filtered them: a GIN index scan under the
+ * policy became a scan of the catalogue's whole heap (6 kB a row at 3072 dimensions). The view runs
+ * with its owner's rights (not confined) but carries the policy's own condition as a plain one, so
+ * the planner folds both into a one-time filter on the setting and keeps the index. What it gives
+ * is ids and words; the products themselves are then read from `products`, under the policy.
  */
 export const CATALOGUE_WORDS_VIEW = "product_words";
 
