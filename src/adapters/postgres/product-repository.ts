@@ -1083,7 +1083,7 @@ function finalistsFor(limit: number): number {
  * binary-quantized index's candidates by the half-precision cosine. At 100,000 × 3072 (ivf-bq, 5
  * probes) the thousand held 0.715 of the exact thousand with 1,000 candidates, 0.766 with 2,000, 0.769
  * with 4,000 (the probes' lists bound it), and 2,000 took 62 ms where 4,000 took 106 at load 10; at
- * 3,000 × 512 (the tests) 0.64, 0.92, 1.0 with 1,000, 2,000, 3,000.
+ * 3,000 × 512 (clustered test vectors) 0.64, 0.92, 1.0 with 1,000, 2,000, 3,000.
  */
 const WINDOW_BITS_FACTOR = 2;
 
