@@ -11,10 +11,11 @@
  * repository forced to the exact plan (filterExactMaxRows: 1e12): an exact scan of the matching
  * products (of all of them for the unfiltered one). Latency: one query at a time, `--passes` times,
  * p50 / p95; with facets: the browsing search's window (`window`, RESULT_WINDOW) and browse().
+ * `--window-sizes`: then the unfiltered search's p50 with a window of each size.
  *
  * Run by hand:
  *   bun bench/filters.ts [--database-url postgres://postgres@127.0.0.1:55432/sku_test] [--products 100000]
- *     [--dimension 3072] [--queries 100] [--passes 3] [--keep]
+ *     [--dimension 3072] [--queries 100] [--passes 3] [--keep] [--window-sizes 10,100,200,1000]
  *   bun bench/filters.ts --quick      # 5,000 × 384, 30 queries
  * Works in the schema bench_filters, dropped before and after; with `--keep` it is kept, and a run
  * that finds it holding the same products (count and dimension) measures them again without
@@ -47,6 +48,7 @@ const { values: args } = parseArgs({
     passes: { type: "string", default: "3" },
     quick: { type: "boolean", default: false },
     keep: { type: "boolean", default: false },
+    "window-sizes": { type: "string", default: "" },
   },
 });
 
@@ -59,8 +61,13 @@ const CATALOGUE = "tienda";
 const LIMIT = 10;
 const SCHEMA = "bench_filters";
 const KEEP = args.keep === true;
+const WINDOW_SIZES = (args["window-sizes"] as string)
+  .split(",")
+  .filter((size) => size.trim() !== "")
+  .map(Number);
 
 const out = (line: string) => console.log(line);
+const p = (ms: number[], q: number) => [...ms].sort((a, b) => a - b)[Math.floor(q * (ms.length - 1))] as number;
 
 /** Whether the schema holds the catalogue a run with these arguments loads (then --keep measures it again). */
 async function loadedBefore(): Promise<boolean> {
@@ -184,7 +191,6 @@ try {
         faceted.push(performance.now() - t);
       }
     }
-    const p = (ms: number[], q: number) => [...ms].sort((a, b) => a - b)[Math.floor(q * (ms.length - 1))] as number;
     const figures = {
       recall: asked === 0 ? 1 : found / asked,
       p50: p(plain, 0.5),
@@ -200,6 +206,21 @@ try {
     );
   }
   summary.filters = results;
+  // What a browsing search's window costs by its size (the unfiltered search of N, as `window`).
+  const sizes: Record<string, number> = {};
+  for (const size of WINDOW_SIZES) {
+    const times: number[] = [];
+    for (let pass = 0; pass < PASSES; pass++) {
+      for (const vector of queries) {
+        const t = performance.now();
+        await products.searchByVector(vector, { limit: size, window: size > LIMIT });
+        times.push(performance.now() - t);
+      }
+    }
+    sizes[size] = p(times, 0.5);
+    out(`window of ${size}: p50 ${fmt(sizes[size] as number)} ms; load ${loadavg()[0]?.toFixed(1)}`);
+  }
+  if (WINDOW_SIZES.length > 0) summary.windowSizes = sizes;
 } finally {
   await db.close();
   if (!KEEP) await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`);

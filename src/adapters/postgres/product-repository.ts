@@ -882,7 +882,8 @@ export class PostgresProductRepository implements ProductRepository {
    * serves it under row-level security), ids found through CATALOGUE_WORDS_VIEW, where the indexes
    * serve the filter (the GIN index on attributes, the btree on category, the index on price): under
    * the policy itself, jsonb's operators are not leakproof and were applied row by row to the whole
-   * partition (bench/filters.ts: a 0.1 % filter at 100,000 × 384 took 125 ms). The view confines the
+   * partition (bench/filters.ts, a 0.1 % filter, p50: 151 ms at 100,000 × 384 and 2.1 s at 3072,
+   * where it takes 1.1 and 1.9 ms through the view). The view confines the
    * ids to the catalogue the transaction names, and the products read by them are still confined by
    * the policy: both walls stand.
    *
@@ -955,8 +956,8 @@ export class PostgresProductRepository implements ProductRepository {
    * estimate from the statistics ANALYZE keeps (of category, of the attributes as a whole, of the
    * indexed number attributes; a vector index's build runs ANALYZE, autovacuum does afterwards), read
    * from EXPLAIN, which plans the statement without running it. Counting them instead read every
-   * row a filter let through, up to filterExactMaxRows + 1: at 100,000 × 384, 51 ms of a 50 %
-   * filter's search that took 3 ms without (bench/filters.ts). Without statistics (a catalogue
+   * row a filter let through, up to filterExactMaxRows + 1: at 100,000 × 384 a 50 % filter's search
+   * took 60 ms p50 counting, 3.1 ms estimating (bench/filters.ts). Without statistics (a catalogue
    * never analyzed) PostgreSQL guesses a small share, and the search scans exactly.
    */
   private async estimatedMatches(tx: SqlClient, spec: FilterSpec): Promise<number> {
@@ -1082,7 +1083,7 @@ function finalistsFor(limit: number): number {
  * binary-quantized index's candidates by the half-precision cosine. At 100,000 × 3072 (ivf-bq, 5
  * probes) the thousand held 0.715 of the exact thousand with 1,000 candidates, 0.766 with 2,000, 0.769
  * with 4,000 (the probes' lists bound it), and 2,000 took 62 ms where 4,000 took 106 at load 10; at
- * 3,000 × 512 (the tests) 0.64, 0.92, 1.0 with 1,000, 2,000, 3,000.
+ * 3,000 × 512 (clustered test vectors) 0.64, 0.92, 1.0 with 1,000, 2,000, 3,000.
  */
 const WINDOW_BITS_FACTOR = 2;
 
