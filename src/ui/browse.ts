@@ -9,17 +9,10 @@ export type AttributeValue = string | number | boolean | string[];
 /** A search filter's condition on one attribute, as the service takes it. */
 export type Condition = string | number | boolean | { gte?: number; lt?: number; lte?: number };
 
-/** Counts of a text (or boolean) facet, most frequent first. */
-export type ValueCounts = { value: string | number | boolean; count: number }[];
+/** The facets as the service answers them (the domain's types: only types reach the page's bundle). */
+import type { Facet, NumberFacet, ValueCounts } from "../domain/browse-results.ts";
 
-/** A number facet: its range and equal buckets (`from` inclusive, `to` exclusive but the last's inclusive). */
-export interface NumberFacet {
-  min: number;
-  max: number;
-  buckets: { from: number; to: number; count: number }[];
-}
-
-export type Facet = ValueCounts | NumberFacet;
+export type { Facet, NumberFacet, ValueCounts };
 
 /** The facets the page asks for, in the order it shows them, with their Spanish names. */
 export const FACETS = [

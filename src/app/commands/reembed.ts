@@ -47,11 +47,7 @@ async function reembedStale(config: Config, log: Logger, output: CliOutput, cata
       onProgress: (progress) =>
         output.err(`\rchecked ${progress.checked}/${progress.total}, embedded again ${progress.embedded}`),
     });
-    output.err(
-      `\ncatalogue '${catalogue}': ${embedded} of ${products} products embedded again from their current text` +
-        (changedMeanwhile > 0 ? ` (${changedMeanwhile} changed meanwhile: their change embedded them)` : "") +
-        "\n",
-    );
+    output.err(`\n${staleSummary(catalogue, products, embedded, changedMeanwhile)}`);
     return EXIT.ok;
   } catch (error) {
     const socket = stop.signal.aborted ? undefined : serviceSocketFor(config, error);
@@ -66,6 +62,15 @@ async function reembedStale(config: Config, log: Logger, output: CliOutput, cata
     stop.release();
     await root.close();
   }
+}
+
+/** What `reembed --catalogue` did, one line, whoever did it. */
+function staleSummary(catalogue: string, products: number, embedded: number, changedMeanwhile: number): string {
+  return (
+    `catalogue '${catalogue}': ${embedded} of ${products} products embedded again from their current text` +
+    (changedMeanwhile > 0 ? ` (${changedMeanwhile} changed meanwhile: their change embedded them)` : "") +
+    "\n"
+  );
 }
 
 /** `reembed --catalogue` done by the running service that holds the embedded database. */
@@ -83,11 +88,7 @@ async function reembedStaleInService(
       { name: catalogue },
       stop.signal,
     )) as { products: number; embedded: number; changed_meanwhile: number };
-    output.err(
-      `catalogue '${catalogue}': ${embedded} of ${products} products embedded again from their current text` +
-        (changed_meanwhile > 0 ? ` (${changed_meanwhile} changed meanwhile: their change embedded them)` : "") +
-        "\n",
-    );
+    output.err(staleSummary(catalogue, products, embedded, changed_meanwhile));
     return EXIT.ok;
   } catch (error) {
     if (!stop.signal.aborted) throw error;
