@@ -13,7 +13,9 @@ import { createGunzip } from "node:zlib";
 import { type EvalProduct, statedPrice, withAttributes } from "../examples/eval-with-attributes.ts";
 import { checkImportInput } from "../src/domain/import-products.ts";
 import { createHarness } from "./adapters/http/harness.ts";
-import { makeTempDir } from "./support/temp-dirs.ts";
+import { useTempDirs } from "./support/temp-dirs.ts";
+
+const tempDir = useTempDirs("examples");
 
 const PROJECT = join(import.meta.dir, "..");
 const README = readFileSync(join(PROJECT, "README.md"), "utf8");
@@ -141,7 +143,7 @@ describe("the eval catalogue with attributes (examples/eval-with-attributes.ts)"
   });
 
   test("the script writes import items the service takes as they are", () => {
-    const dir = makeTempDir("eval-with-attributes");
+    const dir = tempDir();
     const input = join(dir, "products.jsonl");
     writeFileSync(input, fixture.map((product) => JSON.stringify(product)).join("\n"));
     const output = join(dir, "shop.jsonl");

@@ -15,8 +15,11 @@ import { GateEmbedder } from "../fakes/gate-embedder.ts";
 import { type CallOptions, callApp } from "../support/app-client.ts";
 import { withNewDatabase } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
-import { makeTempDir } from "../support/temp-dirs.ts";
+import { useTempDirs } from "../support/temp-dirs.ts";
 import { POSTGRES_URL } from "../support/test-databases.ts";
+
+/** Each test's data folders, removed after the file's last test (its services closed by then). */
+const tempDir = useTempDirs("bulk-jobs", { concurrent: true });
 
 setDefaultTimeout(60_000);
 
@@ -99,7 +102,7 @@ describe("on the embedded database", () => {
     // 1,500 items embedded 128 at a time, 300 ms a call: at least 3.6 s, where the request has 1 s.
     const embedder = new FakeEmbedder(64);
     embedder.delayMs = 300;
-    const env = { DATA_DIR: await withNewDatabase(makeTempDir("bulk-jobs")), REQUEST_TIMEOUT_MS: "1000" };
+    const env = { DATA_DIR: await withNewDatabase(tempDir()), REQUEST_TIMEOUT_MS: "1000" };
     const { call, token } = await start({ ...env, DATABASE_TIMEOUT_MS: "500" }, { embedder });
     const accepted = await call("POST", "/products/bulk", { token, json: numbered(1_500) });
     expect(accepted.status).toBe(202);
@@ -147,7 +150,7 @@ function restartTest(database: () => Promise<Record<string, string>>) {
 }
 
 describe("a restart, on the embedded database", () => {
-  restartTest(async () => ({ DATA_DIR: await withNewDatabase(makeTempDir("bulk-jobs")) }));
+  restartTest(async () => ({ DATA_DIR: await withNewDatabase(tempDir()) }));
 });
 
 describe.skipIf(!POSTGRES_URL)("a restart, on a PostgreSQL server (TEST_DATABASE_URL)", () => {
@@ -165,7 +168,7 @@ describe.skipIf(!POSTGRES_URL)("a restart, on a PostgreSQL server (TEST_DATABASE
     });
     const url = new URL(POSTGRES_URL);
     url.searchParams.set("search_path", `${schema},public`);
-    const dataDir = makeTempDir("bulk-jobs-pg");
+    const dataDir = tempDir();
     return { DATABASE_URL: url.toString(), DATA_DIR: dataDir, JWT_SECRET: "s".repeat(40) };
   });
 });

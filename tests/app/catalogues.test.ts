@@ -13,8 +13,11 @@ import type { Logger } from "../../src/app/logger.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { type CallOptions, callApp } from "../support/app-client.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
-import { makeTempDir } from "../support/temp-dirs.ts";
+import { useTempDirs } from "../support/temp-dirs.ts";
 import { POSTGRES_URL } from "../support/test-databases.ts";
+
+/** Each test's data folders, removed after the file's last test (its services closed by then). */
+const tempDir = useTempDirs("catalogues", { concurrent: true });
 
 setDefaultTimeout(120_000);
 
@@ -58,12 +61,12 @@ async function freshSchema(): Promise<string> {
 }
 
 const engines = [
-  { name: "PGlite", env: async () => ({ DATA_DIR: makeTempDir("catalogues-service") }) },
+  { name: "PGlite", env: async () => ({ DATA_DIR: tempDir() }) },
   ...(POSTGRES_URL
     ? [
         {
           name: "PostgreSQL",
-          env: async () => ({ DATA_DIR: makeTempDir("catalogues-service"), DATABASE_URL: await freshSchema() }),
+          env: async () => ({ DATA_DIR: tempDir(), DATABASE_URL: await freshSchema() }),
         },
       ]
     : []),
@@ -134,8 +137,8 @@ describe.each(engines)("catalogues on $name", ({ env }) => {
 describe.skipIf(!POSTGRES_URL)("two instances on one PostgreSQL", () => {
   test("a catalogue made on one is served by the other at once; removed there, the other answers 404", async () => {
     const url = await freshSchema();
-    const a = await start({ DATA_DIR: makeTempDir("catalogues-a"), DATABASE_URL: url });
-    const b = await start({ DATA_DIR: makeTempDir("catalogues-b"), DATABASE_URL: url });
+    const a = await start({ DATA_DIR: tempDir(), DATABASE_URL: url });
+    const b = await start({ DATA_DIR: tempDir(), DATABASE_URL: url });
     expect((await b.call("GET", "/catalogues/outlet/products", { token: b.token })).status).toBe(404);
     await a.call("POST", "/catalogues", { token: a.token, json: { name: "outlet" } });
     await a.call("POST", "/catalogues/outlet/products/", { token: a.token, json: TETERA });

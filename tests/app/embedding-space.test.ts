@@ -6,6 +6,7 @@
  * instance serves again.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { rmSync } from "node:fs";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { CompositionRoot } from "../../src/app/composition-root.ts";
 import type { Logger } from "../../src/app/logger.ts";
@@ -42,13 +43,13 @@ const quiet: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: 
 
 /** `reembed` as the CLI runs it, with the embedder `model` of 32 dimensions. */
 async function reembed(model: string): Promise<void> {
-  const root = new CompositionRoot(serviceConfig({ DATABASE_URL: url }), quiet, {
-    overrides: { embedder: new FakeEmbedder(32, model) },
-  });
+  const config = serviceConfig({ DATABASE_URL: url });
+  const root = new CompositionRoot(config, quiet, { overrides: { embedder: new FakeEmbedder(32, model) } });
   try {
     await (await root.reembedCatalogue()).execute();
   } finally {
     await root.close();
+    rmSync(config.dataDir, { recursive: true, force: true });
   }
 }
 

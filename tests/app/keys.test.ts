@@ -12,8 +12,11 @@ import type { Logger } from "../../src/app/logger.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { type CallOptions, callApp } from "../support/app-client.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
-import { makeTempDir } from "../support/temp-dirs.ts";
+import { useTempDirs } from "../support/temp-dirs.ts";
 import { POSTGRES_URL } from "../support/test-databases.ts";
+
+/** Each test's data folders, removed after the file's last test (its services closed by then). */
+const tempDir = useTempDirs("keys", { concurrent: true });
 
 setDefaultTimeout(120_000);
 
@@ -55,12 +58,12 @@ async function freshSchema(): Promise<string> {
 }
 
 const engines = [
-  { name: "PGlite", env: async () => ({ DATA_DIR: makeTempDir("keys-service") }) },
+  { name: "PGlite", env: async () => ({ DATA_DIR: tempDir() }) },
   ...(POSTGRES_URL
     ? [
         {
           name: "PostgreSQL",
-          env: async () => ({ DATA_DIR: makeTempDir("keys-service"), DATABASE_URL: await freshSchema() }),
+          env: async () => ({ DATA_DIR: tempDir(), DATABASE_URL: await freshSchema() }),
         },
       ]
     : []),
@@ -125,8 +128,8 @@ describe.each(engines)("keys and roles on $name", ({ env }) => {
 describe.skipIf(!POSTGRES_URL)("two instances on one PostgreSQL", () => {
   test("a key revoked on one is refused by the other as soon as the revocation is heard", async () => {
     const url = await freshSchema();
-    const a = await start({ DATA_DIR: makeTempDir("keys-a"), DATABASE_URL: url });
-    const b = await start({ DATA_DIR: makeTempDir("keys-b"), DATABASE_URL: url });
+    const a = await start({ DATA_DIR: tempDir(), DATABASE_URL: url });
+    const b = await start({ DATA_DIR: tempDir(), DATABASE_URL: url });
     const token = await a.login();
     const created = await a.call("POST", "/keys", {
       token,

@@ -79,8 +79,9 @@ async function runCluster(dir: string, port: number, extraOptions = ""): Promise
   const data = join(dir, "data");
   // fsync off: these tests kill PostgreSQL's processes, never the machine, and what a process had
   // written survives it in the page cache (synchronous_commit stays on: a commit acknowledged is in
-  // the WAL, and the tests check that nothing acknowledged is lost).
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=60 -c fsync=off -c full_page_writes=off ${extraOptions}`;
+  // the WAL, and the tests check that nothing acknowledged is lost). Dynamic shared memory as files
+  // in the data folder: a killed server's POSIX segments would stay in /dev/shm after its folder is gone.
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=60 -c fsync=off -c full_page_writes=off -c dynamic_shared_memory_type=mmap ${extraOptions}`;
   const pgCtl = (action: string) => sh(`${PG_BIN}/pg_ctl -D ${data} -l ${dir}/server.log -w -o '${options}' ${action}`);
   await pgCtl("start");
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;

@@ -2,6 +2,8 @@
  * The whole service (config → composition root → HTTP app) on real PostgreSQL clusters, driven in
  * process, for the replica and failover tests: a fake embedder, a low-cost hasher, nothing logged.
  */
+
+import { rmSync } from "node:fs";
 import { loadConfig } from "../../src/app/config.ts";
 import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import type { Logger } from "../../src/app/logger.ts";
@@ -50,10 +52,13 @@ export async function startService(
   const events: Record<string, unknown>[] = [];
   const keep = (event: Record<string, unknown>) => void events.push(event);
   const quiet: Logger = { debug: () => {}, info: () => {}, warn: keep, error: keep };
-  const service = await createHttpService(config, quiet, {
-    embedder,
-    passwordHasher: lowCostHasher(),
-  });
+  const removeDataDir = () => rmSync(config.dataDir, { recursive: true, force: true });
+  const service = await createHttpService(config, quiet, { embedder, passwordHasher: lowCostHasher() }).catch(
+    (error: unknown) => {
+      removeDataDir();
+      throw error;
+    },
+  );
   const call = (method: string, path: string, init: CallOptions = {}) => callApp(service.app, method, path, init);
   return {
     service,
@@ -64,7 +69,10 @@ export async function startService(
       if (response.status !== 200) throw new Error(`login failed: ${response.status} ${response.text}`);
       return response.json.access_token as string;
     },
-    close: () => service.close(),
+    async close() {
+      await service.close();
+      removeDataDir();
+    },
   };
 }
 
