@@ -12,16 +12,18 @@
  * the rest of the request (HTTP, auth, JSON) from its `request` lines, and the stage sums of
  * sku_search_stage_duration_seconds; the last line is one JSON object.
  *
- * Run by hand: `bun bench/default-path.ts [--data-dir DIR]` (with --data-dir the import is skipped
- * when that directory already holds the catalogue).
+ * Run by hand: `bun bench/default-path.ts [--data-dir DIR] [--lines FILE]` (with --data-dir the
+ * import is skipped when that directory already holds the catalogue, and its query cache is emptied;
+ * --lines writes each query's client time and the service's `search` log lines to FILE as JSON).
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { freePort } from "../scripts/free-port.ts";
+import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
 
-const { values: args } = parseArgs({ options: { "data-dir": { type: "string" } } });
+const { values: args } = parseArgs({ options: { "data-dir": { type: "string" }, lines: { type: "string" } } });
 const PROJECT = resolve(import.meta.dir, "..");
 const EVAL_DIR = resolve(PROJECT, "../shared/eval");
 const PASSWORD = "default-path-bench";
@@ -49,6 +51,17 @@ if (!existsSync(join(dataDir, "pgdata"))) {
   });
   if ((await imported.exited) !== 0) throw new Error("import failed");
   out(`imported in ${((performance.now() - started) / 1000).toFixed(0)} s`);
+}
+
+if (keep) {
+  // A reused catalogue keeps the query embeddings of the last run's queries: empty them, so that
+  // every query misses again.
+  const db = await openPglite(dataDir);
+  const cleared = await db.query(
+    "WITH gone AS (DELETE FROM query_embeddings RETURNING 1) SELECT count(*)::int AS n FROM gone",
+  );
+  await db.close();
+  out(`query cache emptied (${(cleared[0] as { n: number }).n} entries)`);
 }
 
 const port = await freePort();
@@ -82,6 +95,7 @@ try {
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ username: "admin", password: PASSWORD }),
   });
+  if (!login.ok) throw new Error(`login as admin with the bench's password: ${login.status} ${await login.text()}`);
   const token = ((await login.json()) as { access_token: string }).access_token;
   const search = async (query: string) => {
     const begun = performance.now();
@@ -128,6 +142,7 @@ try {
     );
   }
   const searches = lines.filter((line) => line.event === "search");
+  if (args.lines) writeFileSync(args.lines, JSON.stringify({ timed, searches }));
   const requests = lines.filter((line) => line.event === "request" && line.route === "/products/search");
   const stageOf = (field: string) => searches.map((line) => Number(line[field] ?? 0));
   for (const [stage, field] of [

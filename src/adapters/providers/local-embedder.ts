@@ -142,7 +142,14 @@ export class LocalEmbedder implements Embedder {
     env.useFSCache = false;
     env.useBrowserCache = false;
     env.localModelPath = dirname(this.modelDir);
-    const extractor = await pipeline("feature-extraction", basename(this.modelDir), { dtype: "q4" });
+    const extractor = await pipeline("feature-extraction", basename(this.modelDir), {
+      dtype: "q4",
+      // ONNX Runtime's worker threads spin after each run by default, waiting for the next one: 7 ms
+      // of a core per query here, taken from Apertium's processes and the database that come next.
+      // Blocking instead (bench/default-path.ts, three pairs side by side, load 2.0 to 2.3): cache-miss
+      // p95 24.2 to 27.0 ms against 31.5 to 42.9, p50 14.5 to 16.7 against 15.6 to 20.3.
+      session_options: { extra: { session: { intra_op: { allow_spinning: "0" }, inter_op: { allow_spinning: "0" } } } },
+    });
     return { extractor, meanPooling: mean_pooling };
   }
 }
