@@ -631,6 +631,42 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
     expect(rows.map((row) => row.embedding)).toEqual(["[1,6]", "[1,7]", "[1,8]"]);
   });
 
+  test("the query cache does not sort its entries for a surplus while it knows of no more than maxRows", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    let surplusScans = 0;
+    const counting: SqlClient = {
+      ...client,
+      query: (text, params) => {
+        if (text.includes("OFFSET")) surplusScans++;
+        return client.query(text, params);
+      },
+    };
+    const cache = new PostgresQueryEmbeddingCache(counting, {
+      retentionDays: 30,
+      maxRows: 3,
+      keysRefreshMs: 3_600_000,
+    });
+    const key = (text: string) => ({ model: "m", dimension: 2, text });
+    expect(await cache.get(key("a"))).toBeNull(); // starts reading the keys
+    await cache.refreshKeys();
+    for (const text of ["a", "b", "c"]) cache.put(key(text), [1, text.charCodeAt(0)]);
+    await cache.flush();
+    expect(await cache.prune()).toBe(0);
+    expect(surplusScans).toBe(0);
+
+    await client.query("UPDATE query_embeddings SET created_at = created_at - interval '1 second'");
+    cache.put(key("d"), [1, 100]);
+    await cache.flush();
+    expect(await cache.prune()).toBe(1); // four known: the oldest goes
+    expect(surplusScans).toBe(1);
+    const left = await client.query<{ n: number | string }>("SELECT count(*) AS n FROM query_embeddings");
+    expect(Number(left[0]?.n)).toBe(3);
+    expect(await cache.prune()).toBe(0);
+    expect(surplusScans).toBe(1);
+    await cache.close();
+  });
+
   test("the query cache writes behind: its own process finds an entry at once, a restart once it is stored", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
