@@ -6,7 +6,8 @@
  *
  * One catalogue of `--products` products with embedding-like vectors (bench/vectors.ts) and
  * attributes: `half` (true for every other product: 50 %), `brand` (one of 20: 5 %), `rare` (true
- * for one in 1,000: 0.1 %), `price` (0 to 99: `{"lt": 5}` selects 5 %). The index policy gives it
+ * for one in 1,000: 0.1 %), `price` (0 to 99: `{"lt": 5}` selects 5 %), `weight` (0 to 999, with no
+ * index of its own: `{"lt": 50}` selects 5 %, `{"lt": 1}` 0.1 %). The index policy gives it
  * its vector index after the load (as `import` does). The reference of each query is the same
  * repository forced to the exact plan (filterExactMaxRows: 1e12): an exact scan of the matching
  * products (of all of them for the unfiltered one). Latency: one query at a time, `--passes` times,
@@ -90,6 +91,10 @@ const FILTERS: { name: string; conditions: AttributeCondition[] }[] = [
   { name: "5 % (brand)", conditions: [{ key: "brand", op: "anyOf", values: ["marca-3"] }] },
   { name: "5 % (price < 5)", conditions: [{ key: "price", op: "range", lt: 5 }] },
   { name: "0.1 % (rare: true)", conditions: [{ key: "rare", op: "anyOf", values: [true] }] },
+  // `weight` has no index of its own (INDEXED_NUMBER_ATTRIBUTES): the planner's estimate of a range
+  // on it comes from the statistics of `attributes` alone.
+  { name: "5 % (weight < 50, no index)", conditions: [{ key: "weight", op: "range", lt: 50 }] },
+  { name: "0.1 % (weight < 1, no index)", conditions: [{ key: "weight", op: "range", lt: 1 }] },
 ];
 
 const EVERY_PRODUCT: AttributeCondition[] = [{ key: "price", op: "exists", exists: true }];
@@ -131,7 +136,13 @@ try {
     const writes: BulkWrite[] = [];
     for (let row = start; row < Math.min(PRODUCTS, start + 500); row++) {
       const { name, category } = space.text(row);
-      const attributes = { half: row % 2 === 0, brand: `marca-${row % 20}`, rare: row % 1000 === 7, price: row % 100 };
+      const attributes = {
+        half: row % 2 === 0,
+        brand: `marca-${row % 20}`,
+        rare: row % 1000 === 7,
+        price: row % 100,
+        weight: row % 1000,
+      };
       writes.push({
         kind: "insert",
         row: {

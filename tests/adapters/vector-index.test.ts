@@ -69,9 +69,15 @@ const CLUSTERS = 30;
 const categoryOf = (i: number) => (i % CLUSTERS < 9 ? "apart" : "main");
 /**
  * Product i's attributes: `zone` the same as its category (an attribute filter selecting 30 % or
- * 70 %), `rare` for one in 100 (1 %, every cluster).
+ * 70 %), `rare` for one in 100 (1 %, every cluster); `withSize`, also `size` 0 to 99 (a number with
+ * no index of its own; only then: the planner's choices for the others depend on how alike the
+ * products' attributes are).
  */
-const attributesOf = (i: number) => ({ zone: categoryOf(i), rare: i % 100 === 9 });
+const attributesOf = (i: number, withSize = false): { zone: string; rare: boolean; size?: number } => ({
+  zone: categoryOf(i),
+  rare: i % 100 === 9,
+  ...(withSize ? { size: i % 100 } : {}),
+});
 /** Queries near the clusters of `main`, far from those of `apart`. */
 const mainQuery = (space: ReturnType<typeof clusteredSpace>, i: number) => space.near(9 + (i % 21), 0.8);
 
@@ -96,6 +102,8 @@ interface LoadOptions {
   kind?: VectorIndexKindSetting;
   /** How many products to load (PRODUCTS unless told). */
   products?: number;
+  /** Products with a `size` too (attributesOf). */
+  withSize?: boolean;
 }
 
 /**
@@ -166,7 +174,7 @@ async function load(db: SqlClient, engine: "pglite" | "postgres", options: LoadO
     writes.push({
       kind: "insert",
       row: {
-        product: { name: `producto ${i}`, description: "", category, attributes: attributesOf(i) },
+        product: { name: `producto ${i}`, description: "", category, attributes: attributesOf(i, options.withSize) },
         embedding: vector,
         contentDigest: `d${i}`,
       },
@@ -180,7 +188,7 @@ async function load(db: SqlClient, engine: "pglite" | "postgres", options: LoadO
     if (!("written" in outcome)) throw new Error(`not written: ${JSON.stringify(outcome)}`);
     vectors.set(outcome.written.id, (pending[i] as { vector: Vector }).vector);
     categories.set(outcome.written.id, (pending[i] as { category: string }).category);
-    attributes.set(outcome.written.id, attributesOf(i));
+    attributes.set(outcome.written.id, attributesOf(i, options.withSize));
   });
   return { db, planOfLastSearch, engine, dimension, products, index, vectors, categories, attributes, space };
 }
@@ -427,6 +435,33 @@ forEachDatabase((database, engine) => {
           found += hits.filter((hit) => truth.includes(hit.id)).length;
         }
         expect(found / (queries.length * 10)).toBeGreaterThanOrEqual(0.95);
+        expect(await loaded.planOfLastSearch()).toContain(INDEX_NAME);
+      } finally {
+        await resetScanLimits(loaded.db);
+        await database.cleanup();
+      }
+    }, 120_000);
+
+    test("a range on a number with no index of its own is planned by a sample of the rows: a small one is scanned exactly", async () => {
+      // 500: PostgreSQL's own guess for such a range, a third of the 2,000 rows, is past it.
+      const loaded = await load(await database.fresh(), engine, { filterExactMaxRows: 500, withSize: true });
+      try {
+        await loaded.index.build();
+        // The planner would rather sort 2,000 short rows than read the index: told not to, so that
+        // the plan shows which way the search went.
+        await loaded.db.query("SELECT set_config('enable_seqscan', 'off', false)");
+        await loaded.db.query("SELECT set_config('enable_bitmapscan', 'off', false)");
+        const small: AttributeCondition[] = [{ key: "size", op: "range", lt: 5 }]; // 100 products
+        for (const query of Array.from({ length: 5 }, (_, i) => mainQuery(loaded.space, i * 3))) {
+          const hits = await loaded.products.searchByVector(query, { limit: 10, attributes: small });
+          expect(hits.map((hit) => hit.id)).toEqual(bruteForce(loaded, query, 10, undefined, small));
+        }
+        expect(await loaded.planOfLastSearch()).not.toContain(INDEX_NAME);
+        // 1,400 products: through the vector index, as any large filter.
+        const large: AttributeCondition[] = [{ key: "size", op: "range", gte: 30 }];
+        const hits = await loaded.products.searchByVector(mainQuery(loaded.space, 1), { limit: 10, attributes: large });
+        expect(hits).toHaveLength(10);
+        expect(hits.every((hit) => (loaded.attributes.get(hit.id)?.size ?? 0) >= 30)).toBe(true);
         expect(await loaded.planOfLastSearch()).toContain(INDEX_NAME);
       } finally {
         await resetScanLimits(loaded.db);
