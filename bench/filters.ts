@@ -7,7 +7,7 @@
  * One catalogue of `--products` products with embedding-like vectors (bench/vectors.ts) and
  * attributes: `half` (true for every other product: 50 %), `brand` (one of 20: 5 %), `rare` (true
  * for one in 1,000: 0.1 %), `price` (0 to 99: `{"lt": 5}` selects 5 %), `weight` (0 to 999, with no
- * index of its own: `{"lt": 50}` selects 5 %, `{"lt": 1}` 0.1 %). The index policy gives it
+ * index of its own unless `--indexed-numbers weight`: `{"lt": 50}` selects 5 %, `{"lt": 1}` 0.1 %). The index policy gives it
  * its vector index after the load (as `import` does). The reference of each query is the same
  * repository forced to the exact plan (filterExactMaxRows: 1e12): an exact scan of the matching
  * products (of all of them for the unfiltered one). Latency: one query at a time, `--passes` times,
@@ -17,6 +17,7 @@
  * Run by hand:
  *   bun bench/filters.ts [--database-url postgres://postgres@127.0.0.1:55432/sku_test] [--products 100000]
  *     [--dimension 3072] [--queries 100] [--passes 3] [--keep] [--window-sizes 10,100,200,1000]
+ *     [--indexed-numbers weight]
  *   bun bench/filters.ts --quick      # 5,000 × 384, 30 queries
  * Works in the schema bench_filters, dropped before and after; with `--keep` it is kept, and a run
  * that finds it holding the same products (count and dimension) measures them again without
@@ -50,6 +51,7 @@ const { values: args } = parseArgs({
     quick: { type: "boolean", default: false },
     keep: { type: "boolean", default: false },
     "window-sizes": { type: "string", default: "" },
+    "indexed-numbers": { type: "string", default: "" },
   },
 });
 
@@ -59,6 +61,8 @@ const DIMENSION = Number(args.dimension ?? (QUICK ? 384 : 3072));
 const QUERIES = Number(args.queries ?? (QUICK ? 30 : 100));
 const PASSES = Number(args.passes);
 const CATALOGUE = "tienda";
+/** `--indexed-numbers weight`: INDEXED_NUMBER_ATTRIBUTES, as the service would be started with. */
+const INDEXED_NUMBERS = (args["indexed-numbers"] as string).split(",").filter(Boolean);
 const LIMIT = 10;
 const SCHEMA = "bench_filters";
 const KEEP = args.keep === true;
@@ -91,10 +95,9 @@ const FILTERS: { name: string; conditions: AttributeCondition[] }[] = [
   { name: "5 % (brand)", conditions: [{ key: "brand", op: "anyOf", values: ["marca-3"] }] },
   { name: "5 % (price < 5)", conditions: [{ key: "price", op: "range", lt: 5 }] },
   { name: "0.1 % (rare: true)", conditions: [{ key: "rare", op: "anyOf", values: [true] }] },
-  // `weight` has no index of its own (INDEXED_NUMBER_ATTRIBUTES): the planner's estimate of a range
-  // on it comes from the statistics of `attributes` alone.
-  { name: "5 % (weight < 50, no index)", conditions: [{ key: "weight", op: "range", lt: 50 }] },
-  { name: "0.1 % (weight < 1, no index)", conditions: [{ key: "weight", op: "range", lt: 1 }] },
+  // `weight` has no index of its own unless --indexed-numbers names it (INDEXED_NUMBER_ATTRIBUTES).
+  { name: "5 % (weight < 50)", conditions: [{ key: "weight", op: "range", lt: 50 }] },
+  { name: "0.1 % (weight < 1)", conditions: [{ key: "weight", op: "range", lt: 1 }] },
 ];
 
 const EVERY_PRODUCT: AttributeCondition[] = [{ key: "price", op: "exists", exists: true }];
@@ -124,11 +127,12 @@ try {
   out(
     `bench/filters: ${PRODUCTS} × ${DIMENSION}, ${QUERIES} queries × ${PASSES} passes; load ${loadavg()[0]?.toFixed(1)}`,
   );
-  await prepareDatabase(db, { model: "bench", dimension: DIMENSION });
+  await prepareDatabase(db, { model: "bench", dimension: DIMENSION }, { numberIndexes: INDEXED_NUMBERS });
   if (!reused) await new PostgresCatalogueRepository(db).create(CATALOGUE);
   const indexesInUse = new IndexesInUse(db, DIMENSION, indexTarget(DIMENSION));
-  const products = new PostgresProducts(db, DIMENSION, DEFAULT_SEARCH_PLAN, undefined, { indexesInUse }).in(CATALOGUE);
-  const exact = new PostgresProducts(db, DIMENSION, { ...DEFAULT_SEARCH_PLAN, filterExactMaxRows: 1e12 }, undefined, {
+  const plan = { ...DEFAULT_SEARCH_PLAN, indexedNumberAttributes: INDEXED_NUMBERS };
+  const products = new PostgresProducts(db, DIMENSION, plan, undefined, { indexesInUse }).in(CATALOGUE);
+  const exact = new PostgresProducts(db, DIMENSION, { ...plan, filterExactMaxRows: 1e12 }, undefined, {
     indexesInUse,
   }).in(CATALOGUE);
   const started = performance.now();

@@ -300,7 +300,8 @@ export class CompositionRoot {
             "DATABASE_URL reaches only hot standbys: searches and reads are served, writes answer 503 until a primary answers; no migration, no upkeep",
         });
       } else {
-        await this.migrate(client, (migrator, space) => prepareDatabase(migrator, space), embedder);
+        const numberIndexes = this.config.vectorSearch.indexedNumberAttributes;
+        await this.migrate(client, (migrator, space) => prepareDatabase(migrator, space, { numberIndexes }), embedder);
       }
       return client;
     });

@@ -20,6 +20,7 @@ import {
 } from "../adapters/providers/default-models.ts";
 import type { RetryPolicy } from "../adapters/providers/resilient-fetch.ts";
 import { CATALOGUE_NAME } from "../domain/api-keys.ts";
+import { ATTRIBUTE_KEY } from "../domain/attributes.ts";
 import { SEARCH_MODES, type SearchMode } from "../domain/hybrid-ranking.ts";
 import { VECTOR_INDEX_MODES, type VectorIndexPolicy } from "../domain/maintain-vector-index.ts";
 import { DEFAULT_CATEGORY_BOOST, DEFAULT_HYBRID_ALPHA } from "../domain/search-and-recommend.ts";
@@ -67,6 +68,9 @@ export const JWT_SECRET_MIN_BYTES = 32;
 
 /** METRICS_CATALOGUES names at most this many: each multiplies the series of the request metrics. */
 const MAX_LABELLED_CATALOGUES = 50;
+
+/** Number attributes INDEXED_NUMBER_ATTRIBUTES may name: each is an index on every product's row. */
+const MAX_INDEXED_NUMBER_ATTRIBUTES = 16;
 
 /** A metrics token must be at least this long (visible ASCII, no spaces: it travels in a header). */
 export const METRICS_TOKEN_MIN_LENGTH = 16;
@@ -384,6 +388,7 @@ export function loadConfig(env: Env): Config {
           ? "auto"
           : read.integer("VECTOR_IVF_PROBES", 10, 1, 10_000),
       rerankDepth: read.integer("VECTOR_RERANK_DEPTH", DEFAULT_SEARCH_PLAN.rerankDepth, 10, 1_000),
+      indexedNumberAttributes: read.attributeKeys("INDEXED_NUMBER_ATTRIBUTES", MAX_INDEXED_NUMBER_ATTRIBUTES),
     },
     vectorIndexKind: read.oneOf("VECTOR_INDEX_KIND", VECTOR_INDEX_KIND_SETTINGS, "ivf-bq"),
     vectorIndexBuildMemory:
@@ -551,6 +556,23 @@ class SettingReader {
       return fallback;
     }
     return match;
+  }
+
+  /** A comma-separated list of attribute keys (ATTRIBUTE_KEY), at most `max`; none when unset. */
+  attributeKeys(name: string, max: number): string[] {
+    const raw = this.optional(name);
+    if (raw === undefined) return [];
+    const keys = [...new Set(listItems(raw))];
+    const bad = keys.find((key) => !ATTRIBUTE_KEY.test(key));
+    if (bad !== undefined) {
+      this.problems.push(`${name}: '${bad}' is not an attribute key (${ATTRIBUTE_KEY.source})`);
+      return [];
+    }
+    if (keys.length > max) {
+      this.problems.push(`${name}: at most ${max} attributes, got ${keys.length}`);
+      return [];
+    }
+    return keys;
   }
 
   list<T extends string>(name: string, allowed: readonly T[], fallback: T[]): T[] {

@@ -85,6 +85,8 @@ interface Loaded {
   db: SqlClient;
   /** The plan of the last statement the repository sent (a search's own SQL), as the repository runs it: as the catalogue's role. */
   planOfLastSearch(): Promise<string>;
+  /** Every statement the repository sent. */
+  sent(): string[];
   engine: "pglite" | "postgres";
   dimension: number;
   products: PostgresProductRepository;
@@ -104,6 +106,8 @@ interface LoadOptions {
   products?: number;
   /** Products with a `size` too (attributesOf). */
   withSize?: boolean;
+  /** INDEXED_NUMBER_ATTRIBUTES: prepareDatabase indexes them, the repository knows they are. */
+  numberIndexes?: string[];
 }
 
 /**
@@ -126,8 +130,10 @@ async function indexAndProducts(db: SqlClient, engine: "pglite" | "postgres", op
     settings.openBuilder = (onNotice) => connectPostgres(url, { maxConnections: 1, onNotice });
   }
   let last: { text: string; params: readonly unknown[] } = { text: "SELECT 1", params: [] };
+  const sent: string[] = [];
   const recording = (client: SqlClient): SqlClient => ({
     query: <T>(text: string, params: readonly unknown[] = []) => {
+      sent.push(text);
       if (!text.includes("set_config")) last = { text, params };
       return client.query<T>(text, params);
     },
@@ -140,7 +146,13 @@ async function indexAndProducts(db: SqlClient, engine: "pglite" | "postgres", op
     products: new PostgresProducts(
       recording(db),
       dimension,
-      { filterExactMaxRows: options.filterExactMaxRows ?? 100, efSearch: 100, probes: "auto", rerankDepth: 100 },
+      {
+        filterExactMaxRows: options.filterExactMaxRows ?? 100,
+        efSearch: 100,
+        probes: "auto",
+        rerankDepth: 100,
+        indexedNumberAttributes: options.numberIndexes ?? [],
+      },
       undefined,
       { indexesInUse },
     ).in("default"),
@@ -153,17 +165,19 @@ async function indexAndProducts(db: SqlClient, engine: "pglite" | "postgres", op
       });
       return rows.map((row) => Object.values(row)[0]).join("\n");
     },
+    /** Every statement the repository sent. */
+    sent: () => [...sent],
   };
 }
 
 async function load(db: SqlClient, engine: "pglite" | "postgres", options: LoadOptions = {}): Promise<Loaded> {
   const dimension = options.dimension ?? DIMENSION;
-  await prepareDatabase(db, { model: "test", dimension });
+  await prepareDatabase(db, { model: "test", dimension }, { numberIndexes: options.numberIndexes ?? [] });
   // The service sets these when a connection opens; the test's connection is already open.
   for (const [name, value] of Object.entries(vectorSessionSettings({ efSearch: 100, probes: "auto" }))) {
     await db.query("SELECT set_config($1, $2, false)", [name, value]);
   }
-  const { index, products, planOfLastSearch } = await indexAndProducts(db, engine, options);
+  const { index, products, planOfLastSearch, sent } = await indexAndProducts(db, engine, options);
   const space = clusteredSpace(dimension, CLUSTERS, 7, dimension >= LONG_DIMENSION ? 8 : undefined);
   const writes: BulkWrite[] = [];
   const pending: { vector: Vector; category: string }[] = [];
@@ -190,7 +204,7 @@ async function load(db: SqlClient, engine: "pglite" | "postgres", options: LoadO
     categories.set(outcome.written.id, (pending[i] as { category: string }).category);
     attributes.set(outcome.written.id, attributesOf(i, options.withSize));
   });
-  return { db, planOfLastSearch, engine, dimension, products, index, vectors, categories, attributes, space };
+  return { db, planOfLastSearch, sent, engine, dimension, products, index, vectors, categories, attributes, space };
 }
 
 /** The exact top `k` ids by cosine (ties by id), of `categories` (or those meeting `conditions`) when given. */
@@ -463,6 +477,34 @@ forEachDatabase((database, engine) => {
         expect(hits).toHaveLength(10);
         expect(hits.every((hit) => (loaded.attributes.get(hit.id)?.size ?? 0) >= 30)).toBe(true);
         expect(await loaded.planOfLastSearch()).toContain(INDEX_NAME);
+      } finally {
+        await resetScanLimits(loaded.db);
+        await database.cleanup();
+      }
+    }, 120_000);
+
+    test("a number named in INDEXED_NUMBER_ATTRIBUTES gets an index once; its ranges are estimated by the planner and found through it", async () => {
+      const loaded = await load(await database.fresh(), engine, {
+        filterExactMaxRows: 500,
+        withSize: true,
+        numberIndexes: ["size", "price"],
+      });
+      try {
+        await loaded.index.build(); // runs ANALYZE
+        // Again, as the next start does: nothing more is made.
+        await prepareDatabase(loaded.db, { model: "test", dimension: DIMENSION }, { numberIndexes: ["size"] });
+        const indexes = await loaded.db.query<{ name: string }>(
+          "SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'products' AND indexname LIKE 'products\\_attribute\\_%' ORDER BY 1",
+        );
+        expect(indexes.map((row) => row.name)).toEqual(["products_attribute_price", "products_attribute_size"]);
+        await loaded.db.query("SELECT set_config('enable_seqscan', 'off', false)");
+        const small: AttributeCondition[] = [{ key: "size", op: "range", lt: 5 }];
+        for (const query of Array.from({ length: 3 }, (_, i) => mainQuery(loaded.space, i * 3))) {
+          const hits = await loaded.products.searchByVector(query, { limit: 10, attributes: small });
+          expect(hits.map((hit) => hit.id)).toEqual(bruteForce(loaded, query, 10, undefined, small));
+        }
+        expect(await loaded.planOfLastSearch()).toMatch(/Index Cond: \(CASE WHEN .*'size'/);
+        expect(loaded.sent().some((text) => text.includes("TABLESAMPLE"))).toBe(false);
       } finally {
         await resetScanLimits(loaded.db);
         await database.cleanup();

@@ -94,6 +94,7 @@ describe("loadConfig", () => {
         probes: "auto",
         filterExactMaxRows: 30_000,
         rerankDepth: 40,
+        indexedNumberAttributes: [],
       },
       vectorIndexKind: "ivf-bq",
       vectorIndexBuildMemory: "auto",
@@ -260,6 +261,7 @@ describe("loadConfig", () => {
       VECTOR_INDEX_KIND: "halfvec",
       VECTOR_RERANK_DEPTH: "300",
       VECTOR_IVF_PROBES: "32",
+      INDEXED_NUMBER_ATTRIBUTES: "weight, rating,weight",
     });
     expect(config.vectorSearch).toEqual({
       mode: "off",
@@ -268,6 +270,7 @@ describe("loadConfig", () => {
       filterExactMaxRows: 0,
       probes: 32,
       rerankDepth: 300,
+      indexedNumberAttributes: ["weight", "rating"],
     });
     expect(config.vectorIndexBuildMemory).toBe("256MB");
     expect(config.vectorIndexBuildWorkers).toBe(0);
@@ -341,6 +344,9 @@ describe("loadConfig", () => {
     ["VECTOR_RERANK_DEPTH", "5"],
     ["VECTOR_IVF_PROBES", "0"],
     ["VECTOR_INDEX_BUILD_WORKERS", "-1"],
+    ["INDEXED_NUMBER_ATTRIBUTES", "Weight"],
+    ["INDEXED_NUMBER_ATTRIBUTES", "size; drop table products"],
+    ["INDEXED_NUMBER_ATTRIBUTES", Array.from({ length: 17 }, (_, i) => `n${i}`).join(",")],
   ] as const) {
     test(`${name}=${value.length > 40 ? `(${value.length} characters)` : value} is refused, by name`, () => {
       const { problems } = configError({ [name]: value });

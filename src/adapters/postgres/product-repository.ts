@@ -969,7 +969,10 @@ export class PostgresProductRepository implements ProductRepository {
    * instead (sampledMatches).
    */
   private async estimatedMatches(tx: SqlClient, spec: FilterSpec, partition: string): Promise<number> {
-    if (spec.attributes?.some((condition) => condition.op === "range" && !isIndexedNumber(condition.key))) {
+    const indexed = this.search.indexedNumberAttributes ?? [];
+    const unindexed = (key: string) =>
+      !(INDEXED_NUMBER_ATTRIBUTES as readonly string[]).includes(key) && !indexed.includes(key);
+    if (spec.attributes?.some((condition) => condition.op === "range" && unindexed(condition.key))) {
       const sampled = await this.sampledMatches(tx, spec, partition);
       if (sampled !== undefined) return sampled;
     }
@@ -1132,11 +1135,6 @@ const FILTERED_INDEX_CANDIDATES = 200;
 
 /** Rows sampled to estimate a filter the statistics cannot (sampledMatches). */
 const ESTIMATE_SAMPLE_ROWS = 1000;
-
-/** Whether a number attribute has an index of its own, and so statistics the planner estimates ranges from. */
-function isIndexedNumber(key: string): boolean {
-  return (INDEXED_NUMBER_ATTRIBUTES as readonly string[]).includes(key);
-}
 /** The largest hnsw.ef_search pgvector takes. */
 const MAX_HNSW_EF_SEARCH = 1000;
 

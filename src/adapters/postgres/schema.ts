@@ -793,11 +793,50 @@ export const NOT_ZERO_CHECK = "CONSTRAINT products_embedding_not_zero CHECK (vec
  * each other and exactly one applies each migration. Throws EmbeddingSpaceMismatch when the stored
  * embeddings come from another model or dimension.
  */
-export async function prepareDatabase(client: SqlClient, space: EmbeddingSpace): Promise<void> {
+export async function prepareDatabase(
+  client: SqlClient,
+  space: EmbeddingSpace,
+  { numberIndexes = [] }: { numberIndexes?: readonly string[] } = {},
+): Promise<void> {
   const stored = await applyMigrations(client, space);
   if (stored.model !== space.model || stored.dimension !== space.dimension) {
     throw new EmbeddingSpaceMismatch(stored, space);
   }
+  await indexNumberAttributes(client, numberIndexes);
+}
+
+/**
+ * Makes the index of each number attribute in `keys` (INDEXED_NUMBER_ATTRIBUTES) that has none yet,
+ * on `products` (and so on every catalogue's partition), on the expression range filters write
+ * (attributeNumberSql), as migration 19 made `price`'s; then ANALYZE, whose statistics of the
+ * expression the planner estimates ranges from. An index is only ever added here: an attribute
+ * left out of the setting keeps its index (drop it with `DROP INDEX`), so that instances started
+ * with different settings never undo each other's. The build holds the schema's lock and blocks
+ * product writes while it runs (about a second per 100,000 products).
+ */
+async function indexNumberAttributes(client: SqlClient, keys: readonly string[]): Promise<void> {
+  const wanted = keys.filter((key) => !(INDEXED_NUMBER_ATTRIBUTES as readonly string[]).includes(key));
+  if (wanted.length === 0) return;
+  await client.transaction(async (tx) => {
+    await tx.query(`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK_KEY})`);
+    let built = 0;
+    for (const key of wanted) {
+      const name = numberIndexName(key);
+      const [found] = await tx.query<{ present: boolean }>("SELECT to_regclass($1) IS NOT NULL AS present", [name]);
+      if (found?.present) continue;
+      await tx.query(`CREATE INDEX ${name} ON products (${attributeNumberSql(key)})`);
+      built++;
+    }
+    if (built > 0) await tx.query("ANALYZE products");
+  });
+}
+
+/** The name of a number attribute's index: `products_attribute_<key>`, shortened with a digest past PostgreSQL's 63 bytes. */
+export function numberIndexName(key: string): string {
+  const name = `products_attribute_${key}`;
+  if (name.length <= 63) return name;
+  const digest = new Bun.CryptoHasher("sha256").update(key).digest("hex").slice(0, 8);
+  return `${name.slice(0, 54)}_${digest}`;
 }
 
 /**

@@ -65,6 +65,11 @@ export interface VectorSearchSettings {
    * (VECTOR_RERANK_DEPTH): more finds more true neighbours, slower.
    */
   rerankDepth: number;
+  /**
+   * Number attributes besides `price` with an index of their own (INDEXED_NUMBER_ATTRIBUTES,
+   * prepareDatabase): a range on one is estimated by the planner from its statistics.
+   */
+  indexedNumberAttributes?: readonly string[];
 }
 
 /** What VECTOR_INDEX_KIND may say: the kind of index from 512 dimensions. */
