@@ -64,6 +64,49 @@ const COFFEE = { name: "Espresso machine", description: "15-bar pump and milk fr
 const WALLET = { name: "Leather wallet", description: "Slim bifold with card slots", category: "Accessories" };
 
 describe("the service on the embedded database", () => {
+  test("INDEXED_NUMBER_ATTRIBUTES: each number gets its index at start, once; a range on it finds the products", async () => {
+    const dataDir = await dataDirWithDatabase();
+    const env = { DATA_DIR: dataDir, JWT_SECRET: "s".repeat(40), INDEXED_NUMBER_ATTRIBUTES: "weight,rating" };
+    const indexes = async (container: HttpService) =>
+      (
+        await (
+          await container.root.readDatabase()
+        ).query<{ name: string }>(
+          "SELECT indexname AS name FROM pg_indexes WHERE tablename = 'products' AND indexname LIKE 'products\\_attribute\\_%' ORDER BY 1",
+        )
+      ).map((row) => row.name);
+    const first = await start(env);
+    expect(await indexes(first.container)).toEqual([
+      "products_attribute_price",
+      "products_attribute_rating",
+      "products_attribute_weight",
+    ]);
+    const token = await first.login();
+    for (const [name, weight] of [
+      ["Mancuerna ligera", 2],
+      ["Mancuerna pesada", 20],
+    ] as const) {
+      const created = await first.call("POST", "/products/", {
+        token,
+        json: { name, description: "de hierro", category: "Deporte", attributes: { weight } },
+      });
+      expect(created.status).toBe(201);
+    }
+    const light = await first.call("POST", "/products/search", {
+      token,
+      json: { query: "mancuerna", filter: { weight: { lt: 10 } } },
+    });
+    expect(light.json.results.map((result: { name: string }) => result.name)).toEqual(["Mancuerna ligera"]);
+    await stop(first.container);
+    // The next start, with one left out: nothing is made or dropped.
+    const second = await start({ ...env, INDEXED_NUMBER_ATTRIBUTES: "weight" });
+    expect(await indexes(second.container)).toEqual([
+      "products_attribute_price",
+      "products_attribute_rating",
+      "products_attribute_weight",
+    ]);
+  });
+
   test("answers every endpoint of the contract", async () => {
     const { call } = await start({ DATA_DIR: await dataDirWithDatabase(), JWT_SECRET: "s".repeat(40) });
 
