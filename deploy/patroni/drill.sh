@@ -61,7 +61,8 @@ bootstrap:
     synchronous_mode: true
     postgresql:
       use_pg_rewind: true
-      parameters: {hot_standby_feedback: "on", wal_log_hints: "on"}
+      # mmap: dynamic shared memory in the data folder; the drill's SIGKILL would leave POSIX segments in /dev/shm
+      parameters: {hot_standby_feedback: "on", wal_log_hints: "on", dynamic_shared_memory_type: mmap}
   initdb: [{encoding: UTF8}, {locale: C.UTF-8}]
 postgresql:
   listen: 127.0.0.1:560$n
