@@ -27,7 +27,13 @@ import {
   type ReadWriteClients,
   readYourWrites,
 } from "../adapters/postgres/read-write-clients.ts";
-import { applyMigrations, checkSchema, missingMigrations, prepareDatabase } from "../adapters/postgres/schema.ts";
+import {
+  applyMigrations,
+  checkSchema,
+  indexedNumberAttributes,
+  missingMigrations,
+  prepareDatabase,
+} from "../adapters/postgres/schema.ts";
 import { PostgresSearchAnalytics } from "../adapters/postgres/search-analytics-store.ts";
 import { connectPostgres, type PostgresOptions, type SqlClient } from "../adapters/postgres/sql-client.ts";
 import { PostgresSynonymStore } from "../adapters/postgres/synonym-store.ts";
@@ -321,10 +327,15 @@ export class CompositionRoot {
       this.spaceOfWrites(),
       this.indexesInUse(),
     ]);
-    return this.once(
-      "products",
-      async () => new PostgresProducts(pools, embedder.dimension, this.config.vectorSearch, space, { indexesInUse }),
-    );
+    return this.once("products", async () => {
+      // Only those the database holds: a range on a number without its index is estimated by sampling.
+      const indexed = await indexedNumberAttributes(
+        pools.reads,
+        this.config.vectorSearch.indexedNumberAttributes ?? [],
+      );
+      const search = { ...this.config.vectorSearch, indexedNumberAttributes: indexed };
+      return new PostgresProducts(pools, embedder.dimension, search, space, { indexesInUse });
+    });
   }
 
   /**

@@ -5,7 +5,12 @@
  */
 import { describe, expect, test } from "bun:test";
 import { type PostgresProductRepository, PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
-import { CATALOGUE_ROLE, CATALOGUE_SETTING, prepareDatabase } from "../../src/adapters/postgres/schema.ts";
+import {
+  CATALOGUE_ROLE,
+  CATALOGUE_SETTING,
+  indexedNumberAttributes,
+  prepareDatabase,
+} from "../../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import {
   buildMemoryFor,
@@ -497,6 +502,9 @@ forEachDatabase((database, engine) => {
           "SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'products' AND indexname LIKE 'products\\_attribute\\_%' ORDER BY 1",
         );
         expect(indexes.map((row) => row.name)).toEqual(["products_attribute_price", "products_attribute_size"]);
+        // What a service takes from the database: the named numbers whose index it holds.
+        expect(await indexedNumberAttributes(loaded.db, ["weight", "size"])).toEqual(["size"]);
+        expect(await indexedNumberAttributes(loaded.db, [])).toEqual([]);
         await loaded.db.query("SELECT set_config('enable_seqscan', 'off', false)");
         const small: AttributeCondition[] = [{ key: "size", op: "range", lt: 5 }];
         for (const query of Array.from({ length: 3 }, (_, i) => mainQuery(loaded.space, i * 3))) {

@@ -831,6 +831,20 @@ async function indexNumberAttributes(client: SqlClient, keys: readonly string[])
   });
 }
 
+/**
+ * Of `keys` (INDEXED_NUMBER_ATTRIBUTES), those whose index the database holds: what a search may
+ * trust the planner's estimate of. An instance on a standby, or started with a key the primary's
+ * instances never indexed, leaves the others to the sampled estimate (product-repository.ts).
+ */
+export async function indexedNumberAttributes(client: SqlClient, keys: readonly string[]): Promise<string[]> {
+  if (keys.length === 0) return [];
+  const rows = await client.query<{ key: string }>(
+    "SELECT key FROM unnest($1::text[], $2::text[]) AS wanted(key, name) WHERE to_regclass(name) IS NOT NULL",
+    [[...keys], keys.map(numberIndexName)],
+  );
+  return rows.map((row) => row.key);
+}
+
 /** The name of a number attribute's index: `products_attribute_<key>`, shortened with a digest past PostgreSQL's 63 bytes. */
 export function numberIndexName(key: string): string {
   const name = `products_attribute_${key}`;
