@@ -17,6 +17,8 @@ import {
   GOOGLE_DEFAULT_GENERATION_MODEL,
   OPENAI_DEFAULT_EMBEDDING_MODEL,
   OPENAI_DEFAULT_GENERATION_MODEL,
+  OPENAI_EMBEDDING_ENCODINGS,
+  type OpenAIEmbeddingEncoding,
 } from "../adapters/providers/default-models.ts";
 import type { RetryPolicy } from "../adapters/providers/resilient-fetch.ts";
 import { CATALOGUE_NAME } from "../domain/api-keys.ts";
@@ -28,9 +30,6 @@ import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH, USERNAME_MAX_LENGTH } from ".
 
 export const EMBEDDING_PROVIDERS = ["openai", "google", "local"] as const;
 export type EmbeddingProvider = (typeof EMBEDDING_PROVIDERS)[number];
-
-export const OPENAI_EMBEDDING_ENCODINGS = ["base64", "float"] as const;
-export type OpenAIEmbeddingEncoding = (typeof OPENAI_EMBEDDING_ENCODINGS)[number];
 
 /**
  * Spanish → English translation of the texts to embed: `auto` turns it on for the English-only

@@ -41,6 +41,21 @@ import { makeTempDir } from "../support/temp-dirs.ts";
 import { forEachDatabase, POSTGRES_URL, type TestDatabase } from "../support/test-databases.ts";
 import { waitUntil } from "../support/wait-until.ts";
 
+/** `client`, counting the statements it sends whose text holds `fragment`. */
+function countingStatements(client: SqlClient, fragment: string): { client: SqlClient; count(): number } {
+  let count = 0;
+  return {
+    client: {
+      ...client,
+      query: (text, params) => {
+        if (text.includes(fragment)) count++;
+        return client.query(text, params);
+      },
+    },
+    count: () => count,
+  };
+}
+
 /** A product to add, with its embedding and a digest standing for the real one. */
 function row(product: NormalizedProduct, embedding: Vector): EmbeddedProduct {
   return { product, embedding, contentDigest: `digest of ${product.name}` };
@@ -634,15 +649,8 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   test("the query cache does not sort its entries for a surplus while it knows of no more than maxRows", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
-    let surplusScans = 0;
-    const counting: SqlClient = {
-      ...client,
-      query: (text, params) => {
-        if (text.includes("OFFSET")) surplusScans++;
-        return client.query(text, params);
-      },
-    };
-    const cache = new PostgresQueryEmbeddingCache(counting, {
+    const surplusScans = countingStatements(client, "OFFSET");
+    const cache = new PostgresQueryEmbeddingCache(surplusScans.client, {
       retentionDays: 30,
       maxRows: 3,
       keysRefreshMs: 3_600_000,
@@ -653,17 +661,17 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
     for (const text of ["a", "b", "c"]) cache.put(key(text), [1, text.charCodeAt(0)]);
     await cache.flush();
     expect(await cache.prune()).toBe(0);
-    expect(surplusScans).toBe(0);
+    expect(surplusScans.count()).toBe(0);
 
     await client.query("UPDATE query_embeddings SET created_at = created_at - interval '1 second'");
     cache.put(key("d"), [1, 100]);
     await cache.flush();
     expect(await cache.prune()).toBe(1); // four known: the oldest goes
-    expect(surplusScans).toBe(1);
+    expect(surplusScans.count()).toBe(1);
     const left = await client.query<{ n: number | string }>("SELECT count(*) AS n FROM query_embeddings");
     expect(Number(left[0]?.n)).toBe(3);
     expect(await cache.prune()).toBe(0);
-    expect(surplusScans).toBe(1);
+    expect(surplusScans.count()).toBe(1);
     await cache.close();
   });
 
@@ -692,27 +700,20 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   test("the query cache answers a query it does not hold without a round trip, once it has read its keys", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
-    let lookups = 0;
-    const counting: SqlClient = {
-      ...client,
-      query: (text, params) => {
-        if (text.includes("embedding::text")) lookups++;
-        return client.query(text, params);
-      },
-    };
+    const lookups = countingStatements(client, "embedding::text");
     const options = { retentionDays: 30, maxRows: 1000, keysRefreshMs: 3_600_000 };
     const key = (text: string) => ({ model: "m", dimension: 2, text });
     const other = new PostgresQueryEmbeddingCache(client, options); // another replica
     other.put(key("tetera"), [1, 2]);
     await other.flush();
 
-    const cache = new PostgresQueryEmbeddingCache(counting, options);
+    const cache = new PostgresQueryEmbeddingCache(lookups.client, options);
     expect(await cache.get(key("tetera"))).toEqual([1, 2]); // keys not read yet: asked
     await cache.refreshKeys();
     expect(await cache.get(key("tetera"))).toEqual([1, 2]);
-    expect(lookups).toBe(2);
+    expect(lookups.count()).toBe(2);
     expect(await cache.get(key("cafetera"))).toBeNull(); // not held: no round trip
-    expect(lookups).toBe(2);
+    expect(lookups.count()).toBe(2);
 
     other.put(key("cafetera"), [2, 1]);
     await other.flush();

@@ -277,6 +277,12 @@ async function indexNames(db: SqlClient): Promise<string[]> {
  * Gives the session back the scan settings a test changed (PGlite is one session for every test of
  * a file, and pgbouncer hands a server connection on): a later scan would stop after 150 tuples.
  */
+/** Sequential and bitmap scans off for the session: at 2,000 rows the planner would rather sort than read an index. */
+async function withoutPlainScans(db: SqlClient): Promise<void> {
+  await db.query("SELECT set_config('enable_seqscan', 'off', false)");
+  await db.query("SELECT set_config('enable_bitmapscan', 'off', false)");
+}
+
 async function resetScanLimits(db: SqlClient): Promise<void> {
   for (const setting of ["hnsw.max_scan_tuples", "enable_seqscan", "enable_bitmapscan"]) {
     await db.query(`RESET ${setting}`);
@@ -370,8 +376,7 @@ forEachDatabase((database, engine) => {
         await loaded.db.query("SELECT set_config('hnsw.max_scan_tuples', '150', false)");
         // And at that size the planner prefers the index for a filtered query as soon as it can use
         // it (bench/index.ts); at 2,000 it would still scan, unless scans cost it more.
-        await loaded.db.query("SELECT set_config('enable_seqscan', 'off', false)");
-        await loaded.db.query("SELECT set_config('enable_bitmapscan', 'off', false)");
+        await withoutPlainScans(loaded.db);
         let foundMain = 0;
         const queries = Array.from({ length: 10 }, (_, i) => mainQuery(loaded.space, i * 2));
         for (const query of queries) {
@@ -443,8 +448,7 @@ forEachDatabase((database, engine) => {
         expect(both.map((hit) => hit.id)).toEqual(bruteForce(loaded, queries[0] as Vector, 10, ["apart"], rare));
         // 2,100 products: through the vector index (as in the category test above, scaled down).
         await loaded.db.query("SELECT set_config('hnsw.max_scan_tuples', '150', false)");
-        await loaded.db.query("SELECT set_config('enable_seqscan', 'off', false)");
-        await loaded.db.query("SELECT set_config('enable_bitmapscan', 'off', false)");
+        await withoutPlainScans(loaded.db);
         let found = 0;
         for (const query of queries) {
           const hits = await loaded.products.searchByVector(query, { limit: 10, attributes: zone("main") });
@@ -468,8 +472,7 @@ forEachDatabase((database, engine) => {
         await loaded.index.build();
         // The planner would rather sort 2,000 short rows than read the index: told not to, so that
         // the plan shows which way the search went.
-        await loaded.db.query("SELECT set_config('enable_seqscan', 'off', false)");
-        await loaded.db.query("SELECT set_config('enable_bitmapscan', 'off', false)");
+        await withoutPlainScans(loaded.db);
         const small: AttributeCondition[] = [{ key: "size", op: "range", lt: 5 }]; // 100 products
         for (const query of Array.from({ length: 5 }, (_, i) => mainQuery(loaded.space, i * 3))) {
           const hits = await loaded.products.searchByVector(query, { limit: 10, attributes: small });

@@ -161,6 +161,7 @@ export class PostgresProducts implements ProductCatalogues {
       writesInSpace,
       insideTransaction: options.insideTransaction === true,
       indexesInUse: options.indexesInUse,
+      indexedNumbers: new Set([...INDEXED_NUMBER_ATTRIBUTES, ...(search.indexedNumberAttributes ?? [])]),
     };
   }
 
@@ -178,6 +179,8 @@ interface RepositorySettings {
   writesInSpace: SpaceOfWrites | undefined;
   insideTransaction: boolean;
   indexesInUse: IndexesInUse | undefined;
+  /** The number attributes with an index of their own: `price`, and the search settings' indexedNumberAttributes. */
+  indexedNumbers: ReadonlySet<string>;
 }
 
 /** The catalogue a transaction entered: its partition of `products` (schema.ts). */
@@ -725,23 +728,22 @@ export class PostgresProductRepository implements ProductRepository {
   async searchByVector(embedding: Vector, query: SearchQuery): Promise<VersionedHit[]> {
     const rows = await this.inCatalogue(this.reads, async (tx, entered) => {
       const params: unknown[] = [vectorParam(embedding), query.limit, this.catalogue];
-      const filter = rowFilter(params, query);
+      // A browsing search's thousand is ranked by the scanned column's cosine: no exact cosine of
+      // each (read from TOAST past 512 dimensions, 33 µs a product at load 10) and no candidates
+      // beyond the thousand but WINDOW_BITS_FACTOR times as many from a binary-quantized index.
+      // Its first ones are those an exact search finds: the index is read at least as deep.
+      const dense = await this.denseCandidates(
+        tx,
+        entered,
+        this.scannedDistance(params, embedding),
+        params,
+        "$3",
+        rowFilter(params, query),
+        query.window ? query.limit : candidatesFor(query.limit),
+        query.window ? `${PRODUCT_COLUMNS}, version` : `${PRODUCT_COLUMNS}, version, embedding`,
+        query.window ? WINDOW_BITS_FACTOR * query.limit : undefined,
+      );
       if (query.window) {
-        // A browsing search's thousand, ranked by the scanned column's cosine: no exact cosine of
-        // each (read from TOAST past 512 dimensions, 33 µs a product at load 10) and no candidates
-        // beyond the thousand but WINDOW_BITS_FACTOR times as many from a binary-quantized index.
-        // Its first ones are those an exact search finds: the index is read at least as deep.
-        const dense = await this.denseCandidates(
-          tx,
-          entered,
-          this.scannedDistance(params, embedding),
-          params,
-          "$3",
-          filter,
-          query.limit,
-          `${PRODUCT_COLUMNS}, version`,
-          WINDOW_BITS_FACTOR * query.limit,
-        );
         // `$1 IS NOT NULL`: the exact plan past 512 dimensions reads only the query's halfvec, and an
         // unread parameter has no type (PostgreSQL refuses the statement).
         return tx.query<ProductRow & { version: number; distance: number }>(
@@ -750,16 +752,6 @@ export class PostgresProductRepository implements ProductRepository {
           params,
         );
       }
-      const dense = await this.denseCandidates(
-        tx,
-        entered,
-        this.scannedDistance(params, embedding),
-        params,
-        "$3",
-        filter,
-        candidatesFor(query.limit),
-        `${PRODUCT_COLUMNS}, version, embedding`,
-      );
       params.push(finalistsFor(query.limit));
       // The candidates' own distances are read from the scanned column (in the row); only the
       // finalists' full vectors, stored out of the row past 512 dimensions, are read for the exact
@@ -969,10 +961,8 @@ export class PostgresProductRepository implements ProductRepository {
    * instead (sampledMatches).
    */
   private async estimatedMatches(tx: SqlClient, spec: FilterSpec, partition: string): Promise<number> {
-    const indexed = this.search.indexedNumberAttributes ?? [];
-    const unindexed = (key: string) =>
-      !(INDEXED_NUMBER_ATTRIBUTES as readonly string[]).includes(key) && !indexed.includes(key);
-    if (spec.attributes?.some((condition) => condition.op === "range" && unindexed(condition.key))) {
+    const { indexedNumbers } = this.settings;
+    if (spec.attributes?.some((condition) => condition.op === "range" && !indexedNumbers.has(condition.key))) {
       const sampled = await this.sampledMatches(tx, spec, partition);
       if (sampled !== undefined) return sampled;
     }

@@ -3,6 +3,7 @@ import type { Vector } from "../../domain/vector.ts";
 import type { Embedder, EmbeddingPurpose } from "../../ports/embedder.ts";
 import type { GenerationEvent, Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
 import { embedInBatches } from "./batching.ts";
+import type { OpenAIEmbeddingEncoding } from "./default-models.ts";
 import {
   GenerationRefused,
   type ProviderClientOptions,
@@ -14,16 +15,6 @@ import { resilientFetch } from "./resilient-fetch.ts";
 
 /** The SDK's own default, given explicitly so that it never falls back to reading the environment. */
 export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
-
-/**
- * How vectors travel: `base64` (what OpenAI's SDK asks for by default; a server that ignores it and
- * answers numbers is read alike) or `float` (JSON numbers, for a compatible server that refuses
- * base64). A 3072-d vector is about 16 kB in base64 against 60 kB of JSON numbers, and parsing the
- * numbers took 39 % of the service's CPU samples during a bulk import (bench/scale.ts --profile).
- * The base64 is decoded here, not by the SDK: its `Array.from` of each Float32Array then took a
- * third of the samples (60 to 80 µs a 3072-d vector against 4 to 5 µs for a plain loop, in Bun).
- */
-export type OpenAIEmbeddingEncoding = "base64" | "float";
 
 /**
  * OpenAI's embeddings limits are 2,048 inputs and 300,000 tokens per request; our token count is an

@@ -56,13 +56,16 @@ async function reembedStale(config: Config, log: Logger, output: CliOutput, cata
       return reembedStaleInService(socket, output, catalogue, stop);
     }
     if (!stop.signal.aborted) throw error;
-    output.err("\nstopped: what was embedded stays; run the same command again to go on\n");
+    output.err(`\n${STOPPED}`);
     return stop.exitCode;
   } finally {
     stop.release();
     await root.close();
   }
 }
+
+/** What `reembed --catalogue` says when it is stopped, whoever was doing the work. */
+const STOPPED = "stopped: what was embedded stays; run the same command again to go on\n";
 
 /** What `reembed --catalogue` did, one line, whoever did it. */
 function staleSummary(catalogue: string, products: number, embedded: number, changedMeanwhile: number): string {
@@ -92,7 +95,7 @@ async function reembedStaleInService(
     return EXIT.ok;
   } catch (error) {
     if (!stop.signal.aborted) throw error;
-    output.err("stopped: what was embedded stays; run the same command again to go on\n");
+    output.err(STOPPED);
     return stop.exitCode;
   }
 }
