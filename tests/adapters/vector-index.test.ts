@@ -605,6 +605,82 @@ forEachDatabase((database, engine) => {
       }, 120_000);
     }
 
+    for (const dimension of [384, 3072]) {
+      test(`a product's row keeps its text, attributes and (at ${dimension} dimensions) ${dimension < LONG_DIMENSION ? "its vector: nothing is stored out of it" : "its half-precision copy: only the full vector is stored out of it"}`, async () => {
+        const db = await database.fresh();
+        await prepareDatabase(db, { model: "test", dimension });
+        const products = new PostgresProducts(db, dimension).in("default");
+        const random = seededRandom(5);
+        // Text that does not compress (PostgreSQL would otherwise shrink it rather than move it).
+        const words = (n: number) => Array.from({ length: n }, () => Math.floor(random() * 1e9).toString(36)).join(" ");
+        const written = await products.writeMany(
+          Array.from({ length: 20 }, (_, i) => ({
+            kind: "insert" as const,
+            row: {
+              product: {
+                name: `Cafetera ${words(4)}`,
+                description: words(30),
+                category: "Cocina y menaje",
+                attributes: { brand: words(2), color: words(1), price: 59.9, in_stock: true },
+              },
+              embedding: Array.from({ length: dimension }, () => random() - 0.5),
+              contentDigest: `digest-${i}`.padEnd(64, "0"),
+            },
+          })),
+        );
+        expect(written.every((outcome) => "written" in outcome)).toBe(true);
+        const [toast] = await db.query<{ name: string }>(
+          `SELECT reltoastrelid::regclass::text AS name FROM pg_class WHERE oid = '${TABLE}'::regclass`,
+        );
+        const outOfRow = await db.query<{ bytes: number | string; values: number | string }>(
+          `SELECT bytes, count(*) AS values FROM (
+             SELECT chunk_id, sum(length(chunk_data)) AS bytes FROM ${toast?.name} GROUP BY chunk_id
+           ) AS value GROUP BY bytes`,
+        );
+        // Past 512 dimensions, one value a product: the full vector (4 bytes a component, and 4 of
+        // dimension; its length word stays in the row).
+        expect(outOfRow.map((row) => [Number(row.bytes), Number(row.values)])).toEqual(
+          dimension < LONG_DIMENSION ? [] : [[4 + 4 * dimension, 20]],
+        );
+        await database.cleanup();
+      });
+    }
+
+    test("a database from before the stored bits (migration 20): its binary-quantized index is made again on them, under its name, and search keeps finding the exact top results through it", async () => {
+      const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION, products: 1000 });
+      const name = `${TABLE}_embedding_ivf_1`;
+      try {
+        // The schema and index as version 19 left them: no bits column, the index on the expression.
+        await loaded.db.query("ALTER TABLE products DROP COLUMN embedding_bits");
+        await loaded.db.query(
+          `CREATE INDEX ${name} ON ${TABLE} USING ivfflat ((binary_quantize(embedding_half)::bit(${LONG_DIMENSION})) bit_hamming_ops) WITH (lists = 1)`,
+        );
+        await loaded.db.query("DELETE FROM schema_migrations WHERE version = 20");
+
+        await prepareDatabase(loaded.db, { model: "test", dimension: LONG_DIMENSION });
+
+        const [index] = await loaded.db.query<{ definition: string }>(
+          "SELECT pg_get_indexdef(to_regclass($1)) AS definition",
+          [name],
+        );
+        expect(index?.definition).toContain("USING ivfflat (embedding_bits bit_hamming_ops)");
+        expect(index?.definition).toContain("lists='1'");
+        const [bits] = await loaded.db.query<{ rows: number | string; same: number | string }>(
+          `SELECT count(*) AS rows, count(*) FILTER (WHERE embedding_bits = binary_quantize(embedding_half)::bit(${LONG_DIMENSION})) AS same FROM products`,
+        );
+        expect(Number(bits?.same)).toBe(1000);
+        expect(Number(bits?.rows)).toBe(1000);
+        expect(await loaded.index.status()).toMatchObject({ kind: "ivf-bq", present: true, valid: true });
+        await withoutPlainScans(loaded.db);
+        const queries = Array.from({ length: 10 }, (_, i) => loaded.space.near(i * 7, 0.8));
+        expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
+        expect(await loaded.planOfLastSearch()).toContain(name);
+      } finally {
+        await resetScanLimits(loaded.db);
+        await database.cleanup();
+      }
+    }, 120_000);
+
     test("switching the index kind builds the new one beside the old and drops the old: search answers throughout", async () => {
       const db = await database.fresh();
       // 1,000 products: an HNSW build on halfvec is slow in PGlite (7 s of CPU at 3,000 × 512 here).

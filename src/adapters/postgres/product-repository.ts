@@ -28,6 +28,7 @@ import { type CopyField, encodeCopyRows } from "./binary-copy.ts";
 import { poolsOf, type ReadWriteClients } from "./read-write-clients.ts";
 import {
   attributeNumberSql,
+  BINARY_QUANTIZED_COLUMN,
   CATALOGUE_ROLE,
   CATALOGUE_SETTING,
   CATALOGUE_VOCABULARY_VIEW,
@@ -39,14 +40,7 @@ import {
   vectorParam,
 } from "./schema.ts";
 import { HalfVectorParameter, type SqlClient } from "./sql-client.ts";
-import {
-  binaryQuantized,
-  type IndexesInUse,
-  probesFor,
-  reranked,
-  type SearchIndex,
-  type VectorSearchSettings,
-} from "./vector-index.ts";
+import { type IndexesInUse, probesFor, reranked, type SearchIndex, type VectorSearchSettings } from "./vector-index.ts";
 
 /**
  * The space of the vectors a repository stores (the embedder's): `changed` hears of the space the
@@ -920,9 +914,8 @@ export class PostgresProductRepository implements ProductRepository {
       : undefined;
     if (index && reranked(index.kind)) {
       params.push(Math.max(bitsDepth, this.search.rerankDepth, filter ? FILTERED_INDEX_CANDIDATES : 0));
-      const bits = binaryQuantized(this.dimension);
       const hamming = `SELECT ${columns}, ${column} FROM products${where}
-         ORDER BY ${bits} <~> binary_quantize($1::vector)::bit(${this.dimension}) LIMIT $${params.length}`;
+         ORDER BY ${BINARY_QUANTIZED_COLUMN} <~> binary_quantize($1::vector)::bit(${this.dimension}) LIMIT $${params.length}`;
       params.push(depth);
       if (this.search.probes === "auto" && index.lists !== undefined) {
         await tx.query("SELECT set_config('ivfflat.probes', $1, true)", [String(probesFor(index.lists))]);

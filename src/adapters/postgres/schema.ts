@@ -387,6 +387,36 @@ const MIGRATIONS: readonly Migration[] = [
       await tx.query("ANALYZE products");
     },
   },
+  {
+    version: 20,
+    name: "products' rows kept whole up to a page; in-row binary quantization of long embeddings",
+    async apply(tx) {
+      const partitions = await tx.query<{ name: string }>(
+        "SELECT inhrelid::regclass::text AS name FROM pg_inherits WHERE inhparent = 'products'::regclass",
+      );
+      for (const { name } of partitions) await tx.query(`ALTER TABLE ${name} SET (${WHOLE_ROWS})`);
+      const [stored] = await tx.query<EmbeddingSpace>("SELECT model, dimension FROM embedding_space");
+      // Short embeddings: rows written from now on are kept whole; the others stay as they are.
+      if (!stored || stored.dimension < HALF_PRECISION_COPY_FROM_DIMENSION) return;
+      // Long ones: the column's rewrite of the table below writes every row again, whole.
+      // The binary-quantized indexes (vector-index.ts) were on binary_quantize(embedding_half): each
+      // is dropped before the column's rewrite of the table (which would build it again for
+      // nothing), then built on the column, under its own name and settings.
+      const indexes = await tx.query<{ name: string; definition: string }>(
+        `SELECT c.relname AS name, pg_get_indexdef(c.oid) AS definition
+         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+         WHERE i.indrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'products'::regclass)
+           AND pg_get_indexdef(c.oid) LIKE '%binary_quantize(embedding_half)%'`,
+      );
+      for (const index of indexes) await tx.query(`DROP INDEX ${index.name}`);
+      await addBinaryQuantizedCopy(tx, stored.dimension);
+      for (const index of indexes) {
+        await tx.query(
+          index.definition.replace(/\(\(binary_quantize\(embedding_half\)\)::bit\([0-9]+\)\)/, BINARY_QUANTIZED_COLUMN),
+        );
+      }
+    },
+  },
 ];
 
 /**
@@ -433,6 +463,22 @@ export const CATALOGUE_SETTING = "sku_search.catalogue";
  */
 export const CATALOGUE_WORDS_VIEW = "product_words";
 
+/**
+ * The storage parameter of every catalogue's partition of `products`: a row's values are moved out
+ * of it (TOAST) only once it would pass a page (8160 bytes), not PostgreSQL's default of 2 kB.
+ *
+ * Why: past 2 kB PostgreSQL moves every text or jsonb value of more than a few bytes out of the
+ * row, largest first, until the row fits or nothing is left to move. From 512 dimensions the
+ * in-row half-precision copy alone passes 2 kB (6 kB at 3072), so a product's name, description,
+ * attributes, words and digest were each stored apart, and every row a search read cost a lookup
+ * in the TOAST index and table for each: a filtered window of 2,000 candidates took 20,500 buffer
+ * reads and 52 ms, and 4,600 and 24 ms kept whole (PostgreSQL 15, 100,000 × 3072). The full
+ * `vector` (12 kB at 3072) still goes out of the row, as it must. At the offline model's 384
+ * dimensions a row with a long description passed 2 kB too, and it was the `vector` (1.5 kB) that
+ * went out, read back by every exact scan.
+ */
+const WHOLE_ROWS = "toast_tuple_target = 8160";
+
 /** The table holding one catalogue's products (a partition of `products`), from the catalogue's id. */
 export function cataloguePartition(catalogueId: number): string {
   if (!Number.isSafeInteger(catalogueId) || catalogueId < 1) throw new Error(`not a catalogue id: ${catalogueId}`);
@@ -449,7 +495,7 @@ export async function createCataloguePartition(tx: SqlClient, catalogueId: numbe
   const partition = cataloguePartition(catalogueId);
   await tx.query(
     `CREATE TABLE ${partition} PARTITION OF products (PRIMARY KEY (id))
-     FOR VALUES IN (${quoteLiteral(name)})`,
+     FOR VALUES IN (${quoteLiteral(name)}) WITH (${WHOLE_ROWS})`,
   );
   await keepSearchVocabulary(tx, partition);
 }
@@ -782,6 +828,32 @@ export async function addHalfPrecisionCopy(tx: SqlClient, dimension: number): Pr
     GENERATED ALWAYS AS (embedding::halfvec(${dimension})) STORED`);
   await tx.query("ALTER TABLE products ALTER COLUMN embedding_half SET STORAGE MAIN");
   await tx.query("UPDATE products SET embedding = embedding");
+}
+
+/**
+ * The column holding each long embedding's binary quantization (`bit(D)`, one bit a dimension: 1
+ * where the component is above 0), which the binary-quantized indexes are built on and searches
+ * order their candidates by (vector-index.ts).
+ *
+ * Why a column rather than an index on the expression `binary_quantize(embedding_half)`: PostgreSQL
+ * evaluates a query's ORDER BY expression for every row an index scan yields, even when the index
+ * gives the order, so each candidate quantized its 3072 half-precision components again, about 6 µs
+ * a row: 61 % of a scan yielding 2,000 candidates (a browsing search's window, perf on PostgreSQL 15
+ * at 100,000 × 3072). Stored, the expression is a Hamming distance of 384 bytes already in the row.
+ */
+export const BINARY_QUANTIZED_COLUMN = "embedding_bits";
+
+/**
+ * Adds BINARY_QUANTIZED_COLUMN when `dimension` calls for it (as addHalfPrecisionCopy, from 512
+ * dimensions): generated from `embedding` (a generated column cannot read another), STORAGE MAIN
+ * in the same statement, so that the one rewrite of the table that computes it keeps it in the row.
+ */
+export async function addBinaryQuantizedCopy(tx: SqlClient, dimension: number): Promise<void> {
+  if (dimension < HALF_PRECISION_COPY_FROM_DIMENSION) return;
+  await tx.query(`
+    ALTER TABLE products ADD COLUMN ${BINARY_QUANTIZED_COLUMN} bit(${dimension})
+      GENERATED ALWAYS AS (binary_quantize(embedding)::bit(${dimension})) STORED,
+    ALTER COLUMN ${BINARY_QUANTIZED_COLUMN} SET STORAGE MAIN`);
 }
 
 /** A zero vector has no direction: cosine is undefined for it and pgvector does not index it. */

@@ -5,7 +5,7 @@ import type {
   VectorIndexes,
   VectorIndexStatus,
 } from "../../ports/vector-index.ts";
-import { cataloguePartition, HALF_PRECISION_COPY_FROM_DIMENSION } from "./schema.ts";
+import { BINARY_QUANTIZED_COLUMN, cataloguePartition, HALF_PRECISION_COPY_FROM_DIMENSION } from "./schema.ts";
 import type { SqlClient } from "./sql-client.ts";
 
 /**
@@ -21,8 +21,8 @@ import type { SqlClient } from "./sql-client.ts";
  *   on `embedding` itself (`vector_cosine_ops`, m 16, ef_construction 64);
  * - from there up to 4,000 dimensions (the providers' 3072), VECTOR_INDEX_KIND, all three on the
  *   in-row half-precision copy `embedding_half`:
- *   - `ivf-bq` (the default): IVFFlat on its binary quantization, `binary_quantize(embedding_half)
- *     ::bit(D)` with `bit_hamming_ops`, one list per 1,000 products (√n past 1,000,000). One bit a
+ *   - `ivf-bq` (the default): IVFFlat on its binary quantization, the stored `embedding_bits`
+ *     (`bit(D)`, schema.ts BINARY_QUANTIZED_COLUMN) with `bit_hamming_ops`, one list per 1,000 products (√n past 1,000,000). One bit a
  *     dimension: 384 bytes an element at 3072, where a `halfvec` fills an 8 kB page. A search
  *     reads the lists nearest the query (VECTOR_IVF_PROBES of them) and re-ranks the
  *     VECTOR_RERANK_DEPTH nearest by Hamming distance by their half-precision cosine
@@ -144,7 +144,7 @@ export function indexTarget(dimension: number, setting: VectorIndexKindSetting =
     };
   }
   const bits = {
-    expression: binaryQuantized(dimension),
+    expression: BINARY_QUANTIZED_COLUMN,
     operatorClass: "bit_hamming_ops",
     valueBytes: 8 + dimension / 8,
   };
@@ -217,11 +217,6 @@ export function buildMemoryFor(target: IndexTarget, rows: number): string {
     return `${Math.min(4096, Math.max(64, megabytes(1.25 * bytes)))}MB`;
   }
   return `${Math.min(4096, Math.max(64, megabytes(1.1 * rows * (target.valueBytes + GRAPH_BYTES_PER_ELEMENT))))}MB`;
-}
-
-/** The binary-quantized indexes' expression over the stored products (`embedding_half`). */
-export function binaryQuantized(dimension: number): string {
-  return `(binary_quantize(embedding_half)::bit(${dimension}))`;
 }
 
 /**
