@@ -11,7 +11,8 @@
  * its vector index after the load (as `import` does). The reference of each query is the same
  * repository forced to the exact plan (filterExactMaxRows: 1e12): an exact scan of the matching
  * products (of all of them for the unfiltered one). Latency: one query at a time, `--passes` times,
- * p50 / p95; with facets: the browsing search's window (`window`, RESULT_WINDOW) and browse().
+ * p50 / p95; with facets: the browsing search's window (`window`, RESULT_WINDOW) and browse(), and
+ * how many of the exact best RESULT_WINDOW the window holds (on 20 queries).
  * `--window-sizes`: then the unfiltered search's p50 with a window of each size.
  *
  * Run by hand:
@@ -64,6 +65,8 @@ const CATALOGUE = "tienda";
 /** `--indexed-numbers weight`: INDEXED_NUMBER_ATTRIBUTES, as the service would be started with. */
 const INDEXED_NUMBERS = (args["indexed-numbers"] as string).split(",").filter(Boolean);
 const LIMIT = 10;
+/** The queries whose window is compared with the exact window (each an exact scan of the matching products). */
+const WINDOW_RECALL_QUERIES = 20;
 const SCHEMA = "bench_filters";
 const KEEP = args.keep === true;
 const WINDOW_SIZES = (args["window-sizes"] as string)
@@ -182,6 +185,19 @@ try {
         (await exact.searchByVector(vector, { limit: LIMIT, attributes: reference })).map((hit) => hit.id),
       ),
     );
+    // The window's recall: how many of the exact best RESULT_WINDOW (by the same cosine) it holds,
+    // on the first WINDOW_RECALL_QUERIES queries (an exact window reads every matching product).
+    const windowTruth = await Promise.all(
+      queries
+        .slice(0, WINDOW_RECALL_QUERIES)
+        .map(async (vector) =>
+          (await exact.searchByVector(vector, { limit: RESULT_WINDOW, attributes: reference, window: true })).map(
+            (hit) => hit.id,
+          ),
+        ),
+    );
+    let windowFound = 0;
+    let windowAsked = 0;
     const plain: number[] = [];
     const faceted: number[] = [];
     let found = 0;
@@ -204,6 +220,12 @@ try {
         });
         browse(window, { offset: 0, sort: [], facets: ["brand", "price", "half"] }, LIMIT);
         faceted.push(performance.now() - t);
+        const exactWindow = pass === 0 ? windowTruth[i] : undefined;
+        if (exactWindow) {
+          const held = new Set(window.map((hit) => hit.id));
+          windowFound += exactWindow.filter((id) => held.has(id)).length;
+          windowAsked += exactWindow.length;
+        }
       }
     }
     const figures = {
@@ -212,11 +234,13 @@ try {
       p95: p(plain, 0.95),
       facetsP50: p(faceted, 0.5),
       facetsP95: p(faceted, 0.95),
+      windowRecall: windowAsked === 0 ? 1 : windowFound / windowAsked,
     };
     results[name] = figures;
     out(
       `${name}: recall@10 ${figures.recall.toFixed(3)}, p50 ${fmt(figures.p50)} ms, p95 ${fmt(figures.p95)} ms; ` +
-        `with facets over ${RESULT_WINDOW}: p50 ${fmt(figures.facetsP50)} ms, p95 ${fmt(figures.facetsP95)} ms; ` +
+        `with facets over ${RESULT_WINDOW}: p50 ${fmt(figures.facetsP50)} ms, p95 ${fmt(figures.facetsP95)} ms, ` +
+        `the window holding ${figures.windowRecall.toFixed(3)} of the exact best ${RESULT_WINDOW}; ` +
         `load ${loadavg()[0]?.toFixed(1)}`,
     );
   }
