@@ -4,10 +4,12 @@
  * checked against a brute-force reference.
  */
 import { describe, expect, test } from "bun:test";
+import { PostgresCatalogueRepository } from "../../src/adapters/postgres/catalogue-repository.ts";
 import { type PostgresProductRepository, PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
 import {
   CATALOGUE_ROLE,
   CATALOGUE_SETTING,
+  cataloguePartition,
   indexedNumberAttributes,
   prepareDatabase,
 } from "../../src/adapters/postgres/schema.ts";
@@ -606,42 +608,49 @@ forEachDatabase((database, engine) => {
     }
 
     for (const dimension of [384, 3072]) {
-      test(`a product's row keeps its text, attributes and (at ${dimension} dimensions) ${dimension < LONG_DIMENSION ? "its vector: nothing is stored out of it" : "its half-precision copy: only the full vector is stored out of it"}`, async () => {
+      test(`a product's row, in the default catalogue and in one made since, keeps its text, attributes and (at ${dimension} dimensions) ${dimension < LONG_DIMENSION ? "its vector: nothing is stored out of it" : "its half-precision copy: only the full vector is stored out of it"}`, async () => {
         const db = await database.fresh();
         await prepareDatabase(db, { model: "test", dimension });
-        const products = new PostgresProducts(db, dimension).in("default");
+        // A catalogue made after the migrations, whose partition is made by createCataloguePartition.
+        expect(await new PostgresCatalogueRepository(db).create("outlet")).toBe(true);
+        const [outlet] = await db.query<{ id: number }>("SELECT id FROM catalogues WHERE name = 'outlet'");
         const random = seededRandom(5);
         // Text that does not compress (PostgreSQL would otherwise shrink it rather than move it).
         const words = (n: number) => Array.from({ length: n }, () => Math.floor(random() * 1e9).toString(36)).join(" ");
-        const written = await products.writeMany(
-          Array.from({ length: 20 }, (_, i) => ({
-            kind: "insert" as const,
-            row: {
-              product: {
-                name: `Cafetera ${words(4)}`,
-                description: words(30),
-                category: "Cocina y menaje",
-                attributes: { brand: words(2), color: words(1), price: 59.9, in_stock: true },
+        for (const [catalogue, table] of [
+          ["default", TABLE],
+          ["outlet", cataloguePartition(Number(outlet?.id))],
+        ] as const) {
+          const written = await new PostgresProducts(db, dimension).in(catalogue).writeMany(
+            Array.from({ length: 20 }, (_, i) => ({
+              kind: "insert" as const,
+              row: {
+                product: {
+                  name: `Cafetera ${words(4)}`,
+                  description: words(30),
+                  category: "Cocina y menaje",
+                  attributes: { brand: words(2), color: words(1), price: 59.9, in_stock: true },
+                },
+                embedding: Array.from({ length: dimension }, () => random() - 0.5),
+                contentDigest: `digest-${i}`.padEnd(64, "0"),
               },
-              embedding: Array.from({ length: dimension }, () => random() - 0.5),
-              contentDigest: `digest-${i}`.padEnd(64, "0"),
-            },
-          })),
-        );
-        expect(written.every((outcome) => "written" in outcome)).toBe(true);
-        const [toast] = await db.query<{ name: string }>(
-          `SELECT reltoastrelid::regclass::text AS name FROM pg_class WHERE oid = '${TABLE}'::regclass`,
-        );
-        const outOfRow = await db.query<{ bytes: number | string; values: number | string }>(
-          `SELECT bytes, count(*) AS values FROM (
+            })),
+          );
+          expect(written.every((outcome) => "written" in outcome)).toBe(true);
+          const [toast] = await db.query<{ name: string }>(
+            `SELECT reltoastrelid::regclass::text AS name FROM pg_class WHERE oid = '${table}'::regclass`,
+          );
+          const outOfRow = await db.query<{ bytes: number | string; values: number | string }>(
+            `SELECT bytes, count(*) AS values FROM (
              SELECT chunk_id, sum(length(chunk_data)) AS bytes FROM ${toast?.name} GROUP BY chunk_id
            ) AS value GROUP BY bytes`,
-        );
-        // Past 512 dimensions, one value a product: the full vector (4 bytes a component, and 4 of
-        // dimension; its length word stays in the row).
-        expect(outOfRow.map((row) => [Number(row.bytes), Number(row.values)])).toEqual(
-          dimension < LONG_DIMENSION ? [] : [[4 + 4 * dimension, 20]],
-        );
+          );
+          // Past 512 dimensions, one value a product: the full vector (4 bytes a component, and 4 of
+          // dimension; its length word stays in the row).
+          expect(outOfRow.map((row) => [Number(row.bytes), Number(row.values)])).toEqual(
+            dimension < LONG_DIMENSION ? [] : [[4 + 4 * dimension, 20]],
+          );
+        }
         await database.cleanup();
       });
     }
