@@ -152,6 +152,58 @@ forEachDatabase((db) => {
     expect(await jobs.renew(id, lease)).toBe(false);
   });
 
+  test("a chunk's results are matched to the job's items in one pass, though the statistics say no item is pending", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, SPACE);
+    // The plan each statement recording results would get, asked in its transaction just before it
+    // runs: the generic plan, which a prepared statement of the service's pool gets after five runs.
+    const plans: string[] = [];
+    const explaining = (inner: SqlClient): SqlClient => ({
+      ...inner,
+      async query<T>(text: string, params: readonly unknown[] = []) {
+        if (text.startsWith("UPDATE import_job_items")) {
+          await inner.query(`PREPARE recording AS ${text}`);
+          await inner.query("SET LOCAL plan_cache_mode = force_generic_plan");
+          const literals = params.map((param) => `'${String(param).replaceAll("'", "''")}'`);
+          const rows = await inner.query<Record<string, string>>(`EXPLAIN EXECUTE recording(${literals.join(", ")})`);
+          await inner.query("SET LOCAL plan_cache_mode = auto");
+          await inner.query("DEALLOCATE recording");
+          plans.push(rows.map((row) => Object.values(row)[0]).join("\n"));
+        }
+        return inner.query<T>(text, params);
+      },
+      transaction: (fn) => inner.transaction((tx) => fn(explaining(tx))),
+    });
+    const { jobs } = repositories(explaining(client));
+    const ITEMS = 1000;
+    // Items the size of a real catalogue's (the eval's descriptions run to hundreds of characters).
+    const many = (count: number) =>
+      Array.from({ length: count }, (_, i) => ({
+        product: { ...product(i), description: `Descripción ${i} `.repeat(20) },
+      }));
+    const finishAll = async (id: number, token: string) =>
+      jobs.finish(id, token, {
+        results: Array.from({ length: ITEMS }, (_, index) => ({ index, status: "failed" as const, detail: "x" })),
+        status: "failed",
+        now: 1,
+      });
+    // Finished jobs, analyzed: to the planner, hardly any item is pending.
+    for (let i = 0; i < 8; i++) {
+      const lease = { token: `t${i}`, until: 30_000 };
+      const { id } = await jobs.create({ owner: OWNER, catalogue: "default", items: many(ITEMS), now: 0, lease });
+      expect(await finishAll(id, lease.token)).toBe(true);
+    }
+    await client.query("ANALYZE import_job_items");
+    plans.length = 0;
+    const lease = { token: "now", until: 30_000 };
+    const { id } = await jobs.create({ owner: OWNER, catalogue: "default", items: many(ITEMS), now: 0, lease });
+    expect(await finishAll(id, lease.token)).toBe(true);
+    expect((await jobs.get(id))?.counts).toMatchObject({ failed: ITEMS, pending: 0 });
+    expect(plans).toHaveLength(1);
+    // A nested loop would read every result again for each of the job's items.
+    expect(plans[0]).not.toContain("Nested Loop");
+  });
+
   test("claims: each job to one worker, even at once; a live lease is kept, a lapsed or released one taken over", async () => {
     const { jobs } = await open();
     const other = repositories(await db.another()).jobs;
