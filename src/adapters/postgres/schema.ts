@@ -398,10 +398,10 @@ const MIGRATIONS: readonly Migration[] = [
       const [stored] = await tx.query<EmbeddingSpace>("SELECT model, dimension FROM embedding_space");
       // Short embeddings: rows written from now on are kept whole; the others stay as they are.
       if (!stored || stored.dimension < HALF_PRECISION_COPY_FROM_DIMENSION) return;
-      // Long ones: the column's rewrite of the table below writes every row again, whole.
-      // The binary-quantized indexes (vector-index.ts) were on binary_quantize(embedding_half): each
-      // is dropped before the column's rewrite of the table (which would build it again for
-      // nothing), then built on the column, under its own name and settings.
+      // Long ones: adding the column rewrites the table, every row whole. The binary-quantized
+      // indexes (vector-index.ts) were on binary_quantize(embedding_half): each is dropped before
+      // the rewrite (which would build it again for nothing), then built on the column, under its
+      // own name and settings.
       const indexes = await tx.query<{ name: string; definition: string }>(
         `SELECT c.relname AS name, pg_get_indexdef(c.oid) AS definition
          FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
