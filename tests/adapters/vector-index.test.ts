@@ -655,7 +655,7 @@ forEachDatabase((database, engine) => {
       });
     }
 
-    test("a database from before the stored bits (migration 20): its binary-quantized index is made again on them, under its name, and search keeps finding the exact top results through it", async () => {
+    test("a database from before the stored bits (migration 20): its binary-quantized indexes are made again on them, under their names, with the memory their builds need, and search keeps finding the exact top results through them", async () => {
       const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION, products: 1000 });
       const name = `${TABLE}_embedding_ivf_1`;
       try {
@@ -664,16 +664,32 @@ forEachDatabase((database, engine) => {
         await loaded.db.query(
           `CREATE INDEX ${name} ON ${TABLE} USING ivfflat ((binary_quantize(embedding_half)::bit(${LONG_DIMENSION})) bit_hamming_ops) WITH (lists = 1)`,
         );
+        // One whose k-means needs more than the 1 MB the migration's session starts with.
+        const large = `${TABLE}_embedding_ivf_300`;
+        await loaded.db.query(
+          `CREATE INDEX ${large} ON ${TABLE} USING ivfflat ((binary_quantize(embedding_half)::bit(${LONG_DIMENSION})) bit_hamming_ops) WITH (lists = 300)`,
+        );
         await loaded.db.query("DELETE FROM schema_migrations WHERE version = 20");
 
-        await prepareDatabase(loaded.db, { model: "test", dimension: LONG_DIMENSION });
+        const littleMemory: SqlClient = {
+          ...loaded.db,
+          transaction: (fn) =>
+            loaded.db.transaction(async (tx) => {
+              await tx.query("SET LOCAL maintenance_work_mem = '1MB'");
+              return fn(tx);
+            }),
+        };
+        await prepareDatabase(littleMemory, { model: "test", dimension: LONG_DIMENSION });
 
-        const [index] = await loaded.db.query<{ definition: string }>(
-          "SELECT pg_get_indexdef(to_regclass($1)) AS definition",
-          [name],
+        const definitions = await loaded.db.query<{ definition: string }>(
+          "SELECT pg_get_indexdef(to_regclass(name)) AS definition FROM unnest($1::text[]) AS name",
+          [[name, large]],
         );
-        expect(index?.definition).toContain("USING ivfflat (embedding_bits bit_hamming_ops)");
-        expect(index?.definition).toContain("lists='1'");
+        expect(definitions.map((row) => row.definition)).toEqual([
+          expect.stringContaining("USING ivfflat (embedding_bits bit_hamming_ops) WITH (lists='1')"),
+          expect.stringContaining("USING ivfflat (embedding_bits bit_hamming_ops) WITH (lists='300')"),
+        ]);
+        await loaded.db.query(`DROP INDEX ${large}`);
         const [bits] = await loaded.db.query<{ rows: number | string; same: number | string }>(
           `SELECT count(*) AS rows, count(*) FILTER (WHERE embedding_bits = binary_quantize(embedding_half)::bit(${LONG_DIMENSION})) AS same FROM products`,
         );

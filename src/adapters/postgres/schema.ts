@@ -1,6 +1,7 @@
 import { ATTRIBUTE_KEY } from "../../domain/attributes.ts";
 import type { EmbeddingSpace } from "../../ports/embedding-space.ts";
 import { type SqlClient, VectorParameter } from "./sql-client.ts";
+import { buildMemoryFor, type IndexTarget, indexTarget } from "./vector-index.ts";
 
 /** The database holds embeddings of another model or dimension than the configured embedder's. */
 export class EmbeddingSpaceMismatch extends Error {
@@ -402,15 +403,20 @@ const MIGRATIONS: readonly Migration[] = [
       // indexes (vector-index.ts) were on binary_quantize(embedding_half): each is dropped before
       // the rewrite (which would build it again for nothing), then built on the column, under its
       // own name and settings.
-      const indexes = await tx.query<{ name: string; definition: string }>(
-        `SELECT c.relname AS name, pg_get_indexdef(c.oid) AS definition
-         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+      const indexes = await tx.query<{ name: string; definition: string; rows: number | string }>(
+        `SELECT c.relname AS name, pg_get_indexdef(c.oid) AS definition, greatest(t.reltuples, 0) AS rows
+         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid
          WHERE i.indrelid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'products'::regclass)
            AND pg_get_indexdef(c.oid) LIKE '%binary_quantize(embedding_half)%'`,
       );
       for (const index of indexes) await tx.query(`DROP INDEX ${index.name}`);
       await addBinaryQuantizedCopy(tx, stored.dimension);
       for (const index of indexes) {
+        // The memory a build of its kind and size is given (an IVFFlat build's k-means refuses to
+        // start without room for its sample: 270 MB at 1,000,000 products).
+        const kind = index.definition.includes(" USING hnsw ") ? "hnsw-bq" : "ivf-bq";
+        const memory = buildMemoryFor(indexTarget(stored.dimension, kind) as IndexTarget, Number(index.rows));
+        await tx.query(`SET LOCAL maintenance_work_mem = '${memory}'`);
         await tx.query(
           index.definition.replace(/\(\(binary_quantize\(embedding_half\)\)::bit\([0-9]+\)\)/, BINARY_QUANTIZED_COLUMN),
         );
