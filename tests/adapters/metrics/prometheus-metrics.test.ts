@@ -125,7 +125,7 @@ describe("PrometheusMetrics", () => {
   test("the vector index's size by kind, and a build's progress while one runs (absent otherwise)", async () => {
     const status: VectorIndexStatus = {
       kind: "bq",
-      column: "binary_quantize(embedding_half)::bit(3072)",
+      column: "embedding_bits",
       availability: "automatic",
       present: true,
       valid: false,
