@@ -99,6 +99,36 @@ forEachDatabase((db, engine) => {
     });
   }
 
+  test("a switch to 3072 dimensions gives each row its half-precision copy and bits, in the row: only the full vector is stored out of it", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, OLD);
+    const old = new PostgresProducts(client, OLD.dimension).in("default");
+    for (const [product, vector] of [
+      [lamp, [1, 0, 0, 0]],
+      [mug, [0, 1, 0, 0]],
+    ] as const) {
+      expect(await old.add(row(product, [...vector]))).toHaveProperty("created");
+    }
+    const next = { model: "new-model", dimension: 3072 };
+    await switchSpace(client, next, async (rest) =>
+      rest.map((_, i) => Array.from({ length: next.dimension }, (_, j) => Math.sin(i + j))),
+    );
+
+    const [copies] = await client.query<{ rows: number | string; bits: number | string }>(
+      `SELECT count(*) AS rows,
+              count(*) FILTER (WHERE embedding_bits = binary_quantize(embedding_half)::bit(${next.dimension})) AS bits
+       FROM products WHERE embedding_half = embedding::halfvec(${next.dimension})`,
+    );
+    expect([Number(copies?.rows), Number(copies?.bits)]).toEqual([2, 2]);
+    const [toast] = await client.query<{ name: string }>(
+      "SELECT reltoastrelid::regclass::text AS name FROM pg_class WHERE oid = 'products_c1'::regclass",
+    );
+    const outOfRow = await client.query<{ bytes: number | string }>(
+      `SELECT sum(length(chunk_data)) AS bytes FROM ${toast?.name} GROUP BY chunk_id`,
+    );
+    expect(outOfRow.map((value) => Number(value.bytes))).toEqual([4 + 4 * next.dimension, 4 + 4 * next.dimension]);
+  });
+
   test("a repository of the catalogue's space writes, and one not told its space is not checked", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, OLD);

@@ -2,13 +2,7 @@ import { type Attributes, hasAttributes } from "../../domain/attributes.ts";
 import type { Vector } from "../../domain/vector.ts";
 import type { EmbeddingSpace, EmbeddingSpaceStore, ProductText, StagedVector } from "../../ports/embedding-space.ts";
 import { encodeCopyRows } from "./binary-copy.ts";
-import {
-  addBinaryQuantizedCopy,
-  addHalfPrecisionCopy,
-  EMBEDDED_TEXT_DIGEST_SQL,
-  NOT_ZERO_CHECK,
-  SCHEMA_LOCK_KEY,
-} from "./schema.ts";
+import { addInRowCopies, EMBEDDED_TEXT_DIGEST_SQL, NOT_ZERO_CHECK, SCHEMA_LOCK_KEY } from "./schema.ts";
 import type { SqlClient } from "./sql-client.ts";
 
 interface ProductTextRow {
@@ -108,8 +102,7 @@ export class SqlEmbeddingSpace implements EmbeddingSpaceStore {
       await tx.query("ALTER TABLE products RENAME COLUMN embedding_next TO embedding");
       await tx.query("ALTER TABLE products ALTER COLUMN embedding SET NOT NULL");
       await tx.query(`ALTER TABLE products ADD ${NOT_ZERO_CHECK}`);
-      await addHalfPrecisionCopy(tx, space.dimension);
-      await addBinaryQuantizedCopy(tx, space.dimension);
+      await addInRowCopies(tx, space.dimension);
       await tx.query("UPDATE embedding_space SET model = $1, dimension = $2", [space.model, space.dimension]);
       await tx.query("DELETE FROM embedding_staging");
       const [after] = await tx.query<{ n: number | string }>("SELECT count(*) AS n FROM products");

@@ -856,10 +856,30 @@ export const BINARY_QUANTIZED_COLUMN = "embedding_bits";
  */
 export async function addBinaryQuantizedCopy(tx: SqlClient, dimension: number): Promise<void> {
   if (dimension < HALF_PRECISION_COPY_FROM_DIMENSION) return;
+  await tx.query(`ALTER TABLE products ${binaryQuantizedColumn(dimension)}`);
+}
+
+/**
+ * Both in-row copies of a long embedding, the half-precision one (addHalfPrecisionCopy's) and the
+ * bits (addBinaryQuantizedCopy's), in one statement: one rewrite of the table, each copy stored in
+ * the row by it. What a re-embed to another dimension adds after dropping the old ones with the old
+ * `embedding` (embedding-space.ts): added one after the other, with the half-precision copy's
+ * storage set only after its rewrite, they took three rewrites, each holding every search back.
+ */
+export async function addInRowCopies(tx: SqlClient, dimension: number): Promise<void> {
+  if (dimension < HALF_PRECISION_COPY_FROM_DIMENSION) return;
   await tx.query(`
-    ALTER TABLE products ADD COLUMN ${BINARY_QUANTIZED_COLUMN} bit(${dimension})
+    ALTER TABLE products
+      ADD COLUMN embedding_half halfvec(${dimension}) GENERATED ALWAYS AS (embedding::halfvec(${dimension})) STORED,
+      ALTER COLUMN embedding_half SET STORAGE MAIN,
+      ${binaryQuantizedColumn(dimension)}`);
+}
+
+/** The ALTER TABLE clauses adding BINARY_QUANTIZED_COLUMN, kept in the row. */
+function binaryQuantizedColumn(dimension: number): string {
+  return `ADD COLUMN ${BINARY_QUANTIZED_COLUMN} bit(${dimension})
       GENERATED ALWAYS AS (binary_quantize(embedding)::bit(${dimension})) STORED,
-    ALTER COLUMN ${BINARY_QUANTIZED_COLUMN} SET STORAGE MAIN`);
+    ALTER COLUMN ${BINARY_QUANTIZED_COLUMN} SET STORAGE MAIN`;
 }
 
 /** A zero vector has no direction: cosine is undefined for it and pgvector does not index it. */
