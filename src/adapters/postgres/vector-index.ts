@@ -20,12 +20,12 @@ import type { SqlClient } from "./sql-client.ts";
  * - under HALF_PRECISION_COPY_FROM_DIMENSION dimensions (the offline model's 384): `vector`, HNSW
  *   on `embedding` itself (`vector_cosine_ops`, m 16, ef_construction 64);
  * - from there up to 4,000 dimensions (the providers' 3072), VECTOR_INDEX_KIND, all three on the
- *   in-row half-precision copy `embedding_half`:
+ *   in-row copies of each embedding (schema.ts):
  *   - `ivf-bq` (the default): IVFFlat on its binary quantization, the stored `embedding_bits`
- *     (`bit(D)`, schema.ts BINARY_QUANTIZED_COLUMN) with `bit_hamming_ops`, one list per 1,000 products (√n past 1,000,000). One bit a
- *     dimension: 384 bytes an element at 3072, where a `halfvec` fills an 8 kB page. A search
- *     reads the lists nearest the query (VECTOR_IVF_PROBES of them) and re-ranks the
- *     VECTOR_RERANK_DEPTH nearest by Hamming distance by their half-precision cosine
+ *     (`bit(D)`, BINARY_QUANTIZED_COLUMN) with `bit_hamming_ops`, one list per 1,000 products (√n
+ *     past 1,000,000). One bit a dimension: 384 bytes an element at 3072, where a `halfvec` fills an
+ *     8 kB page. A search reads the lists nearest the query (VECTOR_IVF_PROBES of them) and
+ *     re-ranks the VECTOR_RERANK_DEPTH nearest by Hamming distance by their half-precision cosine
  *     (product-repository.ts). A write costs little more than without it (an HNSW graph made every
  *     insert 5 to 10 times as dear: thousands of buffer lookups to find its neighbours), and it
  *     builds in seconds (k-means on a sample, then one pass). Its lists are fixed at the build: once
