@@ -16,6 +16,7 @@ import type { Vector } from "../../src/domain/vector.ts";
 import type { EmbeddingSpace, ProductText } from "../../src/ports/embedding-space.ts";
 import type { EmbeddedProduct } from "../../src/ports/product-repository.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+import { outOfRowValues } from "../support/out-of-row.ts";
 import { forEachDatabase } from "../support/test-databases.ts";
 
 const OLD: EmbeddingSpace = { model: "old-model", dimension: 4 };
@@ -120,13 +121,7 @@ forEachDatabase((db, engine) => {
        FROM products WHERE embedding_half = embedding::halfvec(${next.dimension})`,
     );
     expect([Number(copies?.rows), Number(copies?.bits)]).toEqual([2, 2]);
-    const [toast] = await client.query<{ name: string }>(
-      "SELECT reltoastrelid::regclass::text AS name FROM pg_class WHERE oid = 'products_c1'::regclass",
-    );
-    const outOfRow = await client.query<{ bytes: number | string }>(
-      `SELECT sum(length(chunk_data)) AS bytes FROM ${toast?.name} GROUP BY chunk_id`,
-    );
-    expect(outOfRow.map((value) => Number(value.bytes))).toEqual([4 + 4 * next.dimension, 4 + 4 * next.dimension]);
+    expect(await outOfRowValues(client, "products_c1")).toEqual([4 + 4 * next.dimension, 4 + 4 * next.dimension]);
   });
 
   test("a repository of the catalogue's space writes, and one not told its space is not checked", async () => {

@@ -30,6 +30,7 @@ import { MaintainVectorIndex } from "../../src/domain/maintain-vector-index.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { BulkWrite } from "../../src/ports/product-repository.ts";
 import { cosineSimilarity } from "../fakes/memory-product-repository.ts";
+import { outOfRowValues } from "../support/out-of-row.ts";
 import { seededRandom } from "../support/seeded-random.ts";
 import { forEachDatabase, POSTGRES_URL } from "../support/test-databases.ts";
 
@@ -637,18 +638,9 @@ forEachDatabase((database, engine) => {
             })),
           );
           expect(written.every((outcome) => "written" in outcome)).toBe(true);
-          const [toast] = await db.query<{ name: string }>(
-            `SELECT reltoastrelid::regclass::text AS name FROM pg_class WHERE oid = '${table}'::regclass`,
-          );
-          const outOfRow = await db.query<{ bytes: number | string; values: number | string }>(
-            `SELECT bytes, count(*) AS values FROM (
-             SELECT chunk_id, sum(length(chunk_data)) AS bytes FROM ${toast?.name} GROUP BY chunk_id
-           ) AS value GROUP BY bytes`,
-          );
-          // Past 512 dimensions, one value a product: the full vector (4 bytes a component, and 4 of
-          // dimension; its length word stays in the row).
-          expect(outOfRow.map((row) => [Number(row.bytes), Number(row.values)])).toEqual(
-            dimension < LONG_DIMENSION ? [] : [[4 + 4 * dimension, 20]],
+          // Past 512 dimensions, one value a product: the full vector.
+          expect(await outOfRowValues(db, table)).toEqual(
+            dimension < LONG_DIMENSION ? [] : Array(20).fill(4 + 4 * dimension),
           );
         }
         await database.cleanup();

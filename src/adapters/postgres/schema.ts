@@ -1,7 +1,7 @@
 import { ATTRIBUTE_KEY } from "../../domain/attributes.ts";
 import type { EmbeddingSpace } from "../../ports/embedding-space.ts";
 import { type SqlClient, VectorParameter } from "./sql-client.ts";
-import { buildMemoryFor, type IndexTarget, indexTarget } from "./vector-index.ts";
+import { buildMemoryFor, type IndexTarget, indexTarget, kindOfName } from "./vector-index.ts";
 
 /** The database holds embeddings of another model or dimension than the configured embedder's. */
 export class EmbeddingSpaceMismatch extends Error {
@@ -414,7 +414,7 @@ const MIGRATIONS: readonly Migration[] = [
       for (const index of indexes) {
         // The memory a build of its kind and size is given (an IVFFlat build's k-means refuses to
         // start without room for its sample: 270 MB at 1,000,000 products).
-        const kind = index.definition.includes(" USING hnsw ") ? "hnsw-bq" : "ivf-bq";
+        const kind = kindOfName(index.name, stored.dimension) === "hnsw-bq" ? "hnsw-bq" : "ivf-bq";
         const memory = buildMemoryFor(indexTarget(stored.dimension, kind) as IndexTarget, Number(index.rows));
         await tx.query(`SET LOCAL maintenance_work_mem = '${memory}'`);
         await tx.query(
@@ -829,9 +829,7 @@ export const HALF_PRECISION_COPY_FROM_DIMENSION = 512;
  */
 export async function addHalfPrecisionCopy(tx: SqlClient, dimension: number): Promise<void> {
   if (dimension < HALF_PRECISION_COPY_FROM_DIMENSION) return;
-  await tx.query(`
-    ALTER TABLE products ADD COLUMN embedding_half halfvec(${dimension})
-    GENERATED ALWAYS AS (embedding::halfvec(${dimension})) STORED`);
+  await tx.query(`ALTER TABLE products ${halfPrecisionColumn(dimension)}`);
   await tx.query("ALTER TABLE products ALTER COLUMN embedding_half SET STORAGE MAIN");
   await tx.query("UPDATE products SET embedding = embedding");
 }
@@ -869,10 +867,13 @@ export async function addBinaryQuantizedCopy(tx: SqlClient, dimension: number): 
 export async function addInRowCopies(tx: SqlClient, dimension: number): Promise<void> {
   if (dimension < HALF_PRECISION_COPY_FROM_DIMENSION) return;
   await tx.query(`
-    ALTER TABLE products
-      ADD COLUMN embedding_half halfvec(${dimension}) GENERATED ALWAYS AS (embedding::halfvec(${dimension})) STORED,
-      ALTER COLUMN embedding_half SET STORAGE MAIN,
+    ALTER TABLE products ${halfPrecisionColumn(dimension)}, ALTER COLUMN embedding_half SET STORAGE MAIN,
       ${binaryQuantizedColumn(dimension)}`);
+}
+
+/** The ALTER TABLE clause adding `embedding_half`, generated from `embedding`. */
+function halfPrecisionColumn(dimension: number): string {
+  return `ADD COLUMN embedding_half halfvec(${dimension}) GENERATED ALWAYS AS (embedding::halfvec(${dimension})) STORED`;
 }
 
 /** The ALTER TABLE clauses adding BINARY_QUANTIZED_COLUMN, kept in the row. */

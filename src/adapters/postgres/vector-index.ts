@@ -185,7 +185,7 @@ export function indexName(table: string, target: IndexTarget, rows: number): str
 const NAME_SUFFIX = /_embedding_(bq|hnsw|ivf_([0-9]+))$/;
 
 /** The kind of one of this adapter's indexes, from its name (vector and halfvec share one: a dimension has one of them). */
-function kindOfName(name: string, dimension: number): VectorIndexKind | undefined {
+export function kindOfName(name: string, dimension: number): VectorIndexKind | undefined {
   const suffix = NAME_SUFFIX.exec(name)?.[1];
   if (suffix === "bq") return "hnsw-bq";
   if (suffix?.startsWith("ivf_")) return "ivf-bq";
