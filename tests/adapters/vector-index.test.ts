@@ -19,6 +19,7 @@ import {
   IndexesInUse,
   type IndexTarget,
   indexTarget,
+  ivfLists,
   probesFor,
   SqlVectorIndex,
   type SqlVectorIndexOptions,
@@ -303,8 +304,16 @@ async function planOf(db: SqlClient, query: Vector, categories?: string[]): Prom
 }
 
 describe("the lists an IVFFlat search reads (VECTOR_IVF_PROBES=auto)", () => {
-  test("0.65 × √lists, at least 7: 7 at 100,000 products (100 lists), 21 at 1,000,000", () => {
-    expect([3, 100, 250, 1000, 2000].map(probesFor)).toEqual([7, 7, 11, 21, 30]);
+  test("0.7 × √lists, at least 7: 14 at 100,000 products (400 lists), 39 at 1,000,000 (3,000 lists)", () => {
+    expect([3, 100, 400, 2000, 3000].map(probesFor)).toEqual([7, 7, 14, 32, 39]);
+  });
+});
+
+describe("the lists of an IVFFlat index", () => {
+  test("one per 250 products, 3 × √n past 562,500, at most 3,500", () => {
+    expect([100, 1_500, 100_000, 562_500, 1_000_000, 1_500_000, 4_000_000].map(ivfLists)).toEqual([
+      1, 6, 400, 2250, 3000, 3500, 3500,
+    ]);
   });
 });
 
@@ -315,9 +324,10 @@ describe("the memory an index build is given (VECTOR_INDEX_BUILD_MEMORY=auto)", 
     // 1,000,000 × 3072: 1,164 bytes an element were measured; 1 GB spilled at about 920,000.
     expect(buildMemoryFor(bq, 1_000_000)).toBe("1230MB");
     // IVFFlat: its k-means sample (50 rows a list) and a float per sample and list, which pgvector
-    // checks before it starts (227 MB asked for at 1,000,000 × 3072).
-    expect(buildMemoryFor(indexTarget(3072) as IndexTarget, 1_000_000)).toBe("270MB");
+    // checks before it starts (227 MB asked for 1,000 lists at 1,000,000 × 3072, 2.3 GB taken by 3,000).
+    expect(buildMemoryFor(indexTarget(3072) as IndexTarget, 1_000_000)).toBe("2268MB");
     expect(buildMemoryFor(indexTarget(3072) as IndexTarget, 100_000)).toBe("64MB");
+    expect(buildMemoryFor(indexTarget(3072) as IndexTarget, 4_000_000)).toBe("3071MB");
     expect(buildMemoryFor(indexTarget(3072, "halfvec") as IndexTarget, 1_000_000)).toBe("4096MB");
     expect(buildMemoryFor(indexTarget(384) as IndexTarget, 100_000)).toBe("244MB");
   });
@@ -579,7 +589,7 @@ forEachDatabase((database, engine) => {
     }
 
     for (const [kind, name] of [
-      ["ivf-bq", `${TABLE}_embedding_ivf_2`],
+      ["ivf-bq", `${TABLE}_embedding_ivf_8`],
       ["hnsw-bq", `${TABLE}_embedding_bq`],
     ] as const) {
       test(`binary-quantized, ${kind} (from 512 dimensions): the index's candidates, re-ranked, keep the exact top results and exact scores`, async () => {
@@ -726,7 +736,7 @@ forEachDatabase((database, engine) => {
         }
         expect(await building).toBe(true);
         if (engine === "postgres") expect(answeredDuringBuild).toBeGreaterThan(0);
-        expect(await indexNames(db)).toEqual([`${TABLE}_embedding_ivf_1`]);
+        expect(await indexNames(db)).toEqual([`${TABLE}_embedding_ivf_4`]);
         expect(await switched.index.status()).toMatchObject({
           kind: "ivf-bq",
           present: true,
@@ -734,7 +744,7 @@ forEachDatabase((database, engine) => {
           outdated: false,
         });
         expect(await recallAt10(searcher, queries)).toBeGreaterThanOrEqual(0.95);
-        expect(await switched.planOfLastSearch()).toContain(`${TABLE}_embedding_ivf_1`);
+        expect(await switched.planOfLastSearch()).toContain(`${TABLE}_embedding_ivf_4`);
       } finally {
         await database.cleanup();
       }
@@ -765,7 +775,7 @@ forEachDatabase((database, engine) => {
           const [first] = await loaded.products.searchByVector(added[i] as Vector, { limit: 10 });
           expect(first?.id).toBe(ids[i]);
         }
-        expect(await loaded.planOfLastSearch()).toContain(`${TABLE}_embedding_ivf_2`);
+        expect(await loaded.planOfLastSearch()).toContain(`${TABLE}_embedding_ivf_8`);
         const queries = Array.from({ length: 20 }, (_, i) => loaded.space.near(i * 7, 0.8));
         expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
         expect((await loaded.index.status()).valid).toBe(true);
@@ -778,7 +788,7 @@ forEachDatabase((database, engine) => {
       const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION });
       try {
         await loaded.index.build();
-        expect(await indexNames(loaded.db)).toEqual([`${TABLE}_embedding_ivf_2`]);
+        expect(await indexNames(loaded.db)).toEqual([`${TABLE}_embedding_ivf_8`]);
         const added = Array.from({ length: 3000 }, (_, i) => loaded.space.near(i, 0.6));
         const outcomes = await loaded.products.writeMany(
           added.map((vector, i) => ({
@@ -798,11 +808,11 @@ forEachDatabase((database, engine) => {
         await loaded.db.query("ANALYZE products");
         expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: true });
         expect(await loaded.index.build()).toBe(true);
-        expect(await indexNames(loaded.db)).toEqual([`${TABLE}_embedding_ivf_5`]);
+        expect(await indexNames(loaded.db)).toEqual([`${TABLE}_embedding_ivf_20`]);
         expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: false });
         const queries = Array.from({ length: 20 }, (_, i) => loaded.space.near(i * 7, 0.8));
         expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
-        expect(await loaded.planOfLastSearch()).toContain(`${TABLE}_embedding_ivf_5`);
+        expect(await loaded.planOfLastSearch()).toContain(`${TABLE}_embedding_ivf_20`);
       } finally {
         await database.cleanup();
       }

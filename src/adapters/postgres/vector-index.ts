@@ -22,8 +22,8 @@ import type { SqlClient } from "./sql-client.ts";
  * - from there up to 4,000 dimensions (the providers' 3072), VECTOR_INDEX_KIND, all three on the
  *   in-row copies of each embedding (schema.ts):
  *   - `ivf-bq` (the default): IVFFlat on its binary quantization, the stored `embedding_bits`
- *     (`bit(D)`, BINARY_QUANTIZED_COLUMN) with `bit_hamming_ops`, one list per 1,000 products (√n
- *     past 1,000,000). One bit a dimension: 384 bytes an element at 3072, where a `halfvec` fills an
+ *     (`bit(D)`, BINARY_QUANTIZED_COLUMN) with `bit_hamming_ops`, one list per 250 products, 3 × √n
+ *     past 562,500 (ivfLists). One bit a dimension: 384 bytes an element at 3072, where a `halfvec` fills an
  *     8 kB page. A search reads the lists nearest the query (VECTOR_IVF_PROBES of them) and
  *     re-ranks the VECTOR_RERANK_DEPTH nearest by Hamming distance by their half-precision cosine
  *     (product-repository.ts). A write costs little more than without it (an HNSW graph made every
@@ -154,23 +154,34 @@ export function indexTarget(dimension: number, setting: VectorIndexKindSetting =
 }
 
 /**
- * The lists an IVFFlat search reads when VECTOR_IVF_PROBES is `auto`: 0.65 × √lists, at least 7. A
- * fixed number does not fit every size, as each list holds about 1,000 products whatever the size,
- * and a fixed share does not either: on clustered 3072-d vectors (bench/catalogues.ts, bench/scale.ts),
- * at 100,000 (100 lists) 5 probes kept recall@10 0.970 to 0.991 depending on the lists the build's
- * k-means drew (four builds: 0.970, 0.973, 0.986, 0.991), 6 kept 0.986 to 0.991 and 7 kept 0.994 to
- * 0.996 (three builds); at 1,000,000 (1,000 lists) 10 kept 0.944 and 20 kept 0.987 to 0.996. The
- * share of lists needed falls as they grow (7 % at 100 lists, 2 % at 1,000): a square root follows
- * both points (7 and 21).
+ * The lists an IVFFlat search reads when VECTOR_IVF_PROBES is `auto`: 0.7 × √lists, at least 7 (14
+ * at 100,000 products, 400 lists; 39 at 1,000,000, 3,000 lists). A fixed number does not fit every
+ * size, and a fixed share does not either: the share of lists a search needs falls as they grow. On
+ * clustered 3072-d vectors (bench/scale.ts's, re-rank 40, recall@10 against the exact half-precision
+ * ranking, bench/lists-probes.ts): 400 lists at 110,000 kept 0.980 with 12 probes and 0.990 with 15;
+ * 2,000 lists at 1,010,000 kept 0.979 with 21 and 0.991 with 30; 3,000 kept 0.984 with 30 and
+ * 0.991 with 40.
  */
 export function probesFor(lists: number): number {
-  return Math.max(7, Math.ceil(0.65 * Math.sqrt(lists)));
+  return Math.max(7, Math.ceil(0.7 * Math.sqrt(lists)));
 }
 
-/** pgvector's advice for an IVFFlat index: a list per 1,000 rows up to 1,000,000, √rows past it. */
+/**
+ * The lists of an IVFFlat index over `rows` products: one per 250 up to 562,500 rows (2,250 lists),
+ * 3 × √rows past it (3,000 at 1,000,000), at most 3,500 (pgvector's k-means then needs 3.2 GB, under
+ * buildMemoryFor's 4 GB). A search's cost is mostly the rows of the lists it reads (about 0.25 µs
+ * each), and smaller lists hold a query's nearest products in fewer rows: at 110,000 × 3072
+ * (bench/lists-probes.ts, PostgreSQL 15, load 1.4 to 2.2), recall@10 0.99 took 3.5 to 4.2 ms p50
+ * with 100 lists (pgvector's advice, a list per 1,000 rows) and 2.4 ms with 400; at 1,010,000 (load
+ * 1.7 to 2.3), 0.991 took 8.9 ms with 1,000 lists, 6.7 ms with 2,000 and 6.6 ms with 3,000 (0.984:
+ * 7.0, 5.8 and 5.0 ms). The price is the build's k-means, which grows with the square of the lists:
+ * at 1,010,000, 36 s and 333 MB with 1,000 lists, 92 s and 1.1 GB with 2,000, 171 s and 2.3 GB with 3,000.
+ */
 export function ivfLists(rows: number): number {
-  return Math.max(1, rows <= 1_000_000 ? Math.round(rows / 1000) : Math.round(Math.sqrt(rows)));
+  return Math.max(1, Math.round(Math.min(rows / 250, 3 * Math.sqrt(rows), MAX_IVF_LISTS)));
 }
+
+const MAX_IVF_LISTS = 3500;
 
 /**
  * The name of an index of a catalogue's table: each kind its own, an IVFFlat one with its lists (a
@@ -205,8 +216,8 @@ function listsOfName(name: string): number {
  * slower (1,000,000 × 3072 `hnsw-bq`: 1,230 MB, where 1 GB spills at about 920,000 products;
  * `halfvec` would need 7.3 GB). IVFFlat: its k-means, which refuses to start without room for its
  * sample (50 rows a list), a float per sample and list and per pair of lists (Elkan's bounds), and
- * its centres, with a quarter to spare: 270 MB for the 1,000 lists of 1,000,000 products (pgvector
- * asked for 227 MB).
+ * its centres, with a quarter to spare: 2,268 MB for the 3,000 lists of 1,000,000 products (pgvector
+ * asked for 227 MB for 1,000 lists).
  */
 export function buildMemoryFor(target: IndexTarget, rows: number): string {
   const megabytes = (bytes: number) => Math.ceil(bytes / 2 ** 20);
