@@ -154,16 +154,17 @@ export function indexTarget(dimension: number, setting: VectorIndexKindSetting =
 }
 
 /**
- * The lists an IVFFlat search reads when VECTOR_IVF_PROBES is `auto`: 0.7 × √lists, at least 7 (14
+ * The lists an IVFFlat search reads when VECTOR_IVF_PROBES is `auto`: 0.7 × √lists, at least 10 (14
  * at 100,000 products, 400 lists; 39 at 1,000,000, 3,000 lists). A fixed number does not fit every
  * size, and a fixed share does not either: the share of lists a search needs falls as they grow. On
  * clustered 3072-d vectors (bench/scale.ts's, re-rank 40, recall@10 against the exact half-precision
  * ranking, bench/lists-probes.ts): 400 lists at 110,000 kept 0.980 with 12 probes and 0.990 with 15;
  * 2,000 lists at 1,010,000 kept 0.979 with 21 and 0.991 with 30; 3,000 kept 0.984 with 30 and
- * 0.991 with 40.
+ * 0.991 with 40. A small catalogue's search costs little whatever it reads, and reads at least 10
+ * lists: 7 of the 40 lists of 10,000 (PGlite) kept 0.981, 10 kept 0.986.
  */
 export function probesFor(lists: number): number {
-  return Math.max(7, Math.ceil(0.7 * Math.sqrt(lists)));
+  return Math.max(MIN_PROBES, Math.ceil(0.7 * Math.sqrt(lists)));
 }
 
 /**
@@ -182,6 +183,7 @@ export function ivfLists(rows: number): number {
 }
 
 const MAX_IVF_LISTS = 3500;
+const MIN_PROBES = 10;
 
 /**
  * The name of an index of a catalogue's table: each kind its own, an IVFFlat one with its lists (a
