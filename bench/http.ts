@@ -27,7 +27,7 @@ import { parseArgs } from "node:util";
 import { PostgresProducts } from "../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase } from "../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
-import { SqlVectorIndex } from "../src/adapters/postgres/vector-index.ts";
+import { indexTarget, SqlVectorIndex } from "../src/adapters/postgres/vector-index.ts";
 import { contentDigest } from "../src/domain/product.ts";
 import { FAKE_MODEL } from "./http-target.ts";
 import { loadCatalogue, SyntheticSpace } from "./vectors.ts";
@@ -288,7 +288,7 @@ const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 
 
 const loadBefore = loadavg()[0] as number;
 out(
-  `bench:http: ${PRODUCTS} products × ${DIMENSION} dims (HNSW index), PostgreSQL ${new URL(DATABASE_URL).host}, ` +
+  `bench:http: ${PRODUCTS} products × ${DIMENSION} dims (vector index ${indexTarget(DIMENSION)?.kind ?? "none"}), PostgreSQL ${new URL(DATABASE_URL).host}, ` +
     `schema ${SCHEMA}; client ${CLIENT}; ${ROUNDS} rounds × ${SECONDS} s per target and concurrency ` +
     `(${CONCURRENCIES.join(", ")}); ` +
     (REPEAT > 0
