@@ -784,6 +784,23 @@ forEachDatabase((database, engine) => {
       }
     }, 120_000);
 
+    test("an IVFFlat index built before stop 30 (a list per 1,000 products) is outdated; its rebuild has a list per 250 and replaces it", async () => {
+      const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION });
+      const before = `${TABLE}_embedding_ivf_2`;
+      try {
+        await loaded.db.query(
+          `CREATE INDEX ${before} ON ${TABLE} USING ivfflat (embedding_bits bit_hamming_ops) WITH (lists = 2)`,
+        );
+        await loaded.db.query("ANALYZE products");
+        expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: true });
+        expect(await loaded.index.build()).toBe(true);
+        expect(await indexNames(loaded.db)).toEqual([`${TABLE}_embedding_ivf_8`]);
+        expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: false });
+      } finally {
+        await database.cleanup();
+      }
+    }, 120_000);
+
     test("an IVFFlat index whose catalogue has doubled is outdated; its rebuild has lists for the new size and replaces it", async () => {
       const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION });
       try {
