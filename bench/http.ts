@@ -27,7 +27,7 @@ import { parseArgs } from "node:util";
 import { PostgresProducts } from "../src/adapters/postgres/product-repository.ts";
 import { prepareDatabase } from "../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
-import { indexTarget, SqlVectorIndex } from "../src/adapters/postgres/vector-index.ts";
+import { indexTarget, SqlVectorIndex, VECTOR_INDEX_KIND_SETTINGS } from "../src/adapters/postgres/vector-index.ts";
 import { contentDigest } from "../src/domain/product.ts";
 import { FAKE_MODEL } from "./http-target.ts";
 import { loadCatalogue, SyntheticSpace } from "./vectors.ts";
@@ -64,6 +64,8 @@ const CLIENT = args.client ?? (Bun.which("wrk") ? "wrk" : "bun");
 const REPEAT = Number(args.repeat);
 const CONCURRENCIES = [1, 16] as const;
 const SCHEMA = args.schema;
+/** The index kind, as the service reads it (VECTOR_INDEX_KIND; the target's searches use it too). */
+const KIND = VECTOR_INDEX_KIND_SETTINGS.find((kind) => kind === process.env.VECTOR_INDEX_KIND) ?? "ivf-bq";
 if (!/^[a-z_][a-z0-9_]*$/.test(SCHEMA)) throw new Error(`--schema: not a plain name: ${SCHEMA}`);
 const PROJECT = resolve(import.meta.dir, "..");
 const out = (line: string) => console.log(line);
@@ -123,12 +125,17 @@ async function prepareCatalogue(): Promise<{ loadS: number; indexS: number } | "
 }
 
 /**
- * The catalogue's vector index as the service builds it (its kind and lists for the size, with the
+ * The catalogue's vector index as the service builds it (VECTOR_INDEX_KIND's kind, lists for the size, with the
  * memory its build needs: an IVFFlat build's k-means refuses to start without it, 1.8 GB at
  * 1,000,000), unless it is there; seconds taken.
  */
 async function buildIndex(db: SqlClient): Promise<number> {
-  const index = new SqlVectorIndex(db, DIMENSION, { server: true, table: "products_c1", buildMemory: "auto" });
+  const index = new SqlVectorIndex(db, DIMENSION, {
+    server: true,
+    table: "products_c1",
+    buildMemory: "auto",
+    kind: KIND,
+  });
   const status = await index.status();
   if (status.present && status.valid && !status.outdated) return 0;
   const started = performance.now();
@@ -303,7 +310,7 @@ const round = (value: number, digits = 2) => Math.round(value * 10 ** digits) / 
 
 const loadBefore = loadavg()[0] as number;
 out(
-  `bench:http: ${PRODUCTS} products × ${DIMENSION} dims (vector index ${indexTarget(DIMENSION)?.kind ?? "none"}), PostgreSQL ${new URL(DATABASE_URL).host}, ` +
+  `bench:http: ${PRODUCTS} products × ${DIMENSION} dims (vector index ${indexTarget(DIMENSION, KIND)?.kind ?? "none"}), PostgreSQL ${new URL(DATABASE_URL).host}, ` +
     `schema ${SCHEMA}; client ${CLIENT}; ${ROUNDS} rounds × ${SECONDS} s per target and concurrency ` +
     `(${CONCURRENCIES.join(", ")}); ` +
     (REPEAT > 0
