@@ -170,7 +170,7 @@ export function probesFor(lists: number): number {
 /**
  * The lists of an IVFFlat index over `rows` products: one per 250 up to 562,500 rows (2,250 lists),
  * 3 × √rows past it (3,000 at 1,000,000), at most 3,500 (pgvector's k-means then needs 3.2 GB, under
- * buildMemoryFor's 4 GB). A search's cost is mostly the rows of the lists it reads (about 0.25 µs
+ * buildMemoryFor's 4 GB). A search's cost is mostly the rows of the lists it reads (0.25 to 0.4 µs
  * each), and smaller lists hold a query's nearest products in fewer rows: at 110,000 × 3072
  * (bench/lists-probes.ts, PostgreSQL 15, load 1.4 to 2.2), recall@10 0.99 took 3.5 to 4.2 ms p50
  * with 100 lists (pgvector's advice, a list per 1,000 rows) and 2.4 ms with 400; at 1,010,000 (load
