@@ -83,10 +83,12 @@ for (const query of queries) {
 }
 console.log(`exact references: ${((performance.now() - started) / 1000).toFixed(0)} s`);
 
+const target = indexTarget(DIMENSION, "ivf-bq");
+if (!target) throw new Error("no ivf-bq at this dimension");
 const search = `SELECT id FROM (
     SELECT id, embedding_half <=> $1::vector::halfvec AS near FROM (
       SELECT id, embedding_half FROM ${TABLE}
-      ORDER BY embedding_bits <~> binary_quantize($1::vector)::bit(${DIMENSION}) LIMIT ${RERANK}
+      ORDER BY ${target.expression} <~> binary_quantize($1::vector)::bit(${DIMENSION}) LIMIT ${RERANK}
     ) AS by_bits ORDER BY near LIMIT 10
   ) AS best`;
 const figures: Record<string, unknown>[] = [];
@@ -94,14 +96,12 @@ const quantile = (sorted: number[], q: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] as number;
 for (const lists of LISTS) {
   await db.query(`DROP INDEX IF EXISTS ${INDEX}`);
-  const target = indexTarget(DIMENSION, "ivf-bq");
-  if (!target) throw new Error("no ivf-bq at this dimension");
-  const memory = buildMemoryFor(target, lists * 250 <= 562_500 ? lists * 250 : (lists / 3) ** 2);
+  const memory = buildMemoryFor(target, rows, lists);
   await db.query(`SET maintenance_work_mem = '${memory}'`);
   await db.query("SET max_parallel_maintenance_workers = 2");
   const building = performance.now();
   await db.query(
-    `CREATE INDEX ${INDEX} ON ${TABLE} USING ivfflat (embedding_bits bit_hamming_ops) WITH (lists = ${lists})`,
+    `CREATE INDEX ${INDEX} ON ${TABLE} USING ${target.method} (${target.expression} ${target.operatorClass}) WITH (lists = ${lists})`,
   );
   const buildS = (performance.now() - building) / 1000;
   const [{ mb } = { mb: 0 }] = await db.query<{ mb: number }>(`SELECT pg_relation_size('${INDEX}') / 1048576 AS mb`);

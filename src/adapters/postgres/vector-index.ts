@@ -153,6 +153,10 @@ export function indexTarget(dimension: number, setting: VectorIndexKindSetting =
     : { kind: "ivf-bq", method: "ivfflat", ...bits };
 }
 
+/** The fewest lists an IVFFlat search reads (probesFor), and the most lists an index has (ivfLists). */
+const MIN_PROBES = 10;
+const MAX_IVF_LISTS = 3500;
+
 /**
  * The lists an IVFFlat search reads when VECTOR_IVF_PROBES is `auto`: 0.7 × √lists, at least 10 (14
  * at 100,000 products, 400 lists; 39 at 1,000,000, 3,000 lists). A fixed number does not fit every
@@ -181,9 +185,6 @@ export function probesFor(lists: number): number {
 export function ivfLists(rows: number): number {
   return Math.max(1, Math.round(Math.min(rows / 250, 3 * Math.sqrt(rows), MAX_IVF_LISTS)));
 }
-
-const MAX_IVF_LISTS = 3500;
-const MIN_PROBES = 10;
 
 /**
  * The name of an index of a catalogue's table: each kind its own, an IVFFlat one with its lists (a
@@ -219,12 +220,11 @@ function listsOfName(name: string): number {
  * `halfvec` would need 7.3 GB). IVFFlat: its k-means, which refuses to start without room for its
  * sample (50 rows a list), a float per sample and list and per pair of lists (Elkan's bounds), and
  * its centres, with a quarter to spare: 2,268 MB for the 3,000 lists of 1,000,000 products (pgvector
- * asked for 227 MB for 1,000 lists).
+ * asked for 227 MB for 1,000 lists). `lists`: an IVFFlat index's, when not those ivfLists gives `rows`.
  */
-export function buildMemoryFor(target: IndexTarget, rows: number): string {
+export function buildMemoryFor(target: IndexTarget, rows: number, lists = ivfLists(rows)): string {
   const megabytes = (bytes: number) => Math.ceil(bytes / 2 ** 20);
   if (target.method === "ivfflat") {
-    const lists = ivfLists(rows);
     const samples = Math.min(rows, 50 * lists);
     const bytes = samples * (target.valueBytes + 16 + 4 * lists) + 4 * lists * (lists + target.valueBytes);
     return `${Math.min(4096, Math.max(64, megabytes(1.25 * bytes)))}MB`;
