@@ -9,6 +9,7 @@
  */
 import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { LruCache } from "../../lib/lru-cache.ts";
 import { systemTimers, type Timers } from "../../ports/timers.ts";
 import type { Language, Translation, TranslationOptions, Translator } from "../../ports/translator.ts";
 import { NulPipe } from "./nul-pipe.ts";
@@ -159,6 +160,10 @@ const MAX_REPAIRS = 4;
 /** Shortest word a one-letter typo repair is tried on (shorter words have too many neighbours). */
 const MIN_TYPO_LENGTH = 4;
 const MAX_WORD_LENGTH = 24;
+/** Words whose typo repair (or its absence) is remembered: a few hundred kB at most. */
+const REMEMBERED_TYPO_WORDS = 10_000;
+/** A word remembered as having no typo repair. */
+const NO_REPAIR = "";
 
 /**
  * Translator on Apertium's spa-eng pair. Each text is analysed by the Spanish and the English
@@ -181,6 +186,8 @@ export class ApertiumTranslator implements Translator {
   private readonly maxChars: number;
   private readonly vocabulary: ShopVocabulary;
   private readonly timers: Timers;
+  /** Each word a typo repair was tried on: its repair, or NO_REPAIR. */
+  private readonly typoRepairs = new LruCache<string, string>(REMEMBERED_TYPO_WORDS);
 
   constructor(
     pipelines: ApertiumPipelines,
@@ -264,8 +271,46 @@ export class ApertiumTranslator implements Translator {
     };
     if (language !== "es") return { text, language, translated: false, ...unknown() };
 
-    const typos = await this.repairTypos(spanish, english, repairs, keep, left, signal);
-    for (const [word, form] of typos) repairs.set(word, form);
+    const words = this.typoWords(spanish, english, repairs, keep);
+    const remembered = new Map<string, string>();
+    for (const word of words) {
+      const form = this.typoRepairs.get(word);
+      if (form !== undefined && form !== NO_REPAIR) remembered.set(word, form);
+    }
+    const toLookUp = words.filter((word) => this.typoRepairs.get(word) === undefined);
+    // The lookup of new words' repairs and the translation as typed go at once (separate
+    // pipelines): most such words are names, or slips no single word is one letter from, and then
+    // the translation as typed is the answer; a repair found is translated again.
+    const asTyped = this.translateRepaired(expanded, new Map([...repairs, ...remembered]), left, signal);
+    if (toLookUp.length > 0) asTyped.catch(() => {}); // awaited below unless a repair replaces it
+    const found = await this.repairTypos(toLookUp, left, signal);
+    const typos = new Map([...remembered, ...found]);
+    for (const [word, form] of typos) repairs.set(word, form); // a repaired word is no unknown word
+    const { translation, alternatives } =
+      found.size === 0
+        ? await asTyped
+        : await this.translateRepaired(expanded, new Map([...repairs, ...typos]), left, signal);
+    return {
+      text: tail === "" ? translation : `${translation} ${tail}`,
+      language,
+      translated: true,
+      ...(alternatives.length > 0 ? { alternatives } : {}),
+      ...unknown(),
+      ...(typos.size > 0 ? { typoRepairs: [...typos.keys()] } : {}),
+    };
+  }
+
+  /**
+   * The English of `expanded` with `repairs` made: its accentless homographs fixed, the shop
+   * vocabulary's phrases put in, translated line by line; and the dictionary's other translations
+   * of its words.
+   */
+  private async translateRepaired(
+    expanded: string,
+    repairs: ReadonlyMap<string, string>,
+    left: () => number,
+    signal: AbortSignal | undefined,
+  ): Promise<{ translation: string; alternatives: string[] }> {
     const repaired = ACCENT_FIXES.replace(replaceWords(expanded, repairs));
     const edited = preEdit(repaired, this.vocabulary);
     const lines = edited.text.split("\n");
@@ -276,15 +321,7 @@ export class ApertiumTranslator implements Translator {
       lines[i] = readTranslation(answers[n] ?? "").replace(/\s*\.$/u, "");
     });
     const translation = edited.restore(lines.join("\n"));
-    const alternatives = otherTranslations(dictionary, translation);
-    return {
-      text: tail === "" ? translation : `${translation} ${tail}`,
-      language,
-      translated: true,
-      ...(alternatives.length > 0 ? { alternatives } : {}),
-      ...unknown(),
-      ...(typos.size > 0 ? { typoRepairs: [...typos.keys()] } : {}),
-    };
+    return { translation, alternatives: otherTranslations(dictionary, translation) };
   }
 
   /**
@@ -338,11 +375,12 @@ export class ApertiumTranslator implements Translator {
     }
     if (unknown.length === 0) return repairs;
     const diminutives = new Map(unknown.map((word) => [word, diminutiveBases(word)]));
-    const [accents, bases] = await this.knownForms(
-      [new Map(unknown.map((word) => [word, accentVariants(word)])), diminutives],
-      left,
-      signal,
-    );
+    const [accents, bases] =
+      (await this.knownForms(
+        [new Map(unknown.map((word) => [word, accentVariants(word)])), diminutives],
+        left,
+        signal,
+      )) ?? [];
     for (const word of unknown) {
       if (repairs.has(word)) continue;
       const accented = accents?.get(word) ?? [];
@@ -358,24 +396,17 @@ export class ApertiumTranslator implements Translator {
   }
 
   /**
-   * For words of 4 or more letters that neither analyser nor the shop vocabulary knows and no
-   * repair found, the word one slip away, when exactly one such word is known to the Spanish
-   * analyser or the vocabulary (accents aside): first with a letter put back ("cargadr" →
-   * "cargador"), and only when no such word exists, with a letter replaced, dropped or two swapped
-   * (typoVariants: "mocasijes" → "mocasines", "elegakte" → "elegante"). Several ("cenp": cena,
-   * ceno...; "fogo": foto, foco...) and the word stays as it is. Words in `keep` (names the
-   * catalogue holds) are not tried.
+   * The words a typo repair is tried on: of 4 or more letters, that neither analyser nor the shop
+   * vocabulary knows and no repair found; not those in `keep` (names the catalogue holds).
    */
-  private async repairTypos(
+  private typoWords(
     spanish: readonly AnalysedUnit[],
     english: readonly AnalysedUnit[],
     repairs: ReadonlyMap<string, string>,
     keep: ReadonlySet<string>,
-    left: () => number,
-    signal?: AbortSignal,
-  ): Promise<Map<string, string>> {
+  ): string[] {
     const englishWords = new Set(english.filter((unit) => unit.known).map((unit) => unit.surface.toLowerCase()));
-    const words = [
+    return [
       ...new Set(
         spanish
           .filter(
@@ -392,6 +423,23 @@ export class ApertiumTranslator implements Translator {
           .map((unit) => unit.surface),
       ),
     ].slice(0, MAX_REPAIRS);
+  }
+
+  /**
+   * Of `words` (typoWords), the word one slip away, when exactly one such word is known to the
+   * Spanish analyser or the vocabulary (accents aside): first with a letter put back ("cargadr" →
+   * "cargador"), and only when no such word exists, with a letter replaced, dropped or two swapped
+   * (typoVariants: "mocasijes" → "mocasines", "elegakte" → "elegante"). Several ("cenp": cena,
+   * ceno...; "fogo": foto, foco...) and the word stays as it is. Each word's outcome, repair or
+   * none, is remembered (typoRepairs): a word is looked up once.
+   */
+  private async repairTypos(
+    words: readonly string[],
+    left: () => number,
+    signal?: AbortSignal,
+  ): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
+    if (words.length === 0) return found;
     // Two tiers, asked at once: a letter put back (the commonest slip), then the other slips.
     const omissions = new Map(words.map((word) => [word, omissionVariants(word)]));
     const others = new Map(
@@ -401,31 +449,33 @@ export class ApertiumTranslator implements Translator {
       }),
     );
     const known = await this.knownForms([omissions, others], left, signal);
-    const found = new Map<string, string>();
     for (const word of words) {
       for (const [tier, candidates] of [omissions, others].entries()) {
         const forms = new Map<string, string>();
         const inVocabulary = (candidates.get(word) ?? []).filter((variant) => this.vocabulary.has(variant));
-        for (const form of [...(known[tier]?.get(word) ?? []), ...inVocabulary]) {
+        for (const form of [...(known?.[tier]?.get(word) ?? []), ...inVocabulary]) {
           if (!forms.has(normaliseWord(form))) forms.set(normaliseWord(form), form);
         }
         if (forms.size === 0) continue;
         if (forms.size === 1) found.set(word, [...forms.values()][0] as string);
         break;
       }
+      // An answer the analyser muddled (known undefined) is not remembered: another query may get a clear one.
+      if (known !== undefined) this.typoRepairs.set(word, found.get(word) ?? NO_REPAIR);
     }
     return found;
   }
 
   /**
    * For each map of candidates, each word's candidates (single words) that the Spanish analyser
-   * knows; all asked in one segment.
+   * knows; all asked in one segment. Undefined when the analyser joined some candidates into a
+   * multiword: then none of its answers can be matched to a candidate.
    */
   private async knownForms(
     candidateMaps: readonly ReadonlyMap<string, readonly string[]>[],
     left: () => number,
     signal?: AbortSignal,
-  ): Promise<Map<string, string[]>[]> {
+  ): Promise<Map<string, string[]>[] | undefined> {
     const all = candidateMaps.flatMap((candidates) => [...candidates.values()].flat());
     const known = candidateMaps.map(
       (candidates) => new Map([...candidates.keys()].map((word): [string, string[]] => [word, []])),
@@ -433,8 +483,7 @@ export class ApertiumTranslator implements Translator {
     if (all.length === 0) return known;
     const [answer = ""] = await this.spanish.request([all.join(" , ")], left(), signal);
     const units = readAnalysis(answer).filter((unit) => unit.surface !== ",");
-    // Each candidate is one unit unless the analyser joined some into a multiword: then trust none.
-    if (units.length !== all.length) return known;
+    if (units.length !== all.length) return undefined;
     let i = 0;
     candidateMaps.forEach((candidates, m) => {
       for (const [word, forms] of candidates) {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ApertiumTranslator, findApertium, parseMode } from "../../../src/adapters/translation/apertium.ts";
 import { PipeUnavailable } from "../../../src/adapters/translation/nul-pipe.ts";
@@ -7,6 +7,7 @@ import { ShopVocabulary } from "../../../src/adapters/translation/shop-vocabular
 import { FakeTimers } from "../../fakes/fake-timers.ts";
 import { blockHooks } from "../../support/skipped-blocks.ts";
 import { useTempDirs } from "../../support/temp-dirs.ts";
+import { waitUntil } from "../../support/wait-until.ts";
 
 setDefaultTimeout(20_000);
 
@@ -27,8 +28,10 @@ afterEach(async () => {
 function fakeTranslator(options: { timeoutMs?: number; maxChars?: number } = {}) {
   const dir = tempDir();
   const timers = new FakeTimers();
+  // A segment holding "despacio" is answered once this file exists (fake-apertium.ts).
+  const hold = join(dir, "hold");
   const stage = (log: string, args: string) =>
-    `FAKE_APERTIUM_LOG='${join(dir, log)}' '${process.execPath}' '${FAKE}' -z ${args}`;
+    `FAKE_APERTIUM_LOG='${join(dir, log)}' FAKE_APERTIUM_HOLD='${hold}' '${process.execPath}' '${FAKE}' -z ${args}`;
   const translator = new ApertiumTranslator(
     {
       translate: `${stage("translate.log", "analyse es")} | ${stage("translate.log", "translate")}`,
@@ -45,12 +48,22 @@ function fakeTranslator(options: { timeoutMs?: number; maxChars?: number } = {})
     },
   );
   open.push(translator);
+  /** A log's lines; none before its first segment. */
+  const logged = (log: string) => (existsSync(join(dir, log)) ? readFileSync(join(dir, log), "utf8") : "");
   const translated = () =>
-    readFileSync(join(dir, "translate.log"), "utf8")
+    logged("translate.log")
       .split("\n")
       .filter((line) => line.startsWith("analyse\t") && line !== "analyse\tcasa")
       .map((line) => line.slice("analyse\t".length));
-  return { translator, translated, timers };
+  /** The segments the analysers received (their starts' probes left out). */
+  const analysed = () =>
+    logged("analysers.log")
+      .split("\n")
+      .filter((line) => line !== "" && !line.endsWith("\tcasa"))
+      .map((line) => line.slice(line.indexOf("\t") + 1));
+  /** Lets the segments holding "despacio" be answered. */
+  const release = () => writeFileSync(hold, "");
+  return { translator, translated, analysed, release, timers };
 }
 
 async function rejection(promise: Promise<unknown>): Promise<PipeUnavailable> {
@@ -121,6 +134,45 @@ describe("ApertiumTranslator on a fake pipeline", () => {
     expect(answer?.text).toStartWith("cover of velvet cover of velvet");
     expect(answer?.text).toEndWith("funda de terciopelo");
     expect(answer?.text.length).toBeGreaterThan(long.length * 0.9);
+  });
+  test("a word no dictionary knows: the text goes to translation as typed while its typo repair is looked up; a repair found is translated again", async () => {
+    const { translator, translated, release } = fakeTranslator();
+    // "despecio" is one letter from "despacio", whose lookup the analyser holds until released.
+    const answer = translator.toEnglish(["funda despecio"]);
+    await waitUntil(() => translated().includes("funda despecio."));
+    release();
+    const [repaired] = await answer;
+    expect(repaired).toMatchObject({
+      text: "cover slowly",
+      language: "es",
+      translated: true,
+      typoRepairs: ["despecio"],
+    });
+    expect(translated()).toEqual(["funda despecio.", "funda despacio."]);
+  });
+
+  test("a word no repair reaches is translated once, as typed", async () => {
+    const { translator, translated } = fakeTranslator();
+    const [answer] = await translator.toEnglish(["funda zzqxw"]);
+    expect(answer).toMatchObject({ language: "es", translated: true });
+    expect(answer?.typoRepairs).toBeUndefined();
+    expect(translated()).toEqual(["funda zzqxw."]);
+  });
+
+  test("a word's typo repair, or that it has none, is looked up once: later texts with the word reuse it", async () => {
+    const { translator, analysed, release } = fakeTranslator();
+    release();
+    // The lookups: segments of the words' variants ("despacio" one of despecio's, "zzqxwa" one of zzqxw's).
+    const lookups = () => analysed().filter((segment) => segment.includes(" despacio ") || segment.includes("zzqxwa"));
+    const first = await translator.toEnglish(["funda despecio", "funda zzqxw"]);
+    expect(first.map((answer) => answer.typoRepairs)).toEqual([["despecio"], undefined]);
+    expect(lookups()).toHaveLength(2);
+    const again = await translator.toEnglish(["casa despecio", "casa zzqxw"]);
+    expect(again[0]).toMatchObject({ text: "house slowly", typoRepairs: ["despecio"] });
+    expect(again[0]?.unknownWords).toBeUndefined();
+    expect(again[1]?.typoRepairs).toBeUndefined();
+    expect(again[1]?.unknownWords).toEqual(["zzqxw"]);
+    expect(lookups()).toHaveLength(2);
   });
 });
 
