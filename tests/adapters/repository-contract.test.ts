@@ -700,7 +700,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   test("the query cache answers a query it does not hold without a round trip, once it has read its keys", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
-    const lookups = countingStatements(client, "embedding::text");
+    const lookups = countingStatements(client, "vector_send(embedding)");
     const options = { retentionDays: 30, maxRows: 1000, keysRefreshMs: 3_600_000 };
     const key = (text: string) => ({ model: "m", dimension: 2, text });
     const other = new PostgresQueryEmbeddingCache(client, options); // another replica

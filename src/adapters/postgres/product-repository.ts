@@ -1,4 +1,3 @@
-import pgvector from "pgvector";
 import type { AttributeCondition } from "../../domain/attribute-filter.ts";
 import { type Attributes, hasAttributes, sortedKeys } from "../../domain/attributes.ts";
 import { CatalogueNotFound, EmbeddingSpaceChanged } from "../../domain/errors.ts";
@@ -24,7 +23,7 @@ import type {
   SearchQuery,
   UpdateResult,
 } from "../../ports/product-repository.ts";
-import { type CopyField, encodeCopyRows } from "./binary-copy.ts";
+import { type CopyField, decodeVector, encodeCopyRows } from "./binary-copy.ts";
 import { poolsOf, type ReadWriteClients } from "./read-write-clients.ts";
 import {
   attributeNumberSql,
@@ -493,17 +492,17 @@ export class PostgresProductRepository implements ProductRepository {
     limit: number,
     { withEmbeddings }: { withEmbeddings: boolean },
   ): Promise<ExportedProduct[]> {
-    // The vector as pgvector's text: the shortest decimal of each float32, which reads back to the same float32.
+    // The vector in pgvector's binary format: each stored float4 as it is.
     const rows = await this.inCatalogue(this.reads, (tx) =>
-      tx.query<ProductRow & { embedding?: string }>(
-        `SELECT ${PRODUCT_COLUMNS}${withEmbeddings ? ", embedding::text AS embedding" : ""}
+      tx.query<ProductRow & { embedding?: Uint8Array }>(
+        `SELECT ${PRODUCT_COLUMNS}${withEmbeddings ? ", vector_send(embedding) AS embedding" : ""}
          FROM products WHERE catalogue = $1 AND id > $2 ORDER BY id LIMIT $3`,
         [this.catalogue, afterId, limit],
       ),
     );
     return rows.map((row) => {
       const product: ExportedProduct = toProduct(row);
-      if (row.embedding !== undefined) product.embedding = pgvector.fromSql(row.embedding) as Vector;
+      if (row.embedding !== undefined) product.embedding = decodeVector(row.embedding);
       return product;
     });
   }

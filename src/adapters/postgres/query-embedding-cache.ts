@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import pgvector from "pgvector";
 import type { Vector } from "../../domain/vector.ts";
 import { WriteBehindSchedule } from "../../lib/write-behind.ts";
 import type { QueryEmbeddingCache, QueryKey } from "../../ports/query-embedding-cache.ts";
+import { decodeVector } from "./binary-copy.ts";
 import { poolsOf, type ReadWriteClients } from "./read-write-clients.ts";
 import { vectorParam } from "./schema.ts";
 import type { SqlClient } from "./sql-client.ts";
@@ -96,14 +96,14 @@ export class PostgresQueryEmbeddingCache implements QueryEmbeddingCache {
     if (queued) return queued.vector;
     if (this.keysTimer === undefined) this.startReadingKeys();
     if (this.keys !== null && !this.keys.has(short(id))) return null;
-    const [row] = await this.reads.query<{ embedding: string }>(
-      `SELECT embedding::text AS embedding FROM query_embeddings
+    const [row] = await this.reads.query<{ embedding: Uint8Array }>(
+      `SELECT vector_send(embedding) AS embedding FROM query_embeddings
        WHERE key = $1 AND created_at > now() - make_interval(days => $2)`,
       [id, this.options.retentionDays],
     );
     // Expired or pruned: not asked for again.
     if (!row) this.keys?.delete(short(id));
-    return row ? (pgvector.fromSql(row.embedding) as Vector) : null;
+    return row ? decodeVector(row.embedding) : null;
   }
 
   /** Reads the keys stored since the last read (all of them the first time); a failure leaves them as they were. */
