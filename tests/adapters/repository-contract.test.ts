@@ -3,12 +3,14 @@ import { rm } from "node:fs/promises";
 import { JwtTokenService } from "../../src/adapters/http/auth/jwt-token-service.ts";
 import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
 import { PostgresApiKeyRepository } from "../../src/adapters/postgres/api-key-repository.ts";
+import { decodeVector } from "../../src/adapters/postgres/binary-copy.ts";
 import { PostgresCatalogueRepository } from "../../src/adapters/postgres/catalogue-repository.ts";
 import { PostgresDatabaseHealth } from "../../src/adapters/postgres/database-health.ts";
 import { SqlEmbeddingSpace } from "../../src/adapters/postgres/embedding-space.ts";
 import { PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
-import { PostgresQueryEmbeddingCache } from "../../src/adapters/postgres/query-embedding-cache.ts";
+import { PostgresQueryEmbeddingCache, queryKeyDigest } from "../../src/adapters/postgres/query-embedding-cache.ts";
 import {
+  applyMigrations,
   EmbeddingSpaceMismatch,
   MIGRATION_VERSIONS,
   prepareDatabase,
@@ -611,6 +613,22 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
     },
   );
 
+  test("entries cached before migration 21 (vectors, now bytes) are read back as they were", async () => {
+    const client = await db.fresh();
+    await applyMigrations(client, space, { through: 20 });
+    const key = { model: "m", dimension: 3, text: "lámpara de mesa" };
+    // As the cache wrote them until then: the vector as pgvector's `vector`.
+    await client.query("INSERT INTO query_embeddings (key, model, embedding) VALUES ($1, $2, $3::vector)", [
+      queryKeyDigest(key),
+      key.model,
+      vectorParam([0.25, -1, 3.5]),
+    ]);
+    await prepareDatabase(client, space);
+    expect(await new PostgresQueryEmbeddingCache(client, { retentionDays: 30, maxRows: 1000 }).get(key)).toEqual([
+      0.25, -1, 3.5,
+    ]);
+  });
+
   test("the query cache ignores and prunes entries older than its retention", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
@@ -620,7 +638,9 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
     cache.put(old, [1, 0]);
     cache.put(recent, [0, 1]);
     await cache.flush();
-    await client.query("UPDATE query_embeddings SET created_at = now() - interval '8 days' WHERE embedding = '[1,0]'");
+    await client.query(
+      "UPDATE query_embeddings SET created_at = now() - interval '8 days' WHERE embedding = vector_send('[1,0]'::vector)",
+    );
     expect(await cache.get(old)).toBeNull();
     expect(await cache.get(recent)).toEqual([0, 1]);
     expect(await cache.prune()).toBe(1);
@@ -639,11 +659,15 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
       await client.query("UPDATE query_embeddings SET created_at = created_at - make_interval(secs => $1)", [1]);
     }
     await cache.settled();
-    const rows = await client.query<{ embedding: string }>(
-      "SELECT embedding::text AS embedding FROM query_embeddings ORDER BY created_at",
+    const rows = await client.query<{ embedding: Uint8Array }>(
+      "SELECT embedding FROM query_embeddings ORDER BY created_at",
     );
     // Pruned at the 4th and the 8th put: the three newest of the eight remain.
-    expect(rows.map((row) => row.embedding)).toEqual(["[1,6]", "[1,7]", "[1,8]"]);
+    expect(rows.map((row) => decodeVector(row.embedding))).toEqual([
+      [1, 6],
+      [1, 7],
+      [1, 8],
+    ]);
   });
 
   test("the query cache does not sort its entries for a surplus while it knows of no more than maxRows", async () => {
@@ -700,7 +724,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   test("the query cache answers a query it does not hold without a round trip, once it has read its keys", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
-    const lookups = countingStatements(client, "vector_send(embedding)");
+    const lookups = countingStatements(client, "SELECT embedding FROM query_embeddings");
     const options = { retentionDays: 30, maxRows: 1000, keysRefreshMs: 3_600_000 };
     const key = (text: string) => ({ model: "m", dimension: 2, text });
     const other = new PostgresQueryEmbeddingCache(client, options); // another replica

@@ -2,9 +2,8 @@ import { createHash } from "node:crypto";
 import type { Vector } from "../../domain/vector.ts";
 import { WriteBehindSchedule } from "../../lib/write-behind.ts";
 import type { QueryEmbeddingCache, QueryKey } from "../../ports/query-embedding-cache.ts";
-import { decodeVector } from "./binary-copy.ts";
+import { decodeVector, encodeVector } from "./binary-copy.ts";
 import { poolsOf, type ReadWriteClients } from "./read-write-clients.ts";
-import { vectorParam } from "./schema.ts";
 import type { SqlClient } from "./sql-client.ts";
 
 export interface PostgresQueryEmbeddingCacheOptions {
@@ -91,13 +90,13 @@ export class PostgresQueryEmbeddingCache implements QueryEmbeddingCache {
   }
 
   async get(key: QueryKey): Promise<Vector | null> {
-    const id = digest(key);
+    const id = queryKeyDigest(key);
     const queued = this.pending.get(id) ?? this.storing.get(id);
     if (queued) return queued.vector;
     if (this.keysTimer === undefined) this.startReadingKeys();
     if (this.keys !== null && !this.keys.has(short(id))) return null;
     const [row] = await this.reads.query<{ embedding: Uint8Array }>(
-      `SELECT vector_send(embedding) AS embedding FROM query_embeddings
+      `SELECT embedding FROM query_embeddings
        WHERE key = $1 AND created_at > now() - make_interval(days => $2)`,
       [id, this.options.retentionDays],
     );
@@ -142,7 +141,7 @@ export class PostgresQueryEmbeddingCache implements QueryEmbeddingCache {
 
   put(key: QueryKey, vector: Vector): void {
     if (this.options.writable?.() === false) return;
-    const id = digest(key);
+    const id = queryKeyDigest(key);
     if (!this.pending.has(id) && this.pending.size >= (this.options.maxPending ?? 2000)) {
       this.dropped++;
       return;
@@ -220,9 +219,9 @@ export class PostgresQueryEmbeddingCache implements QueryEmbeddingCache {
   private async insert(batch: readonly [string, Entry][]): Promise<void> {
     const params: unknown[] = [];
     const rows = batch.map(([id, { key, vector }]) => {
-      params.push(id, key.model, vectorParam(vector));
+      params.push(id, key.model, encodeVector(vector));
       const n = params.length;
-      return `($${n - 2}, $${n - 1}, $${n}::vector)`;
+      return `($${n - 2}, $${n - 1}, $${n}::bytea)`;
     });
     await this.writes.query(
       `INSERT INTO query_embeddings (key, model, embedding) VALUES ${rows.join(", ")}
@@ -255,6 +254,7 @@ function short(id: string): string {
   return id.slice(0, SHORT_KEY_LENGTH);
 }
 
-function digest(key: QueryKey): string {
+/** The row's `key`: a digest of the model, the dimension and the normalised query. */
+export function queryKeyDigest(key: QueryKey): string {
   return createHash("sha256").update(`${key.model}\u0000${key.dimension}\u0000${key.text}`).digest("hex");
 }
