@@ -282,7 +282,7 @@ export class ApertiumTranslator implements Translator {
     // pipelines): most such words are names, or slips no single word is one letter from, and then
     // the translation as typed is the answer; a repair found is translated again.
     const asTyped = this.translateRepaired(expanded, new Map([...repairs, ...remembered]), left, signal);
-    if (toLookUp.length > 0) asTyped.catch(() => {}); // awaited below unless a repair replaces it
+    asTyped.catch(() => {}); // awaited below, unless a repair found replaces it
     const found = await this.repairTypos(toLookUp, left, signal);
     const typos = new Map([...remembered, ...found]);
     for (const [word, form] of typos) repairs.set(word, form); // a repaired word is no unknown word
