@@ -272,12 +272,14 @@ export class ApertiumTranslator implements Translator {
     if (language !== "es") return { text, language, translated: false, ...unknown() };
 
     const words = this.typoWords(spanish, english, repairs, keep);
+    /** The words' repairs remembered from earlier texts, and the words not tried before. */
     const remembered = new Map<string, string>();
+    const toLookUp: string[] = [];
     for (const word of words) {
       const form = this.typoRepairs.get(word);
-      if (form !== undefined && form !== NO_REPAIR) remembered.set(word, form);
+      if (form === undefined) toLookUp.push(word);
+      else if (form !== NO_REPAIR) remembered.set(word, form);
     }
-    const toLookUp = words.filter((word) => this.typoRepairs.get(word) === undefined);
     // The lookup of new words' repairs and the translation as typed go at once (separate
     // pipelines): most such words are names, or slips no single word is one letter from, and then
     // the translation as typed is the answer; a repair found is translated again.
@@ -287,9 +289,7 @@ export class ApertiumTranslator implements Translator {
     const typos = new Map([...remembered, ...found]);
     for (const [word, form] of typos) repairs.set(word, form); // a repaired word is no unknown word
     const { translation, alternatives } =
-      found.size === 0
-        ? await asTyped
-        : await this.translateRepaired(expanded, new Map([...repairs, ...typos]), left, signal);
+      found.size === 0 ? await asTyped : await this.translateRepaired(expanded, repairs, left, signal);
     return {
       text: tail === "" ? translation : `${translation} ${tail}`,
       language,
