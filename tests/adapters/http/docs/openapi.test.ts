@@ -515,3 +515,41 @@ describe("the document", () => {
     expect(remove?.content).toBeUndefined();
   });
 });
+
+describe("string formats", () => {
+  test("are checked as Elysia checks them, though the documentation plugin loads checks of its own", async () => {
+    // The app's routes are loaded (and with them @elysiajs/openapi, whose Zod bridge registers a
+    // check for each format Zod knows that builds a Zod schema per value).
+    await createHarness();
+    const { FormatRegistry } = await import("@sinclair/typebox");
+    const { fullFormats } = await import("elysia/type-system/format");
+    // Strings on which Elysia's checks and the bridge's disagree (a URN, version and variant
+    // nibbles, an address Zod's pattern refuses), and plain ones both take or refuse.
+    const samples = [
+      "9b2e7c4d-1f3a-4e5b-8c6d-7e8f9a0b1c2d",
+      "urn:uuid:9b2e7c4d-1f3a-4e5b-8c6d-7e8f9a0b1c2d",
+      "9b2e7c4d-1f3a-0e5b-0c6d-7e8f9a0b1c2d",
+      "ana.o'neil@tienda.example",
+      "a@b.c",
+      "https://tienda.example/zapatillas?talla=42",
+      "2026-11-26",
+      "12:30:00Z",
+      "P1D",
+      "10.0.0.1",
+      "::1",
+      "no es nada",
+    ];
+    const compared: string[] = [];
+    for (const [name, check] of Object.entries(fullFormats)) {
+      const elysia = check instanceof RegExp ? (value: string) => check.test(value) : check;
+      if (typeof elysia !== "function") continue;
+      const registered = FormatRegistry.Get(name);
+      for (const sample of samples) {
+        expect({ name, sample, valid: registered?.(sample) }).toEqual({ name, sample, valid: elysia(sample) });
+      }
+      compared.push(name);
+    }
+    // Among them those the service's schemas use (uuid: a search's id; date-time: keys, jobs, catalogues).
+    expect(compared).toEqual(expect.arrayContaining(["uuid", "date-time", "uri-reference", "email", "url"]));
+  });
+});
