@@ -101,7 +101,7 @@ async function readBytes(request: Request, maxBytes: number): Promise<Uint8Array
     if (whole.byteLength > maxBytes) throw payloadTooLarge(maxBytes);
     return whole;
   }
-  // A chunked body (no length declared) is counted as it comes.
+  // Otherwise (a chunked body, or a length declared over this route's limit) the bytes are counted as they come.
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of request.body) {
