@@ -6,11 +6,14 @@
  *   environment bench/http.ts gives it, with a fake embedder;
  * - a bare `Bun.serve` handler that parses the body and runs the same search use case over the
  *   same repository, the same pool and the same fake embedder and generator, and answers the same
- *   JSON: no auth, no cache, no log, no framework. What the service costs beyond it is its HTTP layer.
+ *   JSON: no auth, no cache, no log, no framework. What the service costs beyond it is its HTTP layer;
+ * - the same handler as the one route of a plain Elysia app (no schema, no hook, no plugin): what
+ *   the framework itself costs, the floor of any service written on it.
  *
- * It tells its parent the two ports over IPC and answers `{cpu: true}` with this process's CPU time.
+ * It tells its parent the three ports over IPC and answers `{cpu: true}` with this process's CPU time.
  */
 
+import { Elysia } from "elysia";
 import { scoredView } from "../src/adapters/http/search/search-schemas.ts";
 import { loadConfig, secretsOf } from "../src/app/config.ts";
 import { createHttpService } from "../src/app/http-service.ts";
@@ -54,21 +57,25 @@ async function main(): Promise<void> {
     generator: await service.root.generator(),
     defaults: { mode: config.searchMode, alpha: config.hybridAlpha },
   });
+  const answer = async (request: SearchRequest) => {
+    const { query, recommendation, results, citedIds } = await search.execute(request, { catalogue: "default" });
+    return { query, recommendation, results: results.map(scoredView), cited_ids: citedIds };
+  };
   const bare = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     async fetch(request) {
       try {
-        const { query, recommendation, results, citedIds } = await search.execute(
-          (await request.json()) as SearchRequest,
-          { catalogue: "default" },
-        );
-        return Response.json({ query, recommendation, results: results.map(scoredView), cited_ids: citedIds });
+        return Response.json(await answer((await request.json()) as SearchRequest));
       } catch (error) {
         return Response.json({ detail: String(error) }, { status: 500 });
       }
     },
   });
+  // Elysia parses the JSON body by its content type, as it does for the service's routes.
+  const framework = new Elysia()
+    .post("/products/search", ({ body }) => answer(body as SearchRequest))
+    .listen({ hostname: "127.0.0.1", port: 0, reusePort: false });
 
   process.on("message", (message: { cpu?: boolean; stop?: boolean }) => {
     if (message.cpu) {
@@ -78,13 +85,14 @@ async function main(): Promise<void> {
     if (message.stop) {
       void (async () => {
         await bare.stop(true);
+        await framework.stop();
         await service.app.stop();
         await service.close();
         process.exit(0);
       })();
     }
   });
-  process.send?.({ servicePort: server.server?.port, barePort: bare.port });
+  process.send?.({ servicePort: server.server?.port, barePort: bare.port, elysiaPort: framework.server?.port });
 }
 
 if (import.meta.main) await main();

@@ -7,17 +7,18 @@
  *    `--keep`, which also reuses one left by a previous --keep run), `--products` products with
  *    clustered `--dimension`-d vectors (bench/vectors.ts) are written and the vector index built,
  *    as the service would have them.
- * 2. One child process (bench/http-target.ts) serves both: the service as `serve` wires it, with the
+ * 2. One child process (bench/http-target.ts) serves all three: the service as `serve` wires it, with the
  *    settings of the environment (LOG_LEVEL info by default: logging on, to a file), the search rate
- *    limit off (its default of 60 a minute would answer 429) and a fake embedder; and the bare handler.
+ *    limit off (its default of 60 a minute would answer 429) and a fake embedder; the bare handler;
+ *    and the bare handler as the one route of a plain Elysia app (`elysia_*`: the framework's floor).
  * 3. A load generator in its own process (`--client wrk`, Debian's wrk, or `--client bun`, a
  *    keep-alive fetch loop: bench/http-load.ts) sends POST /products/search with a query of its own
  *    each time (so every search misses the query cache and embeds, and the service writes its
- *    cache; `--repeat N`: N queries in turn instead, hits once seen), at 1 and at 16 connections, `--seconds` each, service and bare in turn (alternating
- *    which goes first), `--rounds` times; the figures are medians over the rounds.
+ *    cache; `--repeat N`: N queries in turn instead, hits once seen), at 1 and at 16 connections, `--seconds` each, the three in turn (each
+ *    round starting with the next), `--rounds` times; the figures are medians over the rounds.
  *
  * Run: `bun run bench:http [--quick] [--products 10000] [--dimension 3072] [--rounds 5]
- *   [--seconds 5] [--client wrk|bun] [--keep] [--schema bench_http] [--profile DIR] [--only service|bare] [--repeat N]` with DATABASE_URL (or `--database-url`) naming a database
+ *   [--seconds 5] [--client wrk|bun] [--keep] [--schema bench_http] [--profile DIR] [--only service|bare|elysia] [--repeat N]` with DATABASE_URL (or `--database-url`) naming a database
  *   where pgvector can be created. Prints the settings and, as its last line, one JSON object.
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";
@@ -165,9 +166,11 @@ async function dropSchema(): Promise<void> {
 
 // ---------------------------------------------------------------- the servers
 
+type Which = "service" | "bare" | "elysia";
+const TARGETS: readonly Which[] = ["service", "bare", "elysia"];
+
 interface Target {
-  servicePort: number;
-  barePort: number;
+  ports: Record<Which, number>;
   cpuMs(): Promise<number>;
   stop(): Promise<void>;
   logFile: string;
@@ -202,8 +205,11 @@ async function startTarget(dataDir: string): Promise<Target> {
     void child.exited.then((code) => reject(new Error(`bench/http-target.ts exited with ${code}`)));
   });
   return {
-    servicePort: ports.servicePort as number,
-    barePort: ports.barePort as number,
+    ports: {
+      service: ports.servicePort as number,
+      bare: ports.barePort as number,
+      elysia: ports.elysiaPort as number,
+    },
     logFile,
     cpuMs: () =>
       new Promise((resolveCpu) => {
@@ -285,8 +291,8 @@ interface Measured {
   failures: number;
 }
 
-async function measure(target: Target, which: "service" | "bare", concurrency: number, token: string) {
-  const port = which === "service" ? target.servicePort : target.barePort;
+async function measure(target: Target, which: Which, concurrency: number, token: string) {
+  const port = target.ports[which];
   const cpuBefore = await target.cpuMs();
   const result = await load(port, concurrency, SECONDS, which === "service" ? token : "");
   const cpu = (await target.cpuMs()) - cpuBefore;
@@ -335,19 +341,14 @@ const dataDir = mkdtempSync(join(tmpdir(), "sku-bench-http-"));
 const target = await startTarget(dataDir);
 const results: Record<string, Measured[]> = {};
 try {
-  const token = await login(target.servicePort);
+  const token = await login(target.ports.service);
   // Warm-up: JIT, pool connections, plans.
-  for (const which of ["service", "bare"] as const)
-    await load(
-      which === "service" ? target.servicePort : target.barePort,
-      4,
-      QUICK ? 1 : 2,
-      which === "service" ? token : "",
-    );
+  for (const which of TARGETS) await load(target.ports[which], 4, QUICK ? 1 : 2, which === "service" ? token : "");
   for (let roundNo = 0; roundNo < ROUNDS; roundNo++) {
     for (const concurrency of CONCURRENCIES) {
-      const order = roundNo % 2 === 0 ? (["service", "bare"] as const) : (["bare", "service"] as const);
-      // --only service|bare: one of them (with --profile, to see where one spends its time).
+      // Each round starts with the next target in turn.
+      const order = TARGETS.map((_, i) => TARGETS[(i + roundNo) % TARGETS.length] as Which);
+      // --only service|bare|elysia: one of them (with --profile, to see where one spends its time).
       for (const which of order.filter((target) => args.only === undefined || target === args.only)) {
         const measured = await measure(target, which, concurrency, token);
         const key = `${which}_c${concurrency}`;
@@ -369,42 +370,32 @@ rmSync(dataDir, { recursive: true, force: true });
 await dropSchema();
 
 const figure = (key: string, pick: (m: Measured) => number) => median((results[key] ?? []).map(pick));
+/** The median of each round's ratio of `which` to the bare handler: both ran under the same load. */
+const ratioToBare = (which: Which, c: number) =>
+  median(
+    (results[`${which}_c${c}`] ?? []).map((m, i) => m.rps / ((results[`bare_c${c}`] ?? [])[i]?.rps ?? Number.NaN)),
+  );
 const summary: Record<string, number | string> = {};
-for (const c of CONCURRENCIES) {
-  summary[`service_rps_c${c}`] = round(
-    figure(`service_c${c}`, (m) => m.rps),
-    1,
-  );
-  summary[`bare_rps_c${c}`] = round(
-    figure(`bare_c${c}`, (m) => m.rps),
-    1,
-  );
-}
-for (const c of CONCURRENCIES) {
-  // The ratio of each round's pair, then the median: both halves of a pair ran under the same load.
-  const pairs = (results[`service_c${c}`] ?? []).map(
-    (m, i) => m.rps / ((results[`bare_c${c}`] ?? [])[i]?.rps ?? Number.NaN),
-  );
-  summary[`ratio_c${c}`] = round(median(pairs), 3);
-}
-for (const c of CONCURRENCIES) {
-  summary[`service_p50_ms_c${c}`] = round(
-    figure(`service_c${c}`, (m) => m.p50Ms),
-    3,
-  );
-  summary[`bare_p50_ms_c${c}`] = round(
-    figure(`bare_c${c}`, (m) => m.p50Ms),
-    3,
-  );
-  summary[`service_cpu_ms_per_request_c${c}`] = round(
-    figure(`service_c${c}`, (m) => m.cpuMsPerRequest),
-    3,
-  );
-  summary[`bare_cpu_ms_per_request_c${c}`] = round(
-    figure(`bare_c${c}`, (m) => m.cpuMsPerRequest),
-    3,
-  );
-}
+for (const c of CONCURRENCIES)
+  for (const which of TARGETS)
+    summary[`${which}_rps_c${c}`] = round(
+      figure(`${which}_c${c}`, (m) => m.rps),
+      1,
+    );
+for (const c of CONCURRENCIES) summary[`ratio_c${c}`] = round(ratioToBare("service", c), 3);
+// The framework's own floor: a plain Elysia app with the bare handler as its one route.
+for (const c of CONCURRENCIES) summary[`elysia_ratio_c${c}`] = round(ratioToBare("elysia", c), 3);
+for (const c of CONCURRENCIES)
+  for (const which of TARGETS) {
+    summary[`${which}_p50_ms_c${c}`] = round(
+      figure(`${which}_c${c}`, (m) => m.p50Ms),
+      3,
+    );
+    summary[`${which}_cpu_ms_per_request_c${c}`] = round(
+      figure(`${which}_c${c}`, (m) => m.cpuMsPerRequest),
+      3,
+    );
+  }
 const failures = Object.values(results)
   .flat()
   .reduce((sum, m) => sum + m.failures, 0);

@@ -648,11 +648,11 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
     expect(Number(count?.n)).toBe(1);
   });
 
-  test("the query cache keeps at most maxRows entries, pruning the oldest in the background", async () => {
+  test("the query cache keeps at most maxRows entries, pruning the oldest in the background down to nine tenths of it", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
-    const cache = new PostgresQueryEmbeddingCache(client, { retentionDays: 30, maxRows: 3, pruneEvery: 4 });
-    for (let i = 0; i < 8; i++) {
+    const cache = new PostgresQueryEmbeddingCache(client, { retentionDays: 30, maxRows: 10, pruneEvery: 12 });
+    for (let i = 0; i < 12; i++) {
       cache.put({ model: "m", dimension: 2, text: `q${i}` }, [1, i + 1]);
       await cache.flush();
       await cache.settled();
@@ -662,12 +662,33 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
     const rows = await client.query<{ embedding: Uint8Array }>(
       "SELECT embedding FROM query_embeddings ORDER BY created_at",
     );
-    // Pruned at the 4th and the 8th put: the three newest of the eight remain.
-    expect(rows.map((row) => decodeVector(row.embedding))).toEqual([
-      [1, 6],
-      [1, 7],
-      [1, 8],
-    ]);
+    // Pruned at the 12th put: the nine newest of the twelve remain.
+    expect(rows.map((row) => decodeVector(row.embedding))).toEqual(Array.from({ length: 9 }, (_, i) => [1, i + 4]));
+  });
+
+  test("a full query cache sorts its entries for a surplus once per tenth of maxRows stored, not at every prune", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    const surplusScans = countingStatements(client, "OFFSET");
+    const cache = new PostgresQueryEmbeddingCache(surplusScans.client, {
+      retentionDays: 30,
+      maxRows: 20,
+      pruneEvery: 1,
+      keysRefreshMs: 3_600_000,
+    });
+    const key = (text: string) => ({ model: "m", dimension: 2, text });
+    expect(await cache.get(key("first"))).toBeNull(); // starts reading the keys
+    await cache.refreshKeys();
+    for (let i = 0; i < 26; i++) {
+      cache.put(key(`q${i}`), [1, i + 1]);
+      await cache.flush();
+      await cache.settled();
+    }
+    // The 21st passes 20: 18 are left; the 22nd and 23rd fit; the 24th passes it again: 18; the 25th and 26th fit.
+    expect(surplusScans.count()).toBe(2);
+    const left = await client.query<{ n: number | string }>("SELECT count(*) AS n FROM query_embeddings");
+    expect(Number(left[0]?.n)).toBe(20);
+    await cache.close();
   });
 
   test("the query cache does not sort its entries for a surplus while it knows of no more than maxRows", async () => {
@@ -690,10 +711,10 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
     await client.query("UPDATE query_embeddings SET created_at = created_at - interval '1 second'");
     cache.put(key("d"), [1, 100]);
     await cache.flush();
-    expect(await cache.prune()).toBe(1); // four known: the oldest goes
+    expect(await cache.prune()).toBe(2); // four known: the oldest go, down to nine tenths of three
     expect(surplusScans.count()).toBe(1);
     const left = await client.query<{ n: number | string }>("SELECT count(*) AS n FROM query_embeddings");
-    expect(Number(left[0]?.n)).toBe(3);
+    expect(Number(left[0]?.n)).toBe(2);
     expect(await cache.prune()).toBe(0);
     expect(surplusScans.count()).toBe(1);
     await cache.close();
