@@ -18,7 +18,11 @@ export interface PostgresQueryEmbeddingCacheOptions {
   pruneEvery?: number;
   /** How long an entry waits for others to be stored with it, in ms (default 100). */
   flushDelayMs?: number;
-  /** Most entries stored by one statement (default 100); that many waiting are stored at once. */
+  /**
+   * Most entries stored by one statement (default 10); that many waiting are stored at once. Each
+   * statement's parameters are written on the event loop (12 kB an entry at 3072 dimensions): ten
+   * at a time keep each pause short, where a hundred held the searches behind it for milliseconds.
+   */
   maxBatch?: number;
   /** Most entries waiting to be stored (default 2,000); past it new ones are not stored (the database is not keeping up). */
   maxPending?: number;
@@ -196,7 +200,7 @@ export class PostgresQueryEmbeddingCache implements QueryEmbeddingCache {
   }
 
   private get maxBatch(): number {
-    return this.options.maxBatch ?? 100;
+    return this.options.maxBatch ?? 10;
   }
 
   private async storePending(): Promise<void> {
