@@ -16,12 +16,14 @@
  *    each time (so every search misses the query cache and embeds, and the service writes its
  *    cache; `--repeat N`: N queries in turn instead, hits once seen), at 1 and at 16 connections, `--seconds` each, the three in turn (each
  *    round starting with the next), `--rounds` times; the figures are medians over the rounds.
+ *    Each load's CPU per request is counted in the targets' process and, when the server runs on
+ *    this machine, in the database sessions serving them (read from /proc).
  *
  * Run: `bun run bench:http [--quick] [--products 10000] [--dimension 3072] [--rounds 5]
  *   [--seconds 5] [--client wrk|bun] [--keep] [--schema bench_http] [--profile DIR] [--only service|bare|elysia] [--repeat N]` with DATABASE_URL (or `--database-url`) naming a database
  *   where pgvector can be created. Prints the settings and, as its last line, one JSON object.
  */
-import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -164,6 +166,32 @@ async function dropSchema(): Promise<void> {
   await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`).finally(() => admin.close());
 }
 
+/** Clock ticks a second of the CPU times in /proc. */
+const CLOCK_TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
+
+/**
+ * The CPU time (ms) of the database's sessions serving the targets (every client backend of the
+ * bench's database but the asking one), read from /proc: the database's share of each request. Null
+ * when the server is not on this machine (or its processes are not readable).
+ */
+async function databaseCpuMs(admin: SqlClient): Promise<number | null> {
+  const sessions = await admin.query<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity
+     WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+  );
+  let ticks = 0;
+  for (const { pid } of sessions) {
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("postgres")) return null;
+      const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] ?? "").split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
+    } catch {
+      return null;
+    }
+  }
+  return (ticks * 1000) / CLOCK_TICKS;
+}
+
 // ---------------------------------------------------------------- the servers
 
 type Which = "service" | "bare" | "elysia";
@@ -288,19 +316,24 @@ interface Measured {
   p50Ms: number;
   p95Ms: number;
   cpuMsPerRequest: number;
+  /** The database sessions' CPU per request (null: not measurable from here). */
+  dbCpuMsPerRequest: number | null;
   failures: number;
 }
 
-async function measure(target: Target, which: Which, concurrency: number, token: string) {
+async function measure(target: Target, which: Which, concurrency: number, token: string, admin: SqlClient) {
   const port = target.ports[which];
-  const cpuBefore = await target.cpuMs();
+  const [cpuBefore, dbBefore] = [await target.cpuMs(), await databaseCpuMs(admin)];
   const result = await load(port, concurrency, SECONDS, which === "service" ? token : "");
-  const cpu = (await target.cpuMs()) - cpuBefore;
+  const [cpu, db] = [(await target.cpuMs()) - cpuBefore, await databaseCpuMs(admin)];
+  const requests = Math.max(1, result.requests);
   return {
     rps: result.requests / (result.duration_us / 1e6),
     p50Ms: result.p50_us / 1000,
     p95Ms: result.p95_us / 1000,
-    cpuMsPerRequest: cpu / Math.max(1, result.requests),
+    cpuMsPerRequest: cpu / requests,
+    // A session that ended during the load took its CPU time with it: then this is a lower bound.
+    dbCpuMsPerRequest: db === null || dbBefore === null ? null : Math.max(0, db - dbBefore) / requests,
     failures: result.failures,
   } satisfies Measured;
 }
@@ -340,6 +373,8 @@ out(
 const dataDir = mkdtempSync(join(tmpdir(), "sku-bench-http-"));
 const target = await startTarget(dataDir);
 const results: Record<string, Measured[]> = {};
+// Reads the database sessions' CPU between loads (databaseCpuMs).
+const admin = connectPostgres(DATABASE_URL, { maxConnections: 1 });
 try {
   const token = await login(target.ports.service);
   // Warm-up: JIT, pool connections, plans.
@@ -350,19 +385,22 @@ try {
       const order = TARGETS.map((_, i) => TARGETS[(i + roundNo) % TARGETS.length] as Which);
       // --only service|bare|elysia: one of them (with --profile, to see where one spends its time).
       for (const which of order.filter((target) => args.only === undefined || target === args.only)) {
-        const measured = await measure(target, which, concurrency, token);
+        const measured = await measure(target, which, concurrency, token, admin);
         const key = `${which}_c${concurrency}`;
         results[key] = [...(results[key] ?? []), measured];
         out(
           `round ${roundNo + 1} c=${concurrency} ${which.padEnd(7)} ${measured.rps.toFixed(0).padStart(6)} req/s, ` +
             `p50 ${measured.p50Ms.toFixed(2)} ms, p95 ${measured.p95Ms.toFixed(2)} ms, ` +
-            `CPU ${measured.cpuMsPerRequest.toFixed(2)} ms/req${measured.failures ? `, ${measured.failures} failed` : ""}; ` +
+            `CPU ${measured.cpuMsPerRequest.toFixed(2)} ms/req` +
+            (measured.dbCpuMsPerRequest === null ? "" : `, database ${measured.dbCpuMsPerRequest.toFixed(2)} ms/req`) +
+            `${measured.failures ? `, ${measured.failures} failed` : ""}; ` +
             `load ${(loadavg()[0] as number).toFixed(1)}`,
         );
       }
     }
   }
 } finally {
+  await admin.close();
   await target.stop();
 }
 const logBytes = statSync(target.logFile).size;
@@ -395,6 +433,9 @@ for (const c of CONCURRENCIES)
       figure(`${which}_c${c}`, (m) => m.cpuMsPerRequest),
       3,
     );
+    const database = (results[`${which}_c${c}`] ?? []).map((m) => m.dbCpuMsPerRequest);
+    if (database.length > 0 && database.every((ms) => ms !== null))
+      summary[`${which}_db_cpu_ms_per_request_c${c}`] = round(median(database as number[]), 3);
   }
 const failures = Object.values(results)
   .flat()
