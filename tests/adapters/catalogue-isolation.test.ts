@@ -230,7 +230,7 @@ forEachDatabase((db) => {
         await client.query("CREATE INDEX products_embedding_hnsw ON products USING hnsw (embedding vector_cosine_ops)");
         // The relevance tables of migrations 13 to 15, each with the default catalogue's rows.
         await client.query("INSERT INTO synonym_sets (position, terms) VALUES (0, ARRAY['producto', 'artículo'])");
-        const searchId = "9b2e7c4d-1f3a-4e5b-8c6d-7e8f9a0b1c2d";
+        const searchId = "019ac3d1-5e3a-7b4c-9d1e-2f3a4b5c6d7e";
         await client.query(
           "INSERT INTO searches (search_id, query, mode, results, searched_at) VALUES ($1, 'producto', 'hybrid', 3, now())",
           [searchId],

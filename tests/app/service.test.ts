@@ -149,6 +149,20 @@ describe("the service on the embedded database", () => {
     expect(Number(again.headers.get("retry-after"))).toBeGreaterThan(0);
   });
 
+  test("search ids are UUIDs in time order (version 7): each search's sorts after the one before", async () => {
+    const { call, login } = await start({ DATA_DIR: await dataDirWithDatabase() });
+    const token = await login();
+    const ids: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const search = await call("POST", "/products/search", { json: { query: `query ${i}` }, token });
+      expect(search.status).toBe(200);
+      ids.push(search.json.search_id as string);
+    }
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect([...ids].sort()).toEqual(ids);
+  });
+
   test("refuses wrong credentials and every kind of bad token with 401 and WWW-Authenticate", async () => {
     const secret = "k".repeat(48);
     const { call } = await start({ DATA_DIR: await dataDirWithDatabase(), JWT_SECRET: secret });

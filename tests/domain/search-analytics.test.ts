@@ -4,7 +4,7 @@ import { SearchAnalytics } from "../../src/domain/search-analytics.ts";
 import { FakeClock } from "../fakes/fake-clock.ts";
 import { MemorySearchAnalytics } from "../fakes/memory-search-analytics.ts";
 
-const ID = "9b2e7c4d-1f3a-4e5b-8c6d-7e8f9a0b1c2d";
+const ID = "019ac3d1-5e3a-7b4c-9d1e-2f3a4b5c6d7e";
 const DAY = 86_400_000;
 
 function analytics(retentionDays = 30) {

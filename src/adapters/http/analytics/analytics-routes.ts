@@ -10,7 +10,7 @@ import { requestContext } from "../core/request-context.ts";
 import { answers, documented, messageOf, problem, UNAVAILABLE } from "../core/route-docs.ts";
 import { integer, productIdField } from "../products/product-schemas.ts";
 
-const SEARCH_ID_EXAMPLE = "9b2e7c4d-1f3a-4e5b-8c6d-7e8f9a0b1c2d";
+const SEARCH_ID_EXAMPLE = "019ac3d1-5e3a-7b4c-9d1e-2f3a4b5c6d7e";
 
 const EventBody = t.Object(
   {
