@@ -666,19 +666,27 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
     expect(rows.map((row) => decodeVector(row.embedding))).toEqual(Array.from({ length: 9 }, (_, i) => [1, i + 4]));
   });
 
-  test("a full query cache sorts its entries for a surplus once per tenth of maxRows stored, not at every prune", async () => {
+  /**
+   * A query cache on a fresh database that has read the keys it holds (so a prune knows how many
+   * there are), its surplus scans (the statements sorting for the oldest) counted.
+   */
+  async function cacheKnowingItsKeys(options: { maxRows: number; pruneEvery?: number }) {
     const client = await db.fresh();
     await prepareDatabase(client, space);
     const surplusScans = countingStatements(client, "OFFSET");
     const cache = new PostgresQueryEmbeddingCache(surplusScans.client, {
       retentionDays: 30,
-      maxRows: 20,
-      pruneEvery: 1,
       keysRefreshMs: 3_600_000,
+      ...options,
     });
     const key = (text: string) => ({ model: "m", dimension: 2, text });
     expect(await cache.get(key("first"))).toBeNull(); // starts reading the keys
     await cache.refreshKeys();
+    return { client, cache, surplusScans, key };
+  }
+
+  test("a full query cache sorts its entries for a surplus once per tenth of maxRows stored, not at every prune", async () => {
+    const { client, cache, surplusScans, key } = await cacheKnowingItsKeys({ maxRows: 20, pruneEvery: 1 });
     for (let i = 0; i < 26; i++) {
       cache.put(key(`q${i}`), [1, i + 1]);
       await cache.flush();
@@ -692,17 +700,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("the query cache does not sort its entries for a surplus while it knows of no more than maxRows", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
-    const surplusScans = countingStatements(client, "OFFSET");
-    const cache = new PostgresQueryEmbeddingCache(surplusScans.client, {
-      retentionDays: 30,
-      maxRows: 3,
-      keysRefreshMs: 3_600_000,
-    });
-    const key = (text: string) => ({ model: "m", dimension: 2, text });
-    expect(await cache.get(key("a"))).toBeNull(); // starts reading the keys
-    await cache.refreshKeys();
+    const { client, cache, surplusScans, key } = await cacheKnowingItsKeys({ maxRows: 3 });
     for (const text of ["a", "b", "c"]) cache.put(key(text), [1, text.charCodeAt(0)]);
     await cache.flush();
     expect(await cache.prune()).toBe(0);
