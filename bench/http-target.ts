@@ -1,16 +1,20 @@
 /**
- * The two servers bench/http.ts compares, in one process (started by it; not run by hand):
+ * The servers bench/http.ts compares, in one process (started by it; not run by hand):
  *
  * - the service, as `serve` wires it (createHttpService: Elysia, auth, rate limits, the query
  *   cache, logging at LOG_LEVEL to stdout, metrics when configured), configured from the
  *   environment bench/http.ts gives it, with a fake embedder;
- * - a bare `Bun.serve` handler that parses the body and runs the same search use case over the
- *   same repository, the same pool and the same fake embedder and generator, and answers the same
- *   JSON: no auth, no cache, no log, no framework. What the service costs beyond it is its HTTP layer;
+ * - a bare `Bun.serve` handler that parses the body and calls the service's own search use case
+ *   (the same instance: the same SQL, pool, query cache, analytics, fake embedder and local
+ *   generator) and answers the same JSON: no auth, no validation, no log, no framework. What the
+ *   service costs beyond it is its HTTP layer;
  * - the same handler as the one route of a plain Elysia app (no schema, no hook, no plugin): what
- *   the framework itself costs, the floor of any service written on it.
+ *   the framework itself costs, the floor of any service written on it;
+ * - `search_only`: a bare handler whose use case has only the products, the embedder and the
+ *   generator: the search's own statements, none of the query cache's or the analytics' (what the
+ *   service does per search beyond the search itself, seen by comparing the two bare handlers).
  *
- * It tells its parent the three ports over IPC and answers `{cpu: true}` with this process's CPU time.
+ * It tells its parent the four ports over IPC and answers `{cpu: true}` with this process's CPU time.
  */
 
 import { Elysia } from "elysia";
@@ -50,28 +54,33 @@ async function main(): Promise<void> {
   const service = await createHttpService(config, log, { embedder });
   const server = service.app.listen({ hostname: "127.0.0.1", port: 0, reusePort: false });
 
-  // The bare handler: the same use case over the same repository (the same pool).
-  const search = new SearchAndRecommend({
+  const view = async (search: SearchAndRecommend, request: SearchRequest) => {
+    const { query, recommendation, results, citedIds } = await search.execute(request, { catalogue: "default" });
+    return { query, recommendation, results: results.map(scoredView), cited_ids: citedIds };
+  };
+  const bareServer = (answer: (request: SearchRequest) => Promise<unknown>) =>
+    Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(request) {
+        try {
+          return Response.json(await answer((await request.json()) as SearchRequest));
+        } catch (error) {
+          return Response.json({ detail: String(error) }, { status: 500 });
+        }
+      },
+    });
+  // The bare handler: the service's own use case (the same instance, so the same statements).
+  const answer = (request: SearchRequest) => view(service.search, request);
+  const bare = bareServer(answer);
+  // The search alone: a use case with nothing but what the search itself reads.
+  const searchOnly = new SearchAndRecommend({
     products: await service.root.products(),
     embedder,
     generator: await service.root.generator(),
     defaults: { mode: config.searchMode, alpha: config.hybridAlpha },
   });
-  const answer = async (request: SearchRequest) => {
-    const { query, recommendation, results, citedIds } = await search.execute(request, { catalogue: "default" });
-    return { query, recommendation, results: results.map(scoredView), cited_ids: citedIds };
-  };
-  const bare = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(request) {
-      try {
-        return Response.json(await answer((await request.json()) as SearchRequest));
-      } catch (error) {
-        return Response.json({ detail: String(error) }, { status: 500 });
-      }
-    },
-  });
+  const searchOnlyServer = bareServer((request) => view(searchOnly, request));
   // Elysia parses the JSON body by its content type, as it does for the service's routes.
   const framework = new Elysia()
     .post("/products/search", ({ body }) => answer(body as SearchRequest))
@@ -85,6 +94,7 @@ async function main(): Promise<void> {
     if (message.stop) {
       void (async () => {
         await bare.stop(true);
+        await searchOnlyServer.stop(true);
         await framework.stop();
         await service.app.stop();
         await service.close();
@@ -92,7 +102,12 @@ async function main(): Promise<void> {
       })();
     }
   });
-  process.send?.({ servicePort: server.server?.port, barePort: bare.port, elysiaPort: framework.server?.port });
+  process.send?.({
+    servicePort: server.server?.port,
+    barePort: bare.port,
+    elysiaPort: framework.server?.port,
+    searchOnlyPort: searchOnlyServer.port,
+  });
 }
 
 if (import.meta.main) await main();

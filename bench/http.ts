@@ -1,26 +1,30 @@
 /**
  * What the HTTP layer costs: the service against a bare `Bun.serve` handler that runs the same
- * search (the same use case, SQL, pool, fake embedder and local generator) with nothing around it,
- * side by side in one run, on a PostgreSQL server (DATABASE_URL).
+ * search (the service's own use case: the same SQL, pool, query cache, analytics, fake embedder and
+ * local generator) with nothing around it, side by side in one run, on a PostgreSQL server
+ * (DATABASE_URL).
  *
  * 1. In a schema of its own (`--schema`, default `bench_http`, dropped before and after unless
  *    `--keep`, which also reuses one left by a previous --keep run), `--products` products with
  *    clustered `--dimension`-d vectors (bench/vectors.ts) are written and the vector index built,
  *    as the service would have them.
- * 2. One child process (bench/http-target.ts) serves all three: the service as `serve` wires it, with the
+ * 2. One child process (bench/http-target.ts) serves all four: the service as `serve` wires it, with the
  *    settings of the environment (LOG_LEVEL info by default: logging on, to a file), the search rate
- *    limit off (its default of 60 a minute would answer 429) and a fake embedder; the bare handler;
- *    and the bare handler as the one route of a plain Elysia app (`elysia_*`: the framework's floor).
+ *    limit off (its default of 60 a minute would answer 429) and a fake embedder; the bare handler
+ *    calling the service's search use case; the bare handler as the one route of a plain Elysia app
+ *    (`elysia_*`: the framework's floor); and `search_only_*`, a bare handler running the search's
+ *    own statements alone (no query cache, no analytics: what those cost per search).
  * 3. A load generator in its own process (`--client wrk`, Debian's wrk, or `--client bun`, a
  *    keep-alive fetch loop: bench/http-load.ts) sends POST /products/search with a query of its own
- *    each time (so every search misses the query cache and embeds, and the service writes its
- *    cache; `--repeat N`: N queries in turn instead, hits once seen), at 1 and at 16 connections, `--seconds` each, the three in turn (each
+ *    each time (so every search misses the query cache and embeds, and the service and the bare
+ *    handler write the cache; `--repeat N`: N queries in turn instead, hits once seen), at 1 and at
+ *    16 connections, `--seconds` each, the four in turn (each
  *    round starting with the next), `--rounds` times; the figures are medians over the rounds.
  *    Each load's CPU per request is counted in the targets' process and, when the server runs on
  *    this machine, in the database sessions serving them (read from /proc).
  *
  * Run: `bun run bench:http [--quick] [--products 10000] [--dimension 3072] [--rounds 5]
- *   [--seconds 5] [--client wrk|bun] [--keep] [--schema bench_http] [--profile DIR] [--only service|bare|elysia] [--repeat N]` with DATABASE_URL (or `--database-url`) naming a database
+ *   [--seconds 5] [--client wrk|bun] [--keep] [--schema bench_http] [--profile DIR] [--only service|bare|elysia|search_only] [--repeat N]` with DATABASE_URL (or `--database-url`) naming a database
  *   where pgvector can be created. Prints the settings and, as its last line, one JSON object.
  */
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -194,8 +198,8 @@ async function databaseCpuMs(admin: SqlClient): Promise<number | null> {
 
 // ---------------------------------------------------------------- the servers
 
-type Which = "service" | "bare" | "elysia";
-const TARGETS: readonly Which[] = ["service", "bare", "elysia"];
+type Which = "service" | "bare" | "elysia" | "search_only";
+const TARGETS: readonly Which[] = ["service", "bare", "elysia", "search_only"];
 
 interface Target {
   ports: Record<Which, number>;
@@ -237,6 +241,7 @@ async function startTarget(dataDir: string): Promise<Target> {
       service: ports.servicePort as number,
       bare: ports.barePort as number,
       elysia: ports.elysiaPort as number,
+      search_only: ports.searchOnlyPort as number,
     },
     logFile,
     cpuMs: () =>
@@ -383,13 +388,13 @@ try {
     for (const concurrency of CONCURRENCIES) {
       // Each round starts with the next target in turn.
       const order = TARGETS.map((_, i) => TARGETS[(i + roundNo) % TARGETS.length] as Which);
-      // --only service|bare|elysia: one of them (with --profile, to see where one spends its time).
+      // --only service|bare|elysia|search_only: one of them (with --profile, to see where one spends its time).
       for (const which of order.filter((target) => args.only === undefined || target === args.only)) {
         const measured = await measure(target, which, concurrency, token, admin);
         const key = `${which}_c${concurrency}`;
         results[key] = [...(results[key] ?? []), measured];
         out(
-          `round ${roundNo + 1} c=${concurrency} ${which.padEnd(7)} ${measured.rps.toFixed(0).padStart(6)} req/s, ` +
+          `round ${roundNo + 1} c=${concurrency} ${which.padEnd(11)} ${measured.rps.toFixed(0).padStart(6)} req/s, ` +
             `p50 ${measured.p50Ms.toFixed(2)} ms, p95 ${measured.p95Ms.toFixed(2)} ms, ` +
             `CPU ${measured.cpuMsPerRequest.toFixed(2)} ms/req` +
             (measured.dbCpuMsPerRequest === null ? "" : `, database ${measured.dbCpuMsPerRequest.toFixed(2)} ms/req`) +
@@ -423,6 +428,8 @@ for (const c of CONCURRENCIES)
 for (const c of CONCURRENCIES) summary[`ratio_c${c}`] = round(ratioToBare("service", c), 3);
 // The framework's own floor: a plain Elysia app with the bare handler as its one route.
 for (const c of CONCURRENCIES) summary[`elysia_ratio_c${c}`] = round(ratioToBare("elysia", c), 3);
+// The bare handler against the search alone: what the query cache and the analytics cost per search.
+for (const c of CONCURRENCIES) summary[`search_only_ratio_c${c}`] = round(ratioToBare("search_only", c), 3);
 for (const c of CONCURRENCIES)
   for (const which of TARGETS) {
     summary[`${which}_p50_ms_c${c}`] = round(

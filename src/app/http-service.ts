@@ -192,6 +192,24 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     log: (event) => log.info(event),
   });
 
+  const search = new SearchAndRecommend({
+    products,
+    embedder: spaceWatch ? spaceWatch.guard(queryEmbedder) : queryEmbedder,
+    generator: await root.generator(),
+    defaults: { mode: config.searchMode, alpha: config.hybridAlpha },
+    ranking: {
+      categoryBoost: config.categoryBoost,
+      minScore: relevanceThreshold(config.searchMinScore, embedder),
+    },
+    synonyms: synonymStore,
+    analytics,
+    // Time-ordered (UUID version 7): the analytics tables' keys grow at their end, where random
+    // ones would touch a random page of an index that outgrows memory as months of searches pile up.
+    newSearchId: () => Bun.randomUUIDv7(),
+    translator: translation.translator,
+    log: (event) => (event.event === "translation_failed" ? log.warn : log.info)(event),
+  });
+
   const app = createHttpApp({
     authenticate,
     authenticateKeys,
@@ -200,23 +218,7 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     manageProducts: new ManageProducts({ products, embedder: documentEmbedder }),
     manageCatalogues: await root.manageCatalogues(),
     importJobs: await root.importJobs(),
-    search: new SearchAndRecommend({
-      products,
-      embedder: spaceWatch ? spaceWatch.guard(queryEmbedder) : queryEmbedder,
-      generator: await root.generator(),
-      defaults: { mode: config.searchMode, alpha: config.hybridAlpha },
-      ranking: {
-        categoryBoost: config.categoryBoost,
-        minScore: relevanceThreshold(config.searchMinScore, embedder),
-      },
-      synonyms: synonymStore,
-      analytics,
-      // Time-ordered (UUID version 7): the analytics tables' keys grow at their end, where random
-      // ones would touch a random page of an index that outgrows memory as months of searches pile up.
-      newSearchId: () => Bun.randomUUIDv7(),
-      translator: translation.translator,
-      log: (event) => (event.event === "translation_failed" ? log.warn : log.info)(event),
-    }),
+    search,
     synonyms: await root.manageSynonyms(),
     analytics,
     health: await root.databaseHealth(),
@@ -254,6 +256,8 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     app,
     root,
     embedder,
+    /** The search use case the routes call (with its query cache and analytics): bench/http-target.ts calls it bare. */
+    search,
     /** Milliseconds the start spent opening and migrating the database, starting translation, making the first admin. */
     startupMs,
     /** GET /metrics alone, for METRICS_PORT; undefined when metrics are off or served by `app`. */
