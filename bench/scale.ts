@@ -32,6 +32,8 @@
  *    (`--probes`, `--ef-search`, `--rerank-depth`: the JSON's figures) with filtered recall;
  * 5. with the index live: `--live` products through the bulk path (ingest_live_index_per_s), then
  *    `--live` by COPY (copy_live_index_per_s).
+ * In step 2, on a server on this machine, each phase's CPU per row is counted (the server's processes,
+ * the service's, this process's: its client and fake provider) with the cores busy meanwhile.
  * The settings, each phase's figures and the load average are printed; the last line is one JSON
  * object. `--quick` (CI) runs it all on 3,000 products in about a minute, so the bench does not rot.
  * On a server the bench creates and drops its own database (`--keep` leaves it, with its index).
@@ -312,6 +314,7 @@ async function startService(target: Target) {
   return {
     base,
     auth: { authorization: `Bearer ${token}` },
+    pid: child.pid,
     async stop() {
       if (child.exitCode === null) child.kill("SIGTERM");
       await child.exited;
@@ -322,8 +325,9 @@ async function startService(target: Target) {
 type Service = Awaited<ReturnType<typeof startService>>;
 
 /** Rows [from, to) through POST /products/bulk (their vectors made beforehand); returns products per second. */
-async function bulkLoad(service: Service, from: number, to: number): Promise<number> {
+async function bulkLoad(service: Service, from: number, to: number, cpu?: CpuMeter): Promise<number> {
   renderVectors(from, to);
+  cpu?.begin(service.pid);
   const started = performance.now();
   let next = from;
   const worker = async () => {
@@ -346,6 +350,7 @@ async function bulkLoad(service: Service, from: number, to: number): Promise<num
   };
   await Promise.all(Array.from({ length: CLIENTS }, worker));
   const rate = (to - from) / ((performance.now() - started) / 1000);
+  cpu?.end(to - from);
   rendered.clear();
   return rate;
 }
@@ -379,10 +384,17 @@ function copyChunk(from: number, to: number): Uint8Array {
  * before the clock starts (the floor: the database's work alone); otherwise each chunk is made
  * while the previous one is written (the fill, streamed: memory stays at two chunks). Rows per second.
  */
-async function copyRows(db: SqlClient, from: number, to: number, encodedFirst: boolean): Promise<number> {
+async function copyRows(
+  db: SqlClient,
+  from: number,
+  to: number,
+  encodedFirst: boolean,
+  cpu?: CpuMeter,
+): Promise<number> {
   const ranges: [number, number][] = [];
   for (let start = from; start < to; start += COPY_CHUNK) ranges.push([start, Math.min(to, start + COPY_CHUNK)]);
   const encoded = encodedFirst ? ranges.map(([a, b]) => copyChunk(a, b)) : undefined;
+  cpu?.begin(undefined);
   const started = performance.now();
   let writing: Promise<void> = Promise.resolve();
   for (const [i, [a, b]] of ranges.entries()) {
@@ -395,7 +407,9 @@ async function copyRows(db: SqlClient, from: number, to: number, encodedFirst: b
     }
   }
   await writing;
-  return (to - from) / ((performance.now() - started) / 1000);
+  const rate = (to - from) / ((performance.now() - started) / 1000);
+  cpu?.end(to - from);
+  return rate;
 }
 
 // ---------------------------------------------------------------- queries
@@ -522,6 +536,112 @@ async function serverMemoryMb(db: SqlClient): Promise<number | undefined> {
   }
 }
 
+// ---------------------------------------------------------------- CPU time
+
+const CLOCK_TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
+
+/** /proc/PID/stat's fields after the command's name (field 3 is index 0). */
+const statFields = (pid: number) => (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] ?? "").split(" ");
+
+/** A process's CPU time in ms (its own, and with `children` that of the children it has waited for). */
+function processCpuMs(pid: number, children = false): number {
+  const fields = statFields(pid);
+  const ticks = [11, 12, ...(children ? [13, 14] : [])].reduce((sum, i) => sum + Number(fields[i]), 0);
+  return (ticks * 1000) / CLOCK_TICKS;
+}
+
+/** The PostgreSQL server's postmaster when it runs on this machine and /proc shows it; else undefined. */
+async function postmasterOf(db: SqlClient): Promise<number | undefined> {
+  try {
+    const [row] = await db.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+    const postmaster = Number(statFields(Number(row?.pid))[1]);
+    return readFileSync(`/proc/${postmaster}/cmdline`, "utf8").includes("postgres") ? postmaster : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The whole server's CPU time in ms: the postmaster, its live processes, and those that have ended. */
+function serverCpuMs(postmaster: number): number {
+  let ms = processCpuMs(postmaster, true);
+  for (const entry of readdirSync("/proc")) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === postmaster) continue;
+    try {
+      if (Number(statFields(pid)[1]) === postmaster) ms += processCpuMs(pid);
+    } catch {
+      // It ended meanwhile (and its time went to the postmaster's children's).
+    }
+  }
+  return ms;
+}
+
+/** The machine's busy and total CPU time (all cores), in ms, from /proc/stat. */
+function machineCpuMs(): { busy: number; total: number } {
+  const [, ...ticks] = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).map(Number);
+  const total = ticks.reduce((sum, t) => sum + t, 0);
+  const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0); // idle, iowait
+  return { busy: ((total - idle) * 1000) / CLOCK_TICKS, total: (total * 1000) / CLOCK_TICKS };
+}
+
+/**
+ * Where a phase's CPU went, per row written: the database server's, the service's (when one
+ * writes), this process's (the bench's client, and the fake provider it serves), and how many of
+ * the machine's cores were busy over the phase (other processes' included: the machine is shared).
+ */
+class CpuMeter {
+  private readonly totals = { database: 0, service: 0, bench: 0, machineBusy: 0, wallMs: 0, rows: 0 };
+
+  constructor(private readonly postmaster: number | undefined) {}
+
+  private started: { at: number; servicePid: number | undefined; read: ReturnType<CpuMeter["read"]> } | undefined;
+
+  /** From now (the clock of a timed phase starting), with the service process `servicePid` if one writes. */
+  begin(servicePid: number | undefined): void {
+    this.started = { at: performance.now(), servicePid, read: this.read(servicePid) };
+  }
+
+  /** Until now, for `rows` written since `begin`. */
+  end(rows: number): void {
+    if (!this.started) throw new Error("CpuMeter.end without begin");
+    const { at, servicePid, read: before } = this.started;
+    const after = this.read(servicePid);
+    this.totals.wallMs += performance.now() - at;
+    this.totals.database += after.database - before.database;
+    this.totals.service += after.service - before.service;
+    this.totals.bench += after.bench - before.bench;
+    this.totals.machineBusy += after.machineBusy - before.machineBusy;
+    this.totals.rows += rows;
+    this.started = undefined;
+  }
+
+  /** CPU ms per row of each, and the busy cores; undefined figures where /proc does not show them. */
+  figures(): { database?: number; service: number; bench: number; busyCores: number } {
+    const { database, service, bench, machineBusy, wallMs, rows } = this.totals;
+    return {
+      ...(this.postmaster === undefined ? {} : { database: database / rows }),
+      service: service / rows,
+      bench: bench / rows,
+      busyCores: machineBusy / wallMs,
+    };
+  }
+
+  private read(servicePid: number | undefined) {
+    const usage = process.cpuUsage();
+    return {
+      database: this.postmaster === undefined ? 0 : serverCpuMs(this.postmaster),
+      service: servicePid === undefined ? 0 : processCpuMs(servicePid, true),
+      bench: (usage.user + usage.system) / 1000,
+      machineBusy: machineCpuMs().busy,
+    };
+  }
+}
+
+const cpuLine = (label: string, cpu: ReturnType<CpuMeter["figures"]>) =>
+  `  ${label}: CPU per row ${cpu.database === undefined ? "" : `database ${cpu.database.toFixed(3)} ms, `}` +
+  `service ${cpu.service.toFixed(3)} ms, bench (client and fake provider) ${cpu.bench.toFixed(3)} ms; ` +
+  `${cpu.busyCores.toFixed(2)} of the machine's cores busy`;
+
 // ---------------------------------------------------------------- main
 
 const fmt = (ms: number) => (ms < 10 ? ms.toFixed(2) : ms.toFixed(1));
@@ -580,17 +700,20 @@ try {
   const part = Math.floor(SAMPLE / halves);
   let [copied, copySeconds, ingested, ingestSeconds] = [0, 0, 0, 0];
   const bulk = ENGINE === "pg" ? await serviceFor() : undefined;
+  // Where the CPU goes in each (a server on this machine only: PGlite runs inside the service).
+  const postmaster = ENGINE === "pg" ? await postmasterOf(db) : undefined;
+  const [copyCpu, bulkCpu] = [new CpuMeter(postmaster), new CpuMeter(postmaster)];
   for (let half = 0; half < halves; half++) {
     const copyFrom = FILL + half * part;
     const copyTo = half === halves - 1 ? FILL + SAMPLE : copyFrom + part;
-    const rate = await copyRows(db, copyFrom, copyTo, true);
+    const rate = await copyRows(db, copyFrom, copyTo, true, copyCpu);
     copied += copyTo - copyFrom;
     copySeconds += (copyTo - copyFrom) / rate;
     const bulkFrom = FILL + SAMPLE + half * part;
     const bulkTo = half === halves - 1 ? N : bulkFrom + part;
     if (ENGINE === "pglite") await db.close();
     const service = bulk ?? (await serviceFor());
-    const bulkRate = await bulkLoad(service, bulkFrom, bulkTo);
+    const bulkRate = await bulkLoad(service, bulkFrom, bulkTo, bulkCpu);
     if (!bulk) await service.stop();
     ingested += bulkTo - bulkFrom;
     ingestSeconds += (bulkTo - bulkFrom) / bulkRate;
@@ -604,6 +727,19 @@ try {
       `(${(ingestRate / copyRate).toFixed(2)} × COPY; load average ${load()})`,
   );
   Object.assign(figures, { copy_per_s: round(copyRate), ingest_per_s: round(ingestRate) });
+  if (ENGINE === "pg") {
+    const [copy, ingest] = [copyCpu.figures(), bulkCpu.figures()];
+    console.log(cpuLine("binary COPY", copy));
+    console.log(cpuLine("bulk path", ingest));
+    Object.assign(figures, {
+      ...(copy.database === undefined ? {} : { copy_db_cpu_ms_per_row: round(copy.database, 3) }),
+      ...(ingest.database === undefined ? {} : { ingest_db_cpu_ms_per_product: round(ingest.database, 3) }),
+      ingest_service_cpu_ms_per_product: round(ingest.service, 3),
+      ingest_bench_cpu_ms_per_product: round(ingest.bench, 3),
+      copy_busy_cores: round(copy.busyCores, 2),
+      ingest_busy_cores: round(ingest.busyCores, 2),
+    });
+  }
 
   // 3. The exact answers.
   db = await target.open();
