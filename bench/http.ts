@@ -35,9 +35,9 @@ import { PostgresProducts } from "../src/adapters/postgres/product-repository.ts
 import { prepareDatabase } from "../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../src/adapters/postgres/sql-client.ts";
 import { indexTarget, SqlVectorIndex, VECTOR_INDEX_KIND_SETTINGS } from "../src/adapters/postgres/vector-index.ts";
-import { contentDigest } from "../src/domain/product.ts";
 import { FAKE_MODEL } from "./http-target.ts";
-import { loadCatalogue, SyntheticSpace } from "./vectors.ts";
+import { processCpuMs } from "./server-cpu.ts";
+import { embeddedInserts, loadCatalogue, SyntheticSpace } from "./vectors.ts";
 
 const { values: args } = parseArgs({
   options: {
@@ -104,24 +104,7 @@ async function prepareCatalogue(): Promise<{ loadS: number; indexS: number } | "
     const products = new PostgresProducts(db, DIMENSION).in("default");
     const loadStarted = performance.now();
     for (let first = 0; first < PRODUCTS; first += 500) {
-      const rows = await Promise.all(
-        Array.from({ length: Math.min(500, PRODUCTS - first) }, async (_, i) => {
-          const text = space.text(first + i);
-          const product = {
-            name: `${text.name} #${first + i}`,
-            description: text.description,
-            category: text.category,
-          };
-          return {
-            kind: "insert" as const,
-            row: {
-              product,
-              embedding: Array.from(space.productLowRank(first + i)),
-              contentDigest: await contentDigest(product, []),
-            },
-          };
-        }),
-      );
+      const rows = await embeddedInserts(space, first, Math.min(500, PRODUCTS - first));
       await products.writeMany(rows);
     }
     const loadS = (performance.now() - loadStarted) / 1000;
@@ -170,9 +153,6 @@ async function dropSchema(): Promise<void> {
   await admin.query(`DROP SCHEMA IF EXISTS ${SCHEMA} CASCADE`).finally(() => admin.close());
 }
 
-/** Clock ticks a second of the CPU times in /proc. */
-const CLOCK_TICKS = Number(Bun.spawnSync(["getconf", "CLK_TCK"]).stdout.toString().trim()) || 100;
-
 /**
  * The CPU time (ms) of the database's sessions serving the targets (every client backend of the
  * bench's database but the asking one), read from /proc: the database's share of each request. Null
@@ -183,17 +163,16 @@ async function databaseCpuMs(admin: SqlClient): Promise<number | null> {
     `SELECT pid FROM pg_stat_activity
      WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
   );
-  let ticks = 0;
+  let ms = 0;
   for (const { pid } of sessions) {
     try {
       if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("postgres")) return null;
-      const fields = (readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1] ?? "").split(" ");
-      ticks += Number(fields[11]) + Number(fields[12]); // utime, stime
+      ms += processCpuMs(pid);
     } catch {
       return null;
     }
   }
-  return (ticks * 1000) / CLOCK_TICKS;
+  return ms;
 }
 
 // ---------------------------------------------------------------- the servers

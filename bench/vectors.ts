@@ -11,6 +11,8 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { gunzipSync } from "node:zlib";
+import { contentDigest } from "../src/domain/product.ts";
+import type { BulkWrite } from "../src/ports/product-repository.ts";
 
 export const DEFAULT_PRODUCTS_FILE = resolve(import.meta.dir, "../../shared/eval/products-all.jsonl.gz");
 
@@ -206,4 +208,25 @@ export class SyntheticSpace {
   queryNear(row: number, label: string): number[] {
     return Array.from(this.around(this.text(row).keys, label, QUERY_NOISE));
   }
+}
+
+/**
+ * Products [first, first + count) of `space` as the repository's inserts, embedded (their clustered
+ * vectors) and digested as the service writes them; named `<text> #<row>` so that each is distinct.
+ */
+export function embeddedInserts(space: SyntheticSpace, first: number, count: number): Promise<BulkWrite[]> {
+  return Promise.all(
+    Array.from({ length: count }, async (_, i): Promise<BulkWrite> => {
+      const text = space.text(first + i);
+      const product = { name: `${text.name} #${first + i}`, description: text.description, category: text.category };
+      return {
+        kind: "insert",
+        row: {
+          product,
+          embedding: Array.from(space.productLowRank(first + i)),
+          contentDigest: await contentDigest(product, []),
+        },
+      };
+    }),
+  );
 }
