@@ -40,7 +40,7 @@
  * At 1,000,000 × 3072 the table takes about 21 GB and the run took 15 minutes (load 2 to 7); give
  * PostgreSQL shared_buffers of at least 2 GB (README "Vector index").
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -65,8 +65,15 @@ import {
   vectorSessionSettings,
 } from "../src/adapters/postgres/vector-index.ts";
 import { embeddingText } from "../src/domain/product.ts";
-import { machineCpuMs, postmasterOf, processCpuMs, serverCpuMs } from "./server-cpu.ts";
-import { type CatalogueProduct, DEFAULT_PRODUCTS_FILE, loadCatalogue, SyntheticSpace, seedOf } from "./vectors.ts";
+import { machineBusyMs, postmasterOf, processCpuMs, serverCpuMs, serverMemoryMb } from "./server-cpu.ts";
+import {
+  type CatalogueProduct,
+  DEFAULT_PRODUCTS_FILE,
+  loadCatalogue,
+  SyntheticSpace,
+  seedOf,
+  syntheticProduct,
+} from "./vectors.ts";
 
 /** The default catalogue's partition of products (schema.ts): the catalogue the bench fills and indexes. */
 const TABLE = cataloguePartition(1);
@@ -161,10 +168,7 @@ const texts = catalogue();
 const space = new SyntheticSpace(texts.products, DIMENSION);
 
 /** Row `row` as the bulk path takes it: the catalogue's texts, cycled, the row number in the name. */
-function productOf(row: number): { name: string; description: string; category: string } {
-  const text = space.text(row);
-  return { name: `${text.name} #${row}`, description: text.description, category: text.category };
-}
+const productOf = (row: number) => syntheticProduct(space, row);
 
 /** The row a product text was made from (the fake provider answers with that row's vector). */
 function rowOfText(text: string): number | undefined {
@@ -510,33 +514,6 @@ const shortAnswers = (truth: number[][], found: number[][]) =>
 
 // ---------------------------------------------------------------- PostgreSQL's memory
 
-/**
- * The memory of the PostgreSQL server's processes (proportional set size: shared buffers counted
- * once), in MB, when the server runs on this machine and /proc shows it; else undefined.
- */
-async function serverMemoryMb(db: SqlClient): Promise<number | undefined> {
-  try {
-    const [row] = await db.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
-    const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.split(" ")[1]);
-    const postmaster = parentOf(Number(row?.pid));
-    let kb = 0;
-    for (const entry of readdirSync("/proc")) {
-      const pid = Number(entry);
-      if (!Number.isInteger(pid)) continue;
-      try {
-        if (pid !== postmaster && parentOf(pid) !== postmaster) continue;
-        const pss = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
-        kb += Number(pss?.[1] ?? 0);
-      } catch {
-        // The process ended meanwhile.
-      }
-    }
-    return kb > 0 ? Math.round(kb / 1024) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 // ---------------------------------------------------------------- CPU time
 
 /**
@@ -587,7 +564,7 @@ class CpuMeter {
       database: this.postmaster === undefined ? 0 : serverCpuMs(this.postmaster),
       service: servicePid === undefined ? 0 : processCpuMs(servicePid, true),
       bench: (usage.user + usage.system) / 1000,
-      machineBusy: machineCpuMs().busy,
+      machineBusy: machineBusyMs(),
     };
   }
 }
@@ -615,7 +592,8 @@ const serviceFor = async () => {
 const figures: Record<string, unknown> = { n: N, index: TARGET?.kind ?? "none", engine: ENGINE, dimension: DIMENSION };
 let peakMemoryMb: number | undefined;
 const sampleMemory = async (db: SqlClient) => {
-  const mb = await serverMemoryMb(db);
+  const postmaster = await postmasterOf(db);
+  const mb = postmaster === undefined ? undefined : serverMemoryMb(postmaster);
   if (mb !== undefined) peakMemoryMb = Math.max(peakMemoryMb ?? 0, mb);
 };
 

@@ -1,7 +1,7 @@
 /**
- * CPU time read from /proc, for benchmarks whose PostgreSQL server runs on this machine: a
- * process's, the whole server's (its postmaster, the processes it runs, and those that ended), and
- * the machine's busy time.
+ * What /proc shows of the benchmarks' processes, for a PostgreSQL server on this machine: a
+ * process's CPU time, the whole server's (its postmaster, the processes it runs, and those that
+ * ended) and its memory, and the machine's busy time.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import type { SqlClient } from "../src/adapters/postgres/sql-client.ts";
@@ -29,25 +29,52 @@ export async function postmasterOf(db: SqlClient): Promise<number | undefined> {
   }
 }
 
-/** The whole server's CPU time in ms: the postmaster, its live processes, and those that have ended. */
-export function serverCpuMs(postmaster: number): number {
-  let ms = processCpuMs(postmaster, true);
+/** The server's processes running now: the postmaster and those it started. */
+function serverProcesses(postmaster: number): number[] {
+  const pids = [postmaster];
   for (const entry of readdirSync("/proc")) {
     const pid = Number(entry);
     if (!Number.isInteger(pid) || pid === postmaster) continue;
     try {
-      if (Number(statFields(pid)[1]) === postmaster) ms += processCpuMs(pid);
+      if (Number(statFields(pid)[1]) === postmaster) pids.push(pid);
     } catch {
-      // It ended meanwhile (and its time went to the postmaster's children's).
+      // It ended meanwhile.
     }
   }
-  return ms;
+  return pids;
 }
 
-/** The machine's busy and total CPU time (all cores), in ms, from /proc/stat. */
-export function machineCpuMs(): { busy: number; total: number } {
+/** Adds `read(pid)` over the server's processes; one that ends meanwhile counts for nothing. */
+function sumOverServer(postmaster: number, read: (pid: number) => number): number {
+  let sum = 0;
+  for (const pid of serverProcesses(postmaster)) {
+    try {
+      sum += read(pid);
+    } catch {
+      // It ended meanwhile (its CPU time went to the postmaster's children's).
+    }
+  }
+  return sum;
+}
+
+/** The whole server's CPU time in ms: the postmaster, its live processes, and those that have ended. */
+export function serverCpuMs(postmaster: number): number {
+  return sumOverServer(postmaster, (pid) => processCpuMs(pid, pid === postmaster));
+}
+
+/** The server's memory (proportional set size: shared buffers counted once) in MB; undefined when unreadable. */
+export function serverMemoryMb(postmaster: number): number | undefined {
+  const kb = sumOverServer(postmaster, (pid) => {
+    const pss = /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, "utf8"));
+    return Number(pss?.[1] ?? 0);
+  });
+  return kb > 0 ? Math.round(kb / 1024) : undefined;
+}
+
+/** The machine's busy CPU time (all cores, idle and I/O wait left out), in ms, from /proc/stat. */
+export function machineBusyMs(): number {
   const [, ...ticks] = (readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).map(Number);
   const total = ticks.reduce((sum, t) => sum + t, 0);
   const idle = (ticks[3] ?? 0) + (ticks[4] ?? 0); // idle, iowait
-  return { busy: ((total - idle) * 1000) / CLOCK_TICKS, total: (total * 1000) / CLOCK_TICKS };
+  return ((total - idle) * 1000) / CLOCK_TICKS;
 }

@@ -210,15 +210,23 @@ export class SyntheticSpace {
   }
 }
 
+/** Row `row` of `space` as a product's fields, named `<text> #<row>` so that each is distinct. */
+export function syntheticProduct(
+  space: SyntheticSpace,
+  row: number,
+): { name: string; description: string; category: string } {
+  const text = space.text(row);
+  return { name: `${text.name} #${row}`, description: text.description, category: text.category };
+}
+
 /**
- * Products [first, first + count) of `space` as the repository's inserts, embedded (their clustered
- * vectors) and digested as the service writes them; named `<text> #<row>` so that each is distinct.
+ * Products [first, first + count) of `space` (syntheticProduct) as the repository's inserts, embedded
+ * (their clustered vectors) and digested as the service writes them.
  */
 export function embeddedInserts(space: SyntheticSpace, first: number, count: number): Promise<BulkWrite[]> {
   return Promise.all(
     Array.from({ length: count }, async (_, i): Promise<BulkWrite> => {
-      const text = space.text(first + i);
-      const product = { name: `${text.name} #${first + i}`, description: text.description, category: text.category };
+      const product = syntheticProduct(space, first + i);
       return {
         kind: "insert",
         row: {

@@ -9,8 +9,7 @@ import type { RateLimits } from "../core/rate-limit.ts";
 import { requestContext } from "../core/request-context.ts";
 import { answers, documented, messageOf, problem, UNAVAILABLE } from "../core/route-docs.ts";
 import { integer, productIdField } from "../products/product-schemas.ts";
-
-const SEARCH_ID_EXAMPLE = "019ac3d1-5e3a-7b4c-9d1e-2f3a4b5c6d7e";
+import { SEARCH_ID_EXAMPLE } from "../search/search-schemas.ts";
 
 const EventBody = t.Object(
   {

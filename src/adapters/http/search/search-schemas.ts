@@ -298,8 +298,8 @@ const RECOMMENDATION_EXAMPLE = [
   "son impermeables y agarran bien en barro.",
 ];
 
-/** The example search's id. */
-const SEARCH_ID_EXAMPLE = "019ac3d1-5e3a-7b4c-9d1e-2f3a4b5c6d7e";
+/** The example search's id (time-ordered: UUID version 7, as the service makes them). */
+export const SEARCH_ID_EXAMPLE = "019ac3d1-5e3a-7b4c-9d1e-2f3a4b5c6d7e";
 
 /** The example stream's id (a request id). */
 const STREAM_ID_EXAMPLE = "4f1c2e9a-7b3d-4c8e-9f0a-1b2c3d4e5f60";
