@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { type Extension, PGlite, type PGliteOptions, type Transaction } from "@electric-sql/pglite";
@@ -54,12 +54,17 @@ export async function openPglite(
     ...wasm,
   };
   const unlock = dataDir === undefined ? () => {} : lockDataDir(dataDir);
-  if (dataDir !== undefined) options.dataDir = join(dataDir, "pgdata");
-  // Only for a new database: PGlite refuses to unpack one over an existing one (the test it makes).
-  const exists = options.dataDir !== undefined && existsSync(join(options.dataDir, "PG_VERSION"));
-  if (initialDataDir !== undefined && !exists) options.loadDataDir = initialDataDir;
   let db: PGlite | undefined;
   try {
+    if (dataDir === undefined) {
+      if (initialDataDir !== undefined) options.loadDataDir = initialDataDir;
+    } else {
+      options.dataDir = join(dataDir, "pgdata");
+      // Only for a new database: an existing one is opened as it is.
+      if (initialDataDir !== undefined && !existsSync(join(options.dataDir, "PG_VERSION"))) {
+        await unpackNewDatabase(initialDataDir, options.dataDir);
+      }
+    }
     db = await PGlite.create(options);
     for (const [name, value] of Object.entries(sessionSettings)) {
       await db.query("SELECT set_config($1, $2, false)", [name, value]);
@@ -78,6 +83,28 @@ export async function openPglite(
       unlock();
     },
   };
+}
+
+/**
+ * Unpacks a new database's tarball into `pgdata` natively (Bun.Archive), rather than through
+ * PGlite's `loadDataDir`, which writes its 39 MB of files through the WebAssembly file system:
+ * `bun start` on an empty DATA_DIR answers its first `GET /` in 0.87 to 0.93 of the time (2.68 →
+ * 2.49 s), with 0.84 to 0.89 of the CPU. Unpacked into a folder only this user can read (PGlite's
+ * was readable by all), beside `pgdata`, then renamed to it: a start interrupted half-way leaves no
+ * half database, and the next one unpacks it again.
+ */
+async function unpackNewDatabase(tarball: Blob, pgdata: string): Promise<void> {
+  if (existsSync(pgdata) && readdirSync(pgdata).length > 0) {
+    throw new Error(
+      `${pgdata} holds files but no database (no PG_VERSION): move it away, or remove it, and start again`,
+    );
+  }
+  const partial = `${pgdata}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(partial, { mode: 0o700 });
+  await new Bun.Archive(await tarball.bytes()).extract(partial);
+  chmodSync(partial, 0o700);
+  renameSync(partial, pgdata);
 }
 
 /** The extension, its files read from `path` (a real file) rather than next to its module. */

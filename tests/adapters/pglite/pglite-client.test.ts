@@ -1,4 +1,6 @@
 import { expect, setDefaultTimeout, test } from "bun:test";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { openPglite } from "../../../src/adapters/pglite/pglite-client.ts";
 import { newDatabaseTarball } from "../../support/new-database.ts";
@@ -32,4 +34,32 @@ test("a new database starts from the initial data folder, and a later open keeps
     { name: "template" },
   ]);
   await second.close();
+});
+
+test("a new database is unpacked where only this user can read it; a start interrupted while unpacking leaves nothing that stops the next", async () => {
+  const dir = dataDir();
+  // What a start killed half-way through unpacking leaves: a partial folder beside pgdata, no pgdata.
+  mkdirSync(join(dir, "pgdata.partial", "base"), { recursive: true });
+  writeFileSync(join(dir, "pgdata.partial", "base", "half-written"), "x");
+
+  const db = await openPglite(dir, { initialDataDir: await template() });
+  expect(await db.query("SELECT name FROM origin")).toEqual([{ name: "template" }]);
+  await db.close();
+  expect(statSync(join(dir, "pgdata")).mode & 0o777).toBe(0o700);
+  expect(existsSync(join(dir, "pgdata.partial"))).toBe(false);
+});
+
+test("a pgdata folder holding files but no database is not unpacked over: the start fails, naming it", async () => {
+  const dir = dataDir();
+  mkdirSync(join(dir, "pgdata"), { recursive: true });
+  writeFileSync(join(dir, "pgdata", "notes.txt"), "mine");
+
+  await expect(openPglite(dir, { initialDataDir: await template() })).rejects.toThrow(
+    `${join(dir, "pgdata")} holds files but no database`,
+  );
+  expect(readFileSync(join(dir, "pgdata", "notes.txt"), "utf8")).toBe("mine");
+  // The folder's lock was let go: a later open, once the folder is moved away, succeeds.
+  rmSync(join(dir, "pgdata"), { recursive: true });
+  const db = await openPglite(dir, { initialDataDir: await template() });
+  await db.close();
 });
