@@ -333,7 +333,18 @@ describe("the memory an index build is given (VECTOR_INDEX_BUILD_MEMORY=auto)", 
   });
 });
 
-forEachDatabase((database, engine) => {
+forEachDatabase((database, engine, route) => {
+  /**
+   * A test of building and replacing the index. The service builds over a connection of its own,
+   * straight to the server even when its queries go through a transaction pooler (openBuilder, as
+   * here), and the searches these tests make after a build are the other tests' statements: through
+   * pgbouncer they would repeat the server block's builds and add nothing, so they run on PGlite and
+   * on the server only.
+   */
+  function buildTest(name: string, fn: () => Promise<void>, timeout: number): void {
+    if (route !== "pooler") test(name, fn, timeout);
+  }
+
   describe("vector index", () => {
     test("built, the index answers the search, which keeps the exact top results and exact scores", async () => {
       // 3,000 products: at 2,000 of 32 dimensions the planner scans the table rather than use the index.
@@ -657,98 +668,106 @@ forEachDatabase((database, engine) => {
       });
     }
 
-    test("a database from before the stored bits (migration 20): its binary-quantized indexes are made again on them, under their names, with the memory their builds need, and search keeps finding the exact top results through them", async () => {
-      const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION, products: 1000 });
-      const name = `${TABLE}_embedding_ivf_1`;
-      try {
-        // The schema and index as version 19 left them: no bits column, the index on the expression.
-        await loaded.db.query("ALTER TABLE products DROP COLUMN embedding_bits");
-        await loaded.db.query(
-          `CREATE INDEX ${name} ON ${TABLE} USING ivfflat ((binary_quantize(embedding_half)::bit(${LONG_DIMENSION})) bit_hamming_ops) WITH (lists = 1)`,
-        );
-        // One whose k-means needs more than the 1 MB the migration's session starts with.
-        const large = `${TABLE}_embedding_ivf_300`;
-        await loaded.db.query(
-          `CREATE INDEX ${large} ON ${TABLE} USING ivfflat ((binary_quantize(embedding_half)::bit(${LONG_DIMENSION})) bit_hamming_ops) WITH (lists = 300)`,
-        );
-        await loaded.db.query("DELETE FROM schema_migrations WHERE version = 20");
+    buildTest(
+      "a database from before the stored bits (migration 20): its binary-quantized indexes are made again on them, under their names, with the memory their builds need, and search keeps finding the exact top results through them",
+      async () => {
+        const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION, products: 1000 });
+        const name = `${TABLE}_embedding_ivf_1`;
+        try {
+          // The schema and index as version 19 left them: no bits column, the index on the expression.
+          await loaded.db.query("ALTER TABLE products DROP COLUMN embedding_bits");
+          await loaded.db.query(
+            `CREATE INDEX ${name} ON ${TABLE} USING ivfflat ((binary_quantize(embedding_half)::bit(${LONG_DIMENSION})) bit_hamming_ops) WITH (lists = 1)`,
+          );
+          // One whose k-means needs more than the 1 MB the migration's session starts with.
+          const large = `${TABLE}_embedding_ivf_300`;
+          await loaded.db.query(
+            `CREATE INDEX ${large} ON ${TABLE} USING ivfflat ((binary_quantize(embedding_half)::bit(${LONG_DIMENSION})) bit_hamming_ops) WITH (lists = 300)`,
+          );
+          await loaded.db.query("DELETE FROM schema_migrations WHERE version = 20");
 
-        const littleMemory: SqlClient = {
-          ...loaded.db,
-          transaction: (fn) =>
-            loaded.db.transaction(async (tx) => {
-              await tx.query("SET LOCAL maintenance_work_mem = '1MB'");
-              return fn(tx);
-            }),
-        };
-        await prepareDatabase(littleMemory, { model: "test", dimension: LONG_DIMENSION });
+          const littleMemory: SqlClient = {
+            ...loaded.db,
+            transaction: (fn) =>
+              loaded.db.transaction(async (tx) => {
+                await tx.query("SET LOCAL maintenance_work_mem = '1MB'");
+                return fn(tx);
+              }),
+          };
+          await prepareDatabase(littleMemory, { model: "test", dimension: LONG_DIMENSION });
 
-        const definitions = await loaded.db.query<{ definition: string }>(
-          "SELECT pg_get_indexdef(to_regclass(name)) AS definition FROM unnest($1::text[]) AS name",
-          [[name, large]],
-        );
-        expect(definitions.map((row) => row.definition)).toEqual([
-          expect.stringContaining("USING ivfflat (embedding_bits bit_hamming_ops) WITH (lists='1')"),
-          expect.stringContaining("USING ivfflat (embedding_bits bit_hamming_ops) WITH (lists='300')"),
-        ]);
-        await loaded.db.query(`DROP INDEX ${large}`);
-        const [bits] = await loaded.db.query<{ rows: number | string; same: number | string }>(
-          `SELECT count(*) AS rows, count(*) FILTER (WHERE embedding_bits = binary_quantize(embedding_half)::bit(${LONG_DIMENSION})) AS same FROM products`,
-        );
-        expect(Number(bits?.same)).toBe(1000);
-        expect(Number(bits?.rows)).toBe(1000);
-        expect(await loaded.index.status()).toMatchObject({ kind: "ivf-bq", present: true, valid: true });
-        await withoutPlainScans(loaded.db);
-        const queries = Array.from({ length: 10 }, (_, i) => loaded.space.near(i * 7, 0.8));
-        expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
-        expect(await loaded.planOfLastSearch()).toContain(name);
-      } finally {
-        await resetScanLimits(loaded.db);
-        await database.cleanup();
-      }
-    }, 120_000);
-
-    test("switching the index kind builds the new one beside the old and drops the old: search answers throughout", async () => {
-      const db = await database.fresh();
-      // 1,000 products: an HNSW build on halfvec is slow in PGlite (7 s of CPU at 3,000 × 512 here).
-      const loaded = await load(db, engine, { dimension: LONG_DIMENSION, kind: "halfvec", products: 1000 });
-      try {
-        expect(await loaded.index.build()).toBe(true);
-        expect(await indexNames(db)).toEqual([`${TABLE}_embedding_hnsw`]);
-        const queries = Array.from({ length: 20 }, (_, i) => loaded.space.near(i * 7, 0.8));
-        expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
-
-        // The setting now says ivf-bq: the service's next look (or `index build`) switches.
-        const switched = await indexAndProducts(db, engine, { dimension: LONG_DIMENSION, kind: "ivf-bq" });
-        expect(await switched.index.status()).toMatchObject({ kind: "ivf-bq", present: false, outdated: true });
-        const searcher = { ...loaded, products: switched.products };
-        const building = switched.index.build();
-        let answeredDuringBuild = 0;
-        // A server builds concurrently: searches go on meanwhile (on PGlite they wait their turn).
-        for (let done = false; !done; ) {
-          const race = await Promise.race([building.then(() => "built"), Bun.sleep(1).then(() => "running")]);
-          done = race === "built";
-          const hits = await switched.products.searchByVector(queries[answeredDuringBuild % 20] as Vector, {
-            limit: 10,
-          });
-          expect(hits).toHaveLength(10);
-          if (!done) answeredDuringBuild++;
+          const definitions = await loaded.db.query<{ definition: string }>(
+            "SELECT pg_get_indexdef(to_regclass(name)) AS definition FROM unnest($1::text[]) AS name",
+            [[name, large]],
+          );
+          expect(definitions.map((row) => row.definition)).toEqual([
+            expect.stringContaining("USING ivfflat (embedding_bits bit_hamming_ops) WITH (lists='1')"),
+            expect.stringContaining("USING ivfflat (embedding_bits bit_hamming_ops) WITH (lists='300')"),
+          ]);
+          await loaded.db.query(`DROP INDEX ${large}`);
+          const [bits] = await loaded.db.query<{ rows: number | string; same: number | string }>(
+            `SELECT count(*) AS rows, count(*) FILTER (WHERE embedding_bits = binary_quantize(embedding_half)::bit(${LONG_DIMENSION})) AS same FROM products`,
+          );
+          expect(Number(bits?.same)).toBe(1000);
+          expect(Number(bits?.rows)).toBe(1000);
+          expect(await loaded.index.status()).toMatchObject({ kind: "ivf-bq", present: true, valid: true });
+          await withoutPlainScans(loaded.db);
+          const queries = Array.from({ length: 10 }, (_, i) => loaded.space.near(i * 7, 0.8));
+          expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
+          expect(await loaded.planOfLastSearch()).toContain(name);
+        } finally {
+          await resetScanLimits(loaded.db);
+          await database.cleanup();
         }
-        expect(await building).toBe(true);
-        if (engine === "postgres") expect(answeredDuringBuild).toBeGreaterThan(0);
-        expect(await indexNames(db)).toEqual([`${TABLE}_embedding_ivf_4`]);
-        expect(await switched.index.status()).toMatchObject({
-          kind: "ivf-bq",
-          present: true,
-          valid: true,
-          outdated: false,
-        });
-        expect(await recallAt10(searcher, queries)).toBeGreaterThanOrEqual(0.95);
-        expect(await switched.planOfLastSearch()).toContain(`${TABLE}_embedding_ivf_4`);
-      } finally {
-        await database.cleanup();
-      }
-    }, 180_000);
+      },
+      120_000,
+    );
+
+    buildTest(
+      "switching the index kind builds the new one beside the old and drops the old: search answers throughout",
+      async () => {
+        const db = await database.fresh();
+        // 1,000 products: an HNSW build on halfvec is slow in PGlite (7 s of CPU at 3,000 × 512 here).
+        const loaded = await load(db, engine, { dimension: LONG_DIMENSION, kind: "halfvec", products: 1000 });
+        try {
+          expect(await loaded.index.build()).toBe(true);
+          expect(await indexNames(db)).toEqual([`${TABLE}_embedding_hnsw`]);
+          const queries = Array.from({ length: 20 }, (_, i) => loaded.space.near(i * 7, 0.8));
+          expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
+
+          // The setting now says ivf-bq: the service's next look (or `index build`) switches.
+          const switched = await indexAndProducts(db, engine, { dimension: LONG_DIMENSION, kind: "ivf-bq" });
+          expect(await switched.index.status()).toMatchObject({ kind: "ivf-bq", present: false, outdated: true });
+          const searcher = { ...loaded, products: switched.products };
+          const building = switched.index.build();
+          let answeredDuringBuild = 0;
+          // A server builds concurrently: searches go on meanwhile (on PGlite they wait their turn).
+          for (let done = false; !done; ) {
+            const race = await Promise.race([building.then(() => "built"), Bun.sleep(1).then(() => "running")]);
+            done = race === "built";
+            const hits = await switched.products.searchByVector(queries[answeredDuringBuild % 20] as Vector, {
+              limit: 10,
+            });
+            expect(hits).toHaveLength(10);
+            if (!done) answeredDuringBuild++;
+          }
+          expect(await building).toBe(true);
+          if (engine === "postgres") expect(answeredDuringBuild).toBeGreaterThan(0);
+          expect(await indexNames(db)).toEqual([`${TABLE}_embedding_ivf_4`]);
+          expect(await switched.index.status()).toMatchObject({
+            kind: "ivf-bq",
+            present: true,
+            valid: true,
+            outdated: false,
+          });
+          expect(await recallAt10(searcher, queries)).toBeGreaterThanOrEqual(0.95);
+          expect(await switched.planOfLastSearch()).toContain(`${TABLE}_embedding_ivf_4`);
+        } finally {
+          await database.cleanup();
+        }
+      },
+      180_000,
+    );
 
     test("a live binary-quantized index takes bulk writes, and the new products are found through it", async () => {
       const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION });
@@ -784,131 +803,151 @@ forEachDatabase((database, engine) => {
       }
     }, 120_000);
 
-    test("an IVFFlat index built before stop 30 (a list per 1,000 products) is outdated; its rebuild has a list per 250 and replaces it", async () => {
-      const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION });
-      const before = `${TABLE}_embedding_ivf_2`;
-      try {
-        await loaded.db.query(
-          `CREATE INDEX ${before} ON ${TABLE} USING ivfflat (embedding_bits bit_hamming_ops) WITH (lists = 2)`,
-        );
-        await loaded.db.query("ANALYZE products");
-        expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: true });
-        expect(await loaded.index.build()).toBe(true);
-        expect(await indexNames(loaded.db)).toEqual([`${TABLE}_embedding_ivf_8`]);
-        expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: false });
-      } finally {
-        await database.cleanup();
-      }
-    }, 120_000);
-
-    test("an IVFFlat index whose catalogue has doubled is outdated; its rebuild has lists for the new size and replaces it", async () => {
-      const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION });
-      try {
-        await loaded.index.build();
-        expect(await indexNames(loaded.db)).toEqual([`${TABLE}_embedding_ivf_8`]);
-        const added = Array.from({ length: 3000 }, (_, i) => loaded.space.near(i, 0.6));
-        const outcomes = await loaded.products.writeMany(
-          added.map((vector, i) => ({
-            kind: "insert" as const,
-            row: {
-              product: { name: `más ${i}`, description: "", category: "main" },
-              embedding: vector,
-              contentDigest: "m",
-            },
-          })),
-        );
-        outcomes.forEach((outcome, i) => {
-          if (!("written" in outcome)) throw new Error("not written");
-          loaded.vectors.set(outcome.written.id, added[i] as Vector);
-          loaded.categories.set(outcome.written.id, "main");
-        });
-        await loaded.db.query("ANALYZE products");
-        expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: true });
-        expect(await loaded.index.build()).toBe(true);
-        expect(await indexNames(loaded.db)).toEqual([`${TABLE}_embedding_ivf_20`]);
-        expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: false });
-        const queries = Array.from({ length: 20 }, (_, i) => loaded.space.near(i * 7, 0.8));
-        expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
-        expect(await loaded.planOfLastSearch()).toContain(`${TABLE}_embedding_ivf_20`);
-      } finally {
-        await database.cleanup();
-      }
-    }, 120_000);
-
-    if (engine === "postgres") {
-      test("a build under way is visible in the status, phase and fraction, from another connection", async () => {
-        const db = await database.fresh();
-        const loaded = await load(db, engine, { dimension: LONG_DIMENSION });
-        const watcher = new SqlVectorIndex(await database.another(), LONG_DIMENSION, { server: true, table: TABLE });
-        const writer = await database.another();
+    buildTest(
+      "an IVFFlat index built before stop 30 (a list per 1,000 products) is outdated; its rebuild has a list per 250 and replaces it",
+      async () => {
+        const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION });
+        const before = `${TABLE}_embedding_ivf_2`;
         try {
-          // A transaction that wrote to products holds the concurrent build at its first phase.
-          let building: Promise<boolean> | undefined;
-          await writer.transaction(async (tx) => {
-            await tx.query("UPDATE products SET version = version WHERE id = (SELECT min(id) FROM products)");
-            building = loaded.index.build();
-            let progress = (await watcher.status()).progress;
-            for (let tries = 0; !progress?.phase.includes("waiting for writers") && tries < 200; tries++) {
-              await Bun.sleep(25);
-              progress = (await watcher.status()).progress;
-            }
-            expect(progress?.phase).toContain("waiting for writers");
-            expect(progress?.fraction).toBe(0);
-          });
-          expect(await building).toBe(true);
-          expect((await watcher.status()).progress).toBeUndefined();
+          await loaded.db.query(
+            `CREATE INDEX ${before} ON ${TABLE} USING ivfflat (embedding_bits bit_hamming_ops) WITH (lists = 2)`,
+          );
+          await loaded.db.query("ANALYZE products");
+          expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: true });
+          expect(await loaded.index.build()).toBe(true);
+          expect(await indexNames(loaded.db)).toEqual([`${TABLE}_embedding_ivf_8`]);
+          expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: false });
         } finally {
           await database.cleanup();
         }
-      }, 120_000);
+      },
+      120_000,
+    );
 
-      test("a build whose graph outgrows its memory says so in the log", async () => {
-        // 1,000 products of 512 dimensions: a graph of over 1 MB.
-        const loaded = await load(await database.fresh(), engine, {
-          dimension: LONG_DIMENSION,
-          kind: "halfvec",
-          products: 1000,
-        });
-        const events: Record<string, unknown>[] = [];
-        const url = await urlOfSchema(loaded.db);
-        const index = new SqlVectorIndex(loaded.db, LONG_DIMENSION, {
-          server: true,
-          table: TABLE,
-          kind: "halfvec",
-          buildMemory: "1MB",
-          openBuilder: (onNotice) => connectPostgres(url, { maxConnections: 1, onNotice }),
-          log: (event) => events.push(event),
-        });
-        expect(await index.build()).toBe(true);
-        expect(events.map((event) => event.event)).toContain("vector_index_build_spilled");
-      }, 120_000);
+    buildTest(
+      "an IVFFlat index whose catalogue has doubled is outdated; its rebuild has lists for the new size and replaces it",
+      async () => {
+        const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION });
+        try {
+          await loaded.index.build();
+          expect(await indexNames(loaded.db)).toEqual([`${TABLE}_embedding_ivf_8`]);
+          const added = Array.from({ length: 3000 }, (_, i) => loaded.space.near(i, 0.6));
+          const outcomes = await loaded.products.writeMany(
+            added.map((vector, i) => ({
+              kind: "insert" as const,
+              row: {
+                product: { name: `más ${i}`, description: "", category: "main" },
+                embedding: vector,
+                contentDigest: "m",
+              },
+            })),
+          );
+          outcomes.forEach((outcome, i) => {
+            if (!("written" in outcome)) throw new Error("not written");
+            loaded.vectors.set(outcome.written.id, added[i] as Vector);
+            loaded.categories.set(outcome.written.id, "main");
+          });
+          await loaded.db.query("ANALYZE products");
+          expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: true });
+          expect(await loaded.index.build()).toBe(true);
+          expect(await indexNames(loaded.db)).toEqual([`${TABLE}_embedding_ivf_20`]);
+          expect(await loaded.index.status()).toMatchObject({ present: true, valid: true, outdated: false });
+          const queries = Array.from({ length: 20 }, (_, i) => loaded.space.near(i * 7, 0.8));
+          expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
+          expect(await loaded.planOfLastSearch()).toContain(`${TABLE}_embedding_ivf_20`);
+        } finally {
+          await database.cleanup();
+        }
+      },
+      120_000,
+    );
+
+    if (engine === "postgres") {
+      buildTest(
+        "a build under way is visible in the status, phase and fraction, from another connection",
+        async () => {
+          const db = await database.fresh();
+          const loaded = await load(db, engine, { dimension: LONG_DIMENSION });
+          const watcher = new SqlVectorIndex(await database.another(), LONG_DIMENSION, { server: true, table: TABLE });
+          const writer = await database.another();
+          try {
+            // A transaction that wrote to products holds the concurrent build at its first phase.
+            let building: Promise<boolean> | undefined;
+            await writer.transaction(async (tx) => {
+              await tx.query("UPDATE products SET version = version WHERE id = (SELECT min(id) FROM products)");
+              building = loaded.index.build();
+              let progress = (await watcher.status()).progress;
+              for (let tries = 0; !progress?.phase.includes("waiting for writers") && tries < 200; tries++) {
+                await Bun.sleep(25);
+                progress = (await watcher.status()).progress;
+              }
+              expect(progress?.phase).toContain("waiting for writers");
+              expect(progress?.fraction).toBe(0);
+            });
+            expect(await building).toBe(true);
+            expect((await watcher.status()).progress).toBeUndefined();
+          } finally {
+            await database.cleanup();
+          }
+        },
+        120_000,
+      );
+
+      buildTest(
+        "a build whose graph outgrows its memory says so in the log",
+        async () => {
+          // 1,000 products of 512 dimensions: a graph of over 1 MB.
+          const loaded = await load(await database.fresh(), engine, {
+            dimension: LONG_DIMENSION,
+            kind: "halfvec",
+            products: 1000,
+          });
+          const events: Record<string, unknown>[] = [];
+          const url = await urlOfSchema(loaded.db);
+          const index = new SqlVectorIndex(loaded.db, LONG_DIMENSION, {
+            server: true,
+            table: TABLE,
+            kind: "halfvec",
+            buildMemory: "1MB",
+            openBuilder: (onNotice) => connectPostgres(url, { maxConnections: 1, onNotice }),
+            log: (event) => events.push(event),
+          });
+          expect(await index.build()).toBe(true);
+          expect(events.map((event) => event.event)).toContain("vector_index_build_spilled");
+        },
+        120_000,
+      );
     }
 
-    test("the index policy on the real database builds only from minRows and after a look with no writes; drop removes it", async () => {
-      const loaded = await load(await database.fresh(), engine);
-      const policy = (mode: "auto" | "off", minRows: number) =>
-        new MaintainVectorIndex({ index: loaded.index, policy: { mode, minRows } });
-      try {
-        expect(await policy("auto", PRODUCTS + 1).afterLoad()).toBe("too-small");
-        expect(await policy("off", 1).afterLoad()).toBe("not-automatic");
-        const maintain = policy("auto", PRODUCTS);
-        // A backend reports its writes to the statistics up to a second after it is idle again (and
-        // through pgbouncer the load's backend is not this one): wait until every row of the load is
-        // counted, or a later look would see writes "since" the first one.
-        for (let waited = 0; (await loaded.index.writeCount()) < PRODUCTS && waited < 30_000; waited += 100) {
-          await Bun.sleep(100);
+    buildTest(
+      "the index policy on the real database builds only from minRows and after a look with no writes; drop removes it",
+      async () => {
+        const loaded = await load(await database.fresh(), engine);
+        const policy = (mode: "auto" | "off", minRows: number) =>
+          new MaintainVectorIndex({ index: loaded.index, policy: { mode, minRows } });
+        try {
+          expect(await policy("auto", PRODUCTS + 1).afterLoad()).toBe("too-small");
+          expect(await policy("off", 1).afterLoad()).toBe("not-automatic");
+          const maintain = policy("auto", PRODUCTS);
+          // A backend reports its writes to the statistics up to a second after it is idle again (and
+          // through pgbouncer the load's backend is not this one): wait until every row of the load is
+          // counted, or a later look would see writes "since" the first one.
+          for (let waited = 0; (await loaded.index.writeCount()) < PRODUCTS && waited < 30_000; waited += 100) {
+            await Bun.sleep(100);
+          }
+          // The first look only records the writes so far; the next one with none since builds.
+          expect(await maintain.check()).toBe("writes-under-way");
+          expect(await maintain.check()).toBe("built");
+          expect((await loaded.index.status()).valid).toBe(true);
+          expect(await maintain.check()).toBe("ready");
+          expect(await loaded.index.drop()).toBe(true);
+          expect((await loaded.index.status()).present).toBe(false);
+          expect(await loaded.index.drop()).toBe(false);
+        } finally {
+          await database.cleanup();
         }
-        // The first look only records the writes so far; the next one with none since builds.
-        expect(await maintain.check()).toBe("writes-under-way");
-        expect(await maintain.check()).toBe("built");
-        expect((await loaded.index.status()).valid).toBe(true);
-        expect(await maintain.check()).toBe("ready");
-        expect(await loaded.index.drop()).toBe(true);
-        expect((await loaded.index.status()).present).toBe(false);
-        expect(await loaded.index.drop()).toBe(false);
-      } finally {
-        await database.cleanup();
-      }
-    }, 120_000);
+      },
+      120_000,
+    );
   });
 });

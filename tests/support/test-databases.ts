@@ -35,8 +35,16 @@ const DROP_OUR_TABLES = `
     END LOOP;
   END $$`;
 
+/**
+ * How a block's clients reach their database: PGlite in this process, a PostgreSQL server straight,
+ * or the same server through pgbouncer's transaction pooling.
+ */
+export type DatabaseRoute = "embedded" | "server" | "pooler";
+
 /** Registers `tests` once per database, inside a describe block named after it. */
-export function forEachDatabase(tests: (db: TestDatabase, engine: "pglite" | "postgres") => void): void {
+export function forEachDatabase(
+  tests: (db: TestDatabase, engine: "pglite" | "postgres", route: DatabaseRoute) => void,
+): void {
   describe("PGlite in memory", () => {
     // One instance (a new database, copied: no initdb here), emptied before each test.
     let shared: SqlClient;
@@ -56,6 +64,7 @@ export function forEachDatabase(tests: (db: TestDatabase, engine: "pglite" | "po
         async cleanup() {},
       },
       "pglite",
+      "embedded",
     );
   });
 
@@ -98,7 +107,7 @@ export function forEachDatabase(tests: (db: TestDatabase, engine: "pglite" | "po
       afterAll: () => admin.close(),
     });
     afterEach(() => db.cleanup());
-    tests(db, "postgres");
+    tests(db, "postgres", "server");
   });
 
   const throughPgbouncer = Boolean(PGBOUNCER_URL && POSTGRES_URL);
@@ -149,6 +158,6 @@ export function forEachDatabase(tests: (db: TestDatabase, engine: "pglite" | "po
       },
     });
     afterEach(() => db.cleanup());
-    tests(db, "postgres");
+    tests(db, "postgres", "pooler");
   });
 }
