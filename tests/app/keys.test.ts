@@ -5,7 +5,6 @@
  * PostgreSQL a key revoked on one instance is refused by another at once (its notification).
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { connectPostgres } from "../../src/adapters/postgres/sql-client.ts";
 import { loadConfig } from "../../src/app/config.ts";
 import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import type { Logger } from "../../src/app/logger.ts";
@@ -13,7 +12,7 @@ import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { type CallOptions, callApp } from "../support/app-client.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
-import { POSTGRES_URL } from "../support/test-databases.ts";
+import { POSTGRES_URL, schemaOfItsOwn } from "../support/test-databases.ts";
 
 /** Each test's data folders, removed after the file's last test (its services closed by then). */
 const tempDir = useTempDirs("keys", { concurrent: true });
@@ -23,8 +22,10 @@ setDefaultTimeout(120_000);
 const ADMIN = { username: "admin", password: "una-contraseña-larga" };
 const quiet: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 const open: HttpService[] = [];
+const schemas: { drop: () => Promise<void> }[] = [];
 afterEach(async () => {
   for (const service of open.splice(0).reverse()) await service.close();
+  for (const schema of schemas.splice(0)) await schema.drop();
 });
 
 async function start(env: Record<string, string>) {
@@ -46,15 +47,11 @@ async function start(env: Record<string, string>) {
   return { service, call, login };
 }
 
-/** A PostgreSQL schema of its own, as DATABASE_URL (search_path). */
+/** A PostgreSQL schema of its own, as DATABASE_URL, dropped after the test. */
 async function freshSchema(): Promise<string> {
-  const schema = `keys_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
-  const admin = connectPostgres(POSTGRES_URL, { maxConnections: 1 });
-  await admin.query(`CREATE SCHEMA ${schema}`);
-  await admin.close();
-  const url = new URL(POSTGRES_URL);
-  url.searchParams.set("search_path", `${schema},public`);
-  return url.toString();
+  const schema = await schemaOfItsOwn("keys");
+  schemas.push(schema);
+  return schema.url;
 }
 
 const engines = [

@@ -161,3 +161,31 @@ export function forEachDatabase(
     tests(db, "postgres", "pooler");
   });
 }
+
+/**
+ * A schema of its own on TEST_DATABASE_URL's server, for a service started on it: `url` is the
+ * server's URL with the schema first in its search_path (as DATABASE_URL); `drop` removes the schema
+ * and everything in it, once whatever used it has closed.
+ */
+export async function schemaOfItsOwn(prefix: string): Promise<{ url: string; drop: () => Promise<void> }> {
+  const schema = `${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  const admin = connectPostgres(POSTGRES_URL, { maxConnections: 1 });
+  try {
+    await admin.query(`CREATE SCHEMA ${schema}`);
+  } finally {
+    await admin.close();
+  }
+  const url = new URL(POSTGRES_URL);
+  url.searchParams.set("search_path", `${schema},public`);
+  return {
+    url: url.toString(),
+    async drop() {
+      const owner = connectPostgres(POSTGRES_URL, { maxConnections: 1 });
+      try {
+        await owner.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      } finally {
+        await owner.close();
+      }
+    },
+  };
+}
