@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { type Extension, PGlite, type PGliteOptions, type Transaction } from "@electric-sql/pglite";
@@ -60,8 +60,9 @@ export async function openPglite(
       if (initialDataDir !== undefined) options.loadDataDir = initialDataDir;
     } else {
       options.dataDir = join(dataDir, "pgdata");
-      // Only for a new database: an existing one is opened as it is.
-      if (initialDataDir !== undefined && !existsSync(join(options.dataDir, "PG_VERSION"))) {
+      if (existsSync(join(options.dataDir, "PG_VERSION"))) {
+        keepPrivate(options.dataDir);
+      } else if (initialDataDir !== undefined) {
         await unpackNewDatabase(initialDataDir, options.dataDir);
       }
     }
@@ -105,6 +106,20 @@ async function unpackNewDatabase(tarball: Blob, pgdata: string): Promise<void> {
   await new Bun.Archive(await tarball.bytes()).extract(partial);
   chmodSync(partial, 0o700);
   renameSync(partial, pgdata);
+}
+
+/**
+ * A database made before its folder was private (PGlite made it readable by every user of the
+ * machine, with the users' password hashes and the keys' digests inside) is made private: its
+ * folder's mode becomes 700 on the next open. Left as it is where this user may not change it (a
+ * folder of another owner, a read-only mount): the open goes on.
+ */
+function keepPrivate(pgdata: string): void {
+  try {
+    if ((statSync(pgdata).mode & 0o077) !== 0) chmodSync(pgdata, 0o700);
+  } catch {
+    // Not ours to change: opened as it is.
+  }
 }
 
 /** The extension, its files read from `path` (a real file) rather than next to its module. */

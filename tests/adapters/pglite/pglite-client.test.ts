@@ -1,5 +1,5 @@
 import { expect, setDefaultTimeout, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { openPglite } from "../../../src/adapters/pglite/pglite-client.ts";
@@ -62,4 +62,16 @@ test("a pgdata folder holding files but no database is not unpacked over: the st
   rmSync(join(dir, "pgdata"), { recursive: true });
   const db = await openPglite(dir, { initialDataDir: await template() });
   await db.close();
+});
+
+test("a database whose folder others could read (as PGlite made it before) is made private when opened", async () => {
+  const dir = dataDir();
+  const first = await openPglite(dir, { initialDataDir: await template() });
+  await first.close();
+  chmodSync(join(dir, "pgdata"), 0o755);
+
+  const again = await openPglite(dir);
+  expect(await again.query("SELECT name FROM origin")).toEqual([{ name: "template" }]);
+  await again.close();
+  expect(statSync(join(dir, "pgdata")).mode & 0o777).toBe(0o700);
 });
