@@ -75,9 +75,7 @@ export function forEachDatabase(
     let clients: SqlClient[] = [];
     let counter = 0;
     const connect = () => {
-      const url = new URL(POSTGRES_URL);
-      url.searchParams.set("search_path", `${schema},public`);
-      const client = connectPostgres(url.toString(), { maxConnections: 2 });
+      const client = connectPostgres(urlOfSchema(schema), { maxConnections: 2 });
       clients.push(client);
       return client;
     };
@@ -175,10 +173,8 @@ export async function schemaOfItsOwn(prefix: string): Promise<{ url: string; dro
   } finally {
     await admin.close();
   }
-  const url = new URL(POSTGRES_URL);
-  url.searchParams.set("search_path", `${schema},public`);
   return {
-    url: url.toString(),
+    url: urlOfSchema(schema),
     async drop() {
       const owner = connectPostgres(POSTGRES_URL, { maxConnections: 1 });
       try {
@@ -188,4 +184,11 @@ export async function schemaOfItsOwn(prefix: string): Promise<{ url: string; dro
       }
     },
   };
+}
+
+/** TEST_DATABASE_URL with `schema` first in its search_path (pgvector and pg_trgm stay in public). */
+function urlOfSchema(schema: string): string {
+  const url = new URL(POSTGRES_URL);
+  url.searchParams.set("search_path", `${schema},public`);
+  return url.toString();
 }
