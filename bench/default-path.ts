@@ -12,9 +12,12 @@
  * the rest of the request (HTTP, auth, JSON) from its `request` lines, and the stage sums of
  * sku_search_stage_duration_seconds; the last line is one JSON object.
  *
- * Run by hand: `bun bench/default-path.ts [--data-dir DIR] [--lines FILE]` (with --data-dir the
- * import is skipped when that directory already holds the catalogue, and its query cache is emptied;
- * --lines writes each query's client time and the service's `search` log lines to FILE as JSON).
+ * Run by hand: `bun bench/default-path.ts [--data-dir DIR] [--lines FILE] [--during-import N]` (with
+ * --data-dir the import is skipped when that directory already holds the catalogue, and its query
+ * cache is emptied; --lines writes each query's client time and the service's `search` log lines to
+ * FILE as JSON; --during-import N: the queries run while the service imports N new products into a
+ * catalogue of their own, `bench-import`, made for the run and removed after it, as a job
+ * (`Prefer: respond-async`); the figures say how many queries ran before the job ended).
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -23,7 +26,11 @@ import { parseArgs } from "node:util";
 import { freePort } from "../scripts/free-port.ts";
 import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
 
-const { values: args } = parseArgs({ options: { "data-dir": { type: "string" }, lines: { type: "string" } } });
+const { values: args } = parseArgs({
+  options: { "data-dir": { type: "string" }, lines: { type: "string" }, "during-import": { type: "string" } },
+});
+const duringImport = args["during-import"] === undefined ? 0 : Number(args["during-import"]);
+if (!Number.isInteger(duringImport) || duringImport < 0) throw new Error("--during-import takes a number of products");
 const PROJECT = resolve(import.meta.dir, "..");
 const EVAL_DIR = resolve(PROJECT, "../shared/eval");
 const PASSWORD = "default-path-bench";
@@ -35,6 +42,7 @@ const env = {
   ADMIN_PASSWORD: PASSWORD,
   METRICS_TOKEN: "default-path-bench-metrics-token",
   SEARCH_RATE_LIMIT: "0",
+  WRITE_RATE_LIMIT: "0",
 };
 const out = (line: string) => console.log(line);
 
@@ -118,9 +126,49 @@ try {
     dev.map(({ lang, query }) => ({ lang, query: `${query}${(lang === "es" ? additions.es : additions.en)[i]}` })),
   );
   for (const word of ["warm", "up", "lámpara", "mesa", "reloj"]) await search(`${word} calentamiento`);
+  const api = (path: string, init: RequestInit = {}) =>
+    fetch(`${base}${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...init.headers } });
+  let jobOver: Promise<number> | undefined;
+  if (duringImport > 0) {
+    await api("/catalogues/bench-import", { method: "DELETE" }); // a run stopped midway left it
+    const made = await api("/catalogues", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "bench-import" }),
+    });
+    if (made.status !== 201) throw new Error(`catalogue bench-import: ${made.status} ${await made.text()}`);
+    const products = Array.from({ length: duringImport }, (_, i) =>
+      JSON.stringify({
+        sku: `bench-${i}`,
+        name: `Imported product ${i}: cotton shirt, steel kettle or garden chair number ${i}`,
+        description: `Made for the default-path bench: a description of product ${i} with the words a shop writes about fabric, size, colour and care.`,
+        category: `Bench ${i % 7}`,
+      }),
+    ).join("\n");
+    const job = await api("/catalogues/bench-import/products/bulk", {
+      method: "POST",
+      headers: { "content-type": "application/x-ndjson", prefer: "respond-async" },
+      body: products,
+    });
+    if (job.status !== 202) throw new Error(`import during the queries: ${job.status} ${await job.text()}`);
+    const { id } = (await job.json()) as { id: number };
+    const begun = performance.now();
+    jobOver = (async () => {
+      for (;;) {
+        const { status } = (await (await api(`/jobs/${id}`)).json()) as { status: string };
+        if (status !== "enqueued" && status !== "processing") return performance.now() - begun;
+        await Bun.sleep(100);
+      }
+    })();
+    out(`importing ${duringImport} products (job ${id}) while the queries run`);
+  }
   lines.length = 0;
-  const timed: { lang: string; ms: number }[] = [];
-  for (const { lang, query } of queries) timed.push({ lang, ms: await search(query) });
+  const timed: { lang: string; ms: number; importing: boolean }[] = [];
+  let importing = jobOver !== undefined;
+  void jobOver?.then(() => {
+    importing = false;
+  });
+  for (const { lang, query } of queries) timed.push({ lang, ms: await search(query), importing });
   await Bun.sleep(200);
 
   const percentile = (values: number[], p: number) => {
@@ -129,6 +177,19 @@ try {
   };
   const round = (n: number) => Math.round(n * 10) / 10;
   const figures: Record<string, number> = { queries: timed.length };
+  if (jobOver) {
+    figures.import_products = duringImport;
+    figures.queries_during_import = timed.filter((t) => t.importing).length;
+    figures.import_s = round((await jobOver) / 1000);
+    const during = timed.filter((t) => t.importing).map((t) => t.ms);
+    figures.p95_ms_during_import = round(percentile(during, 95));
+    figures.max_ms_during_import = round(Math.max(...during));
+    out(
+      `the import of ${duringImport} took ${figures.import_s} s; ${during.length} queries ran during it: ` +
+        `p50 ${percentile(during, 50).toFixed(1)} ms, p95 ${figures.p95_ms_during_import} ms, max ${figures.max_ms_during_import} ms`,
+    );
+    await api("/catalogues/bench-import", { method: "DELETE" });
+  }
   for (const [name, subset] of [
     ["all", timed],
     ["en", timed.filter((t) => t.lang === "en")],

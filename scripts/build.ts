@@ -1,5 +1,5 @@
 /**
- * `bun run build`: compiles src/app/main.ts into one self-contained executable, dist/sku-search,
+ * `bun run build`: compiles src/app/main.ts (and the offline model's worker) into one self-contained executable, dist/sku-search,
  * for the current platform (Linux, x64 or arm64). It embeds PGlite's files, a new empty database
  * (made here, so that a first start need not run initdb), pgvector, pg_trgm, the offline model and
  * onnxruntime's native addon; src/app/runtime-assets.ts hands them over (or writes them out) at
@@ -16,14 +16,8 @@ import { basename, dirname, join, relative, resolve } from "node:path";
 import type { BunPlugin } from "bun";
 import { bundleUi, serializeUiBundle, UI_BUNDLE_CONSTANT } from "../src/adapters/http/ui/ui-bundle.ts";
 import { makeNewDatabase } from "../src/adapters/pglite/new-database.ts";
-import { INSTALLED_MODEL_DIR } from "../src/adapters/providers/local-model-files.ts";
-import {
-  BESIDE_FOLDER,
-  BUILD_CONSTANTS,
-  EMBEDDED,
-  ON_DISK,
-  ONNXRUNTIME_BINDING_GLOBAL,
-} from "../src/app/runtime-assets.ts";
+import { INSTALLED_MODEL_DIR, ONNXRUNTIME_BINDING_GLOBAL } from "../src/adapters/providers/local-model-files.ts";
+import { BESIDE_FOLDER, BUILD_CONSTANTS, EMBEDDED, ENTRY_POINTS, ON_DISK } from "../src/app/runtime-assets.ts";
 
 const options = process.argv.slice(2);
 const unknown = options.filter((option) => option !== "--assets-beside");
@@ -127,7 +121,8 @@ try {
   // The search page (/ui), bundled now and carried in a constant: the executable never bundles.
   const ui = serializeUiBundle(await bundleUi());
   const result = await Bun.build({
-    entrypoints: [join(root, "src/app/main.ts")],
+    // The offline model's worker is an entry point of its own (a Worker needs its module by path).
+    entrypoints: Object.values(ENTRY_POINTS).map((path) => join(root, "src", path)),
     plugins: [executablePlugin],
     minify: { syntax: true, whitespace: true }, // identifiers kept: readable stack traces
     define: {

@@ -751,7 +751,11 @@ async function createEmbedder(config: Config, log: Logger, timers: Timers | unde
   const { embeddingProvider: provider, embeddingDimensions: dimension } = config;
   if (provider === "local") {
     const assets = await resolveRuntimeAssets({ localModel: true });
-    return new LocalEmbedder(config.localModelDir ?? assets.modelDir ?? INSTALLED_MODEL_DIR);
+    const { localModel } = assets;
+    return new LocalEmbedder(config.localModelDir ?? localModel?.modelDir ?? INSTALLED_MODEL_DIR, {
+      workerUrl: localModel?.workerUrl,
+      onnxruntimeBinding: localModel?.onnxruntimeBinding,
+    });
   }
   const options = {
     ...clientOptions(config, provider, "embedding", log, timers),

@@ -22,11 +22,30 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { installedNewDatabase } from "../adapters/pglite/new-database.ts";
 import type { PgliteAssets } from "../adapters/pglite/pglite-client.ts";
+import { ONNXRUNTIME_BINDING_GLOBAL } from "../adapters/providers/local-model-files.ts";
 
 export interface RuntimeAssets {
   pglite?: PgliteAssets;
-  modelDir?: string;
+  localModel?: LocalModelAssets;
 }
+
+/** What the offline model's worker needs in the executable (its options for LocalEmbedder). */
+export interface LocalModelAssets {
+  modelDir: string;
+  /** onnxruntime-node's addon, written out or beside the executable. */
+  onnxruntimeBinding: string;
+  /** The worker's module inside the executable. */
+  workerUrl: string;
+}
+
+/**
+ * The executable's entry points, from src/: the build bundles each one, and the executable holds
+ * them under its virtual root by these paths (relative to the entry points' common folder).
+ */
+export const ENTRY_POINTS = {
+  main: "app/main.ts",
+  localModelWorker: "adapters/providers/local-model-worker.ts",
+} as const;
 
 /** Files always embedded, by their name inside the executable; scripts/build.ts embeds exactly these. */
 export const EMBEDDED = {
@@ -49,12 +68,6 @@ export const ON_DISK = {
 
 /** With `--assets-beside`, the folder beside the executable that holds ON_DISK, under the digest. */
 export const BESIDE_FOLDER = "sku-search-assets";
-
-/**
- * scripts/build.ts makes onnxruntime-node require its addon from the path held in this global,
- * since its own path (computed, next to node_modules) does not exist in the executable.
- */
-export const ONNXRUNTIME_BINDING_GLOBAL = "__skuSearchOnnxruntimeBinding";
 
 /** Constants scripts/build.ts defines: a digest of the ON_DISK files, and whether they are beside. */
 export const BUILD_CONSTANTS = {
@@ -84,11 +97,11 @@ export async function resolveRuntimeAssets(
     const initialDataDir = needs.pglite ? installedNewDatabase() : undefined;
     return initialDataDir ? { pglite: { initialDataDir } } : {};
   }
-  const [pglite, modelDir] = await Promise.all([
+  const [pglite, localModel] = await Promise.all([
     needs.pglite ? preparePglite() : undefined,
     needs.localModel ? prepareLocalModel() : undefined,
   ]);
-  return { pglite, modelDir };
+  return { pglite, localModel };
 }
 
 function once<T>(prepare: () => Promise<T>): () => Promise<T> {
@@ -115,7 +128,7 @@ const preparePglite = once(async (): Promise<Required<PgliteAssets>> => {
   };
 });
 
-const prepareLocalModel = once(async (): Promise<string> => {
+const prepareLocalModel = once(async (): Promise<LocalModelAssets> => {
   const folder = await onDisk([ON_DISK.onnxruntimeBinding, ON_DISK.onnxruntimeLibrary, ON_DISK.model]);
   // The addon finds libonnxruntime.so.1 beside itself (its RUNPATH is $ORIGIN).
   const binding = join(folder.path, ON_DISK.onnxruntimeBinding);
@@ -125,8 +138,12 @@ const prepareLocalModel = once(async (): Promise<string> => {
     const hint = folder.written ? " (if the temp folder is mounted noexec, set TMPDIR to one that is not)" : "";
     throw new Error(`cannot load onnxruntime from ${folder.path}: ${(error as Error).message}${hint}`);
   }
-  (globalThis as Record<string, unknown>)[ONNXRUNTIME_BINDING_GLOBAL] = binding;
-  return join(folder.path, ON_DISK.model);
+  (globalThis as Record<string, unknown>)[ONNXRUNTIME_BINDING_GLOBAL] = binding; // this thread's copy; the worker sets its own
+  return {
+    modelDir: join(folder.path, ON_DISK.model),
+    onnxruntimeBinding: binding,
+    workerUrl: join(import.meta.dir, ENTRY_POINTS.localModelWorker),
+  };
 });
 
 /** An embedded file, by its name inside the executable. */

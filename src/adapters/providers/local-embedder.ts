@@ -1,39 +1,19 @@
-import { existsSync } from "node:fs";
-import { basename, dirname, join, resolve } from "node:path";
-import type { FeatureExtractionPipeline, Tensor } from "@huggingface/transformers";
+import { resolve } from "node:path";
 import type { Vector } from "../../domain/vector.ts";
 import type { Embedder, EmbeddingPurpose } from "../../ports/embedder.ts";
-import { LOCAL_EMBEDDING_MODEL, LOCAL_MODEL_FILES } from "./local-model-files.ts";
-import { disableOnnxruntimeTelemetry } from "./onnxruntime-telemetry.ts";
-
-export const LOCAL_EMBEDDING_DIMENSION = 384;
-
-/**
- * Tokens kept per text (the tokenizer alone would allow 512). The model was trained on 128-token
- * texts; on the eval set 128 ranks as well as 256 or 512 (nDCG@10 0.316 / 0.311 / 0.312) and embeds
- * the catalogue 25% faster, since attention cost grows with the square of the length.
- */
-const MAX_TOKENS = 128;
+import { DEFAULT_BATCH_SIZE, LOCAL_EMBEDDING_DIMENSION, LocalModel } from "./local-model.ts";
+import { LOCAL_EMBEDDING_MODEL } from "./local-model-files.ts";
+import type { LocalModelReply, LocalModelRequest } from "./local-model-worker.ts";
 
 export interface LocalEmbedderOptions {
-  /**
-   * Texts per forward pass. Product texts are long (median ~80 tokens), so on 2 cores batches of 16,
-   * 32 or 64 run equally fast (~50 texts/s) while bigger ones grow onnxruntime's memory arena
-   * (RSS ~370 MB at 16, ~840 MB at 64): 16 is the default.
-   */
+  /** Texts per forward pass (local-model.ts says why 16). */
   batchSize?: number;
+  /** The worker's module; the compiled executable names its own copy (src/app/runtime-assets.ts). */
+  workerUrl?: string | URL;
+  /** Where the compiled executable's onnxruntime addon is (src/app/runtime-assets.ts); unset from source. */
+  onnxruntimeBinding?: string;
 }
 
-interface LoadedModel {
-  extractor: FeatureExtractionPipeline;
-  meanPooling: (lastHiddenState: Tensor, attentionMask: Tensor) => Tensor;
-}
-
-/**
- * all-MiniLM-L6-v2 (ONNX, q4, 384 dimensions, English) run in process with onnxruntime-node.
- * Never downloads anything: the model folder must already exist (installed by `bun install`).
- * The model is loaded once, on the first `embed` or an explicit `load()`; concurrent first calls share that load.
- */
 /**
  * The relevance threshold for this model (SEARCH_MIN_SCORE=auto): the cosine under which a query's
  * best product does not count as a match. Calibrated on the eval set's dev queries (bench/eval.ts,
@@ -47,109 +27,174 @@ interface LoadedModel {
  */
 export const OFFLINE_MODEL_MIN_SCORE = 0.2;
 
+interface Pending {
+  resolve: (vectors: Float32Array) => void;
+  reject: (error: Error) => void;
+}
+
+/**
+ * all-MiniLM-L6-v2 (local-model.ts) in two places. Queries are embedded on the calling thread: one
+ * short text, about 4 ms, and a hop to another thread and back measured slower (the default path's
+ * p95 2 to 3 ms higher). Products are embedded in a worker thread (local-model-worker.ts): a batch
+ * of 16 holds its thread for about 70 ms and an import's chunk for hundreds, which on the thread
+ * that serves requests and runs the embedded database stalled every search meanwhile. Each loads
+ * the model on its first use (`load()` loads the queries' now); concurrent first calls share the
+ * load. The worker keeps the process alive only while it has work; if it dies, what it was doing
+ * fails and the next call starts another.
+ */
 export class LocalEmbedder implements Embedder {
   readonly model = LOCAL_EMBEDDING_MODEL;
   readonly dimension = LOCAL_EMBEDDING_DIMENSION;
   private readonly modelDir: string;
-  private readonly batchSize: number;
-  private loading: Promise<LoadedModel> | null = null;
+  private readonly options: LocalEmbedderOptions;
+  /** The queries' model, on this thread. */
+  private readonly here: LocalModel;
+  private worker: Worker | null = null;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 0;
+  private workerLoading: Promise<unknown> | null = null;
   private ready = false;
 
   constructor(modelDir: string, options: LocalEmbedderOptions = {}) {
     this.modelDir = resolve(modelDir);
-    this.batchSize = Math.max(1, Math.floor(options.batchSize ?? 16));
+    this.options = options;
+    this.here = new LocalModel(this.modelDir, options.batchSize);
   }
 
-  /** True once the model is loaded (by `load` or a first `embed`), until `dispose`. */
+  /** True once the queries' model is loaded (by `load` or a first query), until `dispose`. */
   get loaded(): boolean {
     return this.ready;
   }
 
-  /** Loads the model now (e.g. at startup, to fail fast); rejects with a clear message when it is missing. */
+  /** Loads the queries' model now (e.g. at startup, to fail fast); rejects with a clear message when it is missing. */
   async load(): Promise<void> {
-    await this.pipeline();
+    await this.here.load();
+    this.ready = true;
   }
 
-  /** Runs in this process, a few milliseconds per batch: `signal` is checked between batches. */
-  async embed(texts: readonly string[], _purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
+  /**
+   * Queries here, products in the worker. `signal` aborting rejects at once with its reason; the
+   * model stops before its next batch.
+   */
+  async embed(texts: readonly string[], purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
     if (texts.length === 0) return [];
-    const { extractor, meanPooling } = await this.pipeline();
-    // Batches of similar length waste less work on padding: embed in length order, answer in input order.
-    const order = texts.map((_, i) => i).sort((a, b) => (texts[a] as string).length - (texts[b] as string).length);
-    const vectors: Vector[] = new Array(texts.length);
-    for (let start = 0; start < order.length; start += this.batchSize) {
-      signal?.throwIfAborted();
-      const indices = order.slice(start, start + this.batchSize);
-      // What the feature-extraction pipeline does with { pooling: "mean", normalize: true }, plus the token cap.
-      const inputs = extractor.tokenizer(
-        indices.map((i) => texts[i] as string),
-        { padding: true, truncation: true, max_length: MAX_TOKENS },
-      );
-      const { last_hidden_state: hidden } = (await extractor.model(inputs)) as { last_hidden_state: Tensor };
-      const output = meanPooling(hidden, inputs.attention_mask as Tensor).normalize(2, -1);
-      const [rows, columns] = output.dims;
-      if (rows !== indices.length || columns !== this.dimension) {
-        throw new Error(`${this.model} returned a [${output.dims.join(", ")}] tensor for ${indices.length} texts`);
-      }
-      const data = output.data as Float32Array;
-      indices.forEach((textIndex, row) => {
-        vectors[textIndex] = Array.from(data.subarray(row * columns, (row + 1) * columns));
-      });
-      for (const tensor of [output, hidden, ...Object.values(inputs)] as Tensor[]) tensor.dispose();
-    }
-    return vectors;
+    signal?.throwIfAborted();
+    const rows =
+      purpose === "query"
+        ? await this.here.embed(texts, async () => signal?.throwIfAborted())
+        : await this.inWorker(texts, signal);
+    if (purpose === "query") this.ready = true;
+    return Array.from({ length: texts.length }, (_, row) =>
+      Array.from(rows.subarray(row * this.dimension, (row + 1) * this.dimension)),
+    );
   }
 
-  /** Frees the ONNX session; a later `embed` loads the model again. */
+  /** Frees both copies of the model and stops the worker; a later `embed` starts them again. */
   async dispose(): Promise<void> {
-    const loading = this.loading;
-    this.loading = null;
     this.ready = false;
-    if (loading) await (await loading).extractor.dispose();
-  }
-
-  private pipeline(): Promise<LoadedModel> {
-    if (!this.loading) {
-      const loading = this.open();
-      // A failed load is not kept: the next call tries again (e.g. after the model is installed).
-      loading.then(
-        () => {
-          if (this.loading === loading) this.ready = true;
-        },
-        () => {
-          if (this.loading === loading) this.loading = null;
-        },
-      );
-      this.loading = loading;
-    }
-    return this.loading;
-  }
-
-  private async open(): Promise<LoadedModel> {
-    const missing = LOCAL_MODEL_FILES.filter((file) => !existsSync(join(this.modelDir, file)));
-    if (missing.length > 0) {
-      throw new Error(
-        `The offline embedding model is not installed in ${this.modelDir} (missing ${missing.join(", ")}). ` +
-          "Run `bun install` in the project folder: its postinstall step installs the model (scripts/install-model.ts).",
-      );
-    }
-    disableOnnxruntimeTelemetry(); // before the first ONNX session, which would start it
-    // Imported here, not at the top: the ONNX runtime (and sharp, which transformers imports eagerly)
-    // is only loaded by processes that actually embed locally.
-    const { env, mean_pooling, pipeline } = await import("@huggingface/transformers");
-    env.allowRemoteModels = false;
-    env.allowLocalModels = true;
-    env.useFSCache = false;
-    env.useBrowserCache = false;
-    env.localModelPath = dirname(this.modelDir);
-    const extractor = await pipeline("feature-extraction", basename(this.modelDir), {
-      dtype: "q4",
-      // ONNX Runtime's worker threads spin after each run by default, waiting for the next one: 7 ms
-      // of a core per query here, taken from Apertium's processes and the database that come next.
-      // Blocking instead (bench/default-path.ts, three pairs side by side, load 2.0 to 2.3): cache-miss
-      // p95 24.2 to 27.0 ms against 31.5 to 42.9, p50 14.5 to 16.7 against 15.6 to 20.3.
-      session_options: { extra: { session: { intra_op: { allow_spinning: "0" }, inter_op: { allow_spinning: "0" } } } },
+    await this.here.dispose();
+    const worker = this.worker;
+    if (!worker) return;
+    this.forget(worker, new Error("the offline model was closed"));
+    const closed = new Promise<void>((resolve) => {
+      worker.addEventListener("message", (event: MessageEvent<LocalModelReply>) => {
+        if ("kind" in event.data) resolve();
+      });
+      worker.addEventListener("close", () => resolve());
     });
-    return { extractor, meanPooling: mean_pooling };
+    worker.ref();
+    worker.postMessage({ kind: "close" } satisfies LocalModelRequest);
+    await Promise.race([closed, Bun.sleep(5_000)]);
+    worker.terminate();
+  }
+
+  /** The worker's model (loaded the first time) embeds `texts`. */
+  private async inWorker(texts: readonly string[], signal?: AbortSignal): Promise<Float32Array> {
+    if (!this.workerLoading) {
+      const loading = this.ask({ kind: "load" });
+      // A failed load is not kept: the next call tries again (e.g. after the model is installed).
+      loading.catch(() => {
+        if (this.workerLoading === loading) this.workerLoading = null;
+      });
+      this.workerLoading = loading;
+    }
+    await this.workerLoading;
+    signal?.throwIfAborted(); // while the model loaded
+    return this.ask({ kind: "embed", texts: [...texts] }, signal);
+  }
+
+  /** Sends a request to the worker (started if need be) and waits for its reply. */
+  private ask(
+    request: { kind: "load" } | { kind: "embed"; texts: readonly string[] },
+    signal?: AbortSignal,
+  ): Promise<Float32Array> {
+    const worker = this.started();
+    const id = this.nextId++;
+    const { promise, resolve, reject } = Promise.withResolvers<Float32Array>();
+    const onAbort = () => {
+      if (!this.pending.delete(id)) return;
+      worker.postMessage({ kind: "cancel", id } satisfies LocalModelRequest);
+      this.idleCheck(worker);
+      reject(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+    this.pending.set(id, {
+      resolve: (vectors) => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(vectors);
+      },
+      reject: (error) => {
+        signal?.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    });
+    worker.ref(); // it has work: the process waits for it
+    worker.postMessage({ ...request, id } satisfies LocalModelRequest);
+    return promise;
+  }
+
+  private started(): Worker {
+    if (this.worker) return this.worker;
+    const worker = new Worker(this.options.workerUrl ?? new URL("./local-model-worker.ts", import.meta.url));
+    worker.addEventListener("message", (event: MessageEvent<LocalModelReply>) => {
+      const reply = event.data;
+      if ("kind" in reply) return;
+      const waiting = this.pending.get(reply.id);
+      if (!waiting) return; // cancelled meanwhile
+      this.pending.delete(reply.id);
+      this.idleCheck(worker);
+      if ("error" in reply) waiting.reject(new Error(reply.error));
+      else waiting.resolve(reply.vectors);
+    });
+    worker.addEventListener("error", (event) => {
+      this.forget(worker, new Error(`the offline model's worker failed: ${event.message}`));
+      worker.terminate();
+    });
+    worker.addEventListener("close", () => this.forget(worker, new Error("the offline model's worker stopped")));
+    worker.postMessage({
+      kind: "start",
+      modelDir: this.modelDir,
+      batchSize: this.options.batchSize ?? DEFAULT_BATCH_SIZE,
+      onnxruntimeBinding: this.options.onnxruntimeBinding,
+    } satisfies LocalModelRequest);
+    worker.unref();
+    this.worker = worker;
+    return worker;
+  }
+
+  /** With nothing left to do, the worker no longer keeps the process alive. */
+  private idleCheck(worker: Worker): void {
+    if (this.pending.size === 0) worker.unref();
+  }
+
+  /** `worker` is done with: what it owed fails with `error`, and the next call starts another. */
+  private forget(worker: Worker, error: Error): void {
+    if (this.worker !== worker) return;
+    this.worker = null;
+    this.workerLoading = null;
+    const owed = [...this.pending.values()];
+    this.pending.clear();
+    worker.unref();
+    for (const waiting of owed) waiting.reject(error);
   }
 }

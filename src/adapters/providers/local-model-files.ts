@@ -18,3 +18,10 @@ export const LOCAL_MODEL_FILES = [
   "onnx/model_q4.onnx",
   "onnx/model_q4.onnx_data",
 ];
+
+/**
+ * The compiled executable's copy of onnxruntime-node requires its addon from the path in this global
+ * (scripts/build.ts rewrites its require; src/app/runtime-assets.ts says where the addon is). Each
+ * thread has its own globals: the offline model's worker sets it too.
+ */
+export const ONNXRUNTIME_BINDING_GLOBAL = "__skuSearchOnnxruntimeBinding";

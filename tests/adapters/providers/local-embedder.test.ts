@@ -77,6 +77,66 @@ describe("LocalEmbedder (real model)", () => {
   });
 });
 
+describe("LocalEmbedder's two threads", () => {
+  const embedder = new LocalEmbedder(MODEL_DIR);
+  afterAll(() => embedder.dispose());
+  const products = Array.from(
+    { length: 64 },
+    (_, i) => `Product ${i}: a cotton shirt with long sleeves, a collar and ${i} buttons, machine washable`,
+  );
+
+  /** How many times this thread's event loop turned while `work` ran. */
+  async function turnsDuring(work: Promise<unknown>): Promise<number> {
+    let turns = 0;
+    let done = false;
+    const spin = () => {
+      turns++;
+      if (!done) setImmediate(spin);
+    };
+    setImmediate(spin);
+    await work;
+    done = true;
+    return turns;
+  }
+
+  test("a product and a query of the same text get the same vector (one model in both places)", async () => {
+    const text = "Espresso machine with milk frother";
+    const [asProduct] = await embedder.embed([text], "document");
+    const [asQuery] = await embedder.embed([text], "query");
+    expect(cosine(asProduct as number[], asQuery as number[])).toBeGreaterThan(0.9999);
+  });
+
+  test("products are embedded in the worker: this thread keeps serving meanwhile", async () => {
+    await embedder.embed(["warm"], "document");
+    // Four batches of 16: on this thread the loop would turn about once per batch.
+    const turns = await turnsDuring(embedder.embed(products, "document"));
+    expect(turns).toBeGreaterThan(200);
+  });
+
+  test("a product embedding aborted midway rejects with the signal's reason, and the next is answered", async () => {
+    const controller = new AbortController();
+    const aborted = embedder.embed(products, "document", controller.signal);
+    setImmediate(() => controller.abort(new Error("the client left"))); // once the worker has it
+
+    await expect(aborted).rejects.toThrow("the client left");
+    const [vector] = await embedder.embed(["Leather wallet"], "document");
+    expect(vectorProblem(vector as number[], 384)).toBeNull();
+  });
+
+  test("closing while products embed rejects them; the next call starts the worker again", async () => {
+    const closing = new LocalEmbedder(MODEL_DIR);
+    const outcome = closing.embed(products, "document").then(
+      () => "embedded",
+      (error: Error) => error.message,
+    );
+    await closing.dispose();
+    expect(await outcome).toBe("the offline model was closed");
+    const [vector] = await closing.embed(["Leather wallet"], "document");
+    expect(vectorProblem(vector as number[], 384)).toBeNull();
+    await closing.dispose();
+  });
+});
+
 describe("LocalEmbedder and the files around it", () => {
   const tempDir = useTempDirs("embedder-files");
   const EMBEDDER_MODULE = join(import.meta.dir, "../../../src/adapters/providers/local-embedder.ts");
