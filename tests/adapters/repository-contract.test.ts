@@ -879,6 +879,26 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
     );
   });
 
+  test("after a re-embed to another dimension and back, a filtered search still ranks its products (the view it ranks them in is defined again)", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    const short = new PostgresProducts(client, space.dimension).in("default");
+    for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
+      await stored(short.add(row(product, [1, i, 0, 0])));
+    const filteredBy = async (dimension: number, query: Vector) =>
+      (
+        await new PostgresProducts(client, dimension)
+          .in("default")
+          .searchByVector(query, { limit: 5, categories: [mug.category] })
+      ).map((hit) => hit.name);
+
+    const long = new DimensionEmbedder(3072);
+    await reembedProducts(client, long);
+    expect(await filteredBy(3072, (await long.embed(["any"], "query"))[0] as Vector)).toEqual([mug.name]);
+    await reembedProducts(client, new FakeEmbedder());
+    expect(await filteredBy(3, [1, 1, 1])).toEqual([mug.name]);
+  });
+
   test("a re-embed leaves each product with the digest of its current text, as contentDigest computes it", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);

@@ -2,7 +2,13 @@ import { type Attributes, hasAttributes } from "../../domain/attributes.ts";
 import type { Vector } from "../../domain/vector.ts";
 import type { EmbeddingSpace, EmbeddingSpaceStore, ProductText, StagedVector } from "../../ports/embedding-space.ts";
 import { encodeCopyRows } from "./binary-copy.ts";
-import { addInRowCopies, EMBEDDED_TEXT_DIGEST_SQL, NOT_ZERO_CHECK, SCHEMA_LOCK_KEY } from "./schema.ts";
+import {
+  addInRowCopies,
+  defineWordsView,
+  EMBEDDED_TEXT_DIGEST_SQL,
+  NOT_ZERO_CHECK,
+  SCHEMA_LOCK_KEY,
+} from "./schema.ts";
 import type { SqlClient } from "./sql-client.ts";
 
 interface ProductTextRow {
@@ -96,13 +102,15 @@ export class SqlEmbeddingSpace implements EmbeddingSpaceStore {
       // Each product's digest is now that of the text its new vector was made from.
       await tx.query("UPDATE products SET content_digest = embedding_next_digest");
       // CASCADE: the half-precision copy and the bits, when there are, go with the column they are
-      // made from, and the vector indexes with them.
+      // made from, and the vector indexes and CATALOGUE_WORDS_VIEW with them.
       await tx.query("ALTER TABLE products DROP COLUMN embedding CASCADE");
       await tx.query("ALTER TABLE products DROP COLUMN embedding_next_digest");
       await tx.query("ALTER TABLE products RENAME COLUMN embedding_next TO embedding");
       await tx.query("ALTER TABLE products ALTER COLUMN embedding SET NOT NULL");
       await tx.query(`ALTER TABLE products ADD ${NOT_ZERO_CHECK}`);
       await addInRowCopies(tx, space.dimension);
+      await defineWordsView(tx); // dropped with `embedding`: the filtered searches rank by its columns
+
       await tx.query("UPDATE embedding_space SET model = $1, dimension = $2", [space.model, space.dimension]);
       await tx.query("DELETE FROM embedding_staging");
       const [after] = await tx.query<{ n: number | string }>("SELECT count(*) AS n FROM products");

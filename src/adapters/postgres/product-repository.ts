@@ -900,12 +900,19 @@ export class PostgresProductRepository implements ProductRepository {
       (await this.estimatedMatches(tx, filter.spec, partition)) <= this.search.filterExactMaxRows;
     if (exact) {
       params.push(depth);
-      // `+ 0`: an order the index cannot give, so the planner computes the distance of each row read.
-      return `SELECT ${columns}, ${near} AS near FROM products
-              WHERE catalogue = ${catalogue} AND id = ANY(ARRAY(
-                SELECT id FROM ${CATALOGUE_WORDS_VIEW} WHERE catalogue = ${catalogue} AND ${filter.sql}
-              ))
-              ORDER BY (${near}) + 0 LIMIT $${params.length}`;
+      // The filter's products are found and ranked in the view (the indexes serve the filter there),
+      // each read once; only the best `depth` are then read from `products`, by id (`= ANY`, which
+      // the primary key serves under the policy, being leakproof: joined on id alone, the planner
+      // may read the whole partition instead). `+ 0`: an order the vector index cannot give, so the
+      // planner computes the distance of each row the filter lets through.
+      return `WITH ranked AS MATERIALIZED (
+                SELECT id, ${near} AS near FROM ${CATALOGUE_WORDS_VIEW}
+                WHERE catalogue = ${catalogue} AND ${filter.sql}
+                ORDER BY (${near}) + 0 LIMIT $${params.length}
+              )
+              SELECT ${columns}, ranked.near FROM products JOIN ranked USING (id)
+              WHERE catalogue = ${catalogue} AND id = ANY(ARRAY(SELECT id FROM ranked))
+              ORDER BY ranked.near LIMIT $${params.length}`;
     }
     const where = ` WHERE catalogue = ${catalogue}${filter ? ` AND ${filter.sql}` : ""}`;
     const index: SearchIndex | undefined = this.scansHalfCopy

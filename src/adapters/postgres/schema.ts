@@ -433,6 +433,17 @@ const MIGRATIONS: readonly Migration[] = [
       await tx.query("ALTER TABLE query_embeddings ALTER COLUMN embedding TYPE bytea USING vector_send(embedding)");
     },
   },
+  {
+    version: 22,
+    name: "a filter's products ranked where they are found",
+    async apply(tx) {
+      // The exact plan of a filtered search (product-repository.ts) ranks the products its filter
+      // lets through by their distance in this view, then reads only the best from `products`: it
+      // read every one of them twice (once here for its id, once again by id for its distance), 35 ms
+      // of a 5 % filter's search at 100,000 × 3072 against 22 ms now.
+      await defineWordsView(tx);
+    },
+  },
 ];
 
 /**
@@ -475,9 +486,32 @@ export const CATALOGUE_SETTING = "sku_search.catalogue";
  * policy became a scan of the catalogue's whole heap (6 kB a row at 3072 dimensions). The view runs
  * with its owner's rights (not confined) but carries the policy's own condition as a plain one, so
  * the planner folds both into a one-time filter on the setting and keeps the index. What it gives
- * is ids and words; the products themselves are then read from `products`, under the policy.
+ * is ids, words, attributes and vectors (a filtered search ranks its products here); the products
+ * themselves are then read from `products`, under the policy.
  */
 export const CATALOGUE_WORDS_VIEW = "product_words";
+
+/**
+ * (Re)defines CATALOGUE_WORDS_VIEW over the columns `products` has now: `embedding`, and from 512
+ * dimensions `embedding_half` (what a filtered search ranks by), besides the words and attributes.
+ * A re-embed drops `embedding`, and the view with it (embedding-space.ts): it defines the view
+ * again. The role is granted the view here when it exists (otherwise ensureCatalogueRole does).
+ */
+export async function defineWordsView(tx: SqlClient): Promise<void> {
+  const [state] = await tx.query<{ half: boolean; role: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'products'::regclass
+                      AND attname = 'embedding_half' AND NOT attisdropped) AS half,
+            EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1) AS role`,
+    [CATALOGUE_ROLE],
+  );
+  await tx.query(`DROP VIEW IF EXISTS ${CATALOGUE_WORDS_VIEW}`);
+  await tx.query(
+    `CREATE VIEW ${CATALOGUE_WORDS_VIEW} AS
+     SELECT catalogue, id, category, search_text, attributes, embedding${state?.half ? ", embedding_half" : ""}
+     FROM products WHERE catalogue = current_setting('${CATALOGUE_SETTING}', true)`,
+  );
+  if (state?.role) await tx.query(`GRANT SELECT ON ${CATALOGUE_WORDS_VIEW} TO ${CATALOGUE_ROLE}`);
+}
 
 /**
  * The storage parameter of every catalogue's partition of `products`: a row's values are moved out
