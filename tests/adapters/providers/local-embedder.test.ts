@@ -137,6 +137,20 @@ describe("LocalEmbedder's two threads", () => {
   });
 });
 
+describe("LocalEmbedder when its worker dies", () => {
+  test("what the worker was doing fails with a clear error; the next call starts another and is answered", async () => {
+    const embedder = new LocalEmbedder(MODEL_DIR, {
+      workerUrl: new URL("../../fakes/crashing-model-worker.ts", import.meta.url),
+    });
+    await expect(embedder.embed(["Leather wallet", "crash"], "document")).rejects.toThrow(
+      "the offline model's worker failed",
+    );
+    const [vector] = await embedder.embed(["Leather wallet"], "document");
+    expect(vectorProblem(vector as number[], 384)).toBeNull();
+    await embedder.dispose();
+  });
+});
+
 describe("LocalEmbedder and the files around it", () => {
   const tempDir = useTempDirs("embedder-files");
   const EMBEDDER_MODULE = join(import.meta.dir, "../../../src/adapters/providers/local-embedder.ts");
