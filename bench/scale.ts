@@ -170,9 +170,12 @@ const space = new SyntheticSpace(texts.products, DIMENSION);
 /** Row `row` as the bulk path takes it: the catalogue's texts, cycled, the row number in the name. */
 const productOf = (row: number) => syntheticProduct(space, row);
 
-/** The row a product text was made from (the fake provider answers with that row's vector). */
+/**
+ * The row a product text was made from (the fake provider answers with that row's vector): its name
+ * ends in ` #row`, and the service embeds "name. category. description" (embeddingText).
+ */
 function rowOfText(text: string): number | undefined {
-  const match = / #(\d+)\n/.exec(text);
+  const match = / #(\d+)(?=\. |$)/.exec(text);
   return match ? Number(match[1]) : undefined;
 }
 
@@ -194,10 +197,21 @@ function renderVectors(from: number, to: number): void {
   for (let row = from; row < to; row++) rendered.set(row, rowJson(row));
 }
 
+/**
+ * Texts the fake provider embedded during a bulk phase that were not made beforehand: each cost this
+ * process a vector's making on the cores the service and PostgreSQL share. When the service's
+ * embedded text stopped matching rowOfText, every product was one (0.17 ms of CPU a product, and
+ * the bulk path measured 0.38 to 0.46 × COPY instead of 0.52 to 0.62).
+ */
+let unrendered = 0;
+
 /** The vector of an embedded text as a JSON value (rounded to 1e-5; the components are about 0.02 at 3072 dims). */
 function vectorJson(text: string): string {
   const row = rowOfText(text);
-  if (row !== undefined) return rendered.get(row) ?? rowJson(row);
+  const made = row === undefined ? undefined : rendered.get(row);
+  if (made !== undefined) return made;
+  unrendered++;
+  if (row !== undefined) return rowJson(row);
   return toJson(space.productLowRank(seedOf(text) % texts.products.length, 1.3, text));
 }
 
@@ -332,6 +346,7 @@ type Service = Awaited<ReturnType<typeof startService>>;
 /** Rows [from, to) through POST /products/bulk (their vectors made beforehand); returns products per second. */
 async function bulkLoad(service: Service, from: number, to: number, cpu?: CpuMeter): Promise<number> {
   renderVectors(from, to);
+  unrendered = 0;
   cpu?.begin(service.pid);
   const started = performance.now();
   let next = from;
@@ -357,6 +372,12 @@ async function bulkLoad(service: Service, from: number, to: number, cpu?: CpuMet
   const rate = (to - from) / ((performance.now() - started) / 1000);
   cpu?.end(to - from);
   rendered.clear();
+  if (unrendered > 0) {
+    // --quick runs in CI: a bench that measures its own work instead of the service's fails there.
+    const problem = `the fake provider made ${unrendered} vectors during the bulk phase (rowOfText no longer finds their rows)`;
+    if (QUICK) throw new Error(problem);
+    console.log(`WARNING: ${problem}`);
+  }
   return rate;
 }
 
