@@ -864,9 +864,10 @@ export class PostgresProductRepository implements ProductRepository {
    * 0.89); past it, the index scan with iterative scanning (the session's hnsw.iterative_scan),
    * deeper than unfiltered, the filter applied to the rows it yields.
    *
-   * The exact scan reads its products by id (the primary key's equality is leakproof: the index
-   * serves it under row-level security), ids found through CATALOGUE_WORDS_VIEW, where the indexes
-   * serve the filter (the GIN index on attributes, the btree on category, the index on price): under
+   * The exact scan finds and ranks the filter's products in CATALOGUE_WORDS_VIEW, where the indexes
+   * serve the filter (the GIN index on attributes, the btree on category, the index on price), and
+   * reads only the best by id (the primary key's equality is leakproof: the index serves it under
+   * row-level security): under
    * the policy itself, jsonb's operators are not leakproof and were applied row by row to the whole
    * partition (bench/filters.ts, a 0.1 % filter, p50: 151 ms at 100,000 × 384 and 2.1 s at 3072,
    * where it takes 1.1 and 1.9 ms through the view). The view confines the
