@@ -107,7 +107,7 @@ const executablePlugin: BunPlugin = {
       build,
       /onnxruntime-node[\\/]dist[\\/]binding\.js$/,
       /require\(`\.\.\/bin\/napi-v6\/[^`]*onnxruntime_binding\.node`\)/,
-      `require(globalThis.${ONNXRUNTIME_BINDING_GLOBAL} ?? "onnxruntime_binding.node: resolveRuntimeAssets() was not called")`,
+      `require(globalThis.${ONNXRUNTIME_BINDING_GLOBAL} ?? "onnxruntime_binding.node: LocalModel was not given the addon's path")`,
     );
   },
 };

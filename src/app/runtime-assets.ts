@@ -22,7 +22,6 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { installedNewDatabase } from "../adapters/pglite/new-database.ts";
 import type { PgliteAssets } from "../adapters/pglite/pglite-client.ts";
-import { ONNXRUNTIME_BINDING_GLOBAL } from "../adapters/providers/local-model-files.ts";
 
 export interface RuntimeAssets {
   pglite?: PgliteAssets;
@@ -138,7 +137,6 @@ const prepareLocalModel = once(async (): Promise<LocalModelAssets> => {
     const hint = folder.written ? " (if the temp folder is mounted noexec, set TMPDIR to one that is not)" : "";
     throw new Error(`cannot load onnxruntime from ${folder.path}: ${(error as Error).message}${hint}`);
   }
-  (globalThis as Record<string, unknown>)[ONNXRUNTIME_BINDING_GLOBAL] = binding; // this thread's copy; the worker sets its own
   return {
     modelDir: join(folder.path, ON_DISK.model),
     onnxruntimeBinding: binding,

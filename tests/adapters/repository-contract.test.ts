@@ -440,6 +440,17 @@ async function tableColumns(client: SqlClient, table: string): Promise<string[]>
 function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void {
   const space = { model: "test-model", dimension: 4 };
 
+  /** A new database of `space` holding shoe, lamp, mug, shoe and lamp, embedded [1, i, 0, 0]. */
+  async function withFiveProducts() {
+    const client = await db.fresh();
+    await prepareDatabase(client, space);
+    const repository = new PostgresProducts(client, space.dimension).in("default");
+    const added: Product[] = [];
+    for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
+      added.push(await stored(repository.add(row(product, [1, i, 0, 0]))));
+    return { client, repository, added };
+  }
+
   test("prepareDatabase is idempotent and records each migration once", async () => {
     const client = await db.fresh();
     await prepareDatabase(client, space);
@@ -810,12 +821,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("reembedProducts converts 4-dimension products to the embedder's 3 dimensions", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
-    const before = new PostgresProducts(client, space.dimension).in("default");
-    const added = [];
-    for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
-      added.push(await stored(before.add(row(product, [1, i, 0, 0]))));
+    const { client, added } = await withFiveProducts();
 
     const embedder = new FakeEmbedder();
     const progress: number[] = [];
@@ -845,11 +851,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("3072-d embeddings keep a half-precision copy in the row; reembed adds and removes it with the dimension", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
-    const short = new PostgresProducts(client, space.dimension).in("default");
-    for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
-      await stored(short.add(row(product, [1, i, 0, 0])));
+    const { client } = await withFiveProducts();
 
     const long = new DimensionEmbedder(3072);
     await reembedProducts(client, long);
@@ -880,11 +882,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("after a re-embed to another dimension and back, a filtered search still ranks its products (the view it ranks them in is defined again)", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
-    const short = new PostgresProducts(client, space.dimension).in("default");
-    for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
-      await stored(short.add(row(product, [1, i, 0, 0])));
+    const { client } = await withFiveProducts();
     const filteredBy = async (dimension: number, query: Vector) =>
       (
         await new PostgresProducts(client, dimension)
@@ -954,11 +952,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("a re-embed that fails midway leaves the live embeddings as they were; the next run resumes and switches", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
-    const repository = new PostgresProducts(client, space.dimension).in("default");
-    for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
-      await stored(repository.add(row(product, [1, i, 0, 0])));
+    const { client, repository } = await withFiveProducts();
 
     const failing = new FakeEmbedder("fake-3", 2);
     const failure = reembedProducts(client, failing, { batchSize: 2 });

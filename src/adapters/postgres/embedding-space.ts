@@ -110,7 +110,6 @@ export class SqlEmbeddingSpace implements EmbeddingSpaceStore {
       await tx.query(`ALTER TABLE products ADD ${NOT_ZERO_CHECK}`);
       await addInRowCopies(tx, space.dimension);
       await defineWordsView(tx); // dropped with `embedding`: the filtered searches rank by its columns
-
       await tx.query("UPDATE embedding_space SET model = $1, dimension = $2", [space.model, space.dimension]);
       await tx.query("DELETE FROM embedding_staging");
       const [after] = await tx.query<{ n: number | string }>("SELECT count(*) AS n FROM products");

@@ -1,17 +1,14 @@
 import { resolve } from "node:path";
 import type { Vector } from "../../domain/vector.ts";
 import type { Embedder, EmbeddingPurpose } from "../../ports/embedder.ts";
-import { DEFAULT_BATCH_SIZE, LOCAL_EMBEDDING_DIMENSION, LocalModel } from "./local-model.ts";
+import { LOCAL_EMBEDDING_DIMENSION, LocalModel, type LocalModelOptions } from "./local-model.ts";
 import { LOCAL_EMBEDDING_MODEL } from "./local-model-files.ts";
 import type { LocalModelReply, LocalModelRequest } from "./local-model-worker.ts";
 
-export interface LocalEmbedderOptions {
-  /** Texts per forward pass (local-model.ts says why 16). */
-  batchSize?: number;
+/** The model's options, for both its copies, and where the worker's module is. */
+export interface LocalEmbedderOptions extends LocalModelOptions {
   /** The worker's module; the compiled executable names its own copy (src/app/runtime-assets.ts). */
   workerUrl?: string | URL;
-  /** Where the compiled executable's onnxruntime addon is (src/app/runtime-assets.ts); unset from source. */
-  onnxruntimeBinding?: string;
 }
 
 /**
@@ -58,7 +55,7 @@ export class LocalEmbedder implements Embedder {
   constructor(modelDir: string, options: LocalEmbedderOptions = {}) {
     this.modelDir = resolve(modelDir);
     this.options = options;
-    this.here = new LocalModel(this.modelDir, options.batchSize);
+    this.here = new LocalModel(this.modelDir, options);
   }
 
   /** True once the queries' model is loaded (by `load` or a first query), until `dispose`. */
@@ -174,7 +171,7 @@ export class LocalEmbedder implements Embedder {
     worker.postMessage({
       kind: "start",
       modelDir: this.modelDir,
-      batchSize: this.options.batchSize ?? DEFAULT_BATCH_SIZE,
+      batchSize: this.options.batchSize,
       onnxruntimeBinding: this.options.onnxruntimeBinding,
     } satisfies LocalModelRequest);
     worker.unref();

@@ -22,6 +22,6 @@ export const LOCAL_MODEL_FILES = [
 /**
  * The compiled executable's copy of onnxruntime-node requires its addon from the path in this global
  * (scripts/build.ts rewrites its require; src/app/runtime-assets.ts says where the addon is). Each
- * thread has its own globals: the offline model's worker sets it too.
+ * thread has its own globals: LocalModel sets it on the thread it runs on.
  */
 export const ONNXRUNTIME_BINDING_GLOBAL = "__skuSearchOnnxruntimeBinding";

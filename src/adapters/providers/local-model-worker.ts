@@ -3,12 +3,11 @@
  * thread for each forward pass, and here that thread is not the one serving requests. Messages are
  * LocalModelRequest in, LocalModelReply out; a cancelled request stops before its next batch.
  */
-import { LocalModel } from "./local-model.ts";
-import { ONNXRUNTIME_BINDING_GLOBAL } from "./local-model-files.ts";
+import { LocalModel, type LocalModelOptions } from "./local-model.ts";
 
 /** What LocalEmbedder sends, in this order: one `start`, then any number of the others. */
 export type LocalModelRequest =
-  | { kind: "start"; modelDir: string; batchSize: number; onnxruntimeBinding?: string }
+  | ({ kind: "start"; modelDir: string } & LocalModelOptions)
   | { kind: "load"; id: number }
   | { kind: "embed"; id: number; texts: readonly string[] }
   | { kind: "cancel"; id: number }
@@ -52,9 +51,7 @@ self.onmessage = async (event: MessageEvent<LocalModelRequest>) => {
   const request = event.data;
   switch (request.kind) {
     case "start":
-      if (request.onnxruntimeBinding)
-        (globalThis as Record<string, unknown>)[ONNXRUNTIME_BINDING_GLOBAL] = request.onnxruntimeBinding;
-      model = new LocalModel(request.modelDir, request.batchSize);
+      model = new LocalModel(request.modelDir, request);
       return;
     case "load":
       return answer(request.id, async (it) => {

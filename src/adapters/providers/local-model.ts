@@ -8,7 +8,7 @@
 import { existsSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import type { FeatureExtractionPipeline, Tensor } from "@huggingface/transformers";
-import { LOCAL_MODEL_FILES } from "./local-model-files.ts";
+import { LOCAL_MODEL_FILES, ONNXRUNTIME_BINDING_GLOBAL } from "./local-model-files.ts";
 import { disableOnnxruntimeTelemetry } from "./onnxruntime-telemetry.ts";
 
 export const LOCAL_EMBEDDING_DIMENSION = 384;
@@ -25,7 +25,17 @@ const MAX_TOKENS = 128;
  * 32 or 64 run equally fast (~50 texts/s) while bigger ones grow onnxruntime's memory arena
  * (RSS ~370 MB at 16, ~840 MB at 64): 16 is the default.
  */
-export const DEFAULT_BATCH_SIZE = 16;
+const DEFAULT_BATCH_SIZE = 16;
+
+export interface LocalModelOptions {
+  /** Texts per forward pass (DEFAULT_BATCH_SIZE). */
+  batchSize?: number;
+  /**
+   * Where the compiled executable's onnxruntime addon is (src/app/runtime-assets.ts); unset from
+   * source. Set as this thread's ONNXRUNTIME_BINDING_GLOBAL before the runtime is loaded.
+   */
+  onnxruntimeBinding?: string;
+}
 
 interface LoadedModel {
   extractor: FeatureExtractionPipeline;
@@ -35,11 +45,13 @@ interface LoadedModel {
 export class LocalModel {
   private readonly modelDir: string;
   private readonly batchSize: number;
+  private readonly onnxruntimeBinding: string | undefined;
   private loading: Promise<LoadedModel> | null = null;
 
-  constructor(modelDir: string, batchSize = DEFAULT_BATCH_SIZE) {
+  constructor(modelDir: string, options: LocalModelOptions = {}) {
     this.modelDir = resolve(modelDir);
-    this.batchSize = Math.max(1, Math.floor(batchSize));
+    this.batchSize = Math.max(1, Math.floor(options.batchSize ?? DEFAULT_BATCH_SIZE));
+    this.onnxruntimeBinding = options.onnxruntimeBinding;
   }
 
   /** Loads the model (once; concurrent calls share the load); rejects with a clear message when it is missing. */
@@ -108,6 +120,9 @@ export class LocalModel {
       );
     }
     disableOnnxruntimeTelemetry(); // before the first ONNX session, which would start it
+    if (this.onnxruntimeBinding !== undefined) {
+      (globalThis as Record<string, unknown>)[ONNXRUNTIME_BINDING_GLOBAL] = this.onnxruntimeBinding;
+    }
     // Imported here, not at the top: the ONNX runtime (and sharp, which transformers imports eagerly)
     // is only loaded by processes that actually embed locally.
     const { env, mean_pooling, pipeline } = await import("@huggingface/transformers");
