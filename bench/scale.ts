@@ -102,10 +102,12 @@ const { values: args } = parseArgs({
     probes: { type: "string", default: String(DEFAULT_SEARCH_PLAN.probes) },
     "rerank-depth": { type: "string", default: String(DEFAULT_SEARCH_PLAN.rerankDepth) },
     "filter-exact-max-rows": { type: "string", default: String(DEFAULT_SEARCH_PLAN.filterExactMaxRows) },
+    "filter-far-exact-max-rows": { type: "string", default: String(DEFAULT_SEARCH_PLAN.filterFarExactMaxRows) },
     "build-memory": { type: "string", default: "auto" },
     "build-workers": { type: "string", default: "2" },
     products: { type: "string", default: DEFAULT_PRODUCTS_FILE },
     keep: { type: "boolean", default: false },
+    reuse: { type: "string" },
     quick: { type: "boolean", default: false },
     profile: { type: "string" },
     "provider-encoding": { type: "string", default: "base64" },
@@ -140,10 +142,18 @@ const RERANK_DEPTH = Number(args["rerank-depth"]);
 const list = (text: string | undefined, fallback: number[]) => (text ? text.split(",").map(Number) : fallback);
 const SCANS = list(args.scan, QUICK ? [] : IVF ? [5, 10, 20] : [40, 100, 200]);
 const RERANKS = reranked(TARGET?.kind) ? list(args.rerank, QUICK ? [RERANK_DEPTH] : [40, 100, 200]) : [RERANK_DEPTH];
-const PLAN = { ...DEFAULT_SEARCH_PLAN, filterExactMaxRows: Number(args["filter-exact-max-rows"]) };
+const PLAN = {
+  ...DEFAULT_SEARCH_PLAN,
+  filterExactMaxRows: Number(args["filter-exact-max-rows"]),
+  filterFarExactMaxRows: Number(args["filter-far-exact-max-rows"]),
+};
 const K = 10;
 const PROJECT = resolve(import.meta.dir, "..");
-const DATABASE = `sku_scale_bench_${process.pid}`;
+/** A database kept by an earlier run's `--keep`, measured again: no load, no build, no writes. */
+const REUSE = args.reuse;
+if (REUSE !== undefined && !/^sku_scale_bench_[0-9]+$/.test(REUSE))
+  throw new Error(`--reuse ${REUSE}: not a kept bench database`);
+const DATABASE = REUSE ?? `sku_scale_bench_${process.pid}`;
 if (FILL < 0 || SAMPLE < 1 || LIVE < 0) throw new Error(`--n ${N} must be at least twice --sample ${SAMPLE}`);
 
 /**
@@ -292,8 +302,10 @@ async function createTarget(providerUrl: string): Promise<Target> {
     };
   }
   const admin = connectPostgres(args["database-url"] as string, { maxConnections: 1 });
-  await admin.query(`DROP DATABASE IF EXISTS ${DATABASE}`);
-  await admin.query(`CREATE DATABASE ${DATABASE}`);
+  if (REUSE === undefined) {
+    await admin.query(`DROP DATABASE IF EXISTS ${DATABASE}`);
+    await admin.query(`CREATE DATABASE ${DATABASE}`);
+  }
   const url = new URL(args["database-url"] as string);
   url.pathname = `/${DATABASE}`;
   return {
@@ -301,7 +313,7 @@ async function createTarget(providerUrl: string): Promise<Target> {
     open: async () => connectPostgres(url.toString(), { maxConnections: 1, sessionSettings: settings }),
     openBuilder: (onNotice) => connectPostgres(url.toString(), { maxConnections: 1, onNotice }),
     drop: async () => {
-      if (!args.keep) await admin.query(`DROP DATABASE IF EXISTS ${DATABASE}`);
+      if (!args.keep && REUSE === undefined) await admin.query(`DROP DATABASE IF EXISTS ${DATABASE}`);
       await admin.close();
     },
   };
@@ -635,64 +647,73 @@ try {
       `service settings ${SCAN_LABEL} ${IVF ? PROBES : EF_SEARCH}, re-rank depth ${RERANK_DEPTH}; load average ${load()}`,
   );
 
-  // 1. The schema (the service's migrations), then the fill.
-  await (await serviceFor()).stop();
-  let db = await target.open();
-  const fillStarted = performance.now();
-  const fillRate = FILL > 0 ? await copyRows(db, 0, FILL, false) : 0;
-  console.log(
-    `fill: ${FILL} rows by COPY, ${fillRate.toFixed(0)} rows/s, ${((performance.now() - fillStarted) / 1000).toFixed(0)} s`,
-  );
+  let db: SqlClient;
+  if (REUSE === undefined) {
+    // 1. The schema (the service's migrations), then the fill.
+    await (await serviceFor()).stop();
+    db = await target.open();
+    const fillStarted = performance.now();
+    const fillRate = FILL > 0 ? await copyRows(db, 0, FILL, false) : 0;
+    console.log(
+      `fill: ${FILL} rows by COPY, ${fillRate.toFixed(0)} rows/s, ${((performance.now() - fillStarted) / 1000).toFixed(0)} s`,
+    );
 
-  // 2. The floor and the bulk path, at the same size, after the fill's own aftermath (autovacuum
-  // and a checkpoint on 20 GB of writes would fall on one of them): on a server in two halves each,
-  // taking turns, so that what the machine does meanwhile falls on both alike.
-  await db.query("VACUUM ANALYZE products");
-  await db.query("CHECKPOINT").catch(() => {}); // needs the pg_checkpoint role: skipped without it
-  noteLoad();
-  const halves = ENGINE === "pg" ? 2 : 1;
-  const part = Math.floor(SAMPLE / halves);
-  let [copied, copySeconds, ingested, ingestSeconds] = [0, 0, 0, 0];
-  const bulk = ENGINE === "pg" ? await serviceFor() : undefined;
-  // Where the CPU goes in each (a server on this machine only: PGlite runs inside the service).
-  const postmaster = ENGINE === "pg" ? await postmasterOf(db) : undefined;
-  const [copyCpu, bulkCpu] = [new CpuMeter(postmaster), new CpuMeter(postmaster)];
-  for (let half = 0; half < halves; half++) {
-    const copyFrom = FILL + half * part;
-    const copyTo = half === halves - 1 ? FILL + SAMPLE : copyFrom + part;
-    const rate = await copyRows(db, copyFrom, copyTo, true, copyCpu);
-    copied += copyTo - copyFrom;
-    copySeconds += (copyTo - copyFrom) / rate;
-    const bulkFrom = FILL + SAMPLE + half * part;
-    const bulkTo = half === halves - 1 ? N : bulkFrom + part;
-    if (ENGINE === "pglite") await db.close();
-    const service = bulk ?? (await serviceFor());
-    const bulkRate = await bulkLoad(service, bulkFrom, bulkTo, bulkCpu);
-    if (!bulk) await service.stop();
-    ingested += bulkTo - bulkFrom;
-    ingestSeconds += (bulkTo - bulkFrom) / bulkRate;
-  }
-  await bulk?.stop();
-  if (ENGINE === "pg") await db.close();
-  const [copyRate, ingestRate] = [copied / copySeconds, ingested / ingestSeconds];
-  noteLoad();
-  console.log(
-    `\nno index, ${FILL + SAMPLE} products: binary COPY ${copyRate.toFixed(0)} rows/s; bulk path ${ingestRate.toFixed(0)} products/s ` +
-      `(${(ingestRate / copyRate).toFixed(2)} × COPY; load average ${load()})`,
-  );
-  Object.assign(figures, { copy_per_s: round(copyRate), ingest_per_s: round(ingestRate) });
-  if (ENGINE === "pg") {
-    const [copy, ingest] = [copyCpu.figures(), bulkCpu.figures()];
-    console.log(cpuLine("binary COPY", copy));
-    console.log(cpuLine("bulk path", ingest));
-    Object.assign(figures, {
-      ...(copy.database === undefined ? {} : { copy_db_cpu_ms_per_row: round(copy.database, 3) }),
-      ...(ingest.database === undefined ? {} : { ingest_db_cpu_ms_per_product: round(ingest.database, 3) }),
-      ingest_service_cpu_ms_per_product: round(ingest.service, 3),
-      ingest_bench_cpu_ms_per_product: round(ingest.bench, 3),
-      copy_busy_cores: round(copy.busyCores, 2),
-      ingest_busy_cores: round(ingest.busyCores, 2),
-    });
+    // 2. The floor and the bulk path, at the same size, after the fill's own aftermath (autovacuum
+    // and a checkpoint on 20 GB of writes would fall on one of them): on a server in two halves each,
+    // taking turns, so that what the machine does meanwhile falls on both alike.
+    await db.query("VACUUM ANALYZE products");
+    await db.query("CHECKPOINT").catch(() => {}); // needs the pg_checkpoint role: skipped without it
+    noteLoad();
+    const halves = ENGINE === "pg" ? 2 : 1;
+    const part = Math.floor(SAMPLE / halves);
+    let [copied, copySeconds, ingested, ingestSeconds] = [0, 0, 0, 0];
+    const bulk = ENGINE === "pg" ? await serviceFor() : undefined;
+    // Where the CPU goes in each (a server on this machine only: PGlite runs inside the service).
+    const postmaster = ENGINE === "pg" ? await postmasterOf(db) : undefined;
+    const [copyCpu, bulkCpu] = [new CpuMeter(postmaster), new CpuMeter(postmaster)];
+    for (let half = 0; half < halves; half++) {
+      const copyFrom = FILL + half * part;
+      const copyTo = half === halves - 1 ? FILL + SAMPLE : copyFrom + part;
+      const rate = await copyRows(db, copyFrom, copyTo, true, copyCpu);
+      copied += copyTo - copyFrom;
+      copySeconds += (copyTo - copyFrom) / rate;
+      const bulkFrom = FILL + SAMPLE + half * part;
+      const bulkTo = half === halves - 1 ? N : bulkFrom + part;
+      if (ENGINE === "pglite") await db.close();
+      const service = bulk ?? (await serviceFor());
+      const bulkRate = await bulkLoad(service, bulkFrom, bulkTo, bulkCpu);
+      if (!bulk) await service.stop();
+      ingested += bulkTo - bulkFrom;
+      ingestSeconds += (bulkTo - bulkFrom) / bulkRate;
+    }
+    await bulk?.stop();
+    if (ENGINE === "pg") await db.close();
+    const [copyRate, ingestRate] = [copied / copySeconds, ingested / ingestSeconds];
+    noteLoad();
+    console.log(
+      `\nno index, ${FILL + SAMPLE} products: binary COPY ${copyRate.toFixed(0)} rows/s; bulk path ${ingestRate.toFixed(0)} products/s ` +
+        `(${(ingestRate / copyRate).toFixed(2)} × COPY; load average ${load()})`,
+    );
+    Object.assign(figures, { copy_per_s: round(copyRate), ingest_per_s: round(ingestRate) });
+    if (ENGINE === "pg") {
+      const [copy, ingest] = [copyCpu.figures(), bulkCpu.figures()];
+      console.log(cpuLine("binary COPY", copy));
+      console.log(cpuLine("bulk path", ingest));
+      Object.assign(figures, {
+        ...(copy.database === undefined ? {} : { copy_db_cpu_ms_per_row: round(copy.database, 3) }),
+        ...(ingest.database === undefined ? {} : { ingest_db_cpu_ms_per_product: round(ingest.database, 3) }),
+        ingest_service_cpu_ms_per_product: round(ingest.service, 3),
+        ingest_bench_cpu_ms_per_product: round(ingest.bench, 3),
+        copy_busy_cores: round(copy.busyCores, 2),
+        ingest_busy_cores: round(ingest.busyCores, 2),
+      });
+    }
+  } else {
+    db = await target.open();
+    const [kept] = await db.query<{ rows: string }>(`SELECT count(*) AS rows FROM ${TABLE}`);
+    await db.close();
+    if (Number(kept?.rows) !== N) throw new Error(`--reuse ${REUSE} holds ${kept?.rows} products, not --n ${N}`);
+    console.log(`reusing ${REUSE}: no load, no build, no writes`);
   }
 
   // 3. The exact answers.
@@ -735,37 +756,39 @@ try {
     ...(target.openBuilder ? { openBuilder: target.openBuilder } : {}),
     log: (event) => console.log(`  ${JSON.stringify(event)}`),
   });
-  const watcher = ENGINE === "pg" ? await target.open() : undefined;
-  const watch = watcher
-    ? new SqlVectorIndex(watcher, DIMENSION, { server: true, kind: KIND, table: TABLE })
-    : undefined;
-  const buildStarted = performance.now();
-  const building = index.build();
-  let built = false;
-  void building.finally(() => {
-    built = true;
-  });
-  while (watch && watcher && !built) {
-    await Promise.race([building, Bun.sleep(QUICK ? 200 : 15_000)]);
-    if (built) break;
-    const { progress } = await watch.status();
-    await sampleMemory(watcher);
-    if (progress) {
-      console.log(
-        `  build ${(100 * progress.fraction).toFixed(0)} % (${progress.phase}, ${progress.tuplesDone} rows), ` +
-          `${((performance.now() - buildStarted) / 1000).toFixed(0)} s, load average ${load()}`,
-      );
+  if (REUSE === undefined) {
+    const watcher = ENGINE === "pg" ? await target.open() : undefined;
+    const watch = watcher
+      ? new SqlVectorIndex(watcher, DIMENSION, { server: true, kind: KIND, table: TABLE })
+      : undefined;
+    const buildStarted = performance.now();
+    const building = index.build();
+    let built = false;
+    void building.finally(() => {
+      built = true;
+    });
+    while (watch && watcher && !built) {
+      await Promise.race([building, Bun.sleep(QUICK ? 200 : 15_000)]);
+      if (built) break;
+      const { progress } = await watch.status();
+      await sampleMemory(watcher);
+      if (progress) {
+        console.log(
+          `  build ${(100 * progress.fraction).toFixed(0)} % (${progress.phase}, ${progress.tuplesDone} rows), ` +
+            `${((performance.now() - buildStarted) / 1000).toFixed(0)} s, load average ${load()}`,
+        );
+      }
     }
+    if (!(await building)) throw new Error("the index was not built");
+    await watcher?.close();
+    const buildSeconds = (performance.now() - buildStarted) / 1000;
+    const { bytes } = await index.status();
+    noteLoad();
+    console.log(
+      `index ${TARGET?.kind} built in ${buildSeconds.toFixed(1)} s, ${(bytes / 2 ** 20).toFixed(0)} MB (load average ${load()})`,
+    );
+    Object.assign(figures, { build_s: round(buildSeconds, 1), index_mb: round(bytes / 2 ** 20) });
   }
-  if (!(await building)) throw new Error("the index was not built");
-  await watcher?.close();
-  const buildSeconds = (performance.now() - buildStarted) / 1000;
-  const { bytes } = await index.status();
-  noteLoad();
-  console.log(
-    `index ${TARGET?.kind} built in ${buildSeconds.toFixed(1)} s, ${(bytes / 2 ** 20).toFixed(0)} MB (load average ${load()})`,
-  );
-  Object.assign(figures, { build_s: round(buildSeconds, 1), index_mb: round(bytes / 2 ** 20) });
 
   const repositoryWith = (scan: number, rerankDepth: number) =>
     new PostgresProducts(
@@ -834,7 +857,7 @@ try {
   await db.close();
 
   // 5. Writes with the index live.
-  if (LIVE > 0) {
+  if (LIVE > 0 && REUSE === undefined) {
     const live = await serviceFor();
     const liveRate = await bulkLoad(live, N, N + LIVE);
     await live.stop();

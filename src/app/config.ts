@@ -382,6 +382,12 @@ export function loadConfig(env: Env): Config {
         0,
         1_000_000_000,
       ),
+      filterFarExactMaxRows: read.integer(
+        "VECTOR_FILTER_FAR_EXACT_MAX_ROWS",
+        DEFAULT_SEARCH_PLAN.filterFarExactMaxRows,
+        0,
+        1_000_000_000,
+      ),
       probes:
         read.optional("VECTOR_IVF_PROBES") === "auto" || read.optional("VECTOR_IVF_PROBES") === undefined
           ? "auto"

@@ -127,6 +127,7 @@ forEachDatabase((db) => {
         const search = async (entered: string) => {
           const products = new PostgresProducts(forgetfulClient(client, { enters: entered }), SPACE.dimension, {
             filterExactMaxRows,
+            filterFarExactMaxRows: 300_000,
             efSearch: 100,
             probes: "auto",
             rerankDepth: 40,

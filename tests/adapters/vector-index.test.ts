@@ -108,6 +108,7 @@ interface Loaded {
 
 interface LoadOptions {
   filterExactMaxRows?: number;
+  filterFarExactMaxRows?: number;
   dimension?: number;
   /** VECTOR_INDEX_KIND of the index (and of the repository's view of it). */
   kind?: VectorIndexKindSetting;
@@ -157,6 +158,7 @@ async function indexAndProducts(db: SqlClient, engine: "pglite" | "postgres", op
       dimension,
       {
         filterExactMaxRows: options.filterExactMaxRows ?? 100,
+        filterFarExactMaxRows: options.filterFarExactMaxRows ?? 100_000,
         efSearch: 100,
         probes: "auto",
         rerankDepth: 100,
@@ -436,6 +438,77 @@ forEachDatabase((database, engine, route) => {
         expect(many.every((hit) => loaded.categories.get(hit.id) === "main")).toBe(true);
       } finally {
         await resetScanLimits(loaded.db);
+        await database.cleanup();
+      }
+    }, 120_000);
+
+    for (const dimension of [DIMENSION, LONG_DIMENSION]) {
+      test(`a query far from a large filter's products (none of them in its neighbourhood) is answered by an exact scan of them, up to filterFarExactMaxRows; past it, still from the filter (${dimension} dimensions)`, async () => {
+        // `main` (2,800 products) and `apart` (1,200) are both past filterExactMaxRows: through the
+        // index. 133 products a cluster: a query's nearest few dozen are all of its own cluster.
+        const loaded = await load(await database.fresh(), engine, {
+          dimension,
+          filterExactMaxRows: 500,
+          products: 4000,
+        });
+        try {
+          await loaded.index.build();
+          // Scaled down as above: an iterative scan gives up after 150 rows.
+          await loaded.db.query("SELECT set_config('hnsw.max_scan_tuples', '150', false)");
+          // Queries near the clusters of `apart`, filtered to `main`, and the other way round.
+          const cases = Array.from({ length: 8 }, (_, i) =>
+            i % 2 === 0
+              ? { query: loaded.space.near(i, 0.8), categories: ["main"] }
+              : { query: mainQuery(loaded.space, i), categories: ["apart"] },
+          );
+          for (const { query, categories } of cases) {
+            const hits = await loaded.products.searchByVector(query, { limit: 10, categories });
+            expect(hits.map((hit) => hit.id)).toEqual(bruteForce(loaded, query, 10, categories));
+            const hybrid = await loaded.products.hybridCandidates(
+              query,
+              { texts: ["producto"], expansions: [] },
+              { candidates: 40, categories },
+            );
+            expect(hybrid.map((hit) => hit.id)).toEqual(
+              expect.arrayContaining(bruteForce(loaded, query, 40, categories)),
+            );
+          }
+          // With filterFarExactMaxRows below the filter's size, the index scan filtered as it goes:
+          // the limit is still filled from the filter.
+          const { products } = await indexAndProducts(loaded.db, engine, {
+            dimension,
+            filterExactMaxRows: 500,
+            filterFarExactMaxRows: 1000,
+          });
+          for (const { query, categories } of cases) {
+            const hits = await products.searchByVector(query, { limit: 10, categories });
+            expect(hits).toHaveLength(10);
+            expect(hits.every((hit) => categories.includes(loaded.categories.get(hit.id) ?? ""))).toBe(true);
+          }
+        } finally {
+          await resetScanLimits(loaded.db);
+          await database.cleanup();
+        }
+      }, 120_000);
+    }
+
+    test("a filter independent of where products lie, past filterExactMaxRows and too rare for the neighbourhood to hold the candidates, goes through the index scan filtered as it goes", async () => {
+      const loaded = await load(await database.fresh(), engine, { filterExactMaxRows: 100, withSize: true });
+      try {
+        await loaded.index.build();
+        // `size` below 10: 200 products, one in ten of every cluster.
+        const tenth: AttributeCondition[] = [{ key: "size", op: "range", lt: 10 }];
+        let found = 0;
+        const queries = Array.from({ length: 10 }, (_, i) => mainQuery(loaded.space, i * 2));
+        for (const query of queries) {
+          const hits = await loaded.products.searchByVector(query, { limit: 10, attributes: tenth });
+          expect(hits).toHaveLength(10);
+          expect(hits.every((hit) => (loaded.attributes.get(hit.id)?.size ?? 100) < 10)).toBe(true);
+          const truth = bruteForce(loaded, query, 10, undefined, tenth);
+          found += hits.filter((hit) => truth.includes(hit.id)).length;
+        }
+        expect(found / (queries.length * 10)).toBeGreaterThanOrEqual(0.95);
+      } finally {
         await database.cleanup();
       }
     }, 120_000);

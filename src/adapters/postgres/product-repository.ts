@@ -79,6 +79,7 @@ const DATA_EXCEPTION = "22000";
  */
 export const DEFAULT_SEARCH_PLAN: VectorSearchSettings = {
   filterExactMaxRows: 30_000,
+  filterFarExactMaxRows: 300_000,
   efSearch: 100,
   probes: "auto",
   rerankDepth: 40,
@@ -859,28 +860,25 @@ export class PostgresProductRepository implements ProductRepository {
    * Without a filter it is the index's query (ORDER BY distance LIMIT): the planner answers it from
    * the catalogue's HNSW index when there is one (vector-index.ts), else by a scan. With a filter, the
    * plan depends on how many products the planner expects it to let through (estimatedMatches): up
-   * to filterExactMaxRows, an exact scan of just those rows, as an index scan of a small category
-   * far from the query misses many of its nearest products (bench/index.ts: recall@10 0.63 to
-   * 0.89); past it, the index scan with iterative scanning (the session's hnsw.iterative_scan),
-   * deeper than unfiltered, the filter applied to the rows it yields.
-   *
-   * The exact scan finds and ranks the filter's products in CATALOGUE_WORDS_VIEW, where the indexes
-   * serve the filter (the GIN index on attributes, the btree on category, the index on price), and
-   * reads only the best by id (the primary key's equality is leakproof: the index serves it under
-   * row-level security): under
-   * the policy itself, jsonb's operators are not leakproof and were applied row by row to the whole
-   * partition (bench/filters.ts, a 0.1 % filter, p50: 151 ms at 100,000 × 384 and 2.1 s at 3072,
-   * where it takes 1.1 and 1.9 ms through the view). The view confines the
-   * ids to the catalogue the transaction names, and the products read by them are still confined by
-   * the policy: both walls stand.
+   * to filterExactMaxRows, an exact scan of just those rows (exactCandidates), as an index scan of a
+   * small category far from the query misses many of its nearest products (bench/index.ts: recall@10
+   * 0.63 to 0.89). Past it, the index gives the query's neighbourhood regardless of the filter, as
+   * many products as should hold `depth` of the filter's were the filter independent of where a
+   * product lies (NEIGHBOURHOOD_MARGIN × depth ÷ the filter's share of the catalogue). If they do
+   * hold `depth`, those are the candidates: the query is near its filter's products. If not, the
+   * filter's products lie elsewhere (a query far from a large category: "a coffee machine, among
+   * clothes"), where an index scan filtered as it goes found few of the nearest (bench/scale.ts at
+   * 1,000,000: recall@10 0.48 and 0.00 for a 5 % and a 24 % category), and the same statement answers
+   * by the exact scan instead, up to filterFarExactMaxRows products, past that by the index scan
+   * filtered as it goes (iterative scanning: the session's *.iterative_scan), deeper than unfiltered.
    *
    * With a binary-quantized index, the index gives the products nearest by the Hamming distance of
    * their bits (`bitsDepth`, at least rerankDepth; iterative scanning fills that many past ef_search
    * or probes), and the `depth` nearest of those by the half-precision cosine are the candidates: the column is in the
    * row, so re-ranking 100 costs about 100 page reads, where the full vectors' would read TOAST.
-   * With VECTOR_IVF_PROBES `auto`, an IVFFlat index's search reads probesFor its lists, set for the
-   * search's own transaction (a pooled connection's session setting would stay for whoever uses it
-   * next).
+   * With VECTOR_IVF_PROBES `auto`, an IVFFlat index's search reads probesFor its lists, and an HNSW
+   * scan deeper than ef_search has it raised, both set for the search's own transaction (a pooled
+   * connection's session setting would stay for whoever uses it next).
    *
    * `near`: the distance by the scanned column (scannedDistance).
    */
@@ -895,54 +893,110 @@ export class PostgresProductRepository implements ProductRepository {
     columns: string,
     bitsDepth = depth,
   ): Promise<string> {
+    const matches = filter === undefined ? 0 : await this.estimatedMatches(tx, filter.spec, partition);
+    if (filter !== undefined && matches <= this.search.filterExactMaxRows) {
+      return exactCandidates(near, params, catalogue, filter, depth, columns);
+    }
+    const index: SearchIndex | undefined =
+      this.scansHalfCopy || filter !== undefined
+        ? await this.settings.indexesInUse?.of(partition).index(tx)
+        : undefined;
+    const bits = this.scansHalfCopy && reranked(index?.kind);
     const column = this.scansHalfCopy ? "embedding_half" : "embedding";
-    const exact =
-      filter !== undefined &&
-      (await this.estimatedMatches(tx, filter.spec, partition)) <= this.search.filterExactMaxRows;
-    if (exact) {
+    const inCatalogue = ` WHERE catalogue = ${catalogue}`;
+    // The deepest index scan of the statement: an HNSW one deeper than ef_search has it raised.
+    let deepest = 0;
+    // `selected` of the rows nearest the query in the index's order, `where` applied to the rows it
+    // yields, `scanned` of them.
+    const byIndex = (selected: string, where: string, scanned: number) => {
+      params.push(scanned);
+      deepest = Math.max(deepest, scanned);
+      const order = bits ? `${BINARY_QUANTIZED_COLUMN} <~> binary_quantize($1::vector)::bit(${this.dimension})` : near;
+      return `SELECT ${selected} FROM products${where} ORDER BY ${order} LIMIT $${params.length}`;
+    };
+    // The `depth` nearest by `near` of a scan's rows (which hold `column`).
+    const reranking = (scan: string) => {
       params.push(depth);
-      // The filter's products are found and ranked in the view (the indexes serve the filter there),
-      // each read once; only the best `depth` are then read from `products`, by id (`= ANY`, which
-      // the primary key serves under the policy, being leakproof: joined on id alone, the planner
-      // may read the whole partition instead). `+ 0`: an order the vector index cannot give, so the
-      // planner computes the distance of each row the filter lets through.
-      return `WITH ranked AS MATERIALIZED (
-                SELECT id, ${near} AS near FROM ${CATALOGUE_WORDS_VIEW}
-                WHERE catalogue = ${catalogue} AND ${filter.sql}
-                ORDER BY (${near}) + 0 LIMIT $${params.length}
-              )
-              SELECT ${columns}, ranked.near FROM products JOIN ranked USING (id)
-              WHERE catalogue = ${catalogue} AND id = ANY(ARRAY(SELECT id FROM ranked))
-              ORDER BY ranked.near LIMIT $${params.length}`;
-    }
-    const where = ` WHERE catalogue = ${catalogue}${filter ? ` AND ${filter.sql}` : ""}`;
-    const index: SearchIndex | undefined = this.scansHalfCopy
-      ? await this.settings.indexesInUse?.of(partition).index(tx)
-      : undefined;
-    if (index && reranked(index.kind)) {
-      params.push(Math.max(bitsDepth, this.search.rerankDepth, filter ? FILTERED_INDEX_CANDIDATES : 0));
-      const hamming = `SELECT ${columns}, ${column} FROM products${where}
-         ORDER BY ${BINARY_QUANTIZED_COLUMN} <~> binary_quantize($1::vector)::bit(${this.dimension}) LIMIT $${params.length}`;
+      return `SELECT ${columns}, ${near} AS near FROM (${scan}) AS scanned ORDER BY near LIMIT $${params.length}`;
+    };
+    const bitsDepthOf = (least = 0) => Math.max(bitsDepth, this.search.rerankDepth, least);
+    let candidates: string;
+    if (filter === undefined) {
+      candidates = bits
+        ? reranking(byIndex(`${columns}, ${column}`, inCatalogue, bitsDepthOf()))
+        : byIndex(`${columns}, ${near} AS near`, inCatalogue, Math.max(depth, this.search.efSearch));
+    } else if (index?.kind === undefined) {
+      // No index: the scan is exact whatever the filter lets through.
       params.push(depth);
-      if (this.search.probes === "auto" && index.lists !== undefined) {
-        await tx.query("SELECT set_config('ivfflat.probes', $1, true)", [String(probesFor(index.lists))]);
-      }
-      return `SELECT ${columns}, ${near} AS near FROM (${hamming}) AS by_bits ORDER BY near LIMIT $${params.length}`;
+      return `SELECT ${columns}, ${near} AS near FROM products${inCatalogue} AND ${filter.sql} ORDER BY near LIMIT $${params.length}`;
+    } else {
+      const filtered = `${inCatalogue} AND ${filter.sql}`;
+      const filteredScan = () =>
+        bits
+          ? reranking(byIndex(`${columns}, ${column}`, filtered, bitsDepthOf(FILTERED_INDEX_CANDIDATES)))
+          : byIndex(
+              `${columns}, ${near} AS near`,
+              filtered,
+              Math.max(depth, this.search.efSearch, FILTERED_INDEX_CANDIDATES),
+            );
+      const rows = await this.catalogueRows(tx, partition);
+      const share = rows > 0 ? Math.min(1, Math.max(matches, 1) / rows) : 1;
+      const scanned = Math.min(
+        MAX_NEIGHBOURHOOD,
+        Math.max(LEAST_NEIGHBOURHOOD, Math.ceil(NEIGHBOURHOOD_EXPECTED / share)),
+      );
+      const neighbourhood = byIndex(`id, CASE WHEN ${filter.sql} THEN ${near} END AS near`, inCatalogue, scanned);
+      // As many of the filter's products as an unfiltered search would re-rank (a browsing window's
+      // are more than its size), or the scan filtered as it goes gives them.
+      const enough = bits ? bitsDepthOf() : depth;
+      params.push(depth, enough);
+      const [wanted, enoughPassing] = [`$${params.length - 1}`, `$${params.length}`];
+      const found = "(SELECT count(*) FROM passing)";
+      const far = matches <= this.search.filterFarExactMaxRows;
+      // Fewer than a quarter of what a filter independent of where products lie would leave there.
+      if (far) params.push(Math.min(enough, Math.max(1, Math.floor((scanned * share) / 4))));
+      const expected = `$${params.length}`;
+      // The neighbourhood's candidates are read from `products` by id, as exactCandidates reads its own.
+      candidates = `WITH neighbourhood AS MATERIALIZED (${neighbourhood}),
+              passing AS MATERIALIZED (
+                SELECT id, near FROM neighbourhood WHERE near IS NOT NULL ORDER BY near LIMIT ${enoughPassing}
+              ),
+              best AS MATERIALIZED (SELECT id, near FROM passing ORDER BY near LIMIT ${wanted})
+              SELECT ${columns}, best.near FROM products JOIN best USING (id)
+              WHERE catalogue = ${catalogue} AND id = ANY(ARRAY(SELECT id FROM best)) AND ${found} >= ${enoughPassing}
+              UNION ALL
+              SELECT * FROM (${filteredScan()}) AS filtered
+              WHERE ${found} < ${enoughPassing}${far ? ` AND ${found} >= ${expected}` : ""}${
+                far
+                  ? `
+              UNION ALL
+              SELECT * FROM (${exactCandidates(near, params, catalogue, filter, depth, columns)}) AS far
+              WHERE ${found} < ${expected}`
+                  : ""
+              }`;
     }
-    if (!filter) {
-      params.push(Math.max(depth, this.search.efSearch));
-      return `SELECT ${columns}, ${near} AS near FROM products${where} ORDER BY near LIMIT $${params.length}`;
-    }
-    const candidates = Math.max(depth, this.search.efSearch, FILTERED_INDEX_CANDIDATES);
-    params.push(candidates);
-    // A filtered HNSW scan keeps ef_search candidates at each step, of which the filter drops
-    // some: as many as are asked for (up to pgvector's 1,000) keeps its relaxed order near the exact
-    // one (bench/filters.ts).
-    if (candidates > this.search.efSearch) {
-      const efSearch = Math.min(candidates, MAX_HNSW_EF_SEARCH);
-      await tx.query("SELECT set_config('hnsw.ef_search', $1, true)", [String(efSearch)]);
-    }
-    return `SELECT ${columns}, ${near} AS near FROM products${where} ORDER BY near LIMIT $${params.length}`;
+    await setForTransaction(tx, {
+      ...(bits && this.search.probes === "auto" && index?.lists !== undefined
+        ? { "ivfflat.probes": String(probesFor(index.lists)) }
+        : {}),
+      ...(!bits && index?.kind !== undefined && deepest > this.search.efSearch
+        ? { "hnsw.ef_search": String(Math.min(deepest, MAX_HNSW_EF_SEARCH)) }
+        : {}),
+      // The neighbourhood's statement holds the fallback's plan too, never run when the query is
+      // near its filter, yet costed: past jit_above_cost, PostgreSQL compiled the statement first
+      // (22 of 26 ms at 300,000 × 3072).
+      ...(filter === undefined ? {} : { jit: "off" }),
+    });
+    return candidates;
+  }
+
+  /** How many rows the catalogue's table holds, as ANALYZE last counted them (0 if never). */
+  private async catalogueRows(tx: SqlClient, partition: string): Promise<number> {
+    const [table] = await tx.query<{ rows: number | string }>(
+      "SELECT reltuples::float8 AS rows FROM pg_class WHERE oid = $1::regclass",
+      [partition],
+    );
+    return Math.max(0, Number(table?.rows) || 0);
   }
 
   /**
@@ -1088,6 +1142,47 @@ function lexicalQuerySql(catalogue: string): string {
    WHERE ${TEXT_SEARCH_CONFIGS.map((c) => `to_tsvector('${c}', word) <> ''::tsvector`).join(" AND ")}`;
 }
 
+/**
+ * The `depth` products that `filter` lets through nearest to the query by `near`, exactly: found and
+ * ranked in CATALOGUE_WORDS_VIEW, where the indexes serve the filter (the GIN index on attributes,
+ * the btree on category, the index on price), each read once; only the best are then read from
+ * `products`, by id (`= ANY`, which the primary key serves under the policy, being leakproof: joined
+ * on id alone, the planner may read the whole partition instead). Under the policy itself, jsonb's
+ * operators are not leakproof and were applied row by row to the whole partition (bench/filters.ts,
+ * a 0.1 % filter, p50: 151 ms at 100,000 × 384 and 2.1 s at 3072, where it takes 1.1 and 1.9 ms
+ * through the view). The view confines the ids to the catalogue the transaction names, and the
+ * products read by them are still confined by the policy: both walls stand. `+ 0`: an order the
+ * vector index cannot give, so the planner computes the distance of each row the filter lets through.
+ */
+function exactCandidates(
+  near: string,
+  params: unknown[],
+  catalogue: string,
+  filter: RowFilter,
+  depth: number,
+  columns: string,
+): string {
+  params.push(depth);
+  return `WITH ranked AS MATERIALIZED (
+            SELECT id, ${near} AS near FROM ${CATALOGUE_WORDS_VIEW}
+            WHERE catalogue = ${catalogue} AND ${filter.sql}
+            ORDER BY (${near}) + 0 LIMIT $${params.length}
+          )
+          SELECT ${columns}, ranked.near FROM products JOIN ranked USING (id)
+          WHERE catalogue = ${catalogue} AND id = ANY(ARRAY(SELECT id FROM ranked))
+          ORDER BY ranked.near LIMIT $${params.length}`;
+}
+
+/** Sets `settings` for the rest of the transaction `tx`, in one statement (none when there are none). */
+async function setForTransaction(tx: SqlClient, settings: Record<string, string>): Promise<void> {
+  const entries = Object.entries(settings);
+  if (entries.length === 0) return;
+  await tx.query(
+    `SELECT ${entries.map((_, i) => `set_config($${2 * i + 1}, $${2 * i + 2}, true)`).join(", ")}`,
+    entries.flat(),
+  );
+}
+
 /** Thrown inside the transaction to roll it back when the idempotency key already has its answer. */
 const KEY_ALREADY_ANSWERED = Symbol("idempotency key already answered");
 
@@ -1122,6 +1217,15 @@ const WINDOW_BITS_FACTOR = 2;
  * unfiltered scan's, so more are re-ranked (bench/scale.ts measures the recall this keeps).
  */
 const FILTERED_INDEX_CANDIDATES = 200;
+
+/**
+ * A filtered search's neighbourhood (denseCandidates) holds at least as many products as should
+ * hold this many of the filter's were the filter independent of where a product lies; at most
+ * MAX_NEIGHBOURHOOD products.
+ */
+const NEIGHBOURHOOD_EXPECTED = 10;
+const LEAST_NEIGHBOURHOOD = 80;
+const MAX_NEIGHBOURHOOD = 20_000;
 
 /** Rows sampled to estimate a filter the statistics cannot (sampledMatches). */
 const ESTIMATE_SAMPLE_ROWS = 1000;

@@ -58,8 +58,14 @@ export interface VectorSearchSettings {
    * `auto`: probesFor the index's lists.
    */
   probes: number | "auto";
-  /** A category filter matching at most this many products is answered by an exact scan of them. */
+  /** A filter matching at most this many products is answered by an exact scan of them. */
   filterExactMaxRows: number;
+  /**
+   * A larger filter whose products lie far from the query (its neighbourhood holds too few of them:
+   * product-repository.ts) is answered by an exact scan of them up to this many products, past it by
+   * the index scan filtered as it goes (faster, but it misses most of the nearest).
+   */
+  filterFarExactMaxRows: number;
   /**
    * Candidates taken from a binary-quantized index and re-ranked by their half-precision cosine
    * (VECTOR_RERANK_DEPTH): more finds more true neighbours, slower.
