@@ -862,15 +862,20 @@ export class PostgresProductRepository implements ProductRepository {
    * plan depends on how many products the planner expects it to let through (estimatedMatches): up
    * to filterExactMaxRows, an exact scan of just those rows (exactCandidates), as an index scan of a
    * small category far from the query misses many of its nearest products (bench/index.ts: recall@10
-   * 0.63 to 0.89). Past it, the index gives the query's neighbourhood regardless of the filter, as
-   * many products as should hold `depth` of the filter's were the filter independent of where a
-   * product lies (NEIGHBOURHOOD_MARGIN × depth ÷ the filter's share of the catalogue). If they do
-   * hold `depth`, those are the candidates: the query is near its filter's products. If not, the
-   * filter's products lie elsewhere (a query far from a large category: "a coffee machine, among
-   * clothes"), where an index scan filtered as it goes found few of the nearest (bench/scale.ts at
-   * 1,000,000: recall@10 0.48 and 0.00 for a 5 % and a 24 % category), and the same statement answers
-   * by the exact scan instead, up to filterFarExactMaxRows products, past that by the index scan
-   * filtered as it goes (iterative scanning: the session's *.iterative_scan), deeper than unfiltered.
+   * 0.63 to 0.89). Past it, the index gives the query's neighbourhood regardless of the filter, the
+   * filter applied to each product: as many as should hold NEIGHBOURHOOD_EXPECTED of the filter's
+   * products were the filter independent of where a product lies (at least LEAST_NEIGHBOURHOOD).
+   * One statement then answers by one of three plans, as the neighbourhood calls for:
+   * - it holds as many of the filter's products as an unfiltered search re-ranks: those are the
+   *   candidates (the query is near its filter's products);
+   * - it holds fewer, but at least a quarter of what an independent filter would leave there: the
+   *   index scan filtered as it goes (iterative scanning: the session's *.iterative_scan), deeper
+   *   than unfiltered;
+   * - it holds fewer still: the filter's products lie elsewhere (a query far from a large category:
+   *   "a coffee machine, among clothes"), where that scan found few of the nearest (bench/scale.ts at
+   *   1,000,000: recall@10 0.48 and 0.00 for a 5 % and a 24 % category), so the exact scan, up to
+   *   filterFarExactMaxRows products (past that, the index scan filtered as it goes).
+   * PostgreSQL runs only the plan whose condition holds (a one-time filter), but costs all three.
    *
    * With a binary-quantized index, the index gives the products nearest by the Hamming distance of
    * their bits (`bitsDepth`, at least rerankDepth; iterative scanning fills that many past ef_search
@@ -904,13 +909,12 @@ export class PostgresProductRepository implements ProductRepository {
     const bits = this.scansHalfCopy && reranked(index?.kind);
     const column = this.scansHalfCopy ? "embedding_half" : "embedding";
     const inCatalogue = ` WHERE catalogue = ${catalogue}`;
-    // The deepest index scan of the statement: an HNSW one deeper than ef_search has it raised.
-    let deepest = 0;
-    // `selected` of the rows nearest the query in the index's order, `where` applied to the rows it
-    // yields, `scanned` of them.
+    // The deepest filtered HNSW scan of the statement: ef_search is raised to it.
+    let filteredDepth = 0;
+    // `selected` of the `scanned` rows nearest the query in the index's order, `where` applied to
+    // the rows it yields.
     const byIndex = (selected: string, where: string, scanned: number) => {
       params.push(scanned);
-      deepest = Math.max(deepest, scanned);
       const order = bits ? `${BINARY_QUANTIZED_COLUMN} <~> binary_quantize($1::vector)::bit(${this.dimension})` : near;
       return `SELECT ${selected} FROM products${where} ORDER BY ${order} LIMIT $${params.length}`;
     };
@@ -931,14 +935,13 @@ export class PostgresProductRepository implements ProductRepository {
       return `SELECT ${columns}, ${near} AS near FROM products${inCatalogue} AND ${filter.sql} ORDER BY near LIMIT $${params.length}`;
     } else {
       const filtered = `${inCatalogue} AND ${filter.sql}`;
-      const filteredScan = () =>
-        bits
-          ? reranking(byIndex(`${columns}, ${column}`, filtered, bitsDepthOf(FILTERED_INDEX_CANDIDATES)))
-          : byIndex(
-              `${columns}, ${near} AS near`,
-              filtered,
-              Math.max(depth, this.search.efSearch, FILTERED_INDEX_CANDIDATES),
-            );
+      // A filtered HNSW scan keeps ef_search candidates at each step, of which the filter drops
+      // some: as many as are asked for (up to pgvector's 1,000) keeps its relaxed order near the
+      // exact one (bench/filters.ts).
+      filteredDepth = Math.max(depth, this.search.efSearch, FILTERED_INDEX_CANDIDATES);
+      const filteredScan = bits
+        ? reranking(byIndex(`${columns}, ${column}`, filtered, bitsDepthOf(FILTERED_INDEX_CANDIDATES)))
+        : byIndex(`${columns}, ${near} AS near`, filtered, filteredDepth);
       const rows = await this.catalogueRows(tx, partition);
       const share = rows > 0 ? Math.min(1, Math.max(matches, 1) / rows) : 1;
       const scanned = Math.min(
@@ -946,41 +949,39 @@ export class PostgresProductRepository implements ProductRepository {
         Math.max(LEAST_NEIGHBOURHOOD, Math.ceil(NEIGHBOURHOOD_EXPECTED / share)),
       );
       const neighbourhood = byIndex(`id, CASE WHEN ${filter.sql} THEN ${near} END AS near`, inCatalogue, scanned);
-      // As many of the filter's products as an unfiltered search would re-rank (a browsing window's
-      // are more than its size), or the scan filtered as it goes gives them.
+      // Enough: as many of the filter's products as an unfiltered search re-ranks (a browsing
+      // window's are more than its size).
       const enough = bits ? bitsDepthOf() : depth;
       params.push(depth, enough);
-      const [wanted, enoughPassing] = [`$${params.length - 1}`, `$${params.length}`];
+      const [wanted, enoughFound] = [`$${params.length - 1}`, `$${params.length}`];
       const found = "(SELECT count(*) FROM passing)";
-      const far = matches <= this.search.filterFarExactMaxRows;
-      // Fewer than a quarter of what a filter independent of where products lie would leave there.
-      if (far) params.push(Math.min(enough, Math.max(1, Math.floor((scanned * share) / 4))));
-      const expected = `$${params.length}`;
-      // The neighbourhood's candidates are read from `products` by id, as exactCandidates reads its own.
+      const branches = [
+        // The neighbourhood's candidates, read from `products` by id as exactCandidates reads its own.
+        `SELECT ${columns}, best.near FROM products JOIN best USING (id)
+         WHERE catalogue = ${catalogue} AND id = ANY(ARRAY(SELECT id FROM best)) AND ${found} >= ${enoughFound}`,
+        `SELECT * FROM (${filteredScan}) AS filtered WHERE ${found} < ${enoughFound}`,
+      ];
+      if (matches <= this.search.filterFarExactMaxRows) {
+        params.push(Math.min(enough, Math.max(1, Math.floor((scanned * share) / 4))));
+        const few = `$${params.length}`;
+        branches[1] += ` AND ${found} >= ${few}`;
+        branches.push(
+          `SELECT * FROM (${exactCandidates(near, params, catalogue, filter, depth, columns)}) AS far WHERE ${found} < ${few}`,
+        );
+      }
       candidates = `WITH neighbourhood AS MATERIALIZED (${neighbourhood}),
-              passing AS MATERIALIZED (
-                SELECT id, near FROM neighbourhood WHERE near IS NOT NULL ORDER BY near LIMIT ${enoughPassing}
-              ),
-              best AS MATERIALIZED (SELECT id, near FROM passing ORDER BY near LIMIT ${wanted})
-              SELECT ${columns}, best.near FROM products JOIN best USING (id)
-              WHERE catalogue = ${catalogue} AND id = ANY(ARRAY(SELECT id FROM best)) AND ${found} >= ${enoughPassing}
-              UNION ALL
-              SELECT * FROM (${filteredScan()}) AS filtered
-              WHERE ${found} < ${enoughPassing}${far ? ` AND ${found} >= ${expected}` : ""}${
-                far
-                  ? `
-              UNION ALL
-              SELECT * FROM (${exactCandidates(near, params, catalogue, filter, depth, columns)}) AS far
-              WHERE ${found} < ${expected}`
-                  : ""
-              }`;
+        passing AS MATERIALIZED (
+          SELECT id, near FROM neighbourhood WHERE near IS NOT NULL ORDER BY near LIMIT ${enoughFound}
+        ),
+        best AS MATERIALIZED (SELECT id, near FROM passing ORDER BY near LIMIT ${wanted})
+        ${branches.join("\n        UNION ALL\n        ")}`;
     }
     await setForTransaction(tx, {
       ...(bits && this.search.probes === "auto" && index?.lists !== undefined
         ? { "ivfflat.probes": String(probesFor(index.lists)) }
         : {}),
-      ...(!bits && index?.kind !== undefined && deepest > this.search.efSearch
-        ? { "hnsw.ef_search": String(Math.min(deepest, MAX_HNSW_EF_SEARCH)) }
+      ...(!bits && filteredDepth > this.search.efSearch
+        ? { "hnsw.ef_search": String(Math.min(filteredDepth, MAX_HNSW_EF_SEARCH)) }
         : {}),
       // The neighbourhood's statement holds the fallback's plan too, never run when the query is
       // near its filter, yet costed: past jit_above_cost, PostgreSQL compiled the statement first
