@@ -7,8 +7,8 @@
  *     [--index ivf-bq|hnsw-bq|halfvec] [--sample 10000] [--live 5000] [--dimension 3072]
  *     [--latency-ms 200] [--batch 1000] [--clients 4] [--queries 100] [--filtered-queries 10]
  *     [--passes 3] [--scan 5,10,20] [--rerank 40,100,200] [--probes auto|P] [--ef-search E] [--rerank-depth R]
- *     [--build-memory auto|1GB] [--build-workers 2] [--keep] [--quick] [--profile DIR]
- *     [--provider-encoding base64|float]
+ *     [--build-memory auto|1GB] [--build-workers 2] [--keep] [--reuse DATABASE] [--quick] [--profile DIR]
+ *     [--provider-encoding base64|float] [--filter-exact-max-rows R] [--filter-far-exact-max-rows R]
  *
  * With N products in the end (cumulative, in one new database; every vector is made as it is
  * written, never all held in memory: 1,000,000 × 3072 is 12 GB):
@@ -36,7 +36,9 @@
  * the service's, this process's: its client and fake provider) with the cores busy meanwhile.
  * The settings, each phase's figures and the load average are printed; the last line is one JSON
  * object. `--quick` (CI) runs it all on 3,000 products in about a minute, so the bench does not rot.
- * On a server the bench creates and drops its own database (`--keep` leaves it, with its index).
+ * On a server the bench creates and drops its own database (`--keep` leaves it, with its index;
+ * `--reuse` names such a database, of the same `--n`, to measure its searches again: steps 3 and 4
+ * without the load, the build or the writes, to compare two versions of the code on the same rows).
  * At 1,000,000 × 3072 the table takes about 21 GB and the run took 15 minutes (load 2 to 7); give
  * PostgreSQL shared_buffers of at least 2 GB (README "Vector index").
  */
