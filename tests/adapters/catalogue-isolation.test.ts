@@ -19,7 +19,12 @@ import {
 import { PostgresSearchAnalytics } from "../../src/adapters/postgres/search-analytics-store.ts";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { PostgresSynonymStore } from "../../src/adapters/postgres/synonym-store.ts";
-import { SqlVectorIndexes, vectorSessionSettings } from "../../src/adapters/postgres/vector-index.ts";
+import {
+  IndexesInUse,
+  indexTarget,
+  SqlVectorIndexes,
+  vectorSessionSettings,
+} from "../../src/adapters/postgres/vector-index.ts";
 import type { Attributes } from "../../src/domain/attributes.ts";
 import { MaintainCatalogueIndexes } from "../../src/domain/maintain-vector-index.ts";
 import type { Vector } from "../../src/domain/vector.ts";
@@ -147,6 +152,75 @@ forEachDatabase((db) => {
         // ...and entering the outlet, only what the outlet's setting lets through: never the tienda's.
         const other = { found: [theirs.id], browsed: [theirs.id], listed: [theirs.id], total: 1 };
         expect({ filterExactMaxRows, ...(await search("outlet")) }).toEqual({ filterExactMaxRows, ...other });
+      }
+    });
+
+    test("the index's plans of a large filter (the query's neighbourhood, the scan filtered as it goes, the exact scan of a filter far from the query) find nothing of another catalogue than their transaction's when their statements forgot their catalogue", async () => {
+      const client = await db.fresh();
+      await prepareDatabase(client, SPACE);
+      for (const [name, value] of Object.entries(vectorSessionSettings({ efSearch: 100, probes: "auto" }))) {
+        await client.query("SELECT set_config($1, $2, false)", [name, value]);
+      }
+      const catalogues = new PostgresCatalogueRepository(client);
+      const store = new PostgresProducts(client, SPACE.dimension);
+      const random = seededRandom(5);
+      const jitter = () => 0.1 * (random() - 0.5);
+      const acme = [{ key: "brand", op: "anyOf" as const, values: ["Acme"] }];
+      // In each catalogue, 60 Acme products near [1, 0, 0, 0] and 100 others near [0, 0, 1, 0].
+      const acmeOf = new Map<string, Set<number>>();
+      for (const name of ["tienda", "outlet"]) {
+        await catalogues.create(name);
+        const writes: BulkWrite[] = Array.from({ length: 160 }, (_, i) => ({
+          kind: "insert",
+          row: {
+            product: { ...shoe, name: `${name} ${i}`, attributes: i < 60 ? { brand: "Acme" } : { brand: "Otra" } },
+            embedding: i < 60 ? [1, jitter(), jitter(), jitter()] : [jitter(), jitter(), 1, jitter()],
+            contentDigest: "d",
+          },
+        }));
+        const outcomes = await store.in(name).writeMany(writes);
+        acmeOf.set(
+          name,
+          new Set(outcomes.slice(0, 60).map((outcome) => ("written" in outcome ? outcome.written.id : 0))),
+        );
+      }
+      const indexesInUse = new IndexesInUse(client, SPACE.dimension, indexTarget(SPACE.dimension), 0);
+      const indexes = new SqlVectorIndexes(client, SPACE.dimension, { server: false, inUse: indexesInUse });
+      for (const name of ["tienda", "outlet"]) expect(await (await indexes.of(name))?.build()).toBe(true);
+      const plans = [
+        // Near its filter: the neighbourhood holds its candidates.
+        { query: [1, 0, 0, 0], filterFarExactMaxRows: 300_000 },
+        // Far from it: the neighbourhood holds none; an exact scan of the filter...
+        { query: [0, 0, 1, 0], filterFarExactMaxRows: 300_000 },
+        // ...or, past filterFarExactMaxRows, the index scan filtered as it goes.
+        { query: [0, 0, 1, 0], filterFarExactMaxRows: 0 },
+      ];
+      for (const { query, filterFarExactMaxRows } of plans) {
+        for (const entered of ["tienda", "outlet"]) {
+          const products = new PostgresProducts(
+            forgetfulClient(client, { enters: entered }),
+            SPACE.dimension,
+            { filterExactMaxRows: 0, filterFarExactMaxRows, efSearch: 100, probes: "auto", rerankDepth: 40 },
+            undefined,
+            { indexesInUse },
+          );
+          const hits = await products.in("tienda").searchByVector(query, { limit: 10, attributes: acme });
+          const ids = hits.map((hit) => hit.id);
+          // Always ten of the entered catalogue's Acme products: never the tienda's from the outlet.
+          expect({
+            entered,
+            query,
+            filterFarExactMaxRows,
+            ids: ids.length,
+            foreign: ids.filter((id) => !acmeOf.get(entered)?.has(id)),
+          }).toEqual({
+            entered,
+            query,
+            filterFarExactMaxRows,
+            ids: 10,
+            foreign: [],
+          });
+        }
       }
     });
 
