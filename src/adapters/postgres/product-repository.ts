@@ -136,7 +136,7 @@ export class PostgresProducts implements ProductCatalogues {
    * searches choose their plan, the session's hnsw.ef_search, the probes and the re-rank depth
    * (vector-index.ts); `writesInSpace`: the space of the vectors this repository is given to store
    * (none: writes are not checked); `indexesInUse`: which vector index each catalogue has (unset:
-   * none of the binary-quantized kinds); `insideTransaction`: `db` is a transaction's client (the
+   * none is known, and a large filter's search is one scan ordered by the distance); `insideTransaction`: `db` is a transaction's client (the
    * import jobs' commit), which goes on after the products' statements: each leaves the
    * catalogue's role and setting as it found them.
    */
