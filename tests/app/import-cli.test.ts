@@ -184,9 +184,21 @@ describe.concurrent("the vector index after an import", () => {
     expect(enough.code).toBe(0);
     expect(enough.stderr).toContain("vector index built");
 
-    const status = await cliProcess(["index", "status"], { ADMIN_PASSWORD, ...env });
+    const status = await cliProcess(["index", "status"], {
+      ADMIN_PASSWORD,
+      ...env,
+      VECTOR_FILTER_FAR_EXACT_MAX_ROWS: "12345",
+    });
     expect(status).toMatchObject({ code: 0 });
-    expect(JSON.parse(status.stdout)).toMatchObject({ column: "embedding", present: true, valid: true, minRows: 5 });
+    // With the settings searches take their plans by.
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      column: "embedding",
+      present: true,
+      valid: true,
+      minRows: 5,
+      filterExactMaxRows: 30_000,
+      filterFarExactMaxRows: 12_345,
+    });
 
     const dropped = await finished(cli(["index", "drop"], env));
     expect(dropped).toMatchObject({ code: 0 });

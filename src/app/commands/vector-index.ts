@@ -56,8 +56,9 @@ async function vectorIndex(config: Config, action: IndexAction, catalogue: strin
     } else if (action === "drop") {
       output.err((await index.drop()) ? "vector index dropped\n" : "there was no vector index\n");
     }
-    const { mode, minRows, efSearch, probes, rerankDepth, filterExactMaxRows } = config.vectorSearch;
-    const settings = { mode, minRows, probes, efSearch, rerankDepth, filterExactMaxRows };
+    const { mode, minRows, efSearch, probes, rerankDepth, filterExactMaxRows, filterFarExactMaxRows } =
+      config.vectorSearch;
+    const settings = { mode, minRows, probes, efSearch, rerankDepth, filterExactMaxRows, filterFarExactMaxRows };
     output.out(`${JSON.stringify({ catalogue, ...(await index.status()), ...settings })}\n`);
     return EXIT.ok;
   } finally {
