@@ -155,6 +155,7 @@ const PROJECT = resolve(import.meta.dir, "..");
 const REUSE = args.reuse;
 if (REUSE !== undefined && !/^sku_scale_bench_[0-9]+$/.test(REUSE))
   throw new Error(`--reuse ${REUSE}: not a kept bench database`);
+if (REUSE !== undefined && ENGINE !== "pg") throw new Error("--reuse: a kept database is a server's (--engine pg)");
 const DATABASE = REUSE ?? `sku_scale_bench_${process.pid}`;
 if (FILL < 0 || SAMPLE < 1 || LIVE < 0) throw new Error(`--n ${N} must be at least twice --sample ${SAMPLE}`);
 

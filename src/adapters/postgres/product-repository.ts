@@ -136,9 +136,9 @@ export class PostgresProducts implements ProductCatalogues {
    * searches choose their plan, the session's hnsw.ef_search, the probes and the re-rank depth
    * (vector-index.ts); `writesInSpace`: the space of the vectors this repository is given to store
    * (none: writes are not checked); `indexesInUse`: which vector index each catalogue has (unset:
-   * none is known, and a large filter's search is one scan ordered by the distance); `insideTransaction`: `db` is a transaction's client (the
-   * import jobs' commit), which goes on after the products' statements: each leaves the
-   * catalogue's role and setting as it found them.
+   * none is known, and a large filter's search is one scan ordered by the distance);
+   * `insideTransaction`: `db` is a transaction's client (the import jobs' commit), which goes on
+   * after the products' statements: each leaves the catalogue's role and setting as it found them.
    */
   constructor(
     db: SqlClient | ReadWriteClients,
@@ -1042,12 +1042,8 @@ export class PostgresProductRepository implements ProductRepository {
    * table was never analyzed (no row count) or the sample holds none of its rows.
    */
   private async sampledMatches(tx: SqlClient, spec: FilterSpec, partition: string): Promise<number | undefined> {
-    const [table] = await tx.query<{ rows: number | string }>(
-      "SELECT reltuples::float8 AS rows FROM pg_class WHERE oid = $1::regclass",
-      [partition],
-    );
-    const rows = Number(table?.rows);
-    if (!(rows > 0)) return undefined;
+    const rows = await this.catalogueRows(tx, partition);
+    if (rows === 0) return undefined;
     const params: unknown[] = [this.catalogue, Math.min(100, (100 * ESTIMATE_SAMPLE_ROWS) / rows)];
     const filter = rowFilter(params, spec) as RowFilter;
     const [sample] = await tx.query<{ sampled: number | string; matching: number | string }>(
