@@ -302,6 +302,8 @@ export class SearchAndRecommend {
     const query = await this.understand(checked, translation, catalogue, signal);
     stages.embedMs = timer.lap();
     let browsed: BrowsedSummary | undefined;
+    /** A browsing search's relevance rank of each result, whatever order its page is sorted in. */
+    let relevanceRank: Map<number, number> | undefined;
     // The words matched: the query's, its English and their other translations, the synonyms used.
     const toMark = checked.highlight
       ? wordsToMark([
@@ -339,6 +341,7 @@ export class SearchAndRecommend {
         ? await this.retrieve(products, query, { ...checked, categories, limit: window, window: !!checked.browse })
         : [];
       if (checked.browse) {
+        relevanceRank = new Map(found.map((hit, rank) => [hit.id, rank]));
         const arranged = browse(found, checked.browse, checked.limit);
         browsed = summaryOf(arranged);
         found = arranged.page;
@@ -355,7 +358,8 @@ export class SearchAndRecommend {
         return;
       }
       signal?.throwIfAborted();
-      const writing = { query: checked.query, products: hits.map(scoredView) };
+      // The writer is given the products most relevant first, as it expects, whatever the page's sort.
+      const writing = { query: checked.query, products: mostRelevantFirst(hits, relevanceRank).map(scoredView) };
 
       if (delivery === "streamed") {
         yield results(hits);
@@ -598,6 +602,15 @@ function labelOf(recommendation: Pick<Recommendation, "provider" | "model">): st
 
 function summaryOf({ page: _page, ...summary }: Browsed<ScoredProduct>): BrowsedSummary {
   return summary;
+}
+
+/** `hits` in the order of their relevance `rank` (a sorted page's); as they are without one. */
+function mostRelevantFirst(
+  hits: readonly VersionedHit[],
+  rank: ReadonlyMap<number, number> | undefined,
+): VersionedHit[] {
+  if (!rank) return [...hits];
+  return [...hits].sort((a, b) => (rank.get(a.id) ?? 0) - (rank.get(b.id) ?? 0));
 }
 
 function scoredView(hit: VersionedHit): ScoredProduct {

@@ -775,4 +775,30 @@ describe("SearchAndRecommend: browsing", () => {
       { candidates: 40, window: false },
     ]);
   });
+
+  test("a page sorted by an attribute is answered in that order, and the writer is given it most relevant first", async () => {
+    await products.create("default");
+    const create = new CreateProduct({ products, embedder });
+    const prices = [12, 30, 5, 48, 20, 9];
+    for (const [i, product] of CATALOGUE.slice(0, prices.length).entries()) {
+      await create.execute({ ...product, attributes: { price: prices[i] as number } }, { catalogue: "default" });
+    }
+    for (const stream of [false, true]) {
+      generator.requests.length = 0;
+      const request = { query: "café en grano para casa", limit: 4, sort: [{ price: "desc" }] };
+      const results = stream
+        ? ((await Array.fromAsync(search.stream(request, { catalogue: "default" }))).find(
+            (event) => event.type === "results",
+          )?.results ?? [])
+        : (await search.execute(request, { catalogue: "default" })).results;
+      const shownPrices = results.map((result) => result.attributes?.price as number);
+      expect(shownPrices).toEqual([...shownPrices].sort((a, b) => b - a));
+      const written = generator.requests[0]?.products ?? [];
+      expect(written.map((product) => product.id).sort()).toEqual(results.map((result) => result.id).sort());
+      const scores = written.map((product) => product.score);
+      expect(scores).toEqual([...scores].sort((a, b) => b - a));
+      // The catalogue's best for this query is not its dearest: the orders differ.
+      expect(written.map((product) => product.id)).not.toEqual(results.map((result) => result.id));
+    }
+  });
 });
