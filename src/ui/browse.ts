@@ -11,6 +11,7 @@ export type Condition = string | number | boolean | { gte?: number; lt?: number;
 
 /** The facets as the service answers them (the domain's types: only types reach the page's bundle). */
 import type { Facet, NumberFacet, ValueCounts } from "../domain/browse-results.ts";
+import { availabilityLabel } from "../domain/shop-facts.ts";
 
 export type { Facet, NumberFacet, ValueCounts };
 
@@ -24,25 +25,9 @@ export const FACETS = [
 
 const plain = new Intl.NumberFormat("es", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
 
-/** A price as Spanish readers write it, with its currency ("59,90 €"); a code Intl does not know stays as written. */
-export function formatPrice(price: number, currency: unknown): string {
-  if (typeof currency === "string" && currency !== "") {
-    try {
-      return new Intl.NumberFormat("es", { style: "currency", currency }).format(price);
-    } catch {
-      return `${plain.format(price)} ${currency}`;
-    }
-  }
-  return plain.format(price);
-}
-
 /** An amount without currency (a price bucket's bounds). */
 export function formatAmount(value: number): string {
   return plain.format(value);
-}
-
-export function availabilityLabel(inStock: boolean): string {
-  return inStock ? "En stock" : "Agotado";
 }
 
 /** A facet value as shown (booleans of `in_stock` as availability, numbers the Spanish way). */

@@ -9,16 +9,15 @@
  * previous/next page through them, each by searching the submitted form again.
  */
 import { QUERY_MAX_LENGTH, SEARCH_LIMIT } from "../domain/search-and-recommend.ts";
+import { availabilityLabel, formatPrice, shopFactsOf } from "../domain/shop-facts.ts";
 import type { Api } from "./api.ts";
 import {
   type AttributeValue,
   allowedImage,
-  availabilityLabel,
   bucketCondition,
   type Condition,
   FACETS,
   type Facet,
-  formatPrice,
   IMAGE_ORIGINS_META,
   imageOriginsOf,
   isNumberFacet,
@@ -479,12 +478,11 @@ export class SearchView {
 
   /** A result's price, brand, availability and link to the shop's page, those it has. */
   private shopDetails({ attributes = {}, name }: Hit): HTMLElement[] {
-    const { price, currency, brand, in_stock: inStock, url } = attributes;
+    const { price, currency, brand, inStock } = shopFactsOf(attributes);
     const facts = h("p", { className: "result-shop" });
-    if (typeof price === "number")
-      facts.append(h("span", { className: "result-price", text: formatPrice(price, currency) }));
-    if (typeof brand === "string") facts.append(h("span", { className: "result-brand", text: brand }));
-    if (typeof inStock === "boolean") {
+    if (price !== undefined) facts.append(h("span", { className: "result-price", text: formatPrice(price, currency) }));
+    if (brand !== undefined) facts.append(h("span", { className: "result-brand", text: brand }));
+    if (inStock !== undefined) {
       facts.append(
         h("span", {
           className: `result-stock ${inStock ? "in-stock" : "out-of-stock"}`,
@@ -492,7 +490,7 @@ export class SearchView {
         }),
       );
     }
-    const link = safeLink(url, location.href);
+    const link = safeLink(attributes.url, location.href);
     if (link !== undefined) {
       facts.append(
         h("a", {

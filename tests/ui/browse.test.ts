@@ -1,12 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import {
-  allowedImage,
-  bucketCondition,
-  formatPrice,
-  imageOriginsOf,
-  markedSegments,
-  safeLink,
-} from "../../src/ui/browse.ts";
+import { allowedImage, bucketCondition, imageOriginsOf, markedSegments, safeLink } from "../../src/ui/browse.ts";
 
 const ORIGIN = "http://127.0.0.1:8000";
 
@@ -58,12 +51,6 @@ describe("a product's link and image", () => {
     expect(imageOriginsOf("")).toEqual([]);
     expect(imageOriginsOf(null)).toEqual([]);
   });
-});
-
-test("a price with its currency, or as written when the code is unknown", () => {
-  expect(formatPrice(59.9, "EUR")).toBe("59,90\u00a0€");
-  expect(formatPrice(59.9, "euros")).toBe("59,90 euros");
-  expect(formatPrice(1234.5, undefined)).toBe("1234,50");
 });
 
 test("a price bucket is a range, the last one including its upper bound", () => {

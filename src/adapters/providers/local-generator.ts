@@ -1,5 +1,6 @@
 import { citationMarker } from "../../domain/citations.ts";
 import type { ScoredProduct } from "../../domain/product.ts";
+import { availabilityLabel, formatPrice, shopFactsOf } from "../../domain/shop-facts.ts";
 import type { GenerationEvent, Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
 import { plain } from "./untrusted-text.ts";
 
@@ -18,13 +19,15 @@ export interface LocalGeneratorOptions {
 const MAX_NAME = 80;
 const MAX_CATEGORY = 40;
 const MAX_QUERY = 80;
+const MAX_CURRENCY = 12;
 const MAX_ALTERNATIVES = 2;
 /** An alternative is worth naming only when it scores at least this share of the best match. */
 const ALTERNATIVE_MIN_SHARE = 0.75;
 
 /**
  * The last-resort generator: deterministic Spanish text built from the retrieved products only,
- * no language model. It names the best match and its category, one or two alternatives, and says
+ * no language model. It names the best match with its category, price and availability (those it
+ * has), one or two alternatives, and says
  * so when the matches are weak or there are none, and cites each product it names like a model
  * does (`«Name» [#12]`). Product and query text are treated as data: whitespace and control
  * characters collapsed, length bounded, quoted.
@@ -89,20 +92,25 @@ function alternativesText(best: ScoredProduct, alternatives: readonly ScoredProd
   if (alternatives.length === 0) return "";
   const category = plain(best.category, MAX_CATEGORY);
   if (category && alternatives.every((p) => plain(p.category, MAX_CATEGORY) === category)) {
-    return `${list(alternatives.map(quotedName))}, de la misma categoría`;
+    return `${list(alternatives.map((product) => describe(product, { category: false })))}, de la misma categoría`;
   }
-  return list(alternatives.map(describe));
+  return list(alternatives.map((product) => describe(product)));
 }
 
-/** «Name» [#id]: quoted, and cited. */
-function quotedName(product: ScoredProduct): string {
-  return `«${plain(product.name, MAX_NAME) || "sin nombre"}» ${citationMarker(product.id)}`;
-}
-
-/** «Name» [#id] (categoría Category). */
-function describe(product: ScoredProduct): string {
-  const category = plain(product.category, MAX_CATEGORY);
-  return category ? `${quotedName(product)} (categoría ${category})` : quotedName(product);
+/**
+ * «Name» [#id] (categoría Category; 24,50 €; agotado): quoted, cited, and what it has of its
+ * category (unless `category` is false), price and availability (shop-facts.ts).
+ */
+function describe(product: ScoredProduct, { category = true } = {}): string {
+  const { price, currency, inStock } = shopFactsOf(product.attributes);
+  const categoryName = category ? plain(product.category, MAX_CATEGORY) : "";
+  const details = [
+    categoryName && `categoría ${categoryName}`,
+    price !== undefined && formatPrice(price, currency === undefined ? undefined : plain(currency, MAX_CURRENCY)),
+    inStock !== undefined && availabilityLabel(inStock).toLowerCase(),
+  ].filter((detail): detail is string => typeof detail === "string" && detail !== "");
+  const name = `«${plain(product.name, MAX_NAME) || "sin nombre"}» ${citationMarker(product.id)}`;
+  return details.length > 0 ? `${name} (${details.join("; ")})` : name;
 }
 
 /** "a", "a y b", "a, b y c". */

@@ -38,6 +38,24 @@ describe("LocalGenerator", () => {
     expect(text.indexOf("Espresso")).toBeLessThan(text.indexOf("Drip"));
   });
 
+  test("says the price, with its currency, and the availability of the products it names, when they have them", async () => {
+    const shopEspresso = { ...espresso, attributes: { price: 129.9, currency: "EUR", in_stock: true, brand: "Acme" } };
+    const shopDrip = { ...drip, attributes: { price: 35, in_stock: false } };
+    const text = await write([
+      shopEspresso,
+      shopDrip,
+      { ...wallet, score: 0.5, attributes: { price: "barato", in_stock: "sí" } },
+    ]);
+    expect(text).toContain(`«${espresso.name}» [#1] (categoría Kitchen & Dining; 129,90\u00a0€; en stock)`);
+    expect(text).toContain(`«${drip.name}» [#2] (categoría Kitchen & Dining; 35,00; agotado)`);
+    // Attributes of another type are no facts: the wallet keeps its category alone.
+    expect(text).toContain(`«${wallet.name}» [#5] (categoría Bags, Wallets & Belts)`);
+    // An alternative of the best match's category has its category named once, after the list.
+    expect(await write([shopEspresso, shopDrip])).toContain(
+      `«${drip.name}» [#2] (35,00; agotado), de la misma categoría`,
+    );
+  });
+
   test("names only the products it was given", async () => {
     const text = await write([espresso, drip]);
     const quoted = [...text.matchAll(/«([^»]*)»/g)].map((m) => m[1]);
