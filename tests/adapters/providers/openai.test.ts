@@ -445,7 +445,8 @@ describe("OpenAIGenerator", () => {
       ],
     };
     await generator().generate(shop);
-    const user = (server.requestsTo("/v1/chat/completions")[0]?.body as ChatBody).messages[1]?.content as string;
+    const body = server.requestsTo("/v1/chat/completions")[0]?.body as ChatBody;
+    const user = body.messages[1]?.content as string;
     const block = user.slice(user.indexOf("<productos>") + "<productos>".length, user.indexOf("</productos>"));
     expect(JSON.parse(block)).toEqual([
       {
