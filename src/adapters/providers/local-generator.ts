@@ -66,7 +66,8 @@ export class LocalGenerator implements Generator {
     const one = products.length === 1;
     if (best.score >= this.weakMatchBelow) {
       const opening = asked ? `Para «${asked}», le recomiendo` : "Le recomiendo";
-      const sentences = [`${opening} ${describe(best)}: es el producto del catálogo más parecido a lo que busca.`];
+      // "Of these results": a later page's best is not the catalogue's.
+      const sentences = [`${opening} ${describe(best)}: de estos resultados, es el más parecido a lo que busca.`];
       if (others) {
         const allClose = alternatives.every((p) => p.score >= this.weakMatchBelow);
         const plural = alternatives.length > 1;

@@ -36,6 +36,9 @@ describe("LocalGenerator", () => {
     expect(text).toContain("«French press»");
     expect(text).not.toContain("Burr coffee grinder");
     expect(text.indexOf("Espresso")).toBeLessThan(text.indexOf("Drip"));
+    // It knows only the products it was given (a later page's are not the catalogue's best).
+    expect(text).toContain("de estos resultados, es el más parecido a lo que busca");
+    expect(text).not.toContain("del catálogo más parecido");
   });
 
   test("says the price, with its currency, and the availability of the products it names, when they have them", async () => {
