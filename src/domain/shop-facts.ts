@@ -3,7 +3,7 @@ import type { Attributes } from "./attributes.ts";
 /**
  * What a shopper asks of a product besides its text, from the well-known attributes (README:
  * Attributes): `price` (a number) with `currency`, `brand`, `in_stock`. The page shows them, and
- * the recommendation may speak of them; an attribute of another type is no fact.
+ * the recommendation may speak of them; an attribute of another type (or a price past 2^53) is no fact.
  */
 export interface ShopFacts {
   price?: number;
@@ -16,7 +16,8 @@ export function shopFactsOf(attributes: Attributes | undefined): ShopFacts {
   const facts: ShopFacts = {};
   if (!attributes) return facts;
   const { price, currency, brand, in_stock: inStock } = attributes;
-  if (typeof price === "number") facts.price = price;
+  // Past the integers a number holds exactly, no price: 1e308 would be written out in 416 characters.
+  if (typeof price === "number" && Math.abs(price) <= Number.MAX_SAFE_INTEGER) facts.price = price;
   if (typeof currency === "string" && currency !== "") facts.currency = currency;
   if (typeof brand === "string" && brand !== "") facts.brand = brand;
   if (typeof inStock === "boolean") facts.inStock = inStock;

@@ -10,6 +10,8 @@ test("a product's shop facts are its well-known attributes of the right type; ot
   });
   expect(shopFactsOf({ price: "24,50", currency: "", brand: ["Acme"], in_stock: "sí" })).toEqual({});
   expect(shopFactsOf(undefined)).toEqual({});
+  expect(shopFactsOf({ price: 1e308 })).toEqual({});
+  expect(shopFactsOf({ price: -Number.MAX_SAFE_INTEGER })).toEqual({ price: -Number.MAX_SAFE_INTEGER });
 });
 
 test("a price with its currency, or as written when the code is unknown", () => {

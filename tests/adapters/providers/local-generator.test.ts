@@ -107,7 +107,10 @@ describe("LocalGenerator", () => {
   });
 
   test("stays short however long the products are", async () => {
-    const long = (id: number) => product(id, "Very long name ".repeat(100), "Category ".repeat(50), 0.9);
+    const long = (id: number) => ({
+      ...product(id, "Very long name ".repeat(100), "Category ".repeat(50), 0.9),
+      attributes: { price: id === 1 ? 1e308 : 9e15, currency: "X".repeat(300), brand: "B".repeat(1000) },
+    });
     const text = await write([long(1), long(2), long(3), long(4), long(5)], "q ".repeat(500));
     expect(text.length).toBeLessThan(800);
     expect(text).toContain("…");
