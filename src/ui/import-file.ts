@@ -1,9 +1,16 @@
 /**
  * Importing a file from the page: it is read in the browser (JSON Lines, a JSON array, or CSV with
- * a header row naming name, description, category and optionally sku, as `sku-search import`
- * reads them), then sent to POST /products/bulk in batches, reporting progress after each one (a
+ * a header row naming name, description, category, optionally sku, and attributes, as `sku-search
+ * import` reads them: domain/csv-columns.ts), then sent to POST /products/bulk in batches, reporting progress after each one (a
  * batch the service turns into a job is followed to its end).
  */
+import {
+  CSV_CELL_TYPES,
+  CSV_PRODUCT_COLUMNS,
+  type CsvHeaderProblem,
+  csvHeader,
+  csvProduct,
+} from "../domain/csv-columns.ts";
 import { type Api, ApiError } from "./api.ts";
 
 /** One product of the file, with where it is (for the report); `problem` when it could not even be read. */
@@ -18,9 +25,6 @@ export interface FileItem {
 export class UnreadableFile extends Error {
   override readonly name = "UnreadableFile";
 }
-
-const CSV_COLUMNS = ["name", "description", "category", "sku"];
-const REQUIRED_CSV_COLUMNS = ["name", "description", "category"];
 
 /** The items of a file, its format told by its name (.csv, .jsonl, .ndjson, .json) or else by its first character. */
 export function readImportFile(name: string, text: string): FileItem[] {
@@ -62,24 +66,32 @@ function jsonArrayItems(text: string): FileItem[] {
 function csvItems(text: string): FileItem[] {
   const [header, ...records] = csvRecords(text).filter((record) => record.cells.some((cell) => cell.trim() !== ""));
   if (!header) throw new UnreadableFile("El archivo está vacío.");
-  const columns = header.cells.map((cell) => cell.trim().toLowerCase());
-  const unknown = columns.filter((column) => !CSV_COLUMNS.includes(column));
-  if (unknown.length > 0) {
-    throw new UnreadableFile(
-      `La cabecera CSV tiene columnas desconocidas: ${unknown.map((column) => `«${column}»`).join(", ")}. ` +
-        `Las columnas son ${CSV_COLUMNS.join(", ")}.`,
-    );
-  }
-  const missing = REQUIRED_CSV_COLUMNS.filter((column) => !columns.includes(column));
-  if (missing.length > 0) throw new UnreadableFile(`A la cabecera CSV le falta: ${missing.join(", ")}.`);
+  const read = csvHeader(header.cells);
+  if ("problem" in read) throw new UnreadableFile(headerProblem(read.problem));
   return records.map(({ line, cells }) => {
-    const value: Record<string, string | null> = {};
-    columns.forEach((column, i) => {
-      const cell = cells[i];
-      if (cell !== undefined) value[column] = column === "sku" && cell.trim() === "" ? null : cell;
-    });
-    return { where: `línea ${line}`, value };
+    const product = csvProduct(read.columns, cells);
+    const where = `línea ${line}`;
+    return "problem" in product ? { where, problem: product.problem } : { where, value: product.value };
   });
+}
+
+function headerProblem(problem: CsvHeaderProblem): string {
+  switch (problem.kind) {
+    case "name":
+      return (
+        `La cabecera CSV tiene una columna que no es ${CSV_PRODUCT_COLUMNS.join(", ")} ni el nombre de un atributo ` +
+        `(minúsculas, cifras y «_», empezando por una letra): «${problem.column}».`
+      );
+    case "type":
+      return (
+        `La columna «${problem.column}» de la cabecera CSV no nombra un tipo de atributo ` +
+        `(${CSV_CELL_TYPES.join(", ")}, tras dos puntos: price:number); las de producto no llevan tipo.`
+      );
+    case "repeated":
+      return `La cabecera CSV repite la columna «${problem.column}».`;
+    case "missing":
+      return `A la cabecera CSV le falta: ${problem.columns.join(", ")}.`;
+  }
 }
 
 /** RFC 4180 records: fields separated by commas, quoted with `"` (`""` inside is a quote; quotes may hold line breaks). */

@@ -44,6 +44,36 @@ function csvLine(values: string[]): string {
 }
 
 describe.concurrent("import FILE", () => {
+  test("CSV attribute columns arrive typed (price a number, in_stock a boolean, a :list column a list); a cell not of its type is a failed item, the rest imported", async () => {
+    const dir = tempDir();
+    const env = { DATA_DIR: await withNewDatabase(join(dir, "data")) };
+    writeFileSync(
+      join(dir, "tienda.csv"),
+      [
+        "sku,name,description,category,price,in_stock,tallas:list,brand",
+        'Z-1,Zapatilla,Ligera,calzado,"59,90",sí,41|42,Acme',
+        "Z-2,Bota,Pesada,calzado,120,no,,",
+        "Z-3,Sandalia,Fresca,calzado,barata,sí,40,",
+      ].join("\n"),
+    );
+    const imported = await inProcess(["import", join(dir, "tienda.csv")], env);
+    expect(imported.code).toBe(1);
+    expect(summary(imported.stdout)).toMatchObject({ created: 2, failed: 1 });
+    expect(imported.stderr).toContain("item 2: La columna 'price' es de números y «barata» no lo es");
+    const file = join(dir, "export.jsonl.gz");
+    expect((await inProcess(["export", file], env)).code).toBe(0);
+    const exported = new TextDecoder()
+      .decode(Bun.gunzipSync(readFileSync(file)))
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { sku?: string; attributes?: unknown })
+      .filter((line) => line.sku !== undefined);
+    expect(exported.map(({ sku, attributes }) => ({ sku, attributes }))).toEqual([
+      { sku: "Z-1", attributes: { brand: "Acme", in_stock: true, price: 59.9, tallas: ["41", "42"] } },
+      { sku: "Z-2", attributes: { in_stock: false, price: 120 } },
+    ]);
+  });
+
   test("JSON Lines, a JSON array, CSV and gzip all import; a second run changes nothing", async () => {
     const dir = tempDir();
     const env = { DATA_DIR: await withNewDatabase(join(dir, "data")) };

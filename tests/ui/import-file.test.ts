@@ -45,9 +45,38 @@ describe("readImportFile", () => {
     ]);
   });
 
-  test("CSV: an unknown or missing column, or an empty file, cannot be imported", () => {
-    expect(() => readImportFile("a.csv", "name,description,category,price\n")).toThrow(
-      "La cabecera CSV tiene columnas desconocidas: «price». Las columnas son name, description, category, sku.",
+  test("CSV: attribute columns typed as the command-line import types them; a cell not of its type is an item that failed", () => {
+    const csv =
+      "name,description,category,price,in_stock,sizes:list,brand\n" +
+      'Cafetera,Italiana,Cocina,"24,50",sí,4|6, Bialetti \n' +
+      "Tetera,Verde,Cocina,barata,no,,\n";
+    expect(readImportFile("catalogo.csv", csv)).toEqual([
+      {
+        where: "línea 2",
+        value: {
+          name: "Cafetera",
+          description: "Italiana",
+          category: "Cocina",
+          attributes: { price: 24.5, in_stock: true, sizes: ["4", "6"], brand: "Bialetti" },
+        },
+      },
+      {
+        where: "línea 3",
+        problem:
+          "La columna 'price' es de números y «barata» no lo es (escríbalo como 1234.50 o 1234,50, sin separador de miles ni moneda)",
+      },
+    ]);
+  });
+
+  test("CSV: a column that is neither a product field nor an attribute, a bad type, a repeated or a missing column, or an empty file, cannot be imported", () => {
+    expect(() => readImportFile("a.csv", "name,description,category,precio final\n")).toThrow(
+      "La cabecera CSV tiene una columna que no es name, description, category, sku ni el nombre de un atributo (minúsculas, cifras y «_», empezando por una letra): «precio final».",
+    );
+    expect(() => readImportFile("a.csv", "name,description,category,price:money\n")).toThrow(
+      "La columna «price:money» de la cabecera CSV no nombra un tipo de atributo",
+    );
+    expect(() => readImportFile("a.csv", "name,description,category,Brand,brand\n")).toThrow(
+      "La cabecera CSV repite la columna «brand».",
     );
     expect(() => readImportFile("a.csv", "name,description\nx,y\n")).toThrow("A la cabecera CSV le falta: category.");
     expect(() => readImportFile("a.csv", "\n\n")).toThrow("El archivo está vacío.");

@@ -1,12 +1,19 @@
 /**
  * The products of an import file, read as a stream (a 1 GB file is never loaded whole): JSON Lines,
- * a JSON array, or CSV with a header row (name, description, category, optionally sku, and any other columns: attributes, as texts), each
+ * a JSON array, or CSV with a header row (name, description, category, optionally sku, and any other
+ * columns: attributes, typed as domain/csv-columns.ts says), each
  * possibly gzip-compressed. A JSON Lines file whose first line is a catalogue export's header
  * (catalogue-export.ts) is an export: the header is not an item, and says what the embeddings are.
  */
 import { Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
-import { ATTRIBUTE_KEY } from "../../domain/attributes.ts";
+import {
+  CSV_CELL_TYPES,
+  CSV_PRODUCT_COLUMNS,
+  type CsvColumn,
+  csvHeader,
+  csvProduct,
+} from "../../domain/csv-columns.ts";
 import type { ExportHeader } from "../../domain/export-catalogue.ts";
 import { decodeUtf8, firstNonSpace, ITEM_BYTES_PROBLEM, type Piece, withoutBom } from "../../lib/item-bytes.ts";
 import { MAX_JSON_DEPTH } from "../../lib/json/json-depth.ts";
@@ -16,10 +23,6 @@ import { CsvRecordSplitter, csvFields } from "./csv-records.ts";
 
 export const FILE_FORMATS = ["jsonl", "json", "csv"] as const;
 export type FileFormat = (typeof FILE_FORMATS)[number];
-
-/** The columns a CSV header may name. */
-const CSV_COLUMNS = ["name", "description", "category", "sku"] as const;
-const REQUIRED_CSV_COLUMNS = ["name", "description", "category"];
 
 /** Largest item read, in bytes: far above any valid product, so only garbage is cut. */
 const MAX_ITEM_BYTES = 1024 * 1024;
@@ -178,7 +181,7 @@ async function formatOf(path: string, bytes: () => AsyncIterable<Uint8Array>): P
  */
 async function* csvItems(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<JsonItem> {
   const splitter = new CsvRecordSplitter(MAX_ITEM_BYTES);
-  let columns: string[] | undefined;
+  let columns: CsvColumn[] | undefined;
   let index = 0;
   /** The items of the records cut from one piece of the content (their fields read together). */
   const itemsOf = (pieces: Piece[]): JsonItem[] => {
@@ -192,58 +195,38 @@ async function* csvItems(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<JsonI
       if (texts[i] === null) return { index: at, problem: ITEM_BYTES_PROBLEM.notUtf8 };
       const record = records[read++] as (typeof records)[number];
       if ("problem" in record) return { index: at, problem: record.problem };
-      return { index: at, value: productOf(columns as string[], record.fields) };
+      const product = csvProduct(columns as CsvColumn[], record.fields);
+      return "problem" in product ? { index: at, problem: product.problem } : { index: at, value: product.value };
     });
   };
   for await (const chunk of withoutBom(bytes)) yield* itemsOf([...splitter.push(chunk)]);
   yield* itemsOf(splitter.end());
 }
 
-/**
- * A record's cells by the header's column names; an empty sku is none. The cells of the columns
- * besides the product's own are its attributes, as texts (a price column gives "59.90", not a
- * number: a JSON Lines file says its types), an empty cell none.
- */
-function productOf(columns: readonly string[], cells: readonly string[]): Record<string, unknown> {
-  const value: Record<string, unknown> = {};
-  const attributes: Record<string, string> = {};
-  for (const [i, column] of columns.entries()) {
-    const cell = cells[i];
-    if (cell === undefined) continue;
-    if (!(CSV_COLUMNS as readonly string[]).includes(column)) {
-      if (cell.trim() !== "") attributes[column] = cell.trim();
-      continue;
-    }
-    value[column] = column === "sku" && cell.trim() === "" ? null : cell;
-  }
-  if (Object.keys(attributes).length > 0) value.attributes = attributes;
-  return value;
-}
-
 /** The columns the header record names, or UnreadableImport saying what is wrong with it. */
-function headerOf(piece: Piece): string[] {
+function headerOf(piece: Piece): CsvColumn[] {
   if (piece === null) throw new UnreadableImport(`CSV header: longer than ${MAX_ITEM_BYTES} bytes`);
   const text = decodeUtf8(piece);
   if (text === null) throw new UnreadableImport("CSV header: not valid UTF-8 (the file must be UTF-8)");
   const [header] = csvFields([text]) as [ReturnType<typeof csvFields>[number]];
   if ("problem" in header) throw new UnreadableImport("CSV header: a misplaced or unclosed quote");
-  return checkHeader(header.fields);
-}
-
-function checkHeader(header: string[]): string[] {
-  const columns = header.map((column) => column.trim().toLowerCase());
-  const unknown = columns.filter(
-    (column) => !(CSV_COLUMNS as readonly string[]).includes(column) && !ATTRIBUTE_KEY.test(column),
-  );
-  if (unknown.length > 0) {
-    throw new UnreadableImport(
-      `CSV header: column ${unknown.map((column) => `'${column}'`).join(", ")} is neither one of ${CSV_COLUMNS.join(", ")} ` +
-        "nor an attribute's name (lower case letters, digits and '_', starting with a letter)",
-    );
+  const read = csvHeader(header.fields);
+  if ("columns" in read) return read.columns;
+  const { problem } = read;
+  switch (problem.kind) {
+    case "name":
+      throw new UnreadableImport(
+        `CSV header: column '${problem.column}' is neither one of ${CSV_PRODUCT_COLUMNS.join(", ")} ` +
+          "nor an attribute's name (lower case letters, digits and '_', starting with a letter)",
+      );
+    case "type":
+      throw new UnreadableImport(
+        `CSV header: column '${problem.column}' names no type an attribute's cells can have ` +
+          `(${CSV_CELL_TYPES.join(", ")}, after a colon: price:number); a product field's column takes none`,
+      );
+    case "repeated":
+      throw new UnreadableImport(`CSV header: column '${problem.column}' appears twice`);
+    case "missing":
+      throw new UnreadableImport(`CSV header: missing column ${problem.columns.join(", ")}`);
   }
-  const repeated = columns.filter((column, i) => columns.indexOf(column) !== i);
-  if (repeated.length > 0) throw new UnreadableImport(`CSV header: column '${repeated[0]}' appears twice`);
-  const missing = REQUIRED_CSV_COLUMNS.filter((column) => !columns.includes(column));
-  if (missing.length > 0) throw new UnreadableImport(`CSV header: missing column ${missing.join(", ")}`);
-  return columns;
 }

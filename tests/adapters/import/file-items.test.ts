@@ -233,12 +233,13 @@ describe("invalid UTF-8", () => {
 });
 
 describe("CSV attribute columns", () => {
-  test("columns besides the product's own are its attributes, as trimmed texts; an empty cell is none", async () => {
+  test("columns besides the product's own are its attributes, trimmed; price a number and in_stock a boolean unless the header says otherwise; an empty cell is none", async () => {
     const path = fileOf(
       "attributes.csv",
-      "sku,name,description,category,Brand,price,sizes\n",
-      "A-1,Zapatilla,Ligera,calzado,Acme, 59.90 ,42\n",
-      "A-2,Bota,De montaña,calzado,,,\n",
+      "sku,name,description,category,Brand,price,in_stock,sizes\n",
+      "A-1,Zapatilla,Ligera,calzado,Acme, 59.90 ,sí,42\n",
+      "A-2,Bota,De montaña,calzado,,,,\n",
+      'A-3,Sandalia,Fresca,calzado,Zeta,"12,5",0,40\n',
     );
     const items: JsonItem[] = [];
     for await (const item of (await openImportFile(path)).items) items.push(item);
@@ -250,17 +251,66 @@ describe("CSV attribute columns", () => {
           name: "Zapatilla",
           description: "Ligera",
           category: "calzado",
-          attributes: { brand: "Acme", price: "59.90", sizes: "42" },
+          attributes: { brand: "Acme", price: 59.9, in_stock: true, sizes: "42" },
         },
       },
       { index: 1, value: { sku: "A-2", name: "Bota", description: "De montaña", category: "calzado" } },
+      {
+        index: 2,
+        value: {
+          sku: "A-3",
+          name: "Sandalia",
+          description: "Fresca",
+          category: "calzado",
+          attributes: { brand: "Zeta", price: 12.5, in_stock: false, sizes: "40" },
+        },
+      },
     ]);
   });
 
-  test("a column that is no attribute name, or a repeated one, makes the file unreadable", async () => {
+  test("the header types a column after a colon: number, boolean, list (items between |) or text", async () => {
+    const path = fileOf(
+      "typed.csv",
+      "name,description,category,Weight:Number,gift: boolean,sizes:list,price:text,code\n",
+      "Zapatilla,Ligera,calzado,0.35,yes, 41 | 42 ||43 ,59.90 €,007\n",
+      "Bota,Pesada,calzado,,,|,,\n",
+    );
+    const items: JsonItem[] = [];
+    for await (const item of (await openImportFile(path)).items) items.push(item);
+    expect(items.map((item) => ("value" in item ? (item.value as { attributes?: unknown }).attributes : item))).toEqual(
+      [{ weight: 0.35, gift: true, sizes: ["41", "42", "43"], price: "59.90 €", code: "007" }, undefined],
+    );
+  });
+
+  test("a cell not of its column's type is a failed item saying which column and why; the next record is read", async () => {
+    const path = fileOf(
+      "bad-cells.csv",
+      "name,description,category,price,in_stock\n",
+      'a,b,c,"1.234,50",true\n',
+      "d,e,f,59.90 €,true\n",
+      "g,h,i,5,quizás\n",
+      "j,k,l,1e3,no\n",
+      "m,n,o,-3,no\n",
+    );
+    const items: JsonItem[] = [];
+    for await (const item of (await openImportFile(path)).items) items.push(item);
+    expect(items.map((item) => ("problem" in item ? item.problem : item.value))).toEqual([
+      "La columna 'price' es de números y «1.234,50» no lo es (escríbalo como 1234.50 o 1234,50, sin separador de miles ni moneda)",
+      "La columna 'price' es de números y «59.90 €» no lo es (escríbalo como 1234.50 o 1234,50, sin separador de miles ni moneda)",
+      "La columna 'in_stock' es de sí o no y «quizás» no lo es (use true/false, sí/no o 1/0)",
+      "La columna 'price' es de números y «1e3» no lo es (escríbalo como 1234.50 o 1234,50, sin separador de miles ni moneda)",
+      { name: "m", description: "n", category: "o", attributes: { price: -3, in_stock: false } },
+    ]);
+  });
+
+  test("a column that is no attribute name, a type that is none, a typed product field, or a repeated column makes the file unreadable", async () => {
     const badName = fileOf("bad-name.csv", "name,description,category,precio final\n", "a,b,c,1\n");
     await expect(openImportFile(badName)).rejects.toThrow("column 'precio final' is neither one of");
-    const repeated = fileOf("repeated.csv", "name,description,category,brand,Brand\n", "a,b,c,d,e\n");
+    const badType = fileOf("bad-type.csv", "name,description,category,price:money\n", "a,b,c,1\n");
+    await expect(openImportFile(badType)).rejects.toThrow("column 'price:money' names no type");
+    const typedField = fileOf("typed-field.csv", "name:text,description,category\n", "a,b,c\n");
+    await expect(openImportFile(typedField)).rejects.toThrow("column 'name:text' names no type");
+    const repeated = fileOf("repeated.csv", "name,description,category,brand,Brand:text\n", "a,b,c,d,e\n");
     await expect(openImportFile(repeated)).rejects.toThrow("column 'brand' appears twice");
   });
 });
