@@ -11,7 +11,9 @@
  *   qwerty"; seeded);
  * - the best hit's cosine on each kind of query (where the relevance threshold, SEARCH_MIN_SCORE,
  *   falls: run with SEARCH_MIN_SCORE=0 to see every query's);
- * - what translating a query costs (Apertium, warm).
+ * - what translating a query costs (Apertium, warm);
+ * - a browsing search's relevant results (RELEVANT_RESULTS_MIN_SHARE): their size, and their
+ *   precision and recall against the labels.
  * The last line is one JSON object of the figures.
  *
  * Run by hand: `bun run eval [--eval-dir DIR] [--products all] [--seed N] [--gibberish N] [--queries]`
@@ -294,6 +296,58 @@ for (const mode of SEARCH_MODES) {
   });
 }
 const searchSeconds = (performance.now() - started) / 1000;
+
+/**
+ * A browsing search's relevant results (what `total`, facets, pages and sorts cover): every page of
+ * each dev query's, read with `offset`, and how many of them the labels call relevant (grade 1 or
+ * 2: the precision a page sorted by price or brand has on average) and how many of the query's
+ * relevant products they hold (recall, of grade 2 and of grade 1 or 2).
+ */
+interface RelevantSet {
+  size: number;
+  precision: number;
+  recallTwo: number;
+  recallAny: number;
+}
+const PAGE = 50;
+async function relevantSet(query: EvalQuery, mode: SearchMode): Promise<RelevantSet> {
+  const ids: number[] = [];
+  for (let offset = 0; offset < 1000; offset += PAGE) {
+    const page = (await call(
+      "/products/search",
+      JSON.stringify({ query: query.query, limit: PAGE, offset, mode }),
+      "application/json",
+      token,
+    )) as { results: { id: number }[]; total: number };
+    ids.push(...page.results.map((hit) => evalIdOf.get(hit.id) ?? -1));
+    if (offset + PAGE >= page.total) break;
+  }
+  const grade = (id: number) => query.relevant[String(id)] ?? 0;
+  const graded = Object.values(query.relevant);
+  const count = (rows: readonly number[], keep: (g: number) => boolean) => rows.filter(keep).length;
+  return {
+    size: ids.length,
+    precision: ids.length > 0 ? count(ids.map(grade), (g) => g >= 1) / ids.length : 0,
+    recallTwo:
+      count(ids.map(grade), (g) => g === 2) /
+      Math.max(
+        1,
+        count(graded, (g) => g === 2),
+      ),
+    recallAny:
+      count(ids.map(grade), (g) => g >= 1) /
+      Math.max(
+        1,
+        count(graded, (g) => g >= 1),
+      ),
+  };
+}
+const relevantSets = new Map<SearchMode, RelevantSet[]>();
+for (const mode of SEARCH_MODES) {
+  const sets: RelevantSet[] = [];
+  for (const query of queries) sets.push(await relevantSet(query, mode));
+  relevantSets.set(mode, sets);
+}
 embedder.save();
 await container.close();
 
@@ -334,6 +388,7 @@ const settings = {
         ? `Apertium spa-eng (${apertium.prefix})`
         : `off: ${apertium?.reason}`,
   hybrid_alpha: config.hybridAlpha,
+  relevant_share: config.relevantShare,
   category_boost: config.categoryBoost,
   min_score: relevanceThreshold,
   default_mode: config.searchMode,
@@ -401,6 +456,25 @@ for (const [mode, { clean, typo, gibberish: nonsense }] of answers) {
     empty_real: round(share(clean)),
     empty_typo: round(share(typo)),
     empty_gibberish: round(share(nonsense)),
+  };
+}
+
+console.log(
+  `\nrelevant results of a browsing search (RELEVANT_RESULTS_MIN_SHARE=${config.relevantShare}): size mean / median, ` +
+    "precision (grade 1 or 2), recall of grade 2, recall of grade 1 or 2",
+);
+for (const [mode, sets] of relevantSets) {
+  const avg = (pick: (set: RelevantSet) => number) => sets.reduce((sum, set) => sum + pick(set), 0) / sets.length;
+  const sizes = sets.map((set) => set.size);
+  console.log(
+    `  ${mode.padEnd(9)} ${avg((set) => set.size).toFixed(0)} / ${percentile(sizes, 50)}, precision ${fixed(avg((set) => set.precision))}, ` +
+      `recall ${fixed(avg((set) => set.recallTwo))} / ${fixed(avg((set) => set.recallAny))}`,
+  );
+  (figures[mode] as Record<string, unknown>).relevant_results = {
+    size: round(avg((set) => set.size)),
+    precision: round(avg((set) => set.precision)),
+    recall_grade_2: round(avg((set) => set.recallTwo)),
+    recall_grade_1_2: round(avg((set) => set.recallAny)),
   };
 }
 

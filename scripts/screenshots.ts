@@ -179,9 +179,10 @@ try {
 
   // Browsing: narrowed by a facet, sorted by price, a page at a time.
   const browsing = await searchPage({ width: 1280, height: 800 }, true);
-  await browsing.getByLabel("Número de resultados").fill("4");
+  // Pages of two: the query's relevant results are three of the twelve (RELEVANT_RESULTS_MIN_SHARE).
+  await browsing.getByLabel("Número de resultados").fill("2");
   await browsing.getByLabel("¿Qué buscas?").press("Enter");
-  await browsing.locator("#search-status", { hasText: "Del 1 al 4" }).waitFor();
+  await browsing.locator("#search-status", { hasText: "Del 1 al 2" }).waitFor();
   await browsing.locator('[data-facet="category"]', { hasText: "Cocina" }).click();
   await browsing.locator("#active-filter-list button").waitFor();
   await browsing.getByLabel("Ordenar por").selectOption("price:asc");

@@ -23,6 +23,7 @@ import {
 import type { RetryPolicy } from "../adapters/providers/resilient-fetch.ts";
 import { CATALOGUE_NAME } from "../domain/api-keys.ts";
 import { ATTRIBUTE_KEY } from "../domain/attributes.ts";
+import { DEFAULT_RELEVANT_SHARE } from "../domain/browse-results.ts";
 import { SEARCH_MODES, type SearchMode } from "../domain/hybrid-ranking.ts";
 import { VECTOR_INDEX_MODES, type VectorIndexPolicy } from "../domain/maintain-vector-index.ts";
 import { DEFAULT_CATEGORY_BOOST, DEFAULT_HYBRID_ALPHA } from "../domain/search-and-recommend.ts";
@@ -166,6 +167,11 @@ export interface Config {
    * (0 to 1; 0: every search answers); "auto": the one calibrated for the offline model, none for others.
    */
   searchMinScore: number | "auto";
+  /**
+   * A browsing search's relevant results: those of its best 1,000 scoring at least this share of
+   * its best result's score (0 to 1; 0: all 1,000).
+   */
+  relevantShare: number;
   /** Days searches and their clicks are kept for the analytics (0: none are kept). */
   analyticsRetentionDays: number;
   /** Largest bulk import request (POST /products/bulk), in bytes. */
@@ -368,6 +374,7 @@ export function loadConfig(env: Env): Config {
       (read.optional("SEARCH_MIN_SCORE") ?? "auto").toLowerCase() === "auto"
         ? "auto"
         : read.fraction("SEARCH_MIN_SCORE", 0),
+    relevantShare: read.fraction("RELEVANT_RESULTS_MIN_SHARE", DEFAULT_RELEVANT_SHARE),
     analyticsRetentionDays: read.integer("ANALYTICS_RETENTION_DAYS", 90, 0, 3650),
     bulkMaxBytes: read.integer("BULK_MAX_BYTES", 16 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     bulkMaxItems: read.integer("BULK_MAX_ITEMS", 5_000, 1, 1_000_000),

@@ -200,6 +200,7 @@ async function wire(root: CompositionRoot, log: Logger, metrics: PrometheusMetri
     ranking: {
       categoryBoost: config.categoryBoost,
       minScore: relevanceThreshold(config.searchMinScore, embedder),
+      relevantShare: config.relevantShare,
     },
     synonyms: synonymStore,
     analytics,

@@ -4,7 +4,14 @@ import type { LexicalQuery, ProductCatalogues, ProductRepository } from "../port
 import type { SynonymStore } from "../ports/synonym-store.ts";
 import type { Translation, Translator } from "../ports/translator.ts";
 import { type AttributeCondition, checkedFilter } from "./attribute-filter.ts";
-import { type Browsed, type BrowseRequest, browse, checkedBrowse, RESULT_WINDOW } from "./browse-results.ts";
+import {
+  type Browsed,
+  type BrowseRequest,
+  browse,
+  checkedBrowse,
+  RESULT_WINDOW,
+  relevantResults,
+} from "./browse-results.ts";
 import type { SearchFilter } from "./caller.ts";
 import { checkCitations, withCheckedCitations } from "./citations.ts";
 import { embedOne } from "./embed.ts";
@@ -91,6 +98,11 @@ export interface Ranking {
    * (`readable`). 0: every search answers.
    */
   minScore: number;
+  /**
+   * A browsing search's relevant results are those of its window scoring at least this share of
+   * its best (relevantResults in browse-results.ts); 0: the whole window.
+   */
+  relevantShare: number;
 }
 
 /** How a search ranks when the request does not say. */
@@ -192,7 +204,7 @@ export const DEFAULT_HYBRID_ALPHA = 0.75;
  */
 export const DEFAULT_CATEGORY_BOOST = 0.4;
 
-export const DEFAULT_RANKING: Ranking = { categoryBoost: DEFAULT_CATEGORY_BOOST, minScore: 0 };
+export const DEFAULT_RANKING: Ranking = { categoryBoost: DEFAULT_CATEGORY_BOOST, minScore: 0, relevantShare: 0 };
 
 /** Hybrid candidates taken from each side, as a multiple of the limit (at least 40). */
 function hybridCandidatesFor(limit: number): number {
@@ -341,8 +353,9 @@ export class SearchAndRecommend {
         ? await this.retrieve(products, query, { ...checked, categories, limit: window, window: !!checked.browse })
         : [];
       if (checked.browse) {
-        relevanceRank = new Map(found.map((hit, rank) => [hit.id, rank]));
-        const arranged = browse(found, checked.browse, checked.limit);
+        const relevant = relevantResults(found, this.ranking.relevantShare);
+        relevanceRank = new Map(relevant.map((hit, rank) => [hit.id, rank]));
+        const arranged = browse(relevant, checked.browse, checked.limit);
         browsed = summaryOf(arranged);
         found = arranged.page;
       }

@@ -23,6 +23,16 @@ function configError(env: Record<string, string | undefined>): ConfigError {
 }
 
 describe("loadConfig", () => {
+  test("RELEVANT_RESULTS_MIN_SHARE: a share from 0 (every result of the window) to 1; anything else is refused, naming it", () => {
+    expect(loadConfig({ RELEVANT_RESULTS_MIN_SHARE: "0" }).relevantShare).toBe(0);
+    expect(loadConfig({ RELEVANT_RESULTS_MIN_SHARE: "0.55" }).relevantShare).toBe(0.55);
+    for (const bad of ["1.5", "-0.1", "mucho"]) {
+      expect(configError({ RELEVANT_RESULTS_MIN_SHARE: bad }).message).toContain(
+        `RELEVANT_RESULTS_MIN_SHARE: must be a number from 0 to 1, got '${bad}'`,
+      );
+    }
+  });
+
   test("an empty environment gives the documented defaults", () => {
     expect(loadConfig({})).toEqual({
       projectName: "sku-search",
@@ -83,6 +93,7 @@ describe("loadConfig", () => {
       hybridAlpha: 0.75,
       categoryBoost: 0.4,
       searchMinScore: "auto",
+      relevantShare: 0.7,
       analyticsRetentionDays: 90,
       bulkMaxBytes: 16 * 1024 * 1024,
       bulkMaxItems: 5_000,

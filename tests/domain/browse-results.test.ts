@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { browse, checkedBrowse, RESULT_WINDOW } from "../../src/domain/browse-results.ts";
+import { browse, checkedBrowse, RESULT_WINDOW, relevantResults } from "../../src/domain/browse-results.ts";
 import { InvalidInput } from "../../src/domain/errors.ts";
 import type { Product } from "../../src/domain/product.ts";
 
@@ -123,5 +123,30 @@ describe("checkedBrowse", () => {
       expect(() => checkedBrowse(request, 5)).toThrow(named);
     }
     expect(checkedBrowse({ offset: 995 }, 5)).toMatchObject({ offset: 995 });
+  });
+});
+
+describe("relevantResults", () => {
+  const hit = (id: number, score: number, fusedScore?: number) => ({
+    id,
+    score,
+    ...(fusedScore === undefined ? {} : { fusedScore }),
+  });
+
+  test("keeps the products scoring at least the share of the best, by the cosine", () => {
+    const window = [hit(1, 0.6), hit(2, 0.45), hit(3, 0.42), hit(4, 0.41)];
+    expect(relevantResults(window, 0.7).map((h) => h.id)).toEqual([1, 2, 3]);
+  });
+
+  test("by the blended score where the search blends, whatever the cosine", () => {
+    const window = [hit(1, 0.2, 0.9), hit(2, 0.6, 0.5), hit(3, 0.1, 0.7)];
+    expect(relevantResults(window, 0.75).map((h) => h.id)).toEqual([1, 3]);
+  });
+
+  test("a share of 0, or a best score of 0 or below, keeps the whole window", () => {
+    const window = [hit(1, 0.6), hit(2, 0.01)];
+    expect(relevantResults(window, 0)).toEqual(window);
+    expect(relevantResults([hit(1, -0.1), hit(2, -0.5)], 0.7)).toHaveLength(2);
+    expect(relevantResults([], 0.7)).toEqual([]);
   });
 });

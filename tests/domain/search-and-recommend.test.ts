@@ -5,6 +5,7 @@ import { EmbeddingUnavailable, GenerationUnavailable, InvalidInput } from "../..
 import { ManageProducts } from "../../src/domain/manage-products.ts";
 import { embeddingText, type ProductFields } from "../../src/domain/product.ts";
 import {
+  DEFAULT_RANKING,
   NOTHING_MATCHED,
   QUERY_MAX_LENGTH,
   SEARCH_LIMIT,
@@ -577,7 +578,7 @@ class KnowingTranslator implements Translator {
 }
 
 describe("SearchAndRecommend: honest empty answers", () => {
-  const ranking = { categoryBoost: 0.4, minScore: 0.3 };
+  const ranking = { categoryBoost: 0.4, minScore: 0.3, relevantShare: 0 };
 
   test("below the relevance threshold nothing matches: no products, the nothing-matched sentence, no model asked", async () => {
     await fillCatalogue();
@@ -730,7 +731,7 @@ describe("SearchAndRecommend: search ids and analytics", () => {
       generator,
       analytics: { searched: (search) => kept.push(search) },
       newSearchId: () => ids.shift() as string,
-      ranking: { categoryBoost: 0.4, minScore: 0.3 },
+      ranking: { categoryBoost: 0.4, minScore: 0.3, relevantShare: 0 },
     });
     expect(
       (await tracked.execute({ query: "  Café  En grano ", mode: "hybrid" }, { catalogue: "default" })).searchId,
@@ -774,6 +775,47 @@ describe("SearchAndRecommend: browsing", () => {
       { candidates: RESULT_WINDOW, window: true },
       { candidates: 40, window: false },
     ]);
+  });
+
+  test("a browsing search's relevant results are those scoring at least relevantShare of its best: its total, facets and every page, sorted or not", async () => {
+    await fillCatalogue();
+    const query = "café en grano para casa";
+    const queryVector = (await embedder.embed([query], "query"))[0] ?? [];
+    const cosines = await Promise.all(
+      CATALOGUE.map(async (product) =>
+        cosineSimilarity(queryVector, (await embedder.embed([embeddingText(product, [])], "document"))[0] ?? []),
+      ),
+    );
+    const best = Math.max(...cosines);
+    const share = 0.7;
+    const relevant = CATALOGUE.filter((_, i) => (cosines[i] as number) >= share * best);
+    // The fake embedder's cosines spread enough for the share to leave some out, and keep more than one.
+    expect(relevant.length).toBeGreaterThan(1);
+    expect(relevant.length).toBeLessThan(CATALOGUE.length);
+    const sharing = new SearchAndRecommend({
+      products,
+      embedder,
+      generator,
+      ranking: { ...DEFAULT_RANKING, relevantShare: share },
+    });
+    const request = { query, limit: 2, facets: ["category"], sort: [{ category: "desc" }] };
+    const pages = [];
+    for (let offset = 0; offset < CATALOGUE.length; offset += 2) {
+      pages.push(await sharing.execute({ ...request, offset }, { catalogue: "default" }));
+    }
+    expect(pages[0]?.browsed?.total).toEqual({ value: relevant.length, relation: "eq" });
+    const counts = new Map<string, number>();
+    for (const product of relevant) counts.set(product.category, (counts.get(product.category) ?? 0) + 1);
+    expect(pages[0]?.browsed?.facets?.category).toEqual(
+      [...counts]
+        .map(([value, count]) => ({ value, count }))
+        .sort((a, b) => b.count - a.count || a.value.localeCompare(b.value)),
+    );
+    const shown = pages.flatMap((page) => page.results.map((result) => result.name));
+    expect(shown.sort()).toEqual(relevant.map((product) => product.name).sort());
+    // The whole window, at 0 (the default of the domain).
+    const all = await search.execute({ ...request, offset: 0 }, { catalogue: "default" });
+    expect(all.browsed?.total).toEqual({ value: CATALOGUE.length, relation: "eq" });
   });
 
   test("a page sorted by an attribute is answered in that order, and the writer is given it most relevant first", async () => {

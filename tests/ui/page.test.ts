@@ -177,6 +177,8 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
       QUERY_TRANSLATION: "off",
       // Any HTTPS origin (the default) and the shop's picture server, listed (http: is no HTTPS).
       UI_IMAGE_ORIGINS: `https:,${imageOrigin}`,
+      // The fake embedder's cosines say nothing of relevance: the page browses the whole window.
+      RELEVANT_RESULTS_MIN_SHARE: "0",
     });
     container = await createHttpService(config, createLogger("error"), {
       database: await openNewPglite(),

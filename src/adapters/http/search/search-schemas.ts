@@ -73,7 +73,8 @@ const HIGHLIGHT_DESCRIPTION =
   "torno a la primera coincidencia.";
 const OFFSET_DESCRIPTION =
   `Resultados que se saltan (paginación; offset + limit ≤ ${RESULT_WINDOW}). Con offset, sort o facets la respuesta ` +
-  `es una página de los resultados relevantes (los ${RESULT_WINDOW} mejores) e incluye total y total_relation.`;
+  `es una página de los resultados relevantes (de los ${RESULT_WINDOW} mejores, los que puntúan al menos una parte ` +
+  "de la puntuación del mejor, RELEVANT_RESULTS_MIN_SHARE: 0.7 por defecto) e incluye total y total_relation.";
 const SORT_DESCRIPTION =
   `Orden de los resultados relevantes por atributos (o category), hasta ${BROWSE_LIMITS.sortKeys}: ` +
   '[{"price": "asc"}]; los que no tienen el atributo van al final; a igualdad, el más relevante primero, y luego el id.';

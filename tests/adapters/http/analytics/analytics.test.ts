@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { addProducts, CHAIR, LAPTOP, MOUSE } from "../catalogue-fixtures.ts";
 import { createHarness } from "../harness.ts";
 
-const RANKING = { categoryBoost: 0.4, minScore: 0.3 };
+const RANKING = { categoryBoost: 0.4, minScore: 0.3, relevantShare: 0 };
 
 async function searched(h: Awaited<ReturnType<typeof createHarness>>, query: string) {
   const response = await h.call("POST", "/products/search", { token: h.token, json: { query } });

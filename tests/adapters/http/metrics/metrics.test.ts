@@ -63,7 +63,10 @@ describe("GET /metrics on the app", () => {
   });
 
   test("counts searches by mode and whether they found anything, and the clicks and conversions on them", async () => {
-    const h = await createHarness({ metricsToken: TOKEN, ranking: { categoryBoost: 0.4, minScore: 0.3 } });
+    const h = await createHarness({
+      metricsToken: TOKEN,
+      ranking: { categoryBoost: 0.4, minScore: 0.3, relevantShare: 0 },
+    });
     await h.call("POST", "/products/", { token: h.token, json: PRODUCT });
     const found = await h.call("POST", "/products/search", { token: h.token, json: { query: "cafetera espresso" } });
     await h.call("POST", "/products/search", {
