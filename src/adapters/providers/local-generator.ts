@@ -107,7 +107,11 @@ function describe(product: ScoredProduct, { category = true } = {}): string {
   const categoryName = category ? plain(product.category, MAX_CATEGORY) : "";
   const details = [
     categoryName && `categoría ${categoryName}`,
-    price !== undefined && formatPrice(price, currency === undefined ? undefined : plain(currency, MAX_CURRENCY)),
+    // Without a currency a bare number would not read as a price.
+    price !== undefined &&
+      (currency === undefined
+        ? `precio ${formatPrice(price, undefined)}`
+        : formatPrice(price, plain(currency, MAX_CURRENCY))),
     inStock !== undefined && availabilityLabel(inStock).toLowerCase(),
   ].filter((detail): detail is string => typeof detail === "string" && detail !== "");
   const name = `«${plain(product.name, MAX_NAME) || "sin nombre"}» ${citationMarker(product.id)}`;

@@ -50,12 +50,12 @@ describe("LocalGenerator", () => {
       { ...wallet, score: 0.5, attributes: { price: "barato", in_stock: "sí" } },
     ]);
     expect(text).toContain(`«${espresso.name}» [#1] (categoría Kitchen & Dining; 129,90\u00a0€; en stock)`);
-    expect(text).toContain(`«${drip.name}» [#2] (categoría Kitchen & Dining; 35,00; agotado)`);
+    expect(text).toContain(`«${drip.name}» [#2] (categoría Kitchen & Dining; precio 35,00; agotado)`);
     // Attributes of another type are no facts: the wallet keeps its category alone.
     expect(text).toContain(`«${wallet.name}» [#5] (categoría Bags, Wallets & Belts)`);
     // An alternative of the best match's category has its category named once, after the list.
     expect(await write([shopEspresso, shopDrip])).toContain(
-      `«${drip.name}» [#2] (35,00; agotado), de la misma categoría`,
+      `«${drip.name}» [#2] (precio 35,00; agotado), de la misma categoría`,
     );
   });
 
