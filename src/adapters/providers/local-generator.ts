@@ -27,7 +27,7 @@ const ALTERNATIVE_MIN_SHARE = 0.75;
 /**
  * The last-resort generator: deterministic Spanish text built from the retrieved products only,
  * no language model. It names the best match with its category, price and availability (those it
- * has), one or two alternatives, and says
+ * has; sold out, the nearest close match in stock first), one or two alternatives, and says
  * so when the matches are weak or there are none, and cites each product it names like a model
  * does (`«Name» [#12]`). Product and query text are treated as data: whitespace and control
  * characters collapsed, length bounded, quoted.
@@ -59,13 +59,24 @@ export class LocalGenerator implements Generator {
       return `No he encontrado en el catálogo ningún producto${forQuery}. Pruebe a describir lo que busca con otras palabras.`;
     }
 
-    const alternatives = rest
-      .filter((product) => product.score >= best.score * ALTERNATIVE_MIN_SHARE)
-      .slice(0, MAX_ALTERNATIVES);
-    const others = alternativesText(best, alternatives);
+    const close = rest.filter((product) => product.score >= best.score * ALTERNATIVE_MIN_SHARE);
     const one = products.length === 1;
     if (best.score >= this.weakMatchBelow) {
       const opening = asked ? `Para «${asked}», le recomiendo` : "Le recomiendo";
+      // Sold out, the best match gives way to the nearest one in stock that is close to it, if any.
+      const inStock = shopFactsOf(best.attributes).inStock === false ? close.find(isInStock) : undefined;
+      if (inStock) {
+        const alternatives = close.filter((product) => product !== inStock).slice(0, MAX_ALTERNATIVES - 1);
+        const sentences = [
+          `${opening} ${describe(inStock)}: de los que hay en stock, es el más parecido a lo que busca.`,
+          `${describe(best)} se parece más, pero está agotado.`,
+        ];
+        if (alternatives.length > 0)
+          sentences.push(`También puede considerar ${alternativesText(inStock, alternatives)}.`);
+        return sentences.join(" ");
+      }
+      const alternatives = close.slice(0, MAX_ALTERNATIVES);
+      const others = alternativesText(best, alternatives);
       // "Of these results": a later page's best is not the catalogue's.
       const sentences = [`${opening} ${describe(best)}: de estos resultados, es el más parecido a lo que busca.`];
       if (others) {
@@ -78,6 +89,7 @@ export class LocalGenerator implements Generator {
       }
       return sentences.join(" ");
     }
+    const others = alternativesText(best, close.slice(0, MAX_ALTERNATIVES));
     const sentences = [
       `No he encontrado una coincidencia clara${asked ? ` para «${asked}»` : ""}, así que ${one ? "el resultado es aproximado" : "los resultados son aproximados"}.`,
       `Lo más parecido es ${describe(best)}.`,
@@ -86,6 +98,10 @@ export class LocalGenerator implements Generator {
     sentences.push(`Compruebe que ${one ? "se ajusta" : "se ajustan"} a lo que necesita antes de decidirse.`);
     return sentences.join(" ");
   }
+}
+
+function isInStock(product: ScoredProduct): boolean {
+  return shopFactsOf(product.attributes).inStock === true;
 }
 
 /** The alternatives as a list; their category is named once when it is the best match's own. */

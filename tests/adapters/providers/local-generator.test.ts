@@ -59,6 +59,31 @@ describe("LocalGenerator", () => {
     );
   });
 
+  test("a sold-out best match gives way to the nearest close match in stock, and is named as sold out", async () => {
+    const soldOut = { ...espresso, attributes: { in_stock: false } };
+    const text = await write([
+      soldOut,
+      { ...drip, attributes: { in_stock: false } },
+      { ...press, attributes: { in_stock: true } },
+      { ...grinder, attributes: { in_stock: true } },
+    ]);
+    expect(text).toStartWith(
+      `Para «cafetera para las mañanas», le recomiendo «${press.name}» [#3] (categoría Kitchen & Dining; en stock): de los que hay en stock, es el más parecido a lo que busca.`,
+    );
+    expect(text).toContain(
+      `«${espresso.name}» [#1] (categoría Kitchen & Dining; agotado) se parece más, pero está agotado.`,
+    );
+    expect(text).toContain(`También puede considerar «${drip.name}» [#2] (agotado), de la misma categoría.`);
+    // With none in stock close enough, or availability unknown, the best match leads as before.
+    const far = { ...wallet, score: 0.3, attributes: { in_stock: true } };
+    expect(await write([soldOut, far])).toStartWith(
+      `Para «cafetera para las mañanas», le recomiendo «${espresso.name}»`,
+    );
+    expect(await write([espresso, { ...press, attributes: { in_stock: true } }])).toStartWith(
+      `Para «cafetera para las mañanas», le recomiendo «${espresso.name}»`,
+    );
+  });
+
   test("names only the products it was given", async () => {
     const text = await write([espresso, drip]);
     const quoted = [...text.matchAll(/«([^»]*)»/g)].map((m) => m[1]);

@@ -471,6 +471,7 @@ describe("OpenAIGenerator", () => {
       },
     ]);
     expect(RECOMMENDATION_INSTRUCTIONS).toContain('"in_stock"');
+    expect(RECOMMENDATION_INSTRUCTIONS).toContain("prefiere los que están en stock");
     expect(RECOMMENDATION_INSTRUCTIONS).toContain("del más parecido a la consulta al menos parecido");
   });
 
