@@ -12,7 +12,10 @@
  * repository forced to the exact plan (filterExactMaxRows: 1e12): an exact scan of the matching
  * products (of all of them for the unfiltered one). Latency: one query at a time, `--passes` times,
  * p50 / p95; with facets: the browsing search's window (`window`, RESULT_WINDOW) and browse(), and
- * how many of the exact best RESULT_WINDOW the window holds (on 20 queries).
+ * how many of the exact best RESULT_WINDOW the window holds (on 20 queries); and with facets over
+ * the relevant results as the service reads them (relevantWindow at DEFAULT_RELEVANT_SHARE: the
+ * first FIRST_WINDOW, the whole window only when all of those are relevant), how many there are
+ * and how many of the exact relevant results (the exact window's, at the same share) they hold.
  * `--window-sizes`: then the unfiltered search's p50 with a window of each size.
  *
  * Run by hand:
@@ -37,7 +40,13 @@ import {
   vectorSessionSettings,
 } from "../src/adapters/postgres/vector-index.ts";
 import type { AttributeCondition } from "../src/domain/attribute-filter.ts";
-import { browse, RESULT_WINDOW } from "../src/domain/browse-results.ts";
+import {
+  browse,
+  DEFAULT_RELEVANT_SHARE,
+  RESULT_WINDOW,
+  relevantResults,
+  relevantWindow,
+} from "../src/domain/browse-results.ts";
 import { MaintainCatalogueIndexes } from "../src/domain/maintain-vector-index.ts";
 import type { BulkWrite } from "../src/ports/product-repository.ts";
 import { type CatalogueProduct, SyntheticSpace } from "./vectors.ts";
@@ -187,19 +196,24 @@ try {
     );
     // The window's recall: how many of the exact best RESULT_WINDOW (by the same cosine) it holds,
     // on the first WINDOW_RECALL_QUERIES queries (an exact window reads every matching product).
-    const windowTruth = await Promise.all(
+    const exactWindows = await Promise.all(
       queries
         .slice(0, WINDOW_RECALL_QUERIES)
-        .map(async (vector) =>
-          (await exact.searchByVector(vector, { limit: RESULT_WINDOW, attributes: reference, window: true })).map(
-            (hit) => hit.id,
-          ),
-        ),
+        .map((vector) => exact.searchByVector(vector, { limit: RESULT_WINDOW, attributes: reference, window: true })),
+    );
+    const windowTruth = exactWindows.map((hits) => hits.map((hit) => hit.id));
+    // The relevant results a browsing search answers from (relevantWindow), as the service does by default.
+    const relevantTruth = exactWindows.map((hits) =>
+      relevantResults(hits, DEFAULT_RELEVANT_SHARE).map((hit) => hit.id),
     );
     let windowFound = 0;
     let windowAsked = 0;
+    let relevantFound = 0;
+    let relevantAsked = 0;
+    const relevantSizes: number[] = [];
     const plain: number[] = [];
     const faceted: number[] = [];
+    const relevantFaceted: number[] = [];
     let found = 0;
     let asked = 0;
     for (let pass = 0; pass < PASSES; pass++) {
@@ -220,11 +234,23 @@ try {
         });
         browse(window, { offset: 0, sort: [], facets: ["brand", "price", "half"] }, LIMIT);
         faceted.push(performance.now() - t);
+        t = performance.now();
+        const relevant = await relevantWindow(
+          (size) => products.searchByVector(vector, { limit: size, attributes: conditions, window: true }),
+          DEFAULT_RELEVANT_SHARE,
+        );
+        browse(relevant, { offset: 0, sort: [], facets: ["brand", "price", "half"] }, LIMIT);
+        relevantFaceted.push(performance.now() - t);
         const exactWindow = pass === 0 ? windowTruth[i] : undefined;
         if (exactWindow) {
           const held = new Set(window.map((hit) => hit.id));
           windowFound += exactWindow.filter((id) => held.has(id)).length;
           windowAsked += exactWindow.length;
+          const exactRelevant = relevantTruth[i] ?? [];
+          const heldRelevant = new Set(relevant.map((hit) => hit.id));
+          relevantFound += exactRelevant.filter((id) => heldRelevant.has(id)).length;
+          relevantAsked += exactRelevant.length;
+          relevantSizes.push(relevant.length);
         }
       }
     }
@@ -235,12 +261,19 @@ try {
       facetsP50: p(faceted, 0.5),
       facetsP95: p(faceted, 0.95),
       windowRecall: windowAsked === 0 ? 1 : windowFound / windowAsked,
+      relevantFacetsP50: p(relevantFaceted, 0.5),
+      relevantFacetsP95: p(relevantFaceted, 0.95),
+      relevantSize: p(relevantSizes, 0.5),
+      relevantRecall: relevantAsked === 0 ? 1 : relevantFound / relevantAsked,
     };
     results[name] = figures;
     out(
       `${name}: recall@10 ${figures.recall.toFixed(3)}, p50 ${fmt(figures.p50)} ms, p95 ${fmt(figures.p95)} ms; ` +
         `with facets over ${RESULT_WINDOW}: p50 ${fmt(figures.facetsP50)} ms, p95 ${fmt(figures.facetsP95)} ms, ` +
         `the window holding ${figures.windowRecall.toFixed(3)} of the exact best ${RESULT_WINDOW}; ` +
+        `with facets over the relevant results (share ${DEFAULT_RELEVANT_SHARE}, as the service): p50 ${fmt(figures.relevantFacetsP50)} ms, ` +
+        `p95 ${fmt(figures.relevantFacetsP95)} ms (${(figures.relevantFacetsP50 / figures.p50).toFixed(1)}× the search), ` +
+        `${figures.relevantSize} of them (median), holding ${figures.relevantRecall.toFixed(3)} of the exact ones; ` +
         `load ${loadavg()[0]?.toFixed(1)}`,
     );
   }

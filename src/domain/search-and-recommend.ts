@@ -4,14 +4,7 @@ import type { LexicalQuery, ProductCatalogues, ProductRepository } from "../port
 import type { SynonymStore } from "../ports/synonym-store.ts";
 import type { Translation, Translator } from "../ports/translator.ts";
 import { type AttributeCondition, checkedFilter } from "./attribute-filter.ts";
-import {
-  type Browsed,
-  type BrowseRequest,
-  browse,
-  checkedBrowse,
-  RESULT_WINDOW,
-  relevantResults,
-} from "./browse-results.ts";
+import { type Browsed, type BrowseRequest, browse, checkedBrowse, relevantWindow } from "./browse-results.ts";
 import type { SearchFilter } from "./caller.ts";
 import { checkCitations, withCheckedCitations } from "./citations.ts";
 import { embedOne } from "./embed.ts";
@@ -347,15 +340,17 @@ export class SearchAndRecommend {
     for (let run = 1; ; run++) {
       const lastRun = run === SEARCH_RUNS;
       timer.lap();
-      // A browsing search retrieves its relevant results (the window) and answers a page of them.
-      const window = checked.browse ? RESULT_WINDOW : checked.limit;
-      let found = read
-        ? await this.retrieve(products, query, { ...checked, categories, limit: window, window: !!checked.browse })
-        : [];
+      // A browsing search retrieves its relevant results (from its window) and answers a page of them.
+      const windowOf = async (size: number) =>
+        read ? await this.retrieve(products, query, { ...checked, categories, limit: size, window: true }) : [];
+      let found = checked.browse
+        ? [...(await relevantWindow(windowOf, this.ranking.relevantShare))]
+        : read
+          ? await this.retrieve(products, query, { ...checked, categories, limit: checked.limit, window: false })
+          : [];
       if (checked.browse) {
-        const relevant = relevantResults(found, this.ranking.relevantShare);
-        relevanceRank = new Map(relevant.map((hit, rank) => [hit.id, rank]));
-        const arranged = browse(relevant, checked.browse, checked.limit);
+        relevanceRank = new Map(found.map((hit, rank) => [hit.id, rank]));
+        const arranged = browse(found, checked.browse, checked.limit);
         browsed = summaryOf(arranged);
         found = arranged.page;
       }

@@ -1,5 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { browse, checkedBrowse, RESULT_WINDOW, relevantResults } from "../../src/domain/browse-results.ts";
+import {
+  browse,
+  checkedBrowse,
+  FIRST_WINDOW,
+  RESULT_WINDOW,
+  relevantResults,
+  relevantWindow,
+} from "../../src/domain/browse-results.ts";
 import { InvalidInput } from "../../src/domain/errors.ts";
 import type { Product } from "../../src/domain/product.ts";
 
@@ -148,5 +155,41 @@ describe("relevantResults", () => {
     expect(relevantResults(window, 0)).toEqual(window);
     expect(relevantResults([hit(1, -0.1), hit(2, -0.5)], 0.7)).toHaveLength(2);
     expect(relevantResults([], 0.7)).toEqual([]);
+  });
+});
+
+describe("relevantWindow", () => {
+  /** A window of `count` hits whose scores fall from 1 by `step`, recording each size asked. */
+  const windowFrom = (count: number, step: number) => {
+    const asked: number[] = [];
+    const windowOf = async (size: number) => {
+      asked.push(size);
+      return Array.from({ length: Math.min(size, count) }, (_, i) => ({ id: i + 1, score: 1 - i * step }));
+    };
+    return { asked, windowOf };
+  };
+
+  test("the relevant results all lie in the first window when its last is not one: it alone is read", async () => {
+    const { asked, windowOf } = windowFrom(5_000, 0.01); // 0.7 of the best reached at the 31st
+    const relevant = await relevantWindow(windowOf, 0.7);
+    expect(asked).toEqual([FIRST_WINDOW]);
+    expect(relevant).toHaveLength(31);
+  });
+
+  test("when the first window is relevant to its last, the whole window is read", async () => {
+    const { asked, windowOf } = windowFrom(5_000, 0.0005); // 0.7 of the best reached at the 601st
+    const relevant = await relevantWindow(windowOf, 0.7);
+    expect(asked).toEqual([FIRST_WINDOW, RESULT_WINDOW]);
+    expect(relevant).toHaveLength(601);
+    expect(relevant).toEqual((await windowOf(RESULT_WINDOW)).filter((hit) => hit.score >= 0.7));
+  });
+
+  test("a first window shorter than asked is all there is; a share of 0 reads the whole window at once", async () => {
+    const few = windowFrom(40, 0.001);
+    expect(await relevantWindow(few.windowOf, 0.7)).toHaveLength(40);
+    expect(few.asked).toEqual([FIRST_WINDOW]);
+    const all = windowFrom(5_000, 0.01);
+    expect(await relevantWindow(all.windowOf, 0)).toHaveLength(RESULT_WINDOW);
+    expect(all.asked).toEqual([RESULT_WINDOW]);
   });
 });
