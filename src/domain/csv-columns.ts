@@ -1,6 +1,6 @@
 /**
- * A catalogue as CSV: its header's columns and a record's product, the same for the command-line
- * import and the page's. The product's own columns are `name`, `description`, `category` and
+ * A catalogue as CSV: its delimiter, its header's columns and a record's product, the same for the
+ * command-line import and the page's. The product's own columns are `name`, `description`, `category` and
  * optionally `sku`; every other column is an attribute, its cells of one type: the header may say
  * which after a colon, as Meilisearch's CSV does (`price:number`, `in_stock:boolean`,
  * `sizes:list`, `color:text`); without one, `price` is a number, `in_stock` a boolean (the
@@ -19,6 +19,26 @@ export const CSV_LIST_SEPARATOR = "|";
 
 /** The type of an attribute column whose header names none. */
 const DEFAULT_TYPES: Readonly<Record<string, CsvCellType>> = { price: "number", in_stock: "boolean" };
+
+/** The delimiters a CSV file may use between its fields. */
+export type CsvDelimiter = "," | ";";
+
+/**
+ * A CSV file's delimiter, told by its header line: `;` when the line holds more semicolons than
+ * commas outside quotes (a spreadsheet saves CSV so where the decimal mark is a comma, as in Spain:
+ * `name;description;category;price` then `Cafetera;Italiana;Cocina;24,50`), else `,`.
+ */
+export function csvDelimiter(headerLine: string): CsvDelimiter {
+  let quoted = false;
+  let commas = 0;
+  let semicolons = 0;
+  for (const char of headerLine) {
+    if (char === '"') quoted = !quoted;
+    else if (!quoted && char === ",") commas++;
+    else if (!quoted && char === ";") semicolons++;
+  }
+  return semicolons > commas ? ";" : ",";
+}
 
 /** A column of the header: a product field (no type), or an attribute and the type of its cells. */
 export type CsvColumn = { field: (typeof CSV_PRODUCT_COLUMNS)[number] } | { attribute: string; type: CsvCellType };

@@ -1,13 +1,16 @@
 /**
  * Importing a file from the page: it is read in the browser (JSON Lines, a JSON array, or CSV with
- * a header row naming name, description, category, optionally sku, and attributes, as `sku-search
- * import` reads them: domain/csv-columns.ts), then sent to POST /products/bulk in batches, reporting progress after each one (a
- * batch the service turns into a job is followed to its end).
+ * a header row naming name, description, category, optionally sku, and attributes, separated by
+ * commas or semicolons, as `sku-search import` reads them: domain/csv-columns.ts), then sent to
+ * POST /products/bulk in batches, reporting progress after each one (a batch the service turns
+ * into a job is followed to its end).
  */
 import {
   CSV_CELL_TYPES,
   CSV_PRODUCT_COLUMNS,
+  type CsvDelimiter,
   type CsvHeaderProblem,
+  csvDelimiter,
   csvHeader,
   csvProduct,
 } from "../domain/csv-columns.ts";
@@ -64,7 +67,10 @@ function jsonArrayItems(text: string): FileItem[] {
 }
 
 function csvItems(text: string): FileItem[] {
-  const [header, ...records] = csvRecords(text).filter((record) => record.cells.some((cell) => cell.trim() !== ""));
+  const delimiter = csvDelimiter(text.split(/\r?\n/).find((line) => line.trim() !== "") ?? "");
+  const [header, ...records] = csvRecords(text, delimiter).filter((record) =>
+    record.cells.some((cell) => cell.trim() !== ""),
+  );
   if (!header) throw new UnreadableFile("El archivo está vacío.");
   const read = csvHeader(header.cells);
   if ("problem" in read) throw new UnreadableFile(headerProblem(read.problem));
@@ -94,8 +100,11 @@ function headerProblem(problem: CsvHeaderProblem): string {
   }
 }
 
-/** RFC 4180 records: fields separated by commas, quoted with `"` (`""` inside is a quote; quotes may hold line breaks). */
-export function csvRecords(text: string): { line: number; cells: string[] }[] {
+/**
+ * RFC 4180 records: fields separated by commas (or `delimiter`), quoted with `"` (`""` inside is a
+ * quote; quotes may hold line breaks).
+ */
+export function csvRecords(text: string, delimiter: CsvDelimiter = ","): { line: number; cells: string[] }[] {
   const records: { line: number; cells: string[] }[] = [];
   let cells: string[] = [];
   let cell = "";
@@ -116,7 +125,7 @@ export function csvRecords(text: string): { line: number; cells: string[] }[] {
       }
     } else if (char === '"' && cell === "") {
       quoted = true;
-    } else if (char === ",") {
+    } else if (char === delimiter) {
       cells.push(cell);
       cell = "";
     } else if (char === "\n" || char === "\r") {

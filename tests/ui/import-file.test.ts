@@ -68,6 +68,18 @@ describe("readImportFile", () => {
     ]);
   });
 
+  test("CSV: semicolons between the fields when the header holds more of them than commas", () => {
+    const csv =
+      'name;description;category;price\r\nCafetera;"Italiana; 6 tazas";Cocina;24,50\r\nTetera, verde;Hierro;Cocina;\r\n';
+    expect(readImportFile("hoja.csv", csv)).toEqual([
+      {
+        where: "línea 2",
+        value: { name: "Cafetera", description: "Italiana; 6 tazas", category: "Cocina", attributes: { price: 24.5 } },
+      },
+      { where: "línea 3", value: { name: "Tetera, verde", description: "Hierro", category: "Cocina" } },
+    ]);
+  });
+
   test("CSV: a column that is neither a product field nor an attribute, a bad type, a repeated or a missing column, or an empty file, cannot be imported", () => {
     expect(() => readImportFile("a.csv", "name,description,category,precio final\n")).toThrow(
       "La cabecera CSV tiene una columna que no es name, description, category, sku ni el nombre de un atributo (minúsculas, cifras y «_», empezando por una letra): «precio final».",

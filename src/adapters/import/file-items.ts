@@ -11,6 +11,8 @@ import {
   CSV_CELL_TYPES,
   CSV_PRODUCT_COLUMNS,
   type CsvColumn,
+  type CsvDelimiter,
+  csvDelimiter,
   csvHeader,
   csvProduct,
 } from "../../domain/csv-columns.ts";
@@ -176,18 +178,24 @@ async function formatOf(path: string, bytes: () => AsyncIterable<Uint8Array>): P
 }
 
 /**
- * CSV records as items: a header row naming the columns, then one product per row. A record too
- * long, not UTF-8 or with misplaced quotes is an item that failed, and the next record is read.
+ * CSV records as items: a header row naming the columns, then one product per row, their fields
+ * separated by commas or semicolons (csvDelimiter, told by the header line in the first piece of
+ * content). A record too long, not UTF-8 or with misplaced quotes is an item that failed, and the
+ * next record is read.
  */
 async function* csvItems(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<JsonItem> {
-  const splitter = new CsvRecordSplitter(MAX_ITEM_BYTES);
+  let delimiter: CsvDelimiter = ",";
+  let splitter: CsvRecordSplitter | undefined;
   let columns: CsvColumn[] | undefined;
   let index = 0;
   /** The items of the records cut from one piece of the content (their fields read together). */
   const itemsOf = (pieces: Piece[]): JsonItem[] => {
-    if (columns === undefined && pieces.length > 0) columns = headerOf(pieces.shift() as Piece);
+    if (columns === undefined && pieces.length > 0) columns = headerOf(pieces.shift() as Piece, delimiter);
     const texts = pieces.map((piece) => (piece === null ? null : decodeUtf8(piece)));
-    const records = csvFields(texts.filter((text) => text !== null));
+    const records = csvFields(
+      texts.filter((text) => text !== null),
+      delimiter,
+    );
     let read = 0;
     return pieces.map((piece, i): JsonItem => {
       const at = index++;
@@ -199,16 +207,29 @@ async function* csvItems(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<JsonI
       return "problem" in product ? { index: at, problem: product.problem } : { index: at, value: product.value };
     });
   };
-  for await (const chunk of withoutBom(bytes)) yield* itemsOf([...splitter.push(chunk)]);
-  yield* itemsOf(splitter.end());
+  for await (const chunk of withoutBom(bytes)) {
+    if (!splitter && chunk.length === 0) continue; // (withoutBom gives an empty one first when there is no mark)
+    if (!splitter) {
+      delimiter = csvDelimiter(firstLine(chunk));
+      splitter = new CsvRecordSplitter(MAX_ITEM_BYTES, delimiter);
+    }
+    yield* itemsOf([...splitter.push(chunk)]);
+  }
+  if (splitter) yield* itemsOf(splitter.end());
+}
+
+/** The first line of `chunk` that holds anything but spaces (the header, when it is all there), as text. */
+function firstLine(chunk: Uint8Array): string {
+  const text = new TextDecoder().decode(chunk);
+  return text.split(/\r?\n/).find((line) => line.trim() !== "") ?? "";
 }
 
 /** The columns the header record names, or UnreadableImport saying what is wrong with it. */
-function headerOf(piece: Piece): CsvColumn[] {
+function headerOf(piece: Piece, delimiter: CsvDelimiter): CsvColumn[] {
   if (piece === null) throw new UnreadableImport(`CSV header: longer than ${MAX_ITEM_BYTES} bytes`);
   const text = decodeUtf8(piece);
   if (text === null) throw new UnreadableImport("CSV header: not valid UTF-8 (the file must be UTF-8)");
-  const [header] = csvFields([text]) as [ReturnType<typeof csvFields>[number]];
+  const [header] = csvFields([text], delimiter) as [ReturnType<typeof csvFields>[number]];
   if ("problem" in header) throw new UnreadableImport("CSV header: a misplaced or unclosed quote");
   const read = csvHeader(header.fields);
   if ("columns" in read) return read.columns;

@@ -282,6 +282,39 @@ describe("CSV attribute columns", () => {
     );
   });
 
+  test("a file whose header holds more semicolons than commas is read with semicolons, as a Spanish spreadsheet saves it", async () => {
+    const path = fileOf(
+      "hoja.csv",
+      "\n sku;name;description;category;price;tallas:list\n",
+      'Z-1;Zapatilla;"Ligera; para correr";calzado;59,90;41|42\n',
+      "Z-2;Bota, de montaña;Pesada;calzado;120;\n",
+    );
+    const items: JsonItem[] = [];
+    for await (const item of (await openImportFile(path)).items) items.push(item);
+    expect(items).toEqual([
+      {
+        index: 0,
+        value: {
+          sku: "Z-1",
+          name: "Zapatilla",
+          description: "Ligera; para correr",
+          category: "calzado",
+          attributes: { price: 59.9, tallas: ["41", "42"] },
+        },
+      },
+      {
+        index: 1,
+        value: {
+          sku: "Z-2",
+          name: "Bota, de montaña",
+          description: "Pesada",
+          category: "calzado",
+          attributes: { price: 120 },
+        },
+      },
+    ]);
+  });
+
   test("a cell not of its column's type is a failed item saying which column and why; the next record is read", async () => {
     const path = fileOf(
       "bad-cells.csv",
