@@ -29,6 +29,34 @@ export class UnreadableFile extends Error {
   override readonly name = "UnreadableFile";
 }
 
+/**
+ * A file's bytes as text, UTF-8 only (a byte order mark dropped): a file in another encoding (a
+ * spreadsheet's Windows-1252 CSV) cannot be imported, rather than have its accents stored as U+FFFD;
+ * the message names the first line that is not UTF-8.
+ */
+export function importText(bytes: Uint8Array): string {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    const strict = new TextDecoder("utf-8", { fatal: true });
+    let line = 1;
+    let start = 0;
+    for (let i = 0; i <= bytes.length; i++) {
+      if (i < bytes.length && bytes[i] !== 0x0a) continue;
+      try {
+        strict.decode(bytes.subarray(start, i));
+      } catch {
+        break;
+      }
+      line++;
+      start = i + 1;
+    }
+    throw new UnreadableFile(
+      `El archivo no está en UTF-8 (la línea ${line} no lo es): guárdelo como «CSV UTF-8» o en UTF-8 e impórtelo de nuevo.`,
+    );
+  }
+}
+
 /** The items of a file, its format told by its name (.csv, .jsonl, .ndjson, .json) or else by its first character. */
 export function readImportFile(name: string, text: string): FileItem[] {
   const body = text.replace(/^\uFEFF/, "");

@@ -1,7 +1,7 @@
 /** The import: pick a file, watch it go in by batches, see what could not be imported and why. */
 import type { Api } from "./api.ts";
 import { byId, formatCount, h, isAbort, messageOf, say } from "./dom.ts";
-import { type ImportProgress, importItems, readImportFile, sendBatch } from "./import-file.ts";
+import { type ImportProgress, importItems, importText, readImportFile, sendBatch } from "./import-file.ts";
 
 /** Products per POST /products/bulk (halved when the service finds a batch too large). */
 const IMPORT_BATCH_SIZE = 100;
@@ -62,7 +62,7 @@ export class ImportView {
     // Every batch goes to the catalogue the import began in, should another be picked meanwhile.
     const path = this.api.pathIn("/products/bulk");
     try {
-      const items = readImportFile(file.name, await file.text());
+      const items = readImportFile(file.name, importText(new Uint8Array(await file.arrayBuffer())));
       this.section.hidden = false;
       last = await importItems(items, {
         batchSize: IMPORT_BATCH_SIZE,

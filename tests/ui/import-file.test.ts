@@ -7,6 +7,7 @@ import {
   type FileItem,
   type ImportProgress,
   importItems,
+  importText,
   readImportFile,
   sendBatch,
   UnreadableFile,
@@ -92,6 +93,20 @@ describe("readImportFile", () => {
     );
     expect(() => readImportFile("a.csv", "name,description\nx,y\n")).toThrow("A la cabecera CSV le falta: category.");
     expect(() => readImportFile("a.csv", "\n\n")).toThrow("El archivo está vacío.");
+  });
+
+  test("a file not in UTF-8 (a spreadsheet's Windows-1252 CSV) cannot be imported, naming its first such line; UTF-8 reads as it is", () => {
+    const latin1 = new Uint8Array([
+      ...new TextEncoder().encode("name,description,category\nTetera,Verde,Cocina\nCaf"),
+      0xe9, // é in Windows-1252: no UTF-8 sequence
+      ...new TextEncoder().encode(",Italiana,Cocina\n"),
+    ]);
+    expect(() => importText(latin1)).toThrow(
+      "El archivo no está en UTF-8 (la línea 3 no lo es): guárdelo como «CSV UTF-8» o en UTF-8 e impórtelo de nuevo.",
+    );
+    expect(() => importText(latin1)).toThrow(UnreadableFile);
+    const utf8 = new TextEncoder().encode("name,description,category\nCafé,Italiana,Cocina\n");
+    expect(importText(utf8)).toBe("name,description,category\nCafé,Italiana,Cocina\n");
   });
 
   test("csvRecords: CRLF, a last line without its line break, an empty last field", () => {
