@@ -218,7 +218,9 @@ function numberFacet(values: readonly number[]): NumberFacet {
  * A browsing search's relevant results, its window read by `windowOf(size)` (the best `size`, best
  * first): the first FIRST_WINDOW, and when the last of them still scores at least `share` of the
  * best (or `share` is 0), the whole RESULT_WINDOW. The relevant results being those above a share
- * of the best, they are then all in the first window when its last is not.
+ * of the best, they are then all in the first window when its last is not; in hybrid and lexical
+ * mode, whose windows are ranked by the blend, nearly all: one kept by its cosine alone may rank
+ * below the first window's last.
  */
 export async function relevantWindow<T extends { score: number; fusedScore?: number }>(
   windowOf: (size: number) => Promise<readonly T[]>,
