@@ -14,7 +14,7 @@ export const RESULT_WINDOW = 1000;
 /**
  * A browsing search first reads this many of its best, and the whole RESULT_WINDOW only when all
  * of them are relevant (relevantWindow). On the eval set's dev queries a query's relevant results
- * numbered 43 on average (at most a few hundred), and on bench/filters.ts's vectors 9 to 193; the
+ * numbered 38 to 46 on average by mode, and on bench/filters.ts's vectors 7 to 193; the
  * window's cost grows with its size (at 100,000 × 3072, 4.7 ms for 100, 6.5 for 300, 13.2 for 1,000).
  */
 export const FIRST_WINDOW = 250;

@@ -340,14 +340,12 @@ export class SearchAndRecommend {
     for (let run = 1; ; run++) {
       const lastRun = run === SEARCH_RUNS;
       timer.lap();
+      const best = async (limit: number, window: boolean) =>
+        read ? await this.retrieve(products, query, { ...checked, categories, limit, window }) : [];
       // A browsing search retrieves its relevant results (from its window) and answers a page of them.
-      const windowOf = async (size: number) =>
-        read ? await this.retrieve(products, query, { ...checked, categories, limit: size, window: true }) : [];
       let found = checked.browse
-        ? [...(await relevantWindow(windowOf, this.ranking.relevantShare))]
-        : read
-          ? await this.retrieve(products, query, { ...checked, categories, limit: checked.limit, window: false })
-          : [];
+        ? [...(await relevantWindow((size) => best(size, true), this.ranking.relevantShare))]
+        : await best(checked.limit, false);
       if (checked.browse) {
         relevanceRank = new Map(found.map((hit, rank) => [hit.id, rank]));
         const arranged = browse(found, checked.browse, checked.limit);
