@@ -627,6 +627,37 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     expect(await page.locator("#import-failure-list li").allTextContents()).toEqual(["línea 3: No es JSON válido"]);
   });
 
+  test("import: a spreadsheet's CSV (semicolons, decimal commas) goes in with its attributes typed; one not in UTF-8 is refused, naming its line", async () => {
+    const page = await openPage({ loggedIn: true });
+    await page.getByLabel("¿Qué buscas?").waitFor();
+    await page.getByRole("button", { name: "Importar" }).click();
+    const sheet =
+      "name;description;category;sku;price;in_stock;brand\r\nMolinillo eléctrico;Muelas cónicas, 18 niveles;Hoja;HOJA-1;69,50;no;Barista\r\n";
+    await page.getByLabel("Archivo JSON Lines o CSV").setInputFiles({
+      name: "hoja.csv",
+      mimeType: "text/csv",
+      buffer: Buffer.from(sheet),
+    });
+    await page.getByRole("button", { name: "Importar" }).last().click();
+    await page.locator("#import-status", { hasText: "Importación terminada: 1 producto procesado." }).waitFor();
+    const [imported] = (await api("GET", "/products?category=Hoja")).json.items;
+    expect(imported).toMatchObject({
+      name: "Molinillo eléctrico",
+      description: "Muelas cónicas, 18 niveles",
+      sku: "HOJA-1",
+      attributes: { brand: "Barista", in_stock: false, price: 69.5 },
+    });
+
+    // The same sheet saved as Windows-1252: "é" is one byte, no UTF-8.
+    const latin1 = Buffer.from(sheet.replace("HOJA-1", "HOJA-2"), "latin1");
+    await page
+      .getByLabel("Archivo JSON Lines o CSV")
+      .setInputFiles({ name: "hoja.csv", mimeType: "text/csv", buffer: latin1 });
+    await page.getByRole("button", { name: "Importar" }).last().click();
+    await page.locator("#import-error", { hasText: "El archivo no está en UTF-8 (la línea 2 no lo es)" }).waitFor();
+    expect((await api("GET", "/products?category=Hoja")).json.total).toBe(1);
+  });
+
   test("on a phone, by keyboard alone: log in, search, open a product and close it", async () => {
     const page = await openPage({ viewport: { width: 390, height: 844 } });
     writer.pause = false;
