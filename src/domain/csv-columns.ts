@@ -113,8 +113,9 @@ export function csvProduct(
 
 /** A decimal number, its decimals after a point or a comma (`59.90`, `59,90`); no thousands separators. */
 const NUMBER = /^[+-]?\d+(?:[.,]\d+)?$/;
-const TRUE = new Set(["true", "sí", "si", "yes", "1"]);
-const FALSE = new Set(["false", "no", "0"]);
+/** Spanish Excel writes a boolean cell as VERDADERO or FALSO. */
+const TRUE = new Set(["true", "verdadero", "sí", "si", "yes", "1"]);
+const FALSE = new Set(["false", "falso", "no", "0"]);
 
 const shown = (text: string) => (text.length > 40 ? `${text.slice(0, 39)}…` : text);
 
@@ -134,7 +135,7 @@ function typedCell(text: string, type: CsvCellType, column: string): { value: At
       if (TRUE.has(word)) return { value: true };
       if (FALSE.has(word)) return { value: false };
       return {
-        problem: `La columna '${column}' es de sí o no y «${shown(text)}» no lo es (use true/false, sí/no o 1/0)`,
+        problem: `La columna '${column}' es de sí o no y «${shown(text)}» no lo es (use true/false, verdadero/falso, sí/no o 1/0)`,
       };
     }
     case "list":

@@ -240,6 +240,8 @@ describe("CSV attribute columns", () => {
       "A-1,Zapatilla,Ligera,calzado,Acme, 59.90 ,sí,42\n",
       "A-2,Bota,De montaña,calzado,,,,\n",
       'A-3,Sandalia,Fresca,calzado,Zeta,"12,5",0,40\n',
+      "A-4,Chancla,Playera,calzado,Zeta,3,VERDADERO,\n",
+      "A-5,Chancla 2,Playera,calzado,Zeta,3,Falso,\n",
     );
     const items: JsonItem[] = [];
     for await (const item of (await openImportFile(path)).items) items.push(item);
@@ -263,6 +265,27 @@ describe("CSV attribute columns", () => {
           description: "Fresca",
           category: "calzado",
           attributes: { brand: "Zeta", price: 12.5, in_stock: false, sizes: "40" },
+        },
+      },
+      // Spanish Excel's booleans.
+      {
+        index: 3,
+        value: {
+          sku: "A-4",
+          name: "Chancla",
+          description: "Playera",
+          category: "calzado",
+          attributes: { brand: "Zeta", price: 3, in_stock: true },
+        },
+      },
+      {
+        index: 4,
+        value: {
+          sku: "A-5",
+          name: "Chancla 2",
+          description: "Playera",
+          category: "calzado",
+          attributes: { brand: "Zeta", price: 3, in_stock: false },
         },
       },
     ]);
@@ -330,7 +353,7 @@ describe("CSV attribute columns", () => {
     expect(items.map((item) => ("problem" in item ? item.problem : item.value))).toEqual([
       "La columna 'price' es de números y «1.234,50» no lo es (escríbalo como 1234.50 o 1234,50, sin separador de miles ni moneda)",
       "La columna 'price' es de números y «59.90 €» no lo es (escríbalo como 1234.50 o 1234,50, sin separador de miles ni moneda)",
-      "La columna 'in_stock' es de sí o no y «quizás» no lo es (use true/false, sí/no o 1/0)",
+      "La columna 'in_stock' es de sí o no y «quizás» no lo es (use true/false, verdadero/falso, sí/no o 1/0)",
       "La columna 'price' es de números y «1e3» no lo es (escríbalo como 1234.50 o 1234,50, sin separador de miles ni moneda)",
       { name: "m", description: "n", category: "o", attributes: { price: -3, in_stock: false } },
     ]);
