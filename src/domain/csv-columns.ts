@@ -10,12 +10,12 @@
 import { ATTRIBUTE_KEY, type AttributeValue } from "./attributes.ts";
 
 export const CSV_PRODUCT_COLUMNS = ["name", "description", "category", "sku"] as const;
-export const REQUIRED_CSV_COLUMNS = ["name", "description", "category"] as const;
+const REQUIRED_CSV_COLUMNS = ["name", "description", "category"] as const;
 export const CSV_CELL_TYPES = ["text", "number", "boolean", "list"] as const;
 export type CsvCellType = (typeof CSV_CELL_TYPES)[number];
 
 /** A list cell's items are separated by this (`41|42|43`). */
-export const CSV_LIST_SEPARATOR = "|";
+const CSV_LIST_SEPARATOR = "|";
 
 /** The type of an attribute column whose header names none. */
 const DEFAULT_TYPES: Readonly<Record<string, CsvCellType>> = { price: "number", in_stock: "boolean" };
@@ -24,15 +24,17 @@ const DEFAULT_TYPES: Readonly<Record<string, CsvCellType>> = { price: "number", 
 export type CsvDelimiter = "," | ";";
 
 /**
- * A CSV file's delimiter, told by its header line: `;` when the line holds more semicolons than
- * commas outside quotes (a spreadsheet saves CSV so where the decimal mark is a comma, as in Spain:
+ * A CSV file's delimiter, told by its header (its first line holding anything but spaces, read from
+ * `start`, the beginning of the file): `;` when that line holds more semicolons than commas outside
+ * quotes (a spreadsheet saves CSV so where the decimal mark is a comma, as in Spain:
  * `name;description;category;price` then `Cafetera;Italiana;Cocina;24,50`), else `,`.
  */
-export function csvDelimiter(headerLine: string): CsvDelimiter {
+export function csvDelimiter(start: string): CsvDelimiter {
+  const header = start.split(/\r?\n/).find((line) => line.trim() !== "") ?? "";
   let quoted = false;
   let commas = 0;
   let semicolons = 0;
-  for (const char of headerLine) {
+  for (const char of header) {
     if (char === '"') quoted = !quoted;
     else if (!quoted && char === ",") commas++;
     else if (!quoted && char === ";") semicolons++;

@@ -26,16 +26,21 @@ export function shopFactsOf(attributes: Attributes | undefined): ShopFacts {
 
 const twoDecimals = new Intl.NumberFormat("es", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
 
+/** An amount as Spanish readers write it, without currency ("59,90"; a price bucket's bounds). */
+export function formatAmount(value: number): string {
+  return twoDecimals.format(value);
+}
+
 /** A price as Spanish readers write it, with its currency ("59,90 €"); a code Intl does not know stays as written. */
 export function formatPrice(price: number, currency: unknown): string {
   if (typeof currency === "string" && currency !== "") {
     try {
       return new Intl.NumberFormat("es", { style: "currency", currency }).format(price);
     } catch {
-      return `${twoDecimals.format(price)} ${currency}`;
+      return `${formatAmount(price)} ${currency}`;
     }
   }
-  return twoDecimals.format(price);
+  return formatAmount(price);
 }
 
 export function availabilityLabel(inStock: boolean): string {

@@ -39,8 +39,10 @@ export async function* withoutBom(stream: AsyncIterable<Uint8Array>): AsyncGener
     while (i < chunk.length && head.length < 3 && chunk[i] === UTF8_BOM[head.length]) head.push(chunk[i++] as number);
     if (head.length < 3 && i === chunk.length) continue;
     started = true;
-    if (head.length < 3) yield new Uint8Array(head); // not a byte order mark after all: content
-    yield chunk.subarray(i);
+    const rest = chunk.subarray(i);
+    // Bytes that began like a byte order mark but were none are content, given with what follows.
+    const content = head.length > 0 && head.length < 3 ? new Uint8Array([...head, ...rest]) : rest;
+    if (content.length > 0) yield content;
   }
   if (!started && head.length > 0) yield new Uint8Array(head);
 }

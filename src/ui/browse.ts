@@ -11,7 +11,7 @@ export type Condition = string | number | boolean | { gte?: number; lt?: number;
 
 /** The facets as the service answers them (the domain's types: only types reach the page's bundle). */
 import type { Facet, NumberFacet, ValueCounts } from "../domain/browse-results.ts";
-import { availabilityLabel } from "../domain/shop-facts.ts";
+import { availabilityLabel, formatAmount } from "../domain/shop-facts.ts";
 
 export type { Facet, NumberFacet, ValueCounts };
 
@@ -22,13 +22,6 @@ export const FACETS = [
   { key: "price", label: "Precio" },
   { key: "in_stock", label: "Disponibilidad" },
 ] as const;
-
-const plain = new Intl.NumberFormat("es", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
-
-/** An amount without currency (a price bucket's bounds). */
-export function formatAmount(value: number): string {
-  return plain.format(value);
-}
 
 /** A facet value as shown (booleans of `in_stock` as availability, numbers the Spanish way). */
 export function valueLabel(key: string, value: string | number | boolean): string {

@@ -95,7 +95,7 @@ function jsonArrayItems(text: string): FileItem[] {
 }
 
 function csvItems(text: string): FileItem[] {
-  const delimiter = csvDelimiter(text.split(/\r?\n/).find((line) => line.trim() !== "") ?? "");
+  const delimiter = csvDelimiter(text);
   const [header, ...records] = csvRecords(text, delimiter).filter((record) =>
     record.cells.some((cell) => cell.trim() !== ""),
   );

@@ -208,20 +208,13 @@ async function* csvItems(bytes: AsyncIterable<Uint8Array>): AsyncGenerator<JsonI
     });
   };
   for await (const chunk of withoutBom(bytes)) {
-    if (!splitter && chunk.length === 0) continue; // (withoutBom gives an empty one first when there is no mark)
     if (!splitter) {
-      delimiter = csvDelimiter(firstLine(chunk));
+      delimiter = csvDelimiter(new TextDecoder().decode(chunk));
       splitter = new CsvRecordSplitter(MAX_ITEM_BYTES, delimiter);
     }
     yield* itemsOf([...splitter.push(chunk)]);
   }
   if (splitter) yield* itemsOf(splitter.end());
-}
-
-/** The first line of `chunk` that holds anything but spaces (the header, when it is all there), as text. */
-function firstLine(chunk: Uint8Array): string {
-  const text = new TextDecoder().decode(chunk);
-  return text.split(/\r?\n/).find((line) => line.trim() !== "") ?? "";
 }
 
 /** The columns the header record names, or UnreadableImport saying what is wrong with it. */
