@@ -130,7 +130,8 @@ function sameSku(item: ValidItem): ValidItem[] {
  * are embedded a chunk at a time (the embedder batches them within its provider's limits) and each
  * chunk is written in a few statements. When the embedder fails (after its own retries), the
  * chunks already written stay and every item not yet written is reported failed, saying why. The
- * next chunk is embedded while the current one is written.
+ * next chunk is embedded while the current one is written (the next few with a remote provider:
+ * Embedder.callsAtOnce).
  *
  * A sku repeated in one import is an update, the later item winning: only the last item of a sku
  * is embedded and written, and every item of that sku is reported with it, as if
@@ -212,19 +213,31 @@ export class ImportProducts {
       (async (writes, resultsOf) => resultsOf(writes.length === 0 ? [] : await products.writeMany(writes)));
     let stoppedBy: DomainError | undefined;
 
-    let current = nextChunk();
-    let next = current ? this.prepare(products, current.items, options.signal) : undefined;
-    while (current) {
+    /**
+     * The chunks being embedded, in order, the next to be written first: the embedder's callsAtOnce
+     * of them while one is written (one for a local model, a few for a remote provider, whose calls
+     * wait on the network). Written one after another, so a failure leaves every later chunk unwritten.
+     */
+    const ahead = Math.max(1, Math.floor(this.deps.embedder.callsAtOnce ?? 1));
+    const preparing: { start: number; prepared: Promise<PreparedChunk> }[] = [];
+    const prepareUpTo = (count: number) => {
+      while (preparing.length < count) {
+        const chunk = nextChunk();
+        if (!chunk) return;
+        const prepared = this.prepare(products, chunk.items, options.signal);
+        prepared.catch(() => {}); // its failure is reported when its turn comes
+        preparing.push({ start: chunk.start, prepared });
+      }
+    };
+    prepareUpTo(ahead);
+    for (let current = preparing.shift(); current; current = preparing.shift()) {
       const { start } = current;
       try {
-        const prepared = await (next as Promise<PreparedChunk>);
-        // Embed the next chunk while this one is written.
-        const following = nextChunk();
-        next = following ? this.prepare(products, following.items, options.signal) : undefined;
-        next?.catch(() => {}); // its failure is reported when its turn comes
+        const prepared = await current.prepared;
+        // Embed the next chunks while this one is written.
+        prepareUpTo(ahead);
         options.signal?.throwIfAborted();
         record(await this.write(prepared, commit));
-        current = following;
       } catch (error) {
         if (options.signal?.aborted) throw options.signal.reason;
         if (!(error instanceof DomainError)) throw error;

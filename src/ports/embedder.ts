@@ -8,6 +8,12 @@ export interface Embedder {
   readonly model: string;
   readonly dimension: number;
   /**
+   * How many embed calls this embedder serves at once faster than one after another: a remote
+   * provider's calls wait on the network, so an import embeds that many chunks ahead of the one it
+   * writes. Absent: 1 (a local model is busy computing; a call ahead of the write is all it needs).
+   */
+  readonly callsAtOnce?: number;
+  /**
    * One vector per text, in order. Rejects when the provider fails (after its own retries), or with
    * `signal.reason` once `signal` aborts (the request's deadline passed or its client left): a
    * remote embedder cancels its request then.

@@ -177,7 +177,8 @@ forEachDatabase((db, engine) => {
     await prepareDatabase(client, OLD);
     const events: Record<string, unknown>[] = [];
     const watch = new EmbeddingSpaceWatch(client, OLD, { log: (event) => events.push(event) });
-    const embedder = watch.guard(new FakeEmbedder(4, OLD.model));
+    const embedder = watch.guard(Object.assign(new FakeEmbedder(4, OLD.model), { callsAtOnce: 3 }));
+    expect(embedder.callsAtOnce).toBe(3); // an import embeds that many chunks ahead through it
     await watch.look();
     expect(watch.changedTo).toBeUndefined();
     expect(await embedder.embed(["taza"], "query")).toHaveLength(1);

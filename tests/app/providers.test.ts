@@ -273,6 +273,25 @@ describe("with provider keys, the service uses the real providers", () => {
     for (const key of Object.values(KEYS)) expect(failed.text).not.toContain(key);
   });
 
+  test("an import embeds its chunks through OpenAI several at once (the service's embedder says so through its wrappers), and writes them in order", async () => {
+    const database = await openNewPglite();
+    const { container } = await start({}, database);
+    const importer = await container.root.importProducts();
+    const release = openai.server.holdAnswers();
+    const items = Array.from({ length: 30 }, (_, i) => ({
+      value: { ...COFFEE, name: `Cafetera ${i}`, sku: `CAF-${i}` },
+    }));
+    const imported = importer.execute(items, { catalogue: "default", chunkSize: 10 });
+    await Promise.race([openai.server.received(3), Bun.sleep(5_000)]);
+    const sizes = embeddingRequests().map((request) => (request.body as { input: string[] }).input.length);
+    release();
+    // Every chunk's embedding was asked for before the first answer came back.
+    expect(sizes).toEqual([10, 10, 10]);
+    expect((await imported).counts).toMatchObject({ created: 30, failed: 0 });
+    const stored = await database.query<{ sku: string }>("SELECT sku FROM products ORDER BY id");
+    expect(stored.map((row) => row.sku)).toEqual(items.map((item) => item.value.sku));
+  });
+
   test("a repeated query costs no embedding call, also after a restart on the same database", async () => {
     const dataDir = await dataDirWithDatabase();
     const first = await start({ DATA_DIR: dataDir });

@@ -5,6 +5,7 @@ import type { StoredProduct } from "../../src/domain/product.ts";
 import type { Vector } from "../../src/domain/vector.ts";
 import type { EmbeddingPurpose } from "../../src/ports/embedder.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
+import { GateEmbedder } from "../fakes/gate-embedder.ts";
 import { MemoryProductRepository } from "../fakes/memory-product-repository.ts";
 
 /** Counts the texts it embeds per call, and fails from call `failFrom` on when set. */
@@ -258,6 +259,54 @@ describe("ImportProducts", () => {
       "failed",
     ]);
     expect(report.items[3]?.detail).toBe("No se guardó: La base de datos no está disponible");
+  });
+
+  describe("chunks embedded ahead of the one written: one for a local model, callsAtOnce for a remote provider", () => {
+    /** An import of 12 products in chunks of 2 through a gate embedder saying `callsAtOnce`. */
+    function gatedImport(callsAtOnce: number | undefined) {
+      const gate = new GateEmbedder(32);
+      gate.callsAtOnce = callsAtOnce;
+      const gated = new ImportProducts({ products, embedder: gate });
+      const report = gated.execute(items(...Array.from({ length: 12 }, (_, i) => product(i))), {
+        catalogue: "default",
+        chunkSize: 2,
+      });
+      return { gate, report };
+    }
+    /** Lets the import run until it waits on the gate again (nothing else holds it). */
+    const settle = () => Bun.sleep(20);
+
+    for (const callsAtOnce of [undefined, 1, 3]) {
+      test(`callsAtOnce ${callsAtOnce ?? "unset"}: ${callsAtOnce ?? 1} chunk(s) embedding at once, and as many while one is written`, async () => {
+        const { gate, report } = gatedImport(callsAtOnce);
+        const ahead = callsAtOnce ?? 1;
+        const first = await gate.next();
+        await settle();
+        expect(gate.waiting).toBe(ahead - 1); // the first chunks' calls went out together
+        first.pass();
+        await settle();
+        // The first chunk is written, and the next `ahead` chunks are being embedded.
+        expect(products.products.map((stored) => stored.sku)).toEqual(["SKU-0", "SKU-1"]);
+        expect(gate.waiting).toBe(ahead);
+        gate.openAll();
+        expect((await report).counts.created).toBe(12);
+        // Written in order, whatever order the calls came back in.
+        expect(products.products.map((stored) => stored.sku)).toEqual(Array.from({ length: 12 }, (_, i) => `SKU-${i}`));
+      });
+    }
+
+    test("a call ahead that fails stops the import there: the chunks before it are written, it and every later one failed, even one already embedded", async () => {
+      const { gate, report } = gatedImport(3);
+      const calls = [await gate.next(), await gate.next(), await gate.next()];
+      calls[2]?.pass(); // the third chunk is embedded first
+      calls[1]?.fail();
+      calls[0]?.pass();
+      gate.openAll();
+      const { items: results, counts } = await report;
+      expect(counts).toEqual({ created: 2, updated: 0, unchanged: 0, failed: 10 });
+      expect(results.slice(2).every((item) => item.detail?.startsWith("No se guardó: "))).toBe(true);
+      expect(products.products.map((stored) => stored.sku)).toEqual(["SKU-0", "SKU-1"]);
+    });
   });
 
   test("an aborted signal stops before the next write and throws its reason", async () => {

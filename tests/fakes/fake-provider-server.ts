@@ -48,6 +48,8 @@ export class FakeProviderServer {
   readonly requests: RecordedRequest[] = [];
   private readonly scripted: Reply[] = [];
   private readonly arrivals = new Set<() => void>();
+  /** While set, answers wait for it (holdAnswers). */
+  private held: Promise<void> | undefined;
 
   private constructor(
     private readonly server: ReturnType<typeof Bun.serve>,
@@ -90,6 +92,21 @@ export class FakeProviderServer {
     });
   }
 
+  /**
+   * From now on every request is recorded but answered only once the returned function is called:
+   * a test sees which requests a client has in flight at once.
+   */
+  holdAnswers(): () => void {
+    let release = () => {};
+    this.held = new Promise<void>((resolve) => {
+      release = () => {
+        this.held = undefined;
+        resolve();
+      };
+    });
+    return release;
+  }
+
   /** The requests whose path contains `fragment`. */
   requestsTo(fragment: string): RecordedRequest[] {
     return this.requests.filter((request) => request.path.includes(fragment));
@@ -123,6 +140,7 @@ export class FakeProviderServer {
     };
     this.requests.push(recorded);
     for (const arrived of [...this.arrivals]) arrived();
+    await this.held;
     const reply = this.scripted.shift() ?? (await this.handler(recorded));
     if ("hang" in reply) {
       return new Promise<Response>((resolve) => {

@@ -18,6 +18,8 @@ export interface HeldCall {
  */
 export class GateEmbedder implements Embedder {
   readonly model = "fake-gate";
+  /** As a remote provider says it (Embedder.callsAtOnce); unset, as a local model. */
+  callsAtOnce: number | undefined;
   open = false;
   /** Texts of every call let through, in order. */
   readonly embedded: string[] = [];
@@ -52,6 +54,11 @@ export class GateEmbedder implements Embedder {
       if (waiter) waiter(call);
       else this.held.push(call);
     });
+  }
+
+  /** Calls waiting at the gate now. */
+  get waiting(): number {
+    return this.held.length;
   }
 
   /** The next call that reaches the gate (waits for it). */

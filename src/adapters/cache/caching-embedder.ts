@@ -38,6 +38,10 @@ export class CachingEmbedder implements Embedder {
     this.memory = new LruCache(options.memoryEntries);
   }
 
+  get callsAtOnce(): number | undefined {
+    return this.embedder.callsAtOnce;
+  }
+
   async embed(texts: readonly string[], purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
     if (purpose !== "query") return this.embedder.embed(texts, purpose, signal);
 

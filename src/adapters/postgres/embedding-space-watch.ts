@@ -84,6 +84,9 @@ export class EmbeddingSpaceWatch {
       get dimension() {
         return embedder.dimension;
       },
+      get callsAtOnce() {
+        return embedder.callsAtOnce;
+      },
       embed: (texts, purpose, signal) => {
         try {
           this.check();

@@ -23,6 +23,8 @@ const GEMINI_API_VERSION = "v1beta";
 /** batchEmbedContents takes at most 100 requests; gemini-embedding-001 reads up to 2,048 tokens of each. */
 const EMBEDDING_BATCH_LIMITS = { maxInputs: 100, maxTokens: 100 * 2_048 };
 const DEFAULT_CONCURRENCY = 4;
+/** Calls (an import's chunks, each in batches of 100, `concurrency` at a time) worth making at once: they wait on the network. */
+const EMBEDDING_CALLS_AT_ONCE = 2;
 
 /** Finish reasons that mean the model was stopped by a filter, not that it failed. */
 const REFUSAL_FINISH_REASONS: ReadonlySet<string> = new Set([
@@ -65,6 +67,7 @@ export interface GoogleEmbedderOptions extends ProviderClientOptions {
 export class GoogleEmbedder implements Embedder {
   readonly model: string;
   readonly dimension: number;
+  readonly callsAtOnce = EMBEDDING_CALLS_AT_ONCE;
   private readonly modelId: string;
   private readonly concurrency: number;
   private readonly client: GoogleGenAI;

@@ -22,6 +22,11 @@ export const OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1";
  */
 const EMBEDDING_BATCH_LIMITS = { maxInputs: 2048, maxTokens: 250_000 } as const;
 const DEFAULT_EMBEDDING_CONCURRENCY = 4;
+/**
+ * Calls (an import's chunks, one request each up to 2,048 texts) worth making at once: each waits
+ * on the network for most of its time (bench/scale.ts, `--latency-ms 1000`: README "Imports").
+ */
+const EMBEDDING_CALLS_AT_ONCE = 4;
 
 /**
  * An OpenAI call that failed (HTTP error, connection, timeout, unreadable answer), described without
@@ -98,6 +103,7 @@ export class OpenAIEmbedder implements Embedder {
   /** `openai/<model>`: identifies the vector space stored in the database. */
   readonly model: string;
   readonly dimension: number;
+  readonly callsAtOnce = EMBEDDING_CALLS_AT_ONCE;
   private readonly apiModel: string;
   private readonly apiKey: string;
   private readonly concurrency: number;

@@ -31,6 +31,10 @@ export class TranslatingEmbedder implements Embedder {
     this.dimension = embedder.dimension;
   }
 
+  get callsAtOnce(): number | undefined {
+    return this.embedder.callsAtOnce;
+  }
+
   async embed(texts: readonly string[], purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
     return this.embedder.embed(await this.english(texts, purpose, signal), purpose, signal);
   }

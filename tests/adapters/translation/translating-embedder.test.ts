@@ -81,6 +81,14 @@ describe("TranslatingEmbedder", () => {
     expect(events).toHaveLength(1);
   });
 
+  test("takes as many calls at once as its embedder (an import embeds that many chunks ahead)", () => {
+    const translator = new DictionaryTranslator({});
+    expect(
+      new TranslatingEmbedder(Object.assign(new FakeEmbedder(4), { callsAtOnce: 4 }), translator).callsAtOnce,
+    ).toBe(4);
+    expect(new TranslatingEmbedder(new FakeEmbedder(4), translator).callsAtOnce).toBeUndefined();
+  });
+
   test("nothing to embed asks nothing", async () => {
     const { embedder, translating } = setup();
     expect(await translating.embed([], "document")).toEqual([]);
