@@ -37,8 +37,12 @@ import { createLogger } from "../logger.ts";
 import { type CliOutput, EXIT, type RegisterCommand, UsageError } from "./command.ts";
 import { buildIndexAfterLoad, INTERRUPTED, Interrupted } from "./load.ts";
 
-/** Products the import command reads and stores together. */
-const IMPORT_BATCH_SIZE = 1000;
+/**
+ * Products the import command reads and stores together: four chunks of 512, what OpenAI's four
+ * calls at once embed (Embedder.callsAtOnce). 5,000 products through a provider answering in 1 s
+ * (stop 39): 643 a second in batches of 1,000 (two calls at once), 861 in batches of 2,048.
+ */
+const IMPORT_BATCH_SIZE = 2048;
 
 export const registerImport: RegisterCommand = (program, run, output) => {
   program
