@@ -73,8 +73,9 @@ export interface ImportJobSettings {
   chunkSize: number;
   /**
    * How long a chunk should take, in ms: after the first, a job's chunks hold the items it stored in
-   * that time so far (16 to 512). A chunk is what a handover, a stop or a crash may cost in embedding
-   * done for nothing, and each costs a transaction; 0: every chunk holds chunkSize.
+   * that time so far (16 to 512). The chunks embedded ahead of the write (Embedder.callsAtOnce: one
+   * with the offline model, four with OpenAI) are what a handover, a stop or a crash may cost in
+   * embedding done for nothing, and each chunk costs a transaction; 0: every chunk holds chunkSize.
    */
   chunkPaceMs: number;
 }
