@@ -1,6 +1,6 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { ProductCatalogues, ProductRepository } from "../ports/product-repository.ts";
-import { embedMany } from "./embed.ts";
+import { embedAhead, embedMany } from "./embed.ts";
 import { contentDigest, embeddingText, type StoredProduct } from "./product.ts";
 import type { Vector } from "./vector.ts";
 
@@ -61,16 +61,24 @@ export class EmbedStaleProducts {
     const { products: total } = await this.count(catalogue);
     const result: EmbedStaleResult = { products: total, embedded: 0, changedMeanwhile: 0 };
     let checked = 0;
-    for await (const page of pages(products, batchSize, options.signal)) {
-      checked += page.length;
-      const stale = await staleOf(page, embedded);
+    async function* staleOfPages() {
+      for await (const page of pages(products, batchSize, options.signal)) {
+        yield { size: page.length, stale: await staleOf(page, embedded) };
+      }
+    }
+    const embed = async ({ stale }: { stale: { product: StoredProduct }[] }): Promise<Vector[]> =>
+      stale.length === 0
+        ? []
+        : embedMany(
+            this.deps.embedder,
+            stale.map(({ product }) => embeddingText(product, embedded)),
+            "document",
+            options.signal,
+          );
+    // The next pages are read and embedded while one is written (a few with a remote provider).
+    await embedAhead(staleOfPages(), this.deps.embedder.callsAtOnce ?? 1, embed, async ({ size, stale }, vectors) => {
+      checked += size;
       if (stale.length > 0) {
-        const vectors = await embedMany(
-          this.deps.embedder,
-          stale.map(({ product }) => embeddingText(product, embedded)),
-          "document",
-          options.signal,
-        );
         options.signal?.throwIfAborted();
         const outcomes = await products.writeMany(
           stale.map(({ product, digest }, i) => ({
@@ -86,7 +94,7 @@ export class EmbedStaleProducts {
         }
       }
       options.onProgress?.({ checked, total, embedded: result.embedded });
-    }
+    });
     return result;
   }
 }

@@ -42,3 +42,43 @@ export async function embedOne(
   const [vector] = await embedMany(embedder, [text], purpose, signal);
   return vector as Vector;
 }
+
+/**
+ * Works through `batches` (read lazily, in order) with their embeddings (or whatever `embed` makes
+ * of them) made `ahead` batches at a time (the embedder's callsAtOnce: a remote provider's calls
+ * wait on the network) while the ones before are used: `use` gets each batch with its vectors, in
+ * order, one at a time. The first failure (a read, an embedding, a use) is thrown once the batches
+ * before it are used, and nothing after it is; the embeddings already asked for end unused.
+ */
+export async function embedAhead<B, E = Vector[]>(
+  batches: AsyncIterable<B>,
+  ahead: number,
+  embed: (batch: B) => Promise<E>,
+  use: (batch: B, vectors: E) => Promise<void>,
+): Promise<void> {
+  const iterator = batches[Symbol.asyncIterator]();
+  const embedding: { batch: B; vectors: Promise<E> }[] = [];
+  let exhausted = false;
+  const readAhead = async () => {
+    while (!exhausted && embedding.length < Math.max(1, Math.floor(ahead))) {
+      const next = await iterator.next();
+      if (next.done) {
+        exhausted = true;
+        return;
+      }
+      const vectors = embed(next.value);
+      vectors.catch(() => {}); // thrown when its turn comes
+      embedding.push({ batch: next.value, vectors });
+    }
+  };
+  try {
+    await readAhead();
+    for (let current = embedding.shift(); current; current = embedding.shift()) {
+      const vectors = await current.vectors;
+      await readAhead();
+      await use(current.batch, vectors);
+    }
+  } finally {
+    await iterator.return?.();
+  }
+}

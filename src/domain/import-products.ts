@@ -2,7 +2,7 @@ import type { Embedder } from "../ports/embedder.ts";
 import type { EmbeddingSpace } from "../ports/embedding-space.ts";
 import type { BulkWrite, BulkWriteOutcome, ProductCatalogues, ProductRepository } from "../ports/product-repository.ts";
 import { type Attributes, sameAttributes } from "./attributes.ts";
-import { embedMany } from "./embed.ts";
+import { embedAhead, embedMany } from "./embed.ts";
 import { DatabaseReadOnly, DomainError, EmbeddingSpaceChanged } from "./errors.ts";
 import {
   contentDigest,
@@ -213,49 +213,41 @@ export class ImportProducts {
       (async (writes, resultsOf) => resultsOf(writes.length === 0 ? [] : await products.writeMany(writes)));
     let stoppedBy: DomainError | undefined;
 
-    /**
-     * The chunks being embedded, in order, the next to be written first: the embedder's callsAtOnce
-     * of them while one is written (one for a local model, a few for a remote provider, whose calls
-     * wait on the network). Written one after another, so a failure leaves every later chunk unwritten.
-     */
-    const ahead = Math.max(1, Math.floor(this.deps.embedder.callsAtOnce ?? 1));
-    const preparing: { start: number; prepared: Promise<PreparedChunk> }[] = [];
-    const prepareUpTo = (count: number) => {
-      while (preparing.length < count) {
-        const chunk = nextChunk();
-        if (!chunk) return;
-        const prepared = this.prepare(products, chunk.items, options.signal);
-        prepared.catch(() => {}); // its failure is reported when its turn comes
-        preparing.push({ start: chunk.start, prepared });
-      }
-    };
-    prepareUpTo(ahead);
-    for (let current = preparing.shift(); current; current = preparing.shift()) {
-      const { start } = current;
-      try {
-        const prepared = await current.prepared;
-        // Embed the next chunks while this one is written.
-        prepareUpTo(ahead);
-        options.signal?.throwIfAborted();
-        record(await this.write(prepared, commit));
-      } catch (error) {
-        if (options.signal?.aborted) throw options.signal.reason;
-        if (!(error instanceof DomainError)) throw error;
-        // A database that takes no writes (a standby), or a catalogue moved to another embedding
-        // model, before anything was written: the request itself is refused (503), as every other write is.
-        if ((error instanceof DatabaseReadOnly || error instanceof EmbeddingSpaceChanged) && start === 0) throw error;
-        // The embedder or the database failed: nothing of this chunk or any later one was written.
-        stoppedBy = error;
-        const detail = `No se guardó: ${error.message}`;
-        record(
-          toWrite
-            .slice(start)
-            .flatMap(sameSku)
-            .map((item) => failed(item.index, item.product.sku, detail)),
-        );
-        break;
-      }
-      options.onChunk?.(results.filter((result): result is ImportItemResult => result !== undefined));
+    async function* chunks() {
+      for (let chunk = nextChunk(); chunk; chunk = nextChunk()) yield chunk;
+    }
+    /** Where the first chunk not written yet starts in toWrite. */
+    let unwritten = 0;
+    try {
+      // Chunks are embedded ahead of the one written: the embedder's callsAtOnce of them (one for a
+      // local model, a few for a remote provider, whose calls wait on the network). Written one
+      // after another, so a failure leaves every later chunk unwritten.
+      await embedAhead(
+        chunks(),
+        this.deps.embedder.callsAtOnce ?? 1,
+        (chunk) => this.prepare(products, chunk.items, options.signal),
+        async (chunk, prepared) => {
+          options.signal?.throwIfAborted();
+          record(await this.write(prepared, commit));
+          unwritten = chunk.start + chunk.items.length;
+          options.onChunk?.(results.filter((result): result is ImportItemResult => result !== undefined));
+        },
+      );
+    } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      if (!(error instanceof DomainError)) throw error;
+      // A database that takes no writes (a standby), or a catalogue moved to another embedding
+      // model, before anything was written: the request itself is refused (503), as every other write is.
+      if ((error instanceof DatabaseReadOnly || error instanceof EmbeddingSpaceChanged) && unwritten === 0) throw error;
+      // The embedder or the database failed: nothing of this chunk or any later one was written.
+      stoppedBy = error;
+      const detail = `No se guardó: ${error.message}`;
+      record(
+        toWrite
+          .slice(unwritten)
+          .flatMap(sameSku)
+          .map((item) => failed(item.index, item.product.sku, detail)),
+      );
     }
 
     const finalResults = results.map((result, index) => result ?? failed(index, undefined, "No se procesó"));

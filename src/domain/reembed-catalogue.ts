@@ -1,7 +1,7 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { EmbeddingSpace, EmbeddingSpaceStore, ProductText } from "../ports/embedding-space.ts";
 import type { UpkeepLease } from "../ports/upkeep-lease.ts";
-import { embedMany } from "./embed.ts";
+import { embedAhead, embedMany } from "./embed.ts";
 import { embeddingText } from "./product.ts";
 import type { Vector } from "./vector.ts";
 
@@ -75,17 +75,22 @@ export class ReembedCatalogue {
         options.signal,
       );
 
+    async function* unstaged(): AsyncGenerator<ProductText[]> {
+      for (let afterId = 0; ; ) {
+        options.signal?.throwIfAborted();
+        const batch = await store.unstaged(afterId, batchSize);
+        if (batch.length === 0) return;
+        yield batch;
+        afterId = (batch.at(-1) as ProductText).id;
+      }
+    }
     let done = staged;
-    for (let afterId = 0; ; ) {
-      options.signal?.throwIfAborted();
-      const batch = await store.unstaged(afterId, batchSize);
-      if (batch.length === 0) break;
-      const vectors = await embed(batch);
+    // The next batches are read and embedded while one is staged (a few with a remote provider).
+    await embedAhead(unstaged(), embedder.callsAtOnce ?? 1, embed, async (batch, vectors) => {
       await store.stage(batch.map(({ id, contentDigest }, i) => ({ id, contentDigest, vector: vectors[i] as Vector })));
-      afterId = (batch.at(-1) as ProductText).id;
       done = Math.min(done + batch.length, total);
       options.onEvent?.({ type: "progress", done, total });
-    }
+    });
     options.signal?.throwIfAborted();
     const { products } = await store.switchTo(space, embed);
     options.onEvent?.({ type: "switched", products, space });
