@@ -12,7 +12,7 @@ export interface StaleProgress {
 }
 
 export interface EmbedStaleOptions {
-  /** Products read, and at most embedded, together (default 64). */
+  /** Products read, and at most embedded, together (default: the embedder's textsPerCall, else 64). */
   batchSize?: number;
   /** Aborts (with the reason to throw) between batches: what was written stays, the next run goes on. */
   signal?: AbortSignal;
@@ -56,7 +56,7 @@ export class EmbedStaleProducts {
 
   async execute(catalogue: string, options: EmbedStaleOptions = {}): Promise<EmbedStaleResult> {
     const products = this.deps.products.in(catalogue);
-    const batchSize = Math.max(1, Math.floor(options.batchSize ?? 64));
+    const batchSize = Math.max(1, Math.floor(options.batchSize ?? this.deps.embedder.textsPerCall ?? 64));
     const embedded = await products.embeddedAttributes();
     const { products: total } = await this.count(catalogue);
     const result: EmbedStaleResult = { products: total, embedded: 0, changedMeanwhile: 0 };

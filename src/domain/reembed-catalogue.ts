@@ -15,7 +15,7 @@ export type ReembedEvent =
   | { type: "switched"; products: number; space: EmbeddingSpace };
 
 export interface ReembedOptions {
-  /** Products embedded per call to the embedder (default 64). */
+  /** Products embedded per call to the embedder (default: the embedder's textsPerCall, else 64). */
   batchSize?: number;
   /** Aborts (with the reason to throw) between batches: what is staged stays for the next run. */
   signal?: AbortSignal;
@@ -63,7 +63,7 @@ export class ReembedCatalogue {
 
   private async run(options: ReembedOptions): Promise<{ products: number }> {
     const { space: store, embedder } = this.deps;
-    const batchSize = Math.max(1, Math.floor(options.batchSize ?? 64));
+    const batchSize = Math.max(1, Math.floor(options.batchSize ?? embedder.textsPerCall ?? 64));
     const space = { model: embedder.model, dimension: embedder.dimension };
     const { staged, total } = await store.beginStaging(space);
     options.onEvent?.({ type: "started", staged, total, space });

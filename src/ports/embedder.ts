@@ -14,6 +14,12 @@ export interface Embedder {
    */
   readonly callsAtOnce?: number;
   /**
+   * How many texts a call is best given when the caller chooses (re-embedding a catalogue): a
+   * remote provider's calls cost a round trip each, so many. Absent: 64 (a local model's call then
+   * takes a second or two, and progress shows).
+   */
+  readonly textsPerCall?: number;
+  /**
    * One vector per text, in order. Rejects when the provider fails (after its own retries), or with
    * `signal.reason` once `signal` aborts (the request's deadline passed or its client left): a
    * remote embedder cancels its request then.

@@ -177,8 +177,9 @@ forEachDatabase((db, engine) => {
     await prepareDatabase(client, OLD);
     const events: Record<string, unknown>[] = [];
     const watch = new EmbeddingSpaceWatch(client, OLD, { log: (event) => events.push(event) });
-    const embedder = watch.guard(Object.assign(new FakeEmbedder(4, OLD.model), { callsAtOnce: 3 }));
-    expect(embedder.callsAtOnce).toBe(3); // an import embeds that many chunks ahead through it
+    const embedder = watch.guard(Object.assign(new FakeEmbedder(4, OLD.model), { callsAtOnce: 3, textsPerCall: 500 }));
+    // An import embeds that many chunks ahead through it, a re-embedding batches of that many texts.
+    expect(embedder).toMatchObject({ callsAtOnce: 3, textsPerCall: 500 });
     await watch.look();
     expect(watch.changedTo).toBeUndefined();
     expect(await embedder.embed(["taza"], "query")).toHaveLength(1);

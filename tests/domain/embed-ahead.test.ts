@@ -7,6 +7,7 @@ import { embedAhead } from "../../src/domain/embed.ts";
 import { EmbedStaleProducts } from "../../src/domain/embed-stale-products.ts";
 import { ReembedCatalogue } from "../../src/domain/reembed-catalogue.ts";
 import type { Vector } from "../../src/domain/vector.ts";
+import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { FakeEmbeddingSpace } from "../fakes/fake-embedding-space.ts";
 import { GateEmbedder } from "../fakes/gate-embedder.ts";
 import { MemoryProductRepository } from "../fakes/memory-product-repository.ts";
@@ -114,6 +115,32 @@ describe("re-embedding a catalogue with a remote provider (callsAtOnce 3)", () =
     await expectThreeAhead(gate);
     expect(await run).toEqual({ products: 10 });
     expect(gate.embedded).toEqual(Array.from({ length: 10 }, (_, i) => `producto ${i + 1}. Hogar`));
+  });
+
+  test("with no batch size given, both re-embed in batches of the embedder's textsPerCall (64 when it says none)", async () => {
+    /** The texts of each call of a ReembedCatalogue and then an EmbedStaleProducts over 70 products. */
+    const callSizes = async (textsPerCall: number | undefined) => {
+      const space = new FakeEmbeddingSpace({ model: "old-model", dimension: 4 });
+      const products = new MemoryProductRepository(8);
+      for (let id = 1; id <= 70; id++) {
+        const product = { name: `producto ${id}`, description: "", category: "Hogar" };
+        space.add({ id, ...product, contentDigest: `d${id}`, vector: [1, 0, 0, 0], embeddedAttributes: [] });
+        await products.in("default").add({ product, embedding: [1, 0, 0, 0, 0, 0, 0, 0], contentDigest: "old" });
+      }
+      const sizes: number[] = [];
+      const embedder = Object.assign(new FakeEmbedder(8), { callsAtOnce: 2, textsPerCall });
+      const embed = embedder.embed.bind(embedder);
+      embedder.embed = (texts, purpose, signal) => {
+        sizes.push(texts.length);
+        return embed(texts, purpose, signal);
+      };
+      await new ReembedCatalogue({ space, embedder }).execute();
+      const reembedding = sizes.splice(0);
+      await new EmbedStaleProducts({ products, embedder }).execute("default");
+      return { reembedding, stale: sizes };
+    };
+    expect(await callSizes(30)).toEqual({ reembedding: [30, 30, 10], stale: [30, 30, 10] });
+    expect(await callSizes(undefined)).toEqual({ reembedding: [64, 6], stale: [64, 6] });
   });
 
   test("EmbedStaleProducts embeds three pages at once and writes every stale product", async () => {

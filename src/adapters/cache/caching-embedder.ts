@@ -42,6 +42,10 @@ export class CachingEmbedder implements Embedder {
     return this.embedder.callsAtOnce;
   }
 
+  get textsPerCall(): number | undefined {
+    return this.embedder.textsPerCall;
+  }
+
   async embed(texts: readonly string[], purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
     if (purpose !== "query") return this.embedder.embed(texts, purpose, signal);
 

@@ -87,6 +87,9 @@ export class EmbeddingSpaceWatch {
       get callsAtOnce() {
         return embedder.callsAtOnce;
       },
+      get textsPerCall() {
+        return embedder.textsPerCall;
+      },
       embed: (texts, purpose, signal) => {
         try {
           this.check();

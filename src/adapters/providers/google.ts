@@ -25,6 +25,8 @@ const EMBEDDING_BATCH_LIMITS = { maxInputs: 100, maxTokens: 100 * 2_048 };
 const DEFAULT_CONCURRENCY = 4;
 /** Calls (an import's chunks, each in batches of 100, `concurrency` at a time) worth making at once: they wait on the network. */
 const EMBEDDING_CALLS_AT_ONCE = 2;
+/** Texts a call is given when the caller chooses (a re-embedding's batches): four requests of 100, sent at once. */
+const EMBEDDING_TEXTS_PER_CALL = 400;
 
 /** Finish reasons that mean the model was stopped by a filter, not that it failed. */
 const REFUSAL_FINISH_REASONS: ReadonlySet<string> = new Set([
@@ -68,6 +70,7 @@ export class GoogleEmbedder implements Embedder {
   readonly model: string;
   readonly dimension: number;
   readonly callsAtOnce = EMBEDDING_CALLS_AT_ONCE;
+  readonly textsPerCall = EMBEDDING_TEXTS_PER_CALL;
   private readonly modelId: string;
   private readonly concurrency: number;
   private readonly client: GoogleGenAI;

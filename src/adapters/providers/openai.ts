@@ -27,6 +27,8 @@ const DEFAULT_EMBEDDING_CONCURRENCY = 4;
  * on the network for most of its time (bench/scale.ts, `--latency-ms 1000`: README "Imports").
  */
 const EMBEDDING_CALLS_AT_ONCE = 4;
+/** Texts a call is given when the caller chooses (a re-embedding's batches): a quarter of a request's limit. */
+const EMBEDDING_TEXTS_PER_CALL = 512;
 
 /**
  * An OpenAI call that failed (HTTP error, connection, timeout, unreadable answer), described without
@@ -104,6 +106,7 @@ export class OpenAIEmbedder implements Embedder {
   readonly model: string;
   readonly dimension: number;
   readonly callsAtOnce = EMBEDDING_CALLS_AT_ONCE;
+  readonly textsPerCall = EMBEDDING_TEXTS_PER_CALL;
   private readonly apiModel: string;
   private readonly apiKey: string;
   private readonly concurrency: number;

@@ -35,6 +35,10 @@ export class TranslatingEmbedder implements Embedder {
     return this.embedder.callsAtOnce;
   }
 
+  get textsPerCall(): number | undefined {
+    return this.embedder.textsPerCall;
+  }
+
   async embed(texts: readonly string[], purpose: EmbeddingPurpose, signal?: AbortSignal): Promise<Vector[]> {
     return this.embedder.embed(await this.english(texts, purpose, signal), purpose, signal);
   }

@@ -32,10 +32,13 @@ describe("CachingEmbedder", () => {
     expect(embedder.calls).toHaveLength(1);
   });
 
-  test("takes as many calls at once as its embedder (an import embeds that many chunks ahead)", () => {
+  test("takes as many calls at once, and texts a call, as its embedder (an import embeds that many chunks ahead)", () => {
     const shared = new MemoryQueryEmbeddingCache();
-    const remote = Object.assign(new FakeEmbedder(4), { callsAtOnce: 4 });
-    expect(new CachingEmbedder(remote, { memoryEntries: 10, shared }).callsAtOnce).toBe(4);
+    const remote = Object.assign(new FakeEmbedder(4), { callsAtOnce: 4, textsPerCall: 512 });
+    expect(new CachingEmbedder(remote, { memoryEntries: 10, shared })).toMatchObject({
+      callsAtOnce: 4,
+      textsPerCall: 512,
+    });
     expect(new CachingEmbedder(new FakeEmbedder(4), { memoryEntries: 10, shared }).callsAtOnce).toBeUndefined();
   });
 

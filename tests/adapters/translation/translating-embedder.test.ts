@@ -81,11 +81,10 @@ describe("TranslatingEmbedder", () => {
     expect(events).toHaveLength(1);
   });
 
-  test("takes as many calls at once as its embedder (an import embeds that many chunks ahead)", () => {
+  test("takes as many calls at once, and texts a call, as its embedder (an import embeds that many chunks ahead)", () => {
     const translator = new DictionaryTranslator({});
-    expect(
-      new TranslatingEmbedder(Object.assign(new FakeEmbedder(4), { callsAtOnce: 4 }), translator).callsAtOnce,
-    ).toBe(4);
+    const remote = Object.assign(new FakeEmbedder(4), { callsAtOnce: 4, textsPerCall: 512 });
+    expect(new TranslatingEmbedder(remote, translator)).toMatchObject({ callsAtOnce: 4, textsPerCall: 512 });
     expect(new TranslatingEmbedder(new FakeEmbedder(4), translator).callsAtOnce).toBeUndefined();
   });
 
