@@ -24,8 +24,8 @@ const EMBEDDING_BATCH_LIMITS = { maxInputs: 2048, maxTokens: 250_000 } as const;
 const DEFAULT_EMBEDDING_CONCURRENCY = 4;
 /**
  * Calls (an import's chunks, one request each up to 2,048 texts) worth making at once: each waits
- * on the network for most of its time (bench/scale.ts, `--latency-ms 1000`: README "Chunks embedded ahead
- * of the write").
+ * on the network for most of its time (bench/scale.ts, `--latency-ms 1000`: README "Chunks
+ * embedded ahead of the write").
  */
 const EMBEDDING_CALLS_AT_ONCE = 4;
 /** Texts a call is given when the caller chooses (a re-embedding's batches): a quarter of a request's limit. */
