@@ -266,6 +266,12 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     expect({ where, violations: await seriousAccessibilityViolations(page) }).toEqual({ where, violations: [] });
   }
 
+  /** Picks `file` in the import dialog and starts its import. */
+  async function importFile(page: Page, file: { name: string; mimeType: string; buffer: Buffer }): Promise<void> {
+    await page.getByLabel("Archivo JSON Lines o CSV").setInputFiles(file);
+    await page.getByRole("button", { name: "Importar" }).last().click();
+  }
+
   const activeId = (page: Page) => page.evaluate("document.activeElement && document.activeElement.id");
   const storedSession = async (page: Page) =>
     JSON.parse((await page.evaluate("sessionStorage.getItem('sku-search.session')")) ?? "null");
@@ -580,12 +586,7 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     page.on("response", (response) => {
       if (new URL(response.url()).pathname.startsWith("/jobs/")) jobs.push(response.url());
     });
-    await page.getByLabel("Archivo JSON Lines o CSV").setInputFiles({
-      name: "lote.csv",
-      mimeType: "text/csv",
-      buffer: Buffer.from(csv),
-    });
-    await page.getByRole("button", { name: "Importar" }).last().click();
+    await importFile(page, { name: "lote.csv", mimeType: "text/csv", buffer: Buffer.from(csv) });
     await page.locator("#import-status", { hasText: "100 de 252 productos procesados…" }).waitFor();
     expect(await progressOf(page)).toEqual(["100", "252"]);
     expect(await text(page, "#import-created")).toBe("99");
@@ -616,12 +617,11 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
       "{ esto no es JSON",
     ];
     await page.unroute("**/products/bulk");
-    await page.getByLabel("Archivo JSON Lines o CSV").setInputFiles({
+    await importFile(page, {
       name: "cambios.jsonl",
       mimeType: "application/x-ndjson",
       buffer: Buffer.from(lines.join("\n")),
     });
-    await page.getByRole("button", { name: "Importar" }).last().click();
     await page.locator("#import-status", { hasText: "Importación terminada: 3 productos procesados." }).waitFor();
     expect(await page.locator(".counts dd").allTextContents()).toEqual(["0", "1", "1", "1"]);
     expect(await page.locator("#import-failure-list li").allTextContents()).toEqual(["línea 3: No es JSON válido"]);
@@ -633,12 +633,7 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
     await page.getByRole("button", { name: "Importar" }).click();
     const sheet =
       "name;description;category;sku;price;in_stock;brand\r\nMolinillo eléctrico;Muelas cónicas, 18 niveles;Hoja;HOJA-1;69,50;no;Barista\r\n";
-    await page.getByLabel("Archivo JSON Lines o CSV").setInputFiles({
-      name: "hoja.csv",
-      mimeType: "text/csv",
-      buffer: Buffer.from(sheet),
-    });
-    await page.getByRole("button", { name: "Importar" }).last().click();
+    await importFile(page, { name: "hoja.csv", mimeType: "text/csv", buffer: Buffer.from(sheet) });
     await page.locator("#import-status", { hasText: "Importación terminada: 1 producto procesado." }).waitFor();
     const [imported] = (await api("GET", "/products?category=Hoja")).json.items;
     expect(imported).toMatchObject({
@@ -650,10 +645,7 @@ describe.skipIf(!hasChromium)("the search page in Chromium", () => {
 
     // The same sheet saved as Windows-1252: "é" is one byte, no UTF-8.
     const latin1 = Buffer.from(sheet.replace("HOJA-1", "HOJA-2"), "latin1");
-    await page
-      .getByLabel("Archivo JSON Lines o CSV")
-      .setInputFiles({ name: "hoja.csv", mimeType: "text/csv", buffer: latin1 });
-    await page.getByRole("button", { name: "Importar" }).last().click();
+    await importFile(page, { name: "hoja.csv", mimeType: "text/csv", buffer: latin1 });
     await page.locator("#import-error", { hasText: "El archivo no está en UTF-8 (la línea 2 no lo es)" }).waitFor();
     expect((await api("GET", "/products?category=Hoja")).json.total).toBe(1);
   });

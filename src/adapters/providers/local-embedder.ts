@@ -36,8 +36,8 @@ interface Pending {
  * thread (local-model-worker.ts): a batch of 16 holds its thread for about 70 ms and an import's
  * chunk for hundreds, which on the thread that serves requests and runs the embedded database
  * stalled every search meanwhile. Each loads the model on its first use (`load()` loads the
- * queries' now); concurrent first calls share the load. The worker keeps the process alive only while it has work; if it dies, what it was doing
- * fails and the next call starts another.
+ * queries' now); concurrent first calls share the load. The worker keeps the process alive only
+ * while it has work; if it dies, what it was doing fails and the next call starts another.
  */
 export class LocalEmbedder implements Embedder {
   readonly model = LOCAL_EMBEDDING_MODEL;

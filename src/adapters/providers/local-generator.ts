@@ -1,6 +1,6 @@
 import { citationMarker } from "../../domain/citations.ts";
 import type { ScoredProduct } from "../../domain/product.ts";
-import { availabilityLabel, formatPrice, shopFactsOf } from "../../domain/shop-facts.ts";
+import { availabilityLabel, formatAmount, formatPrice, shopFactsOf } from "../../domain/shop-facts.ts";
 import type { GenerationEvent, Generator, Recommendation, RecommendationRequest } from "../../ports/generator.ts";
 import { plain } from "./untrusted-text.ts";
 
@@ -125,9 +125,7 @@ function describe(product: ScoredProduct, { category = true } = {}): string {
     categoryName && `categoría ${categoryName}`,
     // Without a currency a bare number would not read as a price.
     price !== undefined &&
-      (currency === undefined
-        ? `precio ${formatPrice(price, undefined)}`
-        : formatPrice(price, plain(currency, MAX_CURRENCY))),
+      (currency === undefined ? `precio ${formatAmount(price)}` : formatPrice(price, plain(currency, MAX_CURRENCY))),
     inStock !== undefined && availabilityLabel(inStock).toLowerCase(),
   ].filter((detail): detail is string => typeof detail === "string" && detail !== "");
   const name = `«${plain(product.name, MAX_NAME) || "sin nombre"}» ${citationMarker(product.id)}`;

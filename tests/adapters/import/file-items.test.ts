@@ -243,8 +243,7 @@ describe("CSV attribute columns", () => {
       "A-4,Chancla,Playera,calzado,Zeta,3,VERDADERO,\n",
       "A-5,Chancla 2,Playera,calzado,Zeta,3,Falso,\n",
     );
-    const items: JsonItem[] = [];
-    for await (const item of (await openImportFile(path)).items) items.push(item);
+    const items = await readAll(path);
     expect(items).toEqual([
       {
         index: 0,
@@ -298,8 +297,7 @@ describe("CSV attribute columns", () => {
       "Zapatilla,Ligera,calzado,0.35,yes, 41 | 42 ||43 ,59.90 €,007\n",
       "Bota,Pesada,calzado,,,|,,\n",
     );
-    const items: JsonItem[] = [];
-    for await (const item of (await openImportFile(path)).items) items.push(item);
+    const items = await readAll(path);
     expect(items.map((item) => ("value" in item ? (item.value as { attributes?: unknown }).attributes : item))).toEqual(
       [{ weight: 0.35, gift: true, sizes: ["41", "42", "43"], price: "59.90 €", code: "007" }, undefined],
     );
@@ -312,8 +310,7 @@ describe("CSV attribute columns", () => {
       'Z-1;Zapatilla;"Ligera; para correr";calzado;59,90;41|42\n',
       "Z-2;Bota, de montaña;Pesada;calzado;120;\n",
     );
-    const items: JsonItem[] = [];
-    for await (const item of (await openImportFile(path)).items) items.push(item);
+    const items = await readAll(path);
     expect(items).toEqual([
       {
         index: 0,
@@ -348,8 +345,7 @@ describe("CSV attribute columns", () => {
       "j,k,l,1e3,no\n",
       "m,n,o,-3,no\n",
     );
-    const items: JsonItem[] = [];
-    for await (const item of (await openImportFile(path)).items) items.push(item);
+    const items = await readAll(path);
     expect(items.map((item) => ("problem" in item ? item.problem : item.value))).toEqual([
       "La columna 'price' es de números y «1.234,50» no lo es (escríbalo como 1234.50 o 1234,50, sin separador de miles ni moneda)",
       "La columna 'price' es de números y «59.90 €» no lo es (escríbalo como 1234.50 o 1234,50, sin separador de miles ni moneda)",
