@@ -5,7 +5,7 @@
  *
  *   bun run bench:scale -- --n 100000 [--database-url postgres://...] [--engine pg|pglite]
  *     [--index ivf-bq|hnsw-bq|halfvec] [--sample 10000] [--live 5000] [--dimension 3072]
- *     [--latency-ms 200] [--batch 1000] [--clients 4] [--queries 100] [--filtered-queries 10]
+ *     [--latency-ms 200] [--batch 1000] [--clients 4] [--queries 100] [--filtered-queries 10] [--fresh-queries 200]
  *     [--passes 3] [--scan 5,10,20] [--rerank 40,100,200] [--probes auto|P] [--ef-search E] [--rerank-depth R]
  *     [--build-memory auto|1GB] [--build-workers 2] [--keep] [--reuse DATABASE] [--quick] [--profile DIR]
  *     [--provider-encoding base64|float] [--filter-exact-max-rows R] [--filter-far-exact-max-rows R]
@@ -29,7 +29,10 @@
  *    database reports it), then search latency (PostgresProductRepository.searchByVector, the SQL
  *    part of a search, one query at a time, `--passes` times each) and recall@10 at each `--scan`
  *    (IVFFlat probes, or HNSW ef_search) × `--rerank` depth, then at the service's settings
- *    (`--probes`, `--ef-search`, `--rerank-depth`: the JSON's figures) with filtered recall;
+ *    (`--probes`, `--ef-search`, `--rerank-depth`: the JSON's figures) with filtered recall; and
+ *    `--fresh-queries` more at those settings, each searched once, near rows no query before was
+ *    (fresh_p50_ms: a query seen for the first time, whose rows the database may have to read from
+ *    the disk; the others' rows were read by their exact search, then by each pass);
  * 5. with the index live: `--live` products through the bulk path (ingest_live_index_per_s), then
  *    `--live` by COPY (copy_live_index_per_s).
  * In step 2, on a server on this machine, each phase's CPU per row is counted (the server's processes,
@@ -97,6 +100,7 @@ const { values: args } = parseArgs({
     clients: { type: "string", default: "4" },
     queries: { type: "string", default: "100" },
     "filtered-queries": { type: "string", default: "10" },
+    "fresh-queries": { type: "string", default: "200" },
     passes: { type: "string", default: "3" },
     scan: { type: "string" },
     rerank: { type: "string" },
@@ -134,6 +138,7 @@ const BATCH = Number(args.batch);
 const CLIENTS = Number(args.clients);
 const QUERIES = QUICK ? 20 : Number(args.queries);
 const FILTERED_QUERIES = QUICK ? 3 : Number(args["filtered-queries"]);
+const FRESH_QUERIES = QUICK ? 20 : Number(args["fresh-queries"]);
 const PASSES = QUICK ? 1 : Number(args.passes);
 const EF_SEARCH = Number(args["ef-search"]);
 const PROBES: number | "auto" = args.probes === "auto" ? "auto" : Number(args.probes);
@@ -470,6 +475,14 @@ function unfilteredQueries(): Query[] {
   }));
 }
 
+/** Queries like the unfiltered ones, near other rows: none of them searched before (step 4). */
+function freshQueries(): Query[] {
+  return Array.from({ length: FRESH_QUERIES }, (_, i) => ({
+    vector: queryNear(seedOf(`fresh:${i}`) % N, `fresh:${i}`),
+    label: "fresh",
+  }));
+}
+
 /** Categories of about 0.1 %, 1 %, 5 % and 30 % of the products; per category, queries near it and far from it. */
 function filteredQueries(): Query[] {
   const counts = new Map<string, number>();
@@ -513,10 +526,15 @@ interface Timing {
   ids: number[][];
 }
 
-async function run(repository: PostgresProductRepository, queries: readonly Query[], passes = PASSES): Promise<Timing> {
+async function run(
+  repository: PostgresProductRepository,
+  queries: readonly Query[],
+  passes = PASSES,
+  warmUp = 5,
+): Promise<Timing> {
   const times: number[] = [];
   const ids: number[][] = [];
-  for (const query of queries.slice(0, 5)) {
+  for (const query of queries.slice(0, warmUp)) {
     await repository.searchByVector(query.vector, { limit: K, categories: query.categories });
   }
   // Every query `passes` times; latency over all of them (a running service has its index in
@@ -842,6 +860,13 @@ try {
     p95_ms: round(headline.p95, 2),
     recall_at_10: round(headlineRecall, 3),
   });
+  if (FRESH_QUERIES > 0) {
+    const fresh = await run(service, freshQueries(), 1, 0);
+    console.log(
+      `service settings, ${FRESH_QUERIES} queries seen for the first time: p50 ${fmt(fresh.p50)} ms, p95 ${fmt(fresh.p95)} ms`,
+    );
+    Object.assign(figures, { fresh_p50_ms: round(fresh.p50, 2), fresh_p95_ms: round(fresh.p95, 2) });
+  }
   let found = 0;
   let total = 0;
   for (const [label, truth] of exactFiltered) {
