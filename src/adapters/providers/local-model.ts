@@ -37,16 +37,50 @@ export interface LocalModelOptions {
   onnxruntimeBinding?: string;
 }
 
-interface LoadedModel {
-  extractor: FeatureExtractionPipeline;
-  meanPooling: (lastHiddenState: Tensor, attentionMask: Tensor) => Tensor;
+/**
+ * Each text's sentence vector from the model's token vectors (`hidden`, rows × tokens × width):
+ * the mean of the tokens its attention mask keeps, scaled to unit length. The same float32 values,
+ * bit for bit, as transformers' `mean_pooling` then `normalize(2, -1)` (the feature-extraction
+ * pipeline's { pooling: "mean", normalize: true }): the mean summed in doubles, the norm's squares
+ * added in float32 as its reduction does. Theirs converts a mask value (a BigInt64Array's, a new
+ * BigInt each read) for every dimension of every token: 8.4 ms for a batch of 16 products of 64
+ * tokens and 0.13 ms for a query, against 0.40 and 0.008 ms here (measured side by side, stop 40).
+ */
+export function meanPooledUnitVectors(
+  hidden: Float32Array,
+  [rows, tokens, width]: readonly [number, number, number],
+  mask: ArrayLike<bigint | number>,
+): Float32Array {
+  const vectors = new Float32Array(rows * width);
+  const kept = new Float64Array(tokens);
+  for (let row = 0; row < rows; row++) {
+    let count = 0;
+    for (let token = 0; token < tokens; token++) {
+      kept[token] = Number(mask[row * tokens + token]);
+      count += kept[token] as number;
+    }
+    const first = row * tokens * width;
+    const out = vectors.subarray(row * width, (row + 1) * width);
+    for (let k = 0; k < width; k++) {
+      let sum = 0;
+      for (let token = 0; token < tokens; token++) {
+        sum += (hidden[first + token * width + k] as number) * (kept[token] as number);
+      }
+      out[k] = sum / count;
+    }
+    let squares = 0;
+    for (const value of out) squares = Math.fround(squares + value ** 2);
+    const norm = Math.fround(squares ** 0.5);
+    for (let k = 0; k < width; k++) out[k] = (out[k] as number) / norm;
+  }
+  return vectors;
 }
 
 export class LocalModel {
   private readonly modelDir: string;
   private readonly batchSize: number;
   private readonly onnxruntimeBinding: string | undefined;
-  private loading: Promise<LoadedModel> | null = null;
+  private loading: Promise<FeatureExtractionPipeline> | null = null;
 
   constructor(modelDir: string, options: LocalModelOptions = {}) {
     this.modelDir = resolve(modelDir);
@@ -66,28 +100,29 @@ export class LocalModel {
   async embed(texts: readonly string[], betweenBatches?: () => Promise<void>): Promise<Float32Array<ArrayBuffer>> {
     const vectors = new Float32Array(texts.length * LOCAL_EMBEDDING_DIMENSION);
     if (texts.length === 0) return vectors;
-    const { extractor, meanPooling } = await this.pipeline();
+    const extractor = await this.pipeline();
     // Batches of similar length waste less work on padding: embed in length order, answer in input order.
     const order = texts.map((_, i) => i).sort((a, b) => (texts[a] as string).length - (texts[b] as string).length);
     for (let start = 0; start < order.length; start += this.batchSize) {
       await betweenBatches?.();
       const indices = order.slice(start, start + this.batchSize);
-      // What the feature-extraction pipeline does with { pooling: "mean", normalize: true }, plus the token cap.
+      // What the feature-extraction pipeline does with { pooling: "mean", normalize: true }, plus the
+      // token cap; the pooling is meanPooledUnitVectors'.
       const inputs = extractor.tokenizer(
         indices.map((i) => texts[i] as string),
         { padding: true, truncation: true, max_length: MAX_TOKENS },
       );
       const { last_hidden_state: hidden } = (await extractor.model(inputs)) as { last_hidden_state: Tensor };
-      const output = meanPooling(hidden, inputs.attention_mask as Tensor).normalize(2, -1);
-      const [rows, columns] = output.dims;
-      if (rows !== indices.length || columns !== LOCAL_EMBEDDING_DIMENSION) {
-        throw new Error(`the offline model returned a [${output.dims.join(", ")}] tensor for ${indices.length} texts`);
+      const [rows, tokens, columns] = hidden.dims;
+      if (rows !== indices.length || columns !== LOCAL_EMBEDDING_DIMENSION || tokens === undefined) {
+        throw new Error(`the offline model returned a [${hidden.dims.join(", ")}] tensor for ${indices.length} texts`);
       }
-      const data = output.data as Float32Array;
+      const mask = (inputs.attention_mask as Tensor).data as BigInt64Array;
+      const data = meanPooledUnitVectors(hidden.data as Float32Array, [rows, tokens, columns], mask);
       indices.forEach((textIndex, row) => {
         vectors.set(data.subarray(row * columns, (row + 1) * columns), textIndex * LOCAL_EMBEDDING_DIMENSION);
       });
-      for (const tensor of [output, hidden, ...Object.values(inputs)] as Tensor[]) tensor.dispose();
+      for (const tensor of [hidden, ...Object.values(inputs)] as Tensor[]) tensor.dispose();
     }
     return vectors;
   }
@@ -96,10 +131,10 @@ export class LocalModel {
   async dispose(): Promise<void> {
     const loading = this.loading;
     this.loading = null;
-    if (loading) await (await loading.catch(() => null))?.extractor.dispose();
+    if (loading) await (await loading.catch(() => null))?.dispose();
   }
 
-  private pipeline(): Promise<LoadedModel> {
+  private pipeline(): Promise<FeatureExtractionPipeline> {
     if (!this.loading) {
       const loading = this.open();
       // A failed load is not kept: the next call tries again (e.g. after the model is installed).
@@ -111,7 +146,7 @@ export class LocalModel {
     return this.loading;
   }
 
-  private async open(): Promise<LoadedModel> {
+  private async open(): Promise<FeatureExtractionPipeline> {
     const missing = LOCAL_MODEL_FILES.filter((file) => !existsSync(join(this.modelDir, file)));
     if (missing.length > 0) {
       throw new Error(
@@ -125,13 +160,13 @@ export class LocalModel {
     }
     // Imported here, not at the top: the ONNX runtime (and sharp, which transformers imports eagerly)
     // is only loaded by processes that actually embed locally.
-    const { env, mean_pooling, pipeline } = await import("@huggingface/transformers");
+    const { env, pipeline } = await import("@huggingface/transformers");
     env.allowRemoteModels = false;
     env.allowLocalModels = true;
     env.useFSCache = false;
     env.useBrowserCache = false;
     env.localModelPath = dirname(this.modelDir);
-    const extractor = await pipeline("feature-extraction", basename(this.modelDir), {
+    return pipeline("feature-extraction", basename(this.modelDir), {
       dtype: "q4",
       // ONNX Runtime's worker threads spin after each run by default, waiting for the next one: 7 ms
       // of a core per query here, taken from Apertium's processes and the database that come next.
@@ -139,6 +174,5 @@ export class LocalModel {
       // p95 24.2 to 27.0 ms against 31.5 to 42.9, p50 14.5 to 16.7 against 15.6 to 20.3.
       session_options: { extra: { session: { intra_op: { allow_spinning: "0" }, inter_op: { allow_spinning: "0" } } } },
     });
-    return { extractor, meanPooling: mean_pooling };
   }
 }
