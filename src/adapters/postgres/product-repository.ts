@@ -751,10 +751,12 @@ export class PostgresProductRepository implements ProductRepository {
       // cosine (a row carries its out-of-row vector as a pointer until the cosine reads it). The
       // finalists are the `limit` best by the scanned column: half precision moves a cosine by about
       // 1e-5, so the exact order could only take in a product from further down through a tie that
-      // close at the last place. Each full vector read costs about 0.1 ms at 1,000,000 × 3072 (its
-      // TOAST chunks): twice the limit, as before stop 40, took p50 6.25 to 6.87 ms there against
-      // 5.55 to 5.64 with the limit, at the same recall@10 (0.991; README "Vector index"). The rows
-      // come from the scan itself: no second lookup by id (0.26 ms of 4.6 at 100,000 × 3072).
+      // close at the last place. At 1,000,000 × 3072 a full vector (its TOAST chunks) took about
+      // 0.03 ms to read from memory and 0.45 ms from the disk: twice the limit, as before stop 40,
+      // took p50 6.25 to 6.87 ms there (16.3 to 17.1 for a query seen for the first time) against
+      // 5.55 to 5.64 (11.8 to 12.6) with the limit, at the same recall@10 (0.991; README "Vector
+      // index"). The rows come from the scan itself: no second lookup by id (0.26 ms of 4.6 at
+      // 100,000 × 3072).
       return tx.query<ProductRow & { version: number; distance: number }>(
         `WITH dense AS (${dense}),
          finalists AS (SELECT * FROM dense ORDER BY near LIMIT $2)
