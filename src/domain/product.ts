@@ -53,9 +53,14 @@ export interface VersionedHit extends ScoredProduct {
   version: number;
 }
 
-/** A candidate of a hybrid search: its cosine (`score`) and how well its words match the query's (0: not at all). */
+/**
+ * A candidate of a hybrid search: its cosine (`score`) and how well its words match the query's (0:
+ * not at all). `approximateScore`: the cosine is its vector's half-precision copy's, within about
+ * 1e-5 of the exact one, which ProductRepository.exactScores gives.
+ */
 export interface HybridCandidate extends VersionedHit {
   lexical: number;
+  approximateScore?: boolean;
 }
 
 /** Longest accepted value of each field, in characters. */

@@ -539,9 +539,17 @@ export class SearchAndRecommend {
     if (minScore > 0 && nearest < minScore && !candidates.some((candidate) => candidate.lexical > 0)) return [];
     // Lexical: ranked by the words alone; which categories dominate is still told by meaning and words together.
     const alpha = checked.mode === "lexical" ? 0 : checked.alpha;
-    return fuse(candidates, { alpha, categoryBoost, dominanceAlpha: checked.alpha })
-      .slice(0, checked.limit)
-      .map(({ lexical: _lexical, ...hit }) => hit);
+    const best = fuse(candidates, { alpha, categoryBoost, dominanceAlpha: checked.alpha }).slice(0, checked.limit);
+    const hits = best.map(({ lexical: _lexical, approximateScore: _approximate, ...hit }) => hit);
+    // The answers' cosines exact, read for them alone (a browsing window's stay its scan's, as its
+    // semantic search's do: SearchQuery.window). A product gone meanwhile keeps its candidate's
+    // score, and the consistency check leaves it out.
+    if (checked.window || !best.some((candidate) => candidate.approximateScore)) return hits;
+    const exact = await products.exactScores(
+      embedding,
+      hits.map((hit) => hit.id),
+    );
+    return hits.map((hit) => ({ ...hit, score: exact.get(hit.id) ?? hit.score }));
   }
 
   /**

@@ -199,9 +199,12 @@ export interface ProductRepository {
   /**
    * The candidates of a hybrid or lexical search: the products most similar to `embedding`
    * together with those whose words best match the lexical query, each with both its cosine and
-   * its lexical score.
+   * its lexical score. A cosine may be approximate (HybridCandidate.approximateScore): reading every
+   * candidate's full vector would cost more than ranking them needs.
    */
   hybridCandidates(embedding: Vector, lexical: LexicalQuery, query: HybridQuery): Promise<HybridCandidate[]>;
+  /** The exact cosine similarity to `embedding` of each of these products that exists, by its stored vector. */
+  exactScores(embedding: Vector, ids: readonly number[]): Promise<Map<number, number>>;
   /**
    * Whether the catalogue's names or categories hold any of these words (lower case), or for a
    * word of 4 or more letters one like it by spelling (as the lexical query's typo tolerance).

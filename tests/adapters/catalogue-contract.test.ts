@@ -393,6 +393,37 @@ function lexicalContract(open: Open): void {
     expect(byId.get(espresso.id)?.score).toBeCloseTo(0, 5);
   });
 
+  test("exactScores: the exact cosine of each product that exists; a hybrid candidate's cosine is exact unless it says it is not, and close even then", async () => {
+    for (const dimension of [4, 512]) {
+      const products = await open(dimension);
+      const random = seededRandom(dimension);
+      const vectorOf = () => Array.from({ length: dimension }, () => random() - 0.5);
+      const stored = [];
+      for (const name of ["Espresso machine", "Coffee grinder", "Kettle"]) {
+        const vector = vectorOf();
+        stored.push({
+          id: (await add(products, { name, description: "For coffee", category: "kitchen" }, vector)).id,
+          vector,
+        });
+      }
+      const gone = stored.pop() as { id: number };
+      expect(await products.remove(gone.id)).toBe(true);
+      const query = vectorOf();
+      const scores = await products.exactScores(query, [...stored.map((product) => product.id), gone.id]);
+      expect([...scores.keys()].sort()).toEqual(stored.map((product) => product.id).sort());
+      for (const { id, vector } of stored) expect(scores.get(id)).toBeCloseTo(cosineSimilarity(query, vector), 6);
+      expect(await products.exactScores(query, [])).toEqual(new Map());
+
+      const candidates = await products.hybridCandidates(query, words("coffee"), { candidates: 5 });
+      expect(candidates.map((candidate) => candidate.id).sort()).toEqual(stored.map((product) => product.id).sort());
+      for (const candidate of candidates) {
+        expect(candidate.score).toBeCloseTo(scores.get(candidate.id) as number, 3);
+        // Approximate only where the scan reads a half-precision copy (never in the memory fake).
+        if (!candidate.approximateScore) expect(candidate.score).toBeCloseTo(scores.get(candidate.id) as number, 6);
+      }
+    }
+  });
+
   test("hybrid candidates honour the category filter on both sides", async () => {
     const products = await open(4);
     await add(products, { name: "Espresso machine", description: "Coffee", category: "kitchen" }, [1, 0, 0, 0]);
@@ -527,13 +558,14 @@ function isolationContract(openStore: OpenStore): void {
     expect(await main.add(row({ ...mug, sku: "T-9" }, [0, 0, 0, 1]))).toMatchObject({ created: { sku: "T-9" } });
   });
 
-  test("another catalogue's product is not there: get, update, remove, versions, findBySkus", async () => {
+  test("another catalogue's product is not there: get, update, remove, versions, exactScores, findBySkus", async () => {
     const { main, outlet, theirs, theirMug } = await twoShops();
     expect(await main.get(theirs.id)).toBeNull();
     expect(await main.get(theirs.id, { latest: true })).toBeNull();
     expect(await main.update(theirs.id, 1, { fields: { ...boot, sku: "Z-1" } })).toEqual({ missing: true });
     expect(await main.remove(theirMug.id)).toBe(false);
     expect(await main.versions([theirs.id, theirMug.id])).toEqual(new Map());
+    expect(await main.exactScores([1, 0, 0, 0], [theirs.id, theirMug.id])).toEqual(new Map());
     expect(await main.findBySkus(["T-9"])).toEqual([]);
     expect((await main.findBySkus(["Z-1"])).map((product) => product.id)).not.toContain(theirs.id);
     // Untouched in its own catalogue.

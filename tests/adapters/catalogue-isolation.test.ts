@@ -463,6 +463,7 @@ describe("the first wall", () => {
       );
       await products.knowsAnyWord(["zapatila", "otra"]);
       await products.versions([added.id]);
+      await products.exactScores([1, 0, 0, 0], [added.id]);
       await products.remove(added.id);
       // Each read or change of products (or of their words, or of the search vocabulary) comes with
       // its own `catalogue = $n`; each insert names the catalogue of its rows.

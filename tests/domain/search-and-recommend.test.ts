@@ -707,6 +707,40 @@ describe("SearchAndRecommend: the lexical side (hybrid and lexical modes)", () =
     expect(asked).toEqual([]);
   });
 
+  test("approximate candidate cosines: the answers' exact ones are asked for them alone and answered; exact ones are kept as they are", async () => {
+    await fillCatalogue();
+    const repository = products.in("default");
+    const hybridCandidates = repository.hybridCandidates.bind(repository);
+    const exactScores = repository.exactScores.bind(repository);
+    const asked: number[][] = [];
+    repository.exactScores = async (embedding, ids) => {
+      asked.push([...ids]);
+      return exactScores(embedding, ids);
+    };
+    const modes = ["hybrid", "lexical"] as const;
+    const answer = (mode: (typeof modes)[number]) =>
+      search.execute({ query: "café", mode, limit: 3 }, { catalogue: "default" });
+    // The memory repository's cosines are exact: nothing more is asked.
+    const exact = { hybrid: await answer("hybrid"), lexical: await answer("lexical") };
+    expect(asked).toEqual([]);
+
+    // As a repository whose candidates are scored by a half-precision copy: each a little off.
+    repository.hybridCandidates = async (embedding, lexical, query) =>
+      (await hybridCandidates(embedding, lexical, query)).map((candidate) => ({
+        ...candidate,
+        score: candidate.score - 1e-4,
+        approximateScore: true,
+      }));
+    for (const mode of modes) {
+      asked.length = 0;
+      const { results } = await answer(mode);
+      expect(asked).toEqual([results.map((result) => result.id)]);
+      expect(results).toHaveLength(3);
+      // The same answers, with the exact cosines: none of the candidates' own.
+      expect(results).toEqual(exact[mode].results);
+    }
+  });
+
   test("lexical mode ranks by the words, the cosine ordering what they do not tell apart; alpha is only for hybrid", async () => {
     await fillCatalogue();
     const { results } = await search.execute(

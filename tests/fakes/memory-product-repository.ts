@@ -312,6 +312,16 @@ export class MemoryCatalogueProducts implements ProductRepository {
       .slice(0, Math.max(0, query.limit));
   }
 
+  async exactScores(embedding: Vector, ids: readonly number[]): Promise<Map<number, number>> {
+    this.checkUp();
+    const scores = new Map<number, number>();
+    for (const id of ids) {
+      const row = this.rows.get(id);
+      if (row) scores.set(id, cosineSimilarity(embedding, row.embedding));
+    }
+    return scores;
+  }
+
   /**
    * Lexical score here: how many of the texts' words (lower-cased, 4 letters or more: no stop words) the product's
    * name (weight 1), category (0.4) and description (0.2) contain. Not PostgreSQL's ranking, but

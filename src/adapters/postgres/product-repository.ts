@@ -793,9 +793,11 @@ export class PostgresProductRepository implements ProductRepository {
         "id",
         query.window ? WINDOW_BITS_FACTOR * query.candidates : query.candidates,
       );
-      // A browsing search's candidates are scored by the scanned column, as its semantic window is.
-      const distance = query.window ? near : "embedding <=> q.v";
-      // The words are matched through CATALOGUE_WORDS_VIEW, where the GIN index serves `@@` (schema.ts).
+      // Every candidate is scored by the scanned column, in the row: past 512 dimensions the full
+      // vectors are out of it, and the search reads them for its answers alone (exactScores), as a
+      // semantic search does for its finalists. A browsing search keeps these, as its semantic
+      // window does. The words are matched through CATALOGUE_WORDS_VIEW, where the GIN index serves
+      // `@@` (schema.ts).
       return tx.query<ProductRow & { version: number; distance: number; lexical: number }>(
         `WITH q AS (SELECT $1::vector AS v, (${lexicalQuerySql("$6")}) AS t),
          dense AS (${dense}),
@@ -804,7 +806,7 @@ export class PostgresProductRepository implements ProductRepository {
            WHERE catalogue = $6 AND search_text @@ q.t ${filter ? `AND ${filter.sql}` : ""}
            ORDER BY ts_rank(search_text, q.t) DESC, id LIMIT $4
          )
-         SELECT ${PRODUCT_COLUMNS}, version, ${distance} AS distance, ts_rank(search_text, q.t) AS lexical
+         SELECT ${PRODUCT_COLUMNS}, version, ${near} AS distance, ts_rank(search_text, q.t) AS lexical
          FROM products, q
          WHERE catalogue = $6 AND id IN (SELECT id FROM dense UNION SELECT id FROM lexical)`,
         params,
@@ -815,7 +817,20 @@ export class PostgresProductRepository implements ProductRepository {
       version: Number(row.version),
       score: 1 - Number(row.distance),
       lexical: Number(row.lexical),
+      ...(this.scansHalfCopy ? { approximateScore: true } : {}),
     }));
+  }
+
+  async exactScores(embedding: Vector, ids: readonly number[]): Promise<Map<number, number>> {
+    if (ids.length === 0) return new Map();
+    const rows = await this.inCatalogue(this.reads, (tx) =>
+      tx.query<{ id: number | string; distance: number }>(
+        `SELECT id, embedding <=> $1::vector AS distance FROM products
+         WHERE catalogue = $2 AND id = ANY($3::bigint[])`,
+        [vectorParam(embedding), this.catalogue, [...ids]],
+      ),
+    );
+    return new Map(rows.map((row) => [Number(row.id), 1 - Number(row.distance)]));
   }
 
   async knowsAnyWord(words: readonly string[]): Promise<boolean> {
