@@ -1,6 +1,6 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { ProductCatalogues, ProductRepository } from "../ports/product-repository.ts";
-import { embedAhead, embedMany } from "./embed.ts";
+import { batchSizeFor, callsAtOnce, embedAhead, embedMany } from "./embed.ts";
 import { contentDigest, embeddingText, type StoredProduct } from "./product.ts";
 import type { Vector } from "./vector.ts";
 
@@ -56,7 +56,7 @@ export class EmbedStaleProducts {
 
   async execute(catalogue: string, options: EmbedStaleOptions = {}): Promise<EmbedStaleResult> {
     const products = this.deps.products.in(catalogue);
-    const batchSize = Math.max(1, Math.floor(options.batchSize ?? this.deps.embedder.textsPerCall ?? 64));
+    const batchSize = batchSizeFor(this.deps.embedder, options.batchSize);
     const embedded = await products.embeddedAttributes();
     const { products: total } = await this.count(catalogue);
     const result: EmbedStaleResult = { products: total, embedded: 0, changedMeanwhile: 0 };
@@ -76,7 +76,7 @@ export class EmbedStaleProducts {
             options.signal,
           );
     // The next pages are read and embedded while one is written (a few with a remote provider).
-    await embedAhead(staleOfPages(), this.deps.embedder.callsAtOnce ?? 1, embed, async ({ size, stale }, vectors) => {
+    await embedAhead(staleOfPages(), callsAtOnce(this.deps.embedder), embed, async ({ size, stale }, vectors) => {
       checked += size;
       if (stale.length > 0) {
         options.signal?.throwIfAborted();

@@ -43,6 +43,16 @@ export async function embedOne(
   return vector as Vector;
 }
 
+/** How many calls `embedder` serves at once faster than one after another (Embedder.callsAtOnce; absent: 1). */
+export function callsAtOnce(embedder: Embedder): number {
+  return Math.max(1, Math.floor(embedder.callsAtOnce ?? 1));
+}
+
+/** Texts a batch holds: `requested`, else what a call of `embedder` is best given (Embedder.textsPerCall; absent: 64). */
+export function batchSizeFor(embedder: Embedder, requested?: number): number {
+  return Math.max(1, Math.floor(requested ?? embedder.textsPerCall ?? 64));
+}
+
 /**
  * Works through `batches` (read lazily, in order) with their embeddings (or whatever `embed` makes
  * of them) made `ahead` batches at a time (the embedder's callsAtOnce: a remote provider's calls
@@ -58,9 +68,10 @@ export async function embedAhead<B, E = Vector[]>(
 ): Promise<void> {
   const iterator = batches[Symbol.asyncIterator]();
   const embedding: { batch: B; vectors: Promise<E> }[] = [];
+  const most = Math.max(1, Math.floor(ahead));
   let exhausted = false;
   const readAhead = async () => {
-    while (!exhausted && embedding.length < Math.max(1, Math.floor(ahead))) {
+    while (!exhausted && embedding.length < most) {
       const next = await iterator.next();
       if (next.done) {
         exhausted = true;

@@ -2,7 +2,7 @@ import type { Embedder } from "../ports/embedder.ts";
 import type { EmbeddingSpace } from "../ports/embedding-space.ts";
 import type { BulkWrite, BulkWriteOutcome, ProductCatalogues, ProductRepository } from "../ports/product-repository.ts";
 import { type Attributes, sameAttributes } from "./attributes.ts";
-import { embedAhead, embedMany } from "./embed.ts";
+import { callsAtOnce, embedAhead, embedMany } from "./embed.ts";
 import { DatabaseReadOnly, DomainError, EmbeddingSpaceChanged } from "./errors.ts";
 import {
   contentDigest,
@@ -224,7 +224,7 @@ export class ImportProducts {
       // after another, so a failure leaves every later chunk unwritten.
       await embedAhead(
         chunks(),
-        this.deps.embedder.callsAtOnce ?? 1,
+        callsAtOnce(this.deps.embedder),
         (chunk) => this.prepare(products, chunk.items, options.signal),
         async (chunk, prepared) => {
           options.signal?.throwIfAborted();

@@ -1,7 +1,7 @@
 import type { Embedder } from "../ports/embedder.ts";
 import type { EmbeddingSpace, EmbeddingSpaceStore, ProductText } from "../ports/embedding-space.ts";
 import type { UpkeepLease } from "../ports/upkeep-lease.ts";
-import { embedAhead, embedMany } from "./embed.ts";
+import { batchSizeFor, callsAtOnce, embedAhead, embedMany } from "./embed.ts";
 import { embeddingText } from "./product.ts";
 import type { Vector } from "./vector.ts";
 
@@ -63,7 +63,7 @@ export class ReembedCatalogue {
 
   private async run(options: ReembedOptions): Promise<{ products: number }> {
     const { space: store, embedder } = this.deps;
-    const batchSize = Math.max(1, Math.floor(options.batchSize ?? embedder.textsPerCall ?? 64));
+    const batchSize = batchSizeFor(embedder, options.batchSize);
     const space = { model: embedder.model, dimension: embedder.dimension };
     const { staged, total } = await store.beginStaging(space);
     options.onEvent?.({ type: "started", staged, total, space });
@@ -86,7 +86,7 @@ export class ReembedCatalogue {
     }
     let done = staged;
     // The next batches are read and embedded while one is staged (a few with a remote provider).
-    await embedAhead(unstaged(), embedder.callsAtOnce ?? 1, embed, async (batch, vectors) => {
+    await embedAhead(unstaged(), callsAtOnce(embedder), embed, async (batch, vectors) => {
       await store.stage(batch.map(({ id, contentDigest }, i) => ({ id, contentDigest, vector: vectors[i] as Vector })));
       done = Math.min(done + batch.length, total);
       options.onEvent?.({ type: "progress", done, total });
