@@ -750,6 +750,39 @@ forEachDatabase((db) => {
     return { products: new PostgresProducts(client, dimension), catalogues: new PostgresCatalogueRepository(client) };
   });
 
+  test("past LEXICAL_RANK_MAX_ROWS matches, the words ranked are still the products holding every word of the query first, and every product of a rare word", async () => {
+    const client = await db.fresh();
+    await prepareDatabase(client, { model: "test-model", dimension: 4 });
+    // 40 rows ranked at most: half among those holding every word, half shared by the words.
+    const products = new PostgresProducts(client, 4, { ...DEFAULT_SEARCH_PLAN, lexicalRankMaxRows: 40 }).in("default");
+    const insert = (name: string, category: string) => ({
+      kind: "insert" as const,
+      row: row({ name, description: "In stock", category }, [1, 0, 0, 0]),
+    });
+    // Written first, so that a scan in the table's order meets them before the rest.
+    const written = await products.writeMany([
+      ...Array.from({ length: 120 }, (_, i) => insert(`Cotton shirt ${i}`, "clothes")),
+      ...Array.from({ length: 120 }, (_, i) => insert(`Blue mug ${i}`, "kitchen")),
+      insert("Blue shirt with a pocket", "clothes"),
+      insert("Blue shirt, long sleeves", "clothes"),
+      insert("Ganesha statue", "decoration"),
+      insert("Ganesha in brass", "decoration"),
+      insert("Small Ganesha", "decoration"),
+    ]);
+    const ids = written.map((outcome) => ("written" in outcome ? outcome.written.id : 0));
+    const [blueShirts, ganeshas] = [ids.slice(240, 242), ids.slice(242)];
+    const lexicalIds = async (text: string) =>
+      (await products.hybridCandidates([0, 1, 0, 0], words(text), { candidates: 10 }))
+        .filter((candidate) => candidate.lexical > 0)
+        .sort((a, b) => b.lexical - a.lexical || a.id - b.id)
+        .map((candidate) => candidate.id);
+    // 242 products hold "blue" or "shirt": the two that hold both are found, and ranked first.
+    expect((await lexicalIds("blue shirt")).slice(0, 2).sort()).toEqual([...blueShirts].sort());
+    // No product holds both words: each word's share still reaches all three of the rare one.
+    const shirtsAndGaneshas = await lexicalIds("shirt for my ganesha");
+    for (const id of ganeshas) expect(shirtsAndGaneshas).toContain(id);
+  });
+
   test("lexical search stems English and Spanish words alike, and a query of stop words matches nothing", async () => {
     const products = await open(4);
     const shoes = await add(

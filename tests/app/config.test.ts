@@ -106,6 +106,7 @@ describe("loadConfig", () => {
         filterExactMaxRows: 30_000,
         filterFarExactMaxRows: 300_000,
         rerankDepth: 40,
+        lexicalRankMaxRows: 4_000,
         indexedNumberAttributes: [],
       },
       vectorIndexKind: "ivf-bq",
@@ -274,6 +275,7 @@ describe("loadConfig", () => {
       VECTOR_INDEX_KIND: "halfvec",
       VECTOR_RERANK_DEPTH: "300",
       VECTOR_IVF_PROBES: "32",
+      LEXICAL_RANK_MAX_ROWS: "2500",
       INDEXED_NUMBER_ATTRIBUTES: "weight, rating,weight",
     });
     expect(config.vectorSearch).toEqual({
@@ -284,6 +286,7 @@ describe("loadConfig", () => {
       filterFarExactMaxRows: 1_000,
       probes: 32,
       rerankDepth: 300,
+      lexicalRankMaxRows: 2_500,
       indexedNumberAttributes: ["weight", "rating"],
     });
     expect(config.vectorIndexBuildMemory).toBe("256MB");
@@ -356,6 +359,7 @@ describe("loadConfig", () => {
     ["VECTOR_INDEX_BUILD_MEMORY", "Auto"],
     ["VECTOR_INDEX_KIND", "ivfflat"],
     ["VECTOR_RERANK_DEPTH", "5"],
+    ["LEXICAL_RANK_MAX_ROWS", "50"],
     ["VECTOR_IVF_PROBES", "0"],
     ["VECTOR_INDEX_BUILD_WORKERS", "-1"],
     ["INDEXED_NUMBER_ATTRIBUTES", "Weight"],

@@ -71,6 +71,8 @@ export interface VectorSearchSettings {
    * (VECTOR_RERANK_DEPTH): more finds more true neighbours, slower.
    */
   rerankDepth: number;
+  /** The most products matching a lexical query that a hybrid or lexical search ranks (LEXICAL_RANK_MAX_ROWS). */
+  lexicalRankMaxRows?: number;
   /**
    * Number attributes besides `price` with an index of their own (INDEXED_NUMBER_ATTRIBUTES,
    * prepareDatabase): a range on one is estimated by the planner from its statistics.
