@@ -783,7 +783,11 @@ export class PostgresProductRepository implements ProductRepository {
       ];
       const filter = rowFilter(params, query);
       const near = this.scannedDistance(params, embedding);
-      const rankedRows = this.search.lexicalRankMaxRows ?? DEFAULT_SEARCH_PLAN.lexicalRankMaxRows ?? 4_000;
+      // A browsing window may ask for more candidates than the setting would rank.
+      const rankedRows = Math.max(
+        this.search.lexicalRankMaxRows ?? DEFAULT_SEARCH_PLAN.lexicalRankMaxRows ?? 4_000,
+        query.candidates,
+      );
       const everyWordRows = Math.ceil(rankedRows / 2);
       const perWordRows = rankedRows - everyWordRows;
       const dense = await this.denseCandidates(
@@ -1158,11 +1162,13 @@ function misspeltWhere(catalogue: string): string {
 
 /**
  * The lexical query of `$2` (the query's texts) and `$3` (its expansions: other words for them), in the catalogue `catalogue`:
- * `t`, each of their words, stemmed as search_text stems products (TEXT_SEARCH_CONFIGS), any of them
- * matching (OR), so a natural-language query need not contain every word; `parts`, the same words
- * one by one; `every_word`, each text's words all together (AND), any text matching. A word that is a stop
- * word in any of those languages does not count ("for" in English, "para" in Spanish): the other
- * language would keep it and match it everywhere. Empty when no word counts.
+ * - `t`: each of their words, stemmed as search_text stems products (TEXT_SEARCH_CONFIGS), any of
+ *   them matching (OR), so a natural-language query need not contain every word;
+ * - `parts`: the same words one by one;
+ * - `every_word`: the words of a text all together (AND), for each text of two words or more, any
+ *   of them matching.
+ * A word that is a stop word in any of those languages does not count ("for" in English, "para" in
+ * Spanish): the other language would keep it and match it everywhere. Each is empty when no word counts.
  *
  * Typo tolerance: the words of `$5` (those that may be misspelt; null: those of `$2`) that the
  * search vocabulary (the words of the catalogue's names and categories, schema.ts) lacks are also
@@ -1192,6 +1198,7 @@ function lexicalQuerySql(catalogue: string): string {
        unnest(tsvector_to_array(to_tsvector('simple', text.text))) AS said(word), ${configs}
      WHERE ${counts("said.word")}
      GROUP BY text.at, config
+     HAVING count(*) > 1
    )
    SELECT coalesce((SELECT string_agg(part::text, ' | ') FROM parts), '')::tsquery AS t,
      coalesce((SELECT array_agg(part) FROM parts), '{}') AS parts,
