@@ -755,13 +755,13 @@ forEachDatabase((db) => {
     await prepareDatabase(client, { model: "test-model", dimension: 4 });
     // 40 rows ranked at most: half among those holding every word, half shared by the words.
     const products = new PostgresProducts(client, 4, { ...DEFAULT_SEARCH_PLAN, lexicalRankMaxRows: 40 }).in("default");
-    const insert = (name: string, category: string) => ({
+    const insert = (name: string, category: string, embedding = [1, 0, 0, 0]) => ({
       kind: "insert" as const,
-      row: row({ name, description: "In stock", category }, [1, 0, 0, 0]),
+      row: row({ name, description: "In stock", category }, embedding),
     });
     // Written first, so that a scan in the table's order meets them before the rest.
     const written = await products.writeMany([
-      ...Array.from({ length: 120 }, (_, i) => insert(`Cotton shirt ${i}`, "clothes")),
+      ...Array.from({ length: 120 }, (_, i) => insert(`Cotton shirt ${i}`, "clothes", [0, 0, 1, 0])),
       ...Array.from({ length: 120 }, (_, i) => insert(`Blue mug ${i}`, "kitchen")),
       insert("Blue shirt with a pocket", "clothes"),
       insert("Blue shirt, long sleeves", "clothes"),
@@ -781,6 +781,10 @@ forEachDatabase((db) => {
     // No product holds both words: each word's share still reaches all three of the rare one.
     const shirtsAndGaneshas = await lexicalIds("shirt for my ganesha");
     for (const id of ganeshas) expect(shirtsAndGaneshas).toContain(id);
+    // A browsing window of 100 gets its 100 from the words, though more than the 40 ranked (its
+    // nearest 100 by embedding are the other products).
+    const window = await products.hybridCandidates([1, 0, 0, 0], words("shirt"), { candidates: 100, window: true });
+    expect(window.filter((candidate) => candidate.lexical > 0)).toHaveLength(100);
   });
 
   test("lexical search stems English and Spanish words alike, and a query of stop words matches nothing", async () => {

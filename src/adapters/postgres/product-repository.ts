@@ -788,8 +788,6 @@ export class PostgresProductRepository implements ProductRepository {
         this.search.lexicalRankMaxRows ?? DEFAULT_SEARCH_PLAN.lexicalRankMaxRows ?? 4_000,
         query.candidates,
       );
-      const everyWordRows = Math.ceil(rankedRows / 2);
-      const perWordRows = rankedRows - everyWordRows;
       const dense = await this.denseCandidates(
         tx,
         entered,
@@ -808,8 +806,8 @@ export class PostgresProductRepository implements ProductRepository {
       // `@@` (schema.ts).
       //
       // The lexical side ranks (ts_rank) at most lexicalRankMaxRows matching products: up to half
-      // of them among those holding every word of one of the query's texts (`every_word`), the
-      // rest shared equally by its words (`parts`), each word's taken as the index gives them. A
+      // of them among those holding every word of one of the query's texts (`every_word`), what
+      // they leave shared equally by its words (`parts`), each word's taken as the index gives them. A
       // rare word's products are all ranked, and so are those holding every word; of a word that
       // thousands of products hold, some. Ranking every match read each one's row: at 1,000,000
       // products a query of common words matched 300,000 of them and took up to 1.9 s (README
@@ -818,15 +816,18 @@ export class PostgresProductRepository implements ProductRepository {
       return tx.query<ProductRow & { version: number; distance: number; lexical: number }>(
         `WITH q AS (SELECT $1::vector AS v, words.* FROM (${lexicalQuerySql("$6")}) AS words),
          dense AS (${dense}),
+         every_word_matched AS (
+           SELECT id, search_text FROM ${CATALOGUE_WORDS_VIEW}, q
+           WHERE catalogue = $6 AND search_text @@ q.every_word ${filter ? `AND ${filter.sql}` : ""}
+           LIMIT ${Math.ceil(rankedRows / 2)}
+         ),
          matched AS (
-           (SELECT id, search_text FROM ${CATALOGUE_WORDS_VIEW}, q
-            WHERE catalogue = $6 AND search_text @@ q.every_word ${filter ? `AND ${filter.sql}` : ""}
-            LIMIT ${everyWordRows})
+           SELECT id, search_text FROM every_word_matched
            UNION ALL
            (SELECT found.id, found.search_text FROM q, unnest(q.parts) AS part, LATERAL (
               SELECT id, search_text FROM ${CATALOGUE_WORDS_VIEW}
               WHERE catalogue = $6 AND search_text @@ part ${filter ? `AND ${filter.sql}` : ""}
-              LIMIT (SELECT ${perWordRows} / greatest(cardinality(parts), 1) FROM q)
+              LIMIT (SELECT (${rankedRows} - (SELECT count(*) FROM every_word_matched)) / greatest(cardinality(parts), 1) FROM q)
             ) AS found)
          ),
          lexical AS (
