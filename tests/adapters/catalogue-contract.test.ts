@@ -771,16 +771,22 @@ forEachDatabase((db) => {
     ]);
     const ids = written.map((outcome) => ("written" in outcome ? outcome.written.id : 0));
     const [blueShirts, ganeshas] = [ids.slice(240, 242), ids.slice(242)];
-    const lexicalIds = async (text: string) =>
-      (await products.hybridCandidates([0, 1, 0, 0], words(text), { candidates: 10 }))
+    const lexicalIds = async (text: string, within = products) =>
+      (await within.hybridCandidates([0, 1, 0, 0], words(text), { candidates: 10 }))
         .filter((candidate) => candidate.lexical > 0)
         .sort((a, b) => b.lexical - a.lexical || a.id - b.id)
         .map((candidate) => candidate.id);
-    // 242 products hold "blue" or "shirt": the two that hold both are found, and ranked first.
-    expect((await lexicalIds("blue shirt")).slice(0, 2).sort()).toEqual([...blueShirts].sort());
-    // No product holds both words: each word's share still reaches all three of the rare one.
-    const shirtsAndGaneshas = await lexicalIds("shirt for my ganesha");
-    for (const id of ganeshas) expect(shirtsAndGaneshas).toContain(id);
+    // Twice: after the scan of the first 41 matches says there are more, and (the catalogue counted
+    // by ANALYZE: 245 products, over 10 × 20) without that scan.
+    await client.query("ANALYZE products");
+    const ranking20 = new PostgresProducts(client, 4, { ...DEFAULT_SEARCH_PLAN, lexicalRankMaxRows: 20 }).in("default");
+    for (const within of [products, ranking20]) {
+      // 242 products hold "blue" or "shirt": the two that hold both are found, and ranked first.
+      expect((await lexicalIds("blue shirt", within)).slice(0, 2).sort()).toEqual([...blueShirts].sort());
+      // No product holds both words: each word's share still reaches all three of the rare one.
+      const shirtsAndGaneshas = await lexicalIds("shirt for my ganesha", within);
+      for (const id of ganeshas) expect(shirtsAndGaneshas).toContain(id);
+    }
     // A browsing window of 100 gets its 100 from the words, though more than the 40 ranked (its
     // nearest 100 by embedding are the other products).
     const window = await products.hybridCandidates([1, 0, 0, 0], words("shirt"), { candidates: 100, window: true });
