@@ -1169,9 +1169,11 @@ function correctionsSql(catalogue: string): string {
      ) AS close
    ),
    swapped AS (
-     SELECT v.word FROM typed, generate_series(1, length(typed.word) - 1) AS at, ${CATALOGUE_VOCABULARY_VIEW} v
-     WHERE v.catalogue = ${catalogue}
-       AND v.word = overlay(typed.word placing substr(typed.word, at + 1, 1) || substr(typed.word, at, 1) from at for 2)
+     SELECT v.word FROM ${CATALOGUE_VOCABULARY_VIEW} v
+     WHERE v.catalogue = ${catalogue} AND v.word = ANY (ARRAY(
+       SELECT overlay(typed.word placing substr(typed.word, at + 1, 1) || substr(typed.word, at, 1) from at for 2)
+       FROM typed, generate_series(1, length(typed.word) - 1) AS at
+     ))
    ),
    corrected AS (SELECT word FROM nearest UNION SELECT word FROM swapped)`;
 }
