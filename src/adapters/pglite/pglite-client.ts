@@ -63,6 +63,7 @@ export async function openPglite(
   dataDir: string | undefined,
   assets: PgliteAssets = {},
   sessionSettings: Record<string, string> = {},
+  { vacuumEveryMs }: { vacuumEveryMs?: number } = {},
 ): Promise<SqlClient> {
   const { vectorBundlePath, trgmBundlePath, initialDataDir, ...wasm } = assets;
   const options: PGliteOptions = {
@@ -96,14 +97,53 @@ export async function openPglite(
     throw error;
   }
   const opened = db;
+  const executor = pgliteExecutor(opened);
+  // PGlite is one backend: a vacuum waits for the queries before it, and those after wait for it.
+  let vacuuming: Promise<unknown> = Promise.resolve();
+  const vacuum = () => {
+    vacuuming = vacuuming.then(() => vacuumWhereChanged(executor)).catch(() => {});
+    return vacuuming;
+  };
+  const timer = vacuumEveryMs === undefined ? undefined : setInterval(() => void vacuum(), vacuumEveryMs);
+  timer?.unref();
   return {
-    ...pgliteExecutor(opened),
+    ...executor,
     close: async () => {
       if (opened.closed) return;
+      clearInterval(timer);
+      // What this process wrote is left vacuumed for the next (a command's import, then `serve`).
+      if (dataDir !== undefined) await vacuum();
       await opened.close();
       unlock();
     },
   };
+}
+
+/**
+ * What autovacuum does on a PostgreSQL server, which PGlite lacks: VACUUM (ANALYZE) of each table
+ * that changed enough since its last one, by autovacuum's own default thresholds (dead rows past
+ * 50 + 20 % of its rows, rows inserted past 1,000 + 20 %, rows changed since its statistics past
+ * 50 + 10 %), and of each never analyzed. Without it the planner had no statistics but those an
+ * index build gathers, a GIN index's own (what it estimates a search through it from) were never
+ * updated, and dead rows were never reclaimed. The counts start again at each open (PGlite keeps
+ * no statistics across restarts), so a table is also vacuumed when a process that wrote to it
+ * closes the database. Returns the tables vacuumed.
+ */
+export async function vacuumWhereChanged(db: Pick<SqlClient, "query">): Promise<string[]> {
+  // The backend sends its counts to the statistics at most once a second, when idle: now, before the next statement.
+  await db.query("SELECT pg_stat_force_next_flush()");
+  const tables = await db.query<{ name: string }>(`
+    SELECT format('%I.%I', s.schemaname, s.relname) AS name
+    FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid
+    WHERE c.relkind = 'r' AND c.relpersistence <> 't' AND (
+      c.reltuples < 0
+      OR s.n_dead_tup > 50 + 0.2 * c.reltuples
+      OR s.n_ins_since_vacuum > 1000 + 0.2 * c.reltuples
+      OR s.n_mod_since_analyze > 50 + 0.1 * c.reltuples
+    )
+    ORDER BY 1`);
+  for (const { name } of tables) await db.query(`VACUUM (ANALYZE) ${name}`);
+  return tables.map((table) => table.name);
 }
 
 /**

@@ -2,7 +2,7 @@ import { expect, setDefaultTimeout, test } from "bun:test";
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
-import { openPglite } from "../../../src/adapters/pglite/pglite-client.ts";
+import { openPglite, vacuumWhereChanged } from "../../../src/adapters/pglite/pglite-client.ts";
 import type { SqlClient } from "../../../src/adapters/postgres/sql-client.ts";
 import { newDatabaseTarball } from "../../support/new-database.ts";
 import { useTempDirs } from "../../support/temp-dirs.ts";
@@ -113,4 +113,60 @@ test("a GIN index's pending list stays a few pages however much is written (PGli
   );
   expect(Number(found?.words)).toBeGreaterThanOrEqual(2);
   await reopened.close();
+});
+
+/** What PostgreSQL knows of `table`: its rows as the last VACUUM or ANALYZE counted them (-1: never), its dead rows. */
+async function tableStatistics(db: SqlClient, table: string): Promise<{ rows: number; dead: number }> {
+  await db.query("SELECT pg_stat_force_next_flush()");
+  const [row] = await db.query<{ rows: number; dead: number | string }>(
+    `SELECT c.reltuples::float8 AS rows, coalesce(s.n_dead_tup, 0) AS dead
+     FROM pg_class c LEFT JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.oid = $1::regclass`,
+    [table],
+  );
+  return { rows: Number(row?.rows), dead: Number(row?.dead) };
+}
+
+test("vacuumWhereChanged vacuums and analyzes the tables that changed enough (autovacuum's thresholds), and those never analyzed; not the others", async () => {
+  const db = await openPglite(undefined, { initialDataDir: await newDatabaseTarball() });
+  await db.query("CREATE TABLE kept (n integer)");
+  await db.query("CREATE TABLE busy (n integer)");
+  // Never analyzed, both.
+  expect(await vacuumWhereChanged(db)).toEqual(["public.busy", "public.kept"]);
+  expect(await vacuumWhereChanged(db)).toEqual([]);
+  await db.query("INSERT INTO busy SELECT generate_series(1, 3000)");
+  await db.query("INSERT INTO kept SELECT generate_series(1, 20)");
+  expect(await vacuumWhereChanged(db)).toEqual(["public.busy"]);
+  expect(await tableStatistics(db, "busy")).toEqual({ rows: 3000, dead: 0 });
+  // 1,000 deleted of 3,000: past 50 + 20 %.
+  await db.query("DELETE FROM busy WHERE n <= 1000");
+  expect((await tableStatistics(db, "busy")).dead).toBe(1000);
+  expect(await vacuumWhereChanged(db)).toEqual(["public.busy"]);
+  expect(await tableStatistics(db, "busy")).toEqual({ rows: 2000, dead: 0 });
+  // 20 rows written, then 20 changed: 40 changes, 20 dead, under 50 + 10 % (and 20 %) of none.
+  await db.query("UPDATE kept SET n = n + 1");
+  expect(await vacuumWhereChanged(db)).toEqual([]);
+  await db.close();
+});
+
+test("the service's embedded database vacuums by itself every vacuumEveryMs, and what a process wrote is vacuumed when it closes the database", async () => {
+  const dir = dataDir();
+  const initialDataDir = await newDatabaseTarball();
+  const serving = await openPglite(dir, { initialDataDir }, {}, { vacuumEveryMs: 20 });
+  await serving.query("CREATE TABLE written (n integer)");
+  await serving.query("INSERT INTO written SELECT generate_series(1, 5000)");
+  let statistics = { rows: -1, dead: 0 };
+  while (statistics.rows !== 5000) {
+    await Bun.sleep(20);
+    statistics = await tableStatistics(serving, "written");
+  }
+  await serving.close();
+
+  // A command's process (no timer): what it wrote, vacuumed as it closes.
+  const command = await openPglite(dir, { initialDataDir });
+  await command.query("INSERT INTO written SELECT generate_series(1, 5000)");
+  expect((await tableStatistics(command, "written")).rows).toBe(5000);
+  await command.close();
+  const next = await openPglite(dir, { initialDataDir });
+  expect((await tableStatistics(next, "written")).rows).toBe(10_000);
+  await next.close();
 });
