@@ -402,7 +402,7 @@ export function loadConfig(env: Env): Config {
       rerankDepth: read.integer("VECTOR_RERANK_DEPTH", DEFAULT_SEARCH_PLAN.rerankDepth, 10, 1_000),
       lexicalRankMaxRows: read.integer(
         "LEXICAL_RANK_MAX_ROWS",
-        DEFAULT_SEARCH_PLAN.lexicalRankMaxRows ?? 4_000,
+        DEFAULT_SEARCH_PLAN.lexicalRankMaxRows ?? 2_000,
         100,
         1_000_000_000,
       ),

@@ -106,7 +106,7 @@ describe("loadConfig", () => {
         filterExactMaxRows: 30_000,
         filterFarExactMaxRows: 300_000,
         rerankDepth: 40,
-        lexicalRankMaxRows: 4_000,
+        lexicalRankMaxRows: 2_000,
         indexedNumberAttributes: [],
       },
       vectorIndexKind: "ivf-bq",

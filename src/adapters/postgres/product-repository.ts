@@ -83,16 +83,18 @@ export const DEFAULT_SEARCH_PLAN: VectorSearchSettings = {
   efSearch: 100,
   probes: "auto",
   rerankDepth: 40,
-  lexicalRankMaxRows: 4_000,
+  lexicalRankMaxRows: 2_000,
 };
 
 /**
  * A lexical or hybrid search first reads up to lexicalRankMaxRows + 1 of the products matching any
  * word of the query, to rank them all when that is every one (hybridCandidates), in a catalogue of
- * at most this many times lexicalRankMaxRows products: past it, a query's common words match more,
- * and the scan would be wasted. At 12,430 products (PGlite) that scan keeps a search's candidates
- * at 45 to 47 ms p50, as before stop 41, against 89 to 96 ms without it; at 1,000,000 (PostgreSQL)
- * it took them from 43 to 72 to 80 ms.
+ * at most this many times lexicalRankMaxRows products: there a query matching no more than that
+ * has exactly the candidates of ranking every match (on the eval catalogue, 12,430 products, 39 of
+ * the 40 dev queries, and the eval's figures, as before stop 41). Past it, a query's common words
+ * match more, and the scan would
+ * only cost: tried at 1,000,000 products, it took the p50 of the dev queries' candidates from 43 to
+ * 72 to 80 ms (limit 4,000).
  */
 const LEXICAL_ANY_WORD_FACTOR = 10;
 
@@ -795,7 +797,7 @@ export class PostgresProductRepository implements ProductRepository {
       const near = this.scannedDistance(params, embedding);
       // A browsing window may ask for more candidates than the setting would rank.
       const rankedRows = Math.max(
-        this.search.lexicalRankMaxRows ?? DEFAULT_SEARCH_PLAN.lexicalRankMaxRows ?? 4_000,
+        this.search.lexicalRankMaxRows ?? DEFAULT_SEARCH_PLAN.lexicalRankMaxRows ?? 2_000,
         query.candidates,
       );
       const dense = await this.denseCandidates(
