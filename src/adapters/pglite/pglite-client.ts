@@ -14,6 +14,7 @@ import {
   VectorParameter,
 } from "../postgres/sql-client.ts";
 import { lockDataDir } from "./data-dir-lock.ts";
+import { PreparedStatements } from "./prepared-statements.ts";
 
 /**
  * Where PGlite finds its files when it cannot look next to its own module, as inside a
@@ -192,10 +193,11 @@ function withBundlePath(extension: Extension, path: string | URL): Extension {
 }
 
 function pgliteExecutor(db: PGlite) {
+  const statements = new PreparedStatements(db);
   return {
     async query<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
       if (db.closed) throw new DatabaseUnavailable();
-      return (await db.query<T>(text, textParams(params))).rows;
+      return statements.query<T>(db, text, textParams(params), false);
     },
     async copyIn(table: string, columns: readonly string[], data: Uint8Array): Promise<void> {
       if (db.closed) throw new DatabaseUnavailable();
@@ -203,7 +205,7 @@ function pgliteExecutor(db: PGlite) {
     },
     transaction<R>(fn: (tx: SqlClient) => Promise<R>): Promise<R> {
       if (db.closed) return Promise.reject(new DatabaseUnavailable());
-      return db.transaction((tx) => fn(insideTransaction(transactionExecutor(tx, { next: 0 }))));
+      return db.transaction((tx) => fn(insideTransaction(transactionExecutor(tx, { next: 0 }, statements))));
     },
     // One backend in this process: its notifications cannot be lost to a broken connection.
     async listen(channel: string, onNotify: (payload: string) => void, onListen: () => void) {
@@ -257,10 +259,11 @@ async function copyAsSessionUser(
 function transactionExecutor(
   tx: Transaction,
   savepoints: { next: number },
+  statements: PreparedStatements,
 ): Pick<SqlClient, "query" | "transaction" | "copyIn"> {
   return {
     async query<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
-      return (await tx.query<T>(text, textParams(params))).rows;
+      return statements.query<T>(tx, text, textParams(params), true);
     },
     async copyIn(table: string, columns: readonly string[], data: Uint8Array): Promise<void> {
       await copyAsSessionUser(tx, table, columns, data);
@@ -269,7 +272,7 @@ function transactionExecutor(
       const name = `sp_${savepoints.next++}`;
       await tx.query(`SAVEPOINT ${name}`);
       try {
-        const result = await fn(insideTransaction(transactionExecutor(tx, savepoints)));
+        const result = await fn(insideTransaction(transactionExecutor(tx, savepoints, statements)));
         await tx.query(`RELEASE SAVEPOINT ${name}`);
         return result;
       } catch (error) {
