@@ -5,7 +5,7 @@
  */
 
 import { JWT_ALGORITHMS, type JwtAlgorithm } from "../adapters/http/auth/jwt-algorithms.ts";
-import { DEFAULT_SEARCH_PLAN } from "../adapters/postgres/product-repository.ts";
+import { DEFAULT_LEXICAL_RANK_MAX_ROWS, DEFAULT_SEARCH_PLAN } from "../adapters/postgres/product-repository.ts";
 import {
   VECTOR_INDEX_KIND_SETTINGS,
   type VectorIndexKindSetting,
@@ -400,12 +400,7 @@ export function loadConfig(env: Env): Config {
           ? "auto"
           : read.integer("VECTOR_IVF_PROBES", 10, 1, 10_000),
       rerankDepth: read.integer("VECTOR_RERANK_DEPTH", DEFAULT_SEARCH_PLAN.rerankDepth, 10, 1_000),
-      lexicalRankMaxRows: read.integer(
-        "LEXICAL_RANK_MAX_ROWS",
-        DEFAULT_SEARCH_PLAN.lexicalRankMaxRows ?? 2_000,
-        100,
-        1_000_000_000,
-      ),
+      lexicalRankMaxRows: read.integer("LEXICAL_RANK_MAX_ROWS", DEFAULT_LEXICAL_RANK_MAX_ROWS, 100, 1_000_000_000),
       indexedNumberAttributes: read.attributeKeys("INDEXED_NUMBER_ATTRIBUTES", MAX_INDEXED_NUMBER_ATTRIBUTES),
     },
     vectorIndexKind: read.oneOf("VECTOR_INDEX_KIND", VECTOR_INDEX_KIND_SETTINGS, "ivf-bq"),
