@@ -197,7 +197,7 @@ function pgliteExecutor(db: PGlite) {
   return {
     async query<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
       if (db.closed) throw new DatabaseUnavailable();
-      return statements.query<T>(db, text, textParams(params), false);
+      return statements.query<T>(db, text, textParams(params));
     },
     async copyIn(table: string, columns: readonly string[], data: Uint8Array): Promise<void> {
       if (db.closed) throw new DatabaseUnavailable();
@@ -263,7 +263,7 @@ function transactionExecutor(
 ): Pick<SqlClient, "query" | "transaction" | "copyIn"> {
   return {
     async query<T>(text: string, params: readonly unknown[] = []): Promise<T[]> {
-      return statements.query<T>(tx, text, textParams(params), true);
+      return statements.query<T>(tx, text, textParams(params));
     },
     async copyIn(table: string, columns: readonly string[], data: Uint8Array): Promise<void> {
       await copyAsSessionUser(tx, table, columns, data);

@@ -1,4 +1,4 @@
-import { type PGlite, parse, protocol } from "@electric-sql/pglite";
+import { type PGlite, parse, protocol, type Transaction } from "@electric-sql/pglite";
 
 type BackendMessage = Awaited<ReturnType<PGlite["execProtocolStream"]>>[number];
 
@@ -45,21 +45,17 @@ export class PreparedStatements {
 
   /**
    * Rows of `text` run with `params` (serialized by PGlite's serializers for their types) through
-   * `target` (the database, or the transaction `text` runs in): prepared when PostgreSQL plans it,
-   * unnamed otherwise.
+   * `target` (the database, or a transaction of it that `text` runs in): prepared when PostgreSQL
+   * plans it, unnamed otherwise.
    */
-  async query<T>(
-    target: Pick<PGlite, "query">,
-    text: string,
-    params: readonly unknown[],
-    inTransaction: boolean,
-  ): Promise<T[]> {
+  async query<T>(target: PGlite | Transaction, text: string, params: readonly unknown[]): Promise<T[]> {
     if (!PLANNED.test(text)) {
       if (SCHEMA_CHANGE.test(text)) this.generation++;
       return (await target.query<T>(text, [...params])).rows;
     }
     const run = () => this.db.runExclusive(() => this.run<T>(text, params));
-    if (inTransaction) return run();
+    // In a transaction, PGlite's transaction lock is the transaction's already.
+    if (target !== this.db) return run();
     const rows = await this.db._runExclusiveTransaction(run);
     await this.db.syncToFs();
     return rows;

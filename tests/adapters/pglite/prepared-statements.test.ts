@@ -23,48 +23,48 @@ test("a statement is prepared once and run again by name; its rows are those of 
     $5::text IS NULL AS missing, now() - now() AS none`;
   const params = [41, ["a", "b,c", 'd"e'], { zone: ["norte"], price: 9.5 }, "9007199254740993", null];
   const expected = (await db.query(text, params)).rows;
-  for (let run = 0; run < 7; run++) expect(await statements.query(db, text, params, false)).toEqual(expected);
+  for (let run = 0; run < 7; run++) expect(await statements.query(db, text, params)).toEqual(expected);
   expect(await preparedTexts()).toEqual([text]);
 });
 
 test("a table made again with other columns: a statement prepared before runs on the new one, in a transaction too", async () => {
   const statements = new PreparedStatements(db);
-  await statements.query(db, "CREATE TABLE remade (v integer)", [], false);
-  await statements.query(db, "INSERT INTO remade VALUES (1)", [], false);
-  expect(await statements.query(db, "SELECT v FROM remade", [], false)).toEqual([{ v: 1 }]);
-  await statements.query(db, "DROP TABLE remade", [], false);
-  await statements.query(db, "CREATE TABLE remade (v text)", [], false);
-  await statements.query(db, "INSERT INTO remade VALUES ('uno')", [], false);
+  await statements.query(db, "CREATE TABLE remade (v integer)", []);
+  await statements.query(db, "INSERT INTO remade VALUES (1)", []);
+  expect(await statements.query(db, "SELECT v FROM remade", [])).toEqual([{ v: 1 }]);
+  await statements.query(db, "DROP TABLE remade", []);
+  await statements.query(db, "CREATE TABLE remade (v text)", []);
+  await statements.query(db, "INSERT INTO remade VALUES ('uno')", []);
   // PostgreSQL refuses to run the old one ("cached plan must not change result type"): prepared again.
   await db.transaction(async (tx) => {
-    expect(await statements.query(tx, "SELECT v FROM remade", [], true)).toEqual([{ v: "uno" }]);
+    expect(await statements.query(tx, "SELECT v FROM remade", [])).toEqual([{ v: "uno" }]);
   });
-  expect(await statements.query(db, "SELECT v FROM remade", [], false)).toEqual([{ v: "uno" }]);
+  expect(await statements.query(db, "SELECT v FROM remade", [])).toEqual([{ v: "uno" }]);
 });
 
 test("errors: a failing statement throws PostgreSQL's error and the session goes on; one that does not parse is not kept; in a transaction the error ends it", async () => {
   const statements = new PreparedStatements(db);
   const divide = "SELECT 1 / $1::int AS q";
-  await expect(statements.query(db, divide, [0], false)).rejects.toMatchObject({ code: "22012" });
-  expect(await statements.query(db, divide, [1], false)).toEqual([{ q: 1 }]);
+  await expect(statements.query(db, divide, [0])).rejects.toMatchObject({ code: "22012" });
+  expect(await statements.query(db, divide, [1])).toEqual([{ q: 1 }]);
   const before = await preparedTexts();
-  await expect(statements.query(db, "SELECT FROM WHERE", [], false)).rejects.toMatchObject({ code: "42601" });
+  await expect(statements.query(db, "SELECT FROM WHERE", [])).rejects.toMatchObject({ code: "42601" });
   expect(await preparedTexts()).toEqual(before);
   await expect(
     db.transaction(async (tx) => {
-      await statements.query(tx, divide, [0], true);
+      await statements.query(tx, divide, [0]);
     }),
   ).rejects.toMatchObject({ code: "22012" });
-  expect(await statements.query(db, divide, [2], false)).toEqual([{ q: 0 }]);
+  expect(await statements.query(db, divide, [2])).toEqual([{ q: 0 }]);
 });
 
 test("at most `capacity` statements are kept: the least recently run is closed first", async () => {
   const statements = new PreparedStatements(db, 2);
   const [one, two, three] = ["SELECT 1 AS one", "SELECT 2 AS two", "SELECT 3 AS three"] as const;
   const kept = async () => (await preparedTexts()).filter((text) => [one, two, three].includes(text as never));
-  await statements.query(db, one, [], false);
-  await statements.query(db, two, [], false);
-  await statements.query(db, one, [], false);
-  await statements.query(db, three, [], false);
+  await statements.query(db, one, []);
+  await statements.query(db, two, []);
+  await statements.query(db, one, []);
+  await statements.query(db, three, []);
   expect((await kept()).sort()).toEqual([one, three].sort());
 });
