@@ -6,7 +6,6 @@
 import { describe, expect, test } from "bun:test";
 import { PostgresCatalogueRepository } from "../../src/adapters/postgres/catalogue-repository.ts";
 import { DEFAULT_SEARCH_PLAN, PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
-import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import { type AttributeCondition, meetsConditions } from "../../src/domain/attribute-filter.ts";
 import { CatalogueNotFound } from "../../src/domain/errors.ts";
 import type { NormalizedProduct, Product } from "../../src/domain/product.ts";
@@ -729,30 +728,26 @@ describe("memory fake", () => {
 
 forEachDatabase((db) => {
   const open: Open = async (dimension) => {
-    const client = await db.fresh();
-    await prepareDatabase(client, { model: "test-model", dimension });
+    const client = await db.migrated({ model: "test-model", dimension });
     return new PostgresProducts(client, dimension).in("default");
   };
   catalogueContract(open);
   lexicalContract(open);
 
   test("every attribute filter operator finds what a brute-force reading finds on the plan of large filters too: applied to each product scanned", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, { model: "test-model", dimension: 4 });
+    const client = await db.migrated({ model: "test-model", dimension: 4 });
     // Estimated to let through no more than filterExactMaxRows products: none here.
     await everyFilterOperatorAsBruteForce(
       new PostgresProducts(client, 4, { ...DEFAULT_SEARCH_PLAN, filterExactMaxRows: 0 }).in("default"),
     );
   });
   isolationContract(async (dimension) => {
-    const client = await db.fresh();
-    await prepareDatabase(client, { model: "test-model", dimension });
+    const client = await db.migrated({ model: "test-model", dimension });
     return { products: new PostgresProducts(client, dimension), catalogues: new PostgresCatalogueRepository(client) };
   });
 
   test("past LEXICAL_RANK_MAX_ROWS matches, the words ranked are still the products holding every word of the query first, and every product of a rare word", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, { model: "test-model", dimension: 4 });
+    const client = await db.migrated({ model: "test-model", dimension: 4 });
     // 40 rows ranked at most: half among those holding every word, half shared by the words.
     const products = new PostgresProducts(client, 4, { ...DEFAULT_SEARCH_PLAN, lexicalRankMaxRows: 40 }).in("default");
     const insert = (name: string, category: string, embedding = [1, 0, 0, 0]) => ({

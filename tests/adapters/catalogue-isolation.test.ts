@@ -48,9 +48,8 @@ async function add(
   return result.created;
 }
 
-/** Two catalogues, `tienda` and `outlet`, with a product each. */
+/** Two catalogues, `tienda` and `outlet`, with a product each, in a database migrated for SPACE. */
 async function twoCatalogues(client: SqlClient) {
-  await prepareDatabase(client, SPACE);
   const catalogues = new PostgresCatalogueRepository(client);
   await catalogues.create("tienda");
   await catalogues.create("outlet");
@@ -78,7 +77,7 @@ const count = async (tx: SqlClient, sql: string, params: unknown[] = []) =>
 forEachDatabase((db) => {
   describe("row-level security, the second wall", () => {
     test("with the wrong catalogue's setting, statements that leave out their condition find 0 rows of the other", async () => {
-      const client = await db.fresh();
+      const client = await db.migrated(SPACE);
       const { mine, theirs } = await twoCatalogues(client);
       await asCatalogue(client, "outlet", async (tx) => {
         // No `catalogue = ...` anywhere: only the policy stands between these and the tienda's product.
@@ -109,8 +108,7 @@ forEachDatabase((db) => {
     });
 
     test("a filtered search (through either plan, or as a browsing window) and a filtered list whose statements forgot their catalogue find nothing of another catalogue than their transaction's", async () => {
-      const client = await db.fresh();
-      await prepareDatabase(client, SPACE);
+      const client = await db.migrated(SPACE);
       const catalogues = new PostgresCatalogueRepository(client);
       await catalogues.create("tienda");
       await catalogues.create("outlet");
@@ -156,8 +154,7 @@ forEachDatabase((db) => {
     });
 
     test("the index's plans of a large filter (the query's neighbourhood, the scan filtered as it goes, the exact scan of a filter far from the query) find nothing of another catalogue than their transaction's when their statements forgot their catalogue", async () => {
-      const client = await db.fresh();
-      await prepareDatabase(client, SPACE);
+      const client = await db.migrated(SPACE);
       for (const [name, value] of Object.entries(vectorSessionSettings({ efSearch: 100, probes: "auto" }))) {
         await client.query("SELECT set_config($1, $2, false)", [name, value]);
       }
@@ -225,7 +222,7 @@ forEachDatabase((db) => {
     });
 
     test("the search vocabulary: the role reads only the setting's catalogue's words, and cannot read the table", async () => {
-      const client = await db.fresh();
+      const client = await db.migrated(SPACE);
       await twoCatalogues(client);
       // "zapatilla" is a word of the tienda's names, "lámpara" of the outlet's (each added by the trigger).
       const words = (catalogue: string | null) =>
@@ -255,7 +252,7 @@ forEachDatabase((db) => {
     });
 
     test("without a catalogue setting nothing is there; as the session user, not the role, everything is", async () => {
-      const client = await db.fresh();
+      const client = await db.migrated(SPACE);
       await twoCatalogues(client);
       expect(await asCatalogue(client, null, (tx) => count(tx, "SELECT count(*) AS n FROM products"))).toBe(0);
       expect(
@@ -267,7 +264,7 @@ forEachDatabase((db) => {
     });
 
     test("a bulk write inside a job's transaction leaves it as it found it: role and setting back", async () => {
-      const client = await db.fresh();
+      const client = await db.migrated(SPACE);
       await twoCatalogues(client);
       const inJob = (tx: SqlClient) =>
         new PostgresProducts(tx, SPACE.dimension, undefined, undefined, { insideTransaction: true });
@@ -361,8 +358,7 @@ forEachDatabase((db) => {
 
   describe("each catalogue's vector index", () => {
     test("a large catalogue gets its index, a small one stays exact; both keep recall@10 ≥ 0.98, each within itself", async () => {
-      const client = await db.fresh();
-      await prepareDatabase(client, { model: "test", dimension: 32 });
+      const client = await db.migrated({ model: "test", dimension: 32 });
       for (const [name, value] of Object.entries(vectorSessionSettings({ efSearch: 100, probes: "auto" }))) {
         await client.query("SELECT set_config($1, $2, false)", [name, value]);
       }

@@ -9,7 +9,7 @@ import { expect, test } from "bun:test";
 import { SqlEmbeddingSpace } from "../../src/adapters/postgres/embedding-space.ts";
 import { EmbeddingSpaceWatch } from "../../src/adapters/postgres/embedding-space-watch.ts";
 import { PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
-import { prepareDatabase, vectorParam } from "../../src/adapters/postgres/schema.ts";
+import { vectorParam } from "../../src/adapters/postgres/schema.ts";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { EmbeddingSpaceChanged } from "../../src/domain/errors.ts";
 import type { Vector } from "../../src/domain/vector.ts";
@@ -54,8 +54,7 @@ forEachDatabase((db, engine) => {
     { model: "new-model", dimension: 3 },
   ]) {
     test(`after a switch to ${next.dimension === OLD.dimension ? "another model" : "another dimension"}, every product write of the old space stores nothing: EmbeddingSpaceChanged`, async () => {
-      const client = await db.fresh();
-      await prepareDatabase(client, OLD);
+      const client = await db.migrated(OLD);
       const heard: EmbeddingSpace[] = [];
       const old = new PostgresProducts(client, OLD.dimension, undefined, {
         ...OLD,
@@ -101,8 +100,7 @@ forEachDatabase((db, engine) => {
   }
 
   test("a switch to 3072 dimensions gives each row its half-precision copy and bits, in the row: only the full vector is stored out of it", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, OLD);
+    const client = await db.migrated(OLD);
     const old = new PostgresProducts(client, OLD.dimension).in("default");
     for (const [product, vector] of [
       [lamp, [1, 0, 0, 0]],
@@ -125,8 +123,7 @@ forEachDatabase((db, engine) => {
   });
 
   test("a repository of the catalogue's space writes, and one not told its space is not checked", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, OLD);
+    const client = await db.migrated(OLD);
     const checked = new PostgresProducts(client, OLD.dimension, undefined, OLD).in("default");
     const added = await checked.add(row(lamp, [1, 0, 0, 0]));
     if (!("created" in added)) throw new Error("not created");
@@ -143,8 +140,7 @@ forEachDatabase((db, engine) => {
   test.skipIf(engine === "pglite")(
     "the race: a write that embedded with the old model and reaches the database during the switch stores nothing once it commits",
     async () => {
-      const client = await db.fresh();
-      await prepareDatabase(client, OLD);
+      const client = await db.migrated(OLD);
       const old = new PostgresProducts(await db.another(), OLD.dimension, undefined, OLD).in("default");
       expect(await old.add(row(lamp, [1, 0, 0, 0]))).toHaveProperty("created");
 
@@ -173,8 +169,7 @@ forEachDatabase((db, engine) => {
   );
 
   test("the watch: once the catalogue is in another space, embeddings and failing searches say EmbeddingSpaceChanged", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, OLD);
+    const client = await db.migrated(OLD);
     const events: Record<string, unknown>[] = [];
     const watch = new EmbeddingSpaceWatch(client, OLD, { log: (event) => events.push(event) });
     const embedder = watch.guard(Object.assign(new FakeEmbedder(4, OLD.model), { callsAtOnce: 3, textsPerCall: 500 }));

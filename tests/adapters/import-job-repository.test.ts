@@ -6,7 +6,6 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { PostgresImportJobRepository } from "../../src/adapters/postgres/import-job-repository.ts";
 import { PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
-import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
 import { type ImportJobSettings, ImportJobs, JobLeaseLost } from "../../src/domain/import-jobs.ts";
 import { type ImportInput, ImportProducts } from "../../src/domain/import-products.ts";
@@ -53,8 +52,7 @@ const countProducts = async (client: SqlClient) =>
 
 forEachDatabase((db) => {
   async function open() {
-    const client = await db.fresh();
-    await prepareDatabase(client, SPACE);
+    const client = await db.migrated(SPACE);
     return { client, ...repositories(client) };
   }
 
@@ -153,8 +151,7 @@ forEachDatabase((db) => {
   });
 
   test("a chunk's results are matched to the job's items in one pass, though the statistics say no item is pending", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, SPACE);
+    const client = await db.migrated(SPACE);
     // The plan each statement recording results would get, asked in its transaction just before it
     // runs: the generic plan, which a prepared statement of the service's pool gets after five runs.
     const plans: string[] = [];

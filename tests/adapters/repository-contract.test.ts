@@ -378,8 +378,7 @@ const LONG = 768;
 
 function sqlRepositories(db: TestDatabase): RepositoryFactory {
   return async (dimension) => {
-    const client = await db.fresh();
-    await prepareDatabase(client, { model: "test-model", dimension });
+    const client = await db.migrated({ model: "test-model", dimension });
     return {
       products: new PostgresProducts(client, dimension).in("default"),
       users: new PostgresUserRepository(client),
@@ -442,8 +441,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
 
   /** A new database of `space` holding shoe, lamp, mug, shoe and lamp, embedded [1, i, 0, 0]. */
   async function withFiveProducts() {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
+    const client = await db.migrated(space);
     const repository = new PostgresProducts(client, space.dimension).in("default");
     const added: Product[] = [];
     for (const [i, product] of [shoe, lamp, mug, shoe, lamp].entries())
@@ -452,8 +450,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   }
 
   test("prepareDatabase is idempotent and records each migration once", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
+    const client = await db.migrated(space);
     await new PostgresUserRepository(client).create("ana", "h", "admin");
     await prepareDatabase(client, space);
     const migrations = await client.query<{ version: number }>(
@@ -472,8 +469,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("another model or dimension raises EmbeddingSpaceMismatch naming reembed", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
+    const client = await db.migrated(space);
     const otherDimension = prepareDatabase(client, { model: "test-model", dimension: 3 });
     await expect(otherDimension).rejects.toBeInstanceOf(EmbeddingSpaceMismatch);
     await expect(otherDimension).rejects.toThrow(/test-model.*4 dimensions.*3 dimensions.*reembed/s);
@@ -483,8 +479,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("the database rejects a zero vector", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
+    const client = await db.migrated(space);
     const insert = client.query(
       "INSERT INTO products (name, description, category, content_digest, embedding) VALUES ('a', 'b', 'c', 'd', '[0,0,0,0]')",
     );
@@ -492,8 +487,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("a vector parameter reaches the database exactly, beside text and bytea parameters, in and out of transactions", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
+    const client = await db.migrated(space);
     // float4 values: each must arrive as the same float4, whatever form the client sends it in.
     const components = Float32Array.from([0.1, -2.5, 3e-8, 123456.789, -0.000123]);
     const float4s = (text: string) =>
@@ -517,8 +511,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("a password change or a removal committed by another connection ends the tokens a service remembers", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
+    const client = await db.migrated(space);
     const serviceUsers = new PostgresUserRepository(client);
     const ana = await serviceUsers.create("ana", "hash", "admin");
     const tokens = new JwtTokenService({ secret: "s".repeat(32), algorithm: "HS256", expireMinutes: 30 });
@@ -571,8 +564,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("a transaction rolls back when its function throws, a nested one to its savepoint", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
+    const client = await db.migrated(space);
     const users = (tx: SqlClient) => new PostgresUserRepository(tx);
     const failed = client.transaction(async (tx) => {
       await users(tx).create("ana", "h", "admin");
@@ -641,8 +633,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("the query cache ignores and prunes entries older than its retention", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
+    const client = await db.migrated(space);
     const cache = new PostgresQueryEmbeddingCache(client, { retentionDays: 7, maxRows: 1000 });
     const old = { model: "m", dimension: 2, text: "old" };
     const recent = { ...old, text: "recent" };
@@ -660,8 +651,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("the query cache keeps at most maxRows entries, pruning the oldest in the background down to nine tenths of it", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
+    const client = await db.migrated(space);
     const cache = new PostgresQueryEmbeddingCache(client, { retentionDays: 30, maxRows: 10, pruneEvery: 12 });
     for (let i = 0; i < 12; i++) {
       cache.put({ model: "m", dimension: 2, text: `q${i}` }, [1, i + 1]);
@@ -682,8 +672,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
    * there are), its surplus scans (the statements sorting for the oldest) counted.
    */
   async function cacheKnowingItsKeys(options: { maxRows: number; pruneEvery?: number }) {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
+    const client = await db.migrated(space);
     const surplusScans = countingStatements(client, "OFFSET");
     const cache = new PostgresQueryEmbeddingCache(surplusScans.client, {
       retentionDays: 30,
@@ -730,8 +719,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("the query cache writes behind: its own process finds an entry at once, a restart once it is stored", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
+    const client = await db.migrated(space);
     const options = { retentionDays: 30, maxRows: 1000, flushDelayMs: 3_600_000 };
     const cache = new PostgresQueryEmbeddingCache(client, options);
     const key = { model: "m", dimension: 2, text: "cafetera" };
@@ -752,8 +740,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("the query cache answers a query it does not hold without a round trip, once it has read its keys", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
+    const client = await db.migrated(space);
     const lookups = countingStatements(client, "SELECT embedding FROM query_embeddings");
     const options = { retentionDays: 30, maxRows: 1000, keysRefreshMs: 3_600_000 };
     const key = (text: string) => ({ model: "m", dimension: 2, text });
@@ -782,8 +769,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("the query cache stores a full batch without waiting, and a failure to store is logged, never thrown", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
+    const client = await db.migrated(space);
     const events: Record<string, unknown>[] = [];
     let inserts = 0;
     let failing = true;
@@ -898,8 +884,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("a re-embed leaves each product with the digest of its current text, as contentDigest computes it", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
+    const client = await db.migrated(space);
     const repository = new PostgresProducts(client, space.dimension).in("default");
     const products = [shoe, { ...lamp, description: "" }, { ...mug, name: 'Taza "térmica"\tñ 😀' }];
     const added = [];
@@ -916,8 +901,7 @@ function databaseContract(db: TestDatabase, engine: "pglite" | "postgres"): void
   });
 
   test("with a catalogue's embedded attributes, a re-embed embeds the domain's text and stores its digest", async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, space);
+    const client = await db.migrated(space);
     await new PostgresCatalogueRepository(client).create("tienda");
     const embedded = ["brand", "color", "in_stock", "note", "price", "sizes"];
     expect(await new PostgresCatalogueRepository(client).setEmbeddedAttributes("tienda", embedded)).toBe(true);

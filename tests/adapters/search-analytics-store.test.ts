@@ -1,6 +1,5 @@
 /** The search analytics store on PGlite and PostgreSQL: written behind, reported per query, pruned. */
 import { expect, test } from "bun:test";
-import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import { PostgresSearchAnalytics } from "../../src/adapters/postgres/search-analytics-store.ts";
 import type { SearchRecord } from "../../src/ports/search-analytics.ts";
 import { forEachDatabase } from "../support/test-databases.ts";
@@ -10,8 +9,7 @@ const id = (n: number) => `00000000-0000-4000-8000-${String(n).padStart(12, "0")
 
 forEachDatabase((db) => {
   const open = async (options: { maxBatch?: number; pruneEvery?: number } = {}) => {
-    const client = await db.fresh();
-    await prepareDatabase(client, { model: "test-model", dimension: 4 });
+    const client = await db.migrated({ model: "test-model", dimension: 4 });
     const logged: Record<string, unknown>[] = [];
     const store = new PostgresSearchAnalytics(client, {
       retentionDays: 30,

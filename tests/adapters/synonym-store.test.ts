@@ -1,13 +1,11 @@
 /** The synonym store on PGlite and PostgreSQL: per catalogue, whole replacements, remembered between reads. */
 import { expect, test } from "bun:test";
-import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import { PostgresSynonymStore } from "../../src/adapters/postgres/synonym-store.ts";
 import { forEachDatabase } from "../support/test-databases.ts";
 
 forEachDatabase((db) => {
   const open = async () => {
-    const client = await db.fresh();
-    await prepareDatabase(client, { model: "test-model", dimension: 4 });
+    const client = await db.migrated({ model: "test-model", dimension: 4 });
     return client;
   };
 

@@ -34,7 +34,7 @@ import type { BulkWrite } from "../../src/ports/product-repository.ts";
 import { cosineSimilarity } from "../fakes/memory-product-repository.ts";
 import { outOfRowValues } from "../support/out-of-row.ts";
 import { seededRandom } from "../support/seeded-random.ts";
-import { forEachDatabase, POSTGRES_URL } from "../support/test-databases.ts";
+import { forEachDatabase, POSTGRES_URL, type TestDatabase } from "../support/test-databases.ts";
 
 /**
  * Clustered vectors as embeddings are: `clusters` centres, each product near one of them. With
@@ -182,9 +182,9 @@ async function indexAndProducts(db: SqlClient, engine: "pglite" | "postgres", op
   };
 }
 
-async function load(db: SqlClient, engine: "pglite" | "postgres", options: LoadOptions = {}): Promise<Loaded> {
+async function load(database: TestDatabase, engine: "pglite" | "postgres", options: LoadOptions = {}): Promise<Loaded> {
   const dimension = options.dimension ?? DIMENSION;
-  await prepareDatabase(db, { model: "test", dimension }, { numberIndexes: options.numberIndexes ?? [] });
+  const db = await database.migrated({ model: "test", dimension }, { numberIndexes: options.numberIndexes ?? [] });
   // The service sets these when a connection opens; the test's connection is already open.
   for (const [name, value] of Object.entries(vectorSessionSettings({ efSearch: 100, probes: "auto" }))) {
     await db.query("SELECT set_config($1, $2, false)", [name, value]);
@@ -351,7 +351,7 @@ forEachDatabase((database, engine, route) => {
   describe("vector index", () => {
     test("built, the index answers the search, which keeps the exact top results and exact scores", async () => {
       // 3,000 products: at 2,000 of 32 dimensions the planner scans the table rather than use the index.
-      const loaded = await load(await database.fresh(), engine, { products: 3000 });
+      const loaded = await load(database, engine, { products: 3000 });
       try {
         expect((await loaded.index.status()).present).toBe(false);
         expect(await loaded.index.build()).toBe(true);
@@ -379,7 +379,7 @@ forEachDatabase((database, engine, route) => {
     }, 120_000);
 
     test("a deleted or changed product is not found through the index by its old vector", async () => {
-      const loaded = await load(await database.fresh(), engine);
+      const loaded = await load(database, engine);
       try {
         await loaded.index.build();
         const query = loaded.space.near(3, 0.8);
@@ -395,7 +395,7 @@ forEachDatabase((database, engine, route) => {
     }, 120_000);
 
     test("a filter on up to filterExactMaxRows products scans them exactly; one on more uses the index and still fills the limit", async () => {
-      const loaded = await load(await database.fresh(), engine, { filterExactMaxRows: 1000 });
+      const loaded = await load(database, engine, { filterExactMaxRows: 1000 });
       try {
         await loaded.index.build();
         // An iterative index scan stops after hnsw.max_scan_tuples (20,000 by default): at 100,000
@@ -447,7 +447,7 @@ forEachDatabase((database, engine, route) => {
       test(`a query far from a large filter's products (none of them in its neighbourhood) is answered by an exact scan of them, up to filterFarExactMaxRows; past it, still from the filter (${dimension} dimensions)`, async () => {
         // `main` (2,800 products) and `apart` (1,200) are both past filterExactMaxRows: through the
         // index. 133 products a cluster: a query's nearest few dozen are all of its own cluster.
-        const loaded = await load(await database.fresh(), engine, {
+        const loaded = await load(database, engine, {
           dimension,
           filterExactMaxRows: 500,
           products: 4000,
@@ -494,7 +494,7 @@ forEachDatabase((database, engine, route) => {
     }
 
     test("a filter independent of where products lie, past filterExactMaxRows and too rare for the neighbourhood to hold the candidates, goes through the index scan filtered as it goes", async () => {
-      const loaded = await load(await database.fresh(), engine, { filterExactMaxRows: 100, withSize: true });
+      const loaded = await load(database, engine, { filterExactMaxRows: 100, withSize: true });
       try {
         await loaded.index.build();
         // `size` below 10: 200 products, one in ten of every cluster.
@@ -515,7 +515,7 @@ forEachDatabase((database, engine, route) => {
     }, 120_000);
 
     test("an attribute filter is planned by the planner's estimate: few matches are found through the attribute index under row-level security and ranked exactly, many through the vector index", async () => {
-      const loaded = await load(await database.fresh(), engine, { filterExactMaxRows: 1000 });
+      const loaded = await load(database, engine, { filterExactMaxRows: 1000 });
       try {
         // The build runs ANALYZE: the statistics the estimates come from. A GIN index's own (how
         // many entries it holds, what a search through it reads) come from VACUUM: autovacuum's on
@@ -568,7 +568,7 @@ forEachDatabase((database, engine, route) => {
 
     test("a range on a number with no index of its own is planned by a sample of the rows: a small one is scanned exactly", async () => {
       // 500: PostgreSQL's own guess for such a range, a third of the 2,000 rows, is past it.
-      const loaded = await load(await database.fresh(), engine, { filterExactMaxRows: 500, withSize: true });
+      const loaded = await load(database, engine, { filterExactMaxRows: 500, withSize: true });
       try {
         await loaded.index.build();
         // The planner would rather sort 2,000 short rows than read the index: told not to, so that
@@ -593,7 +593,7 @@ forEachDatabase((database, engine, route) => {
     }, 120_000);
 
     test("a number named in INDEXED_NUMBER_ATTRIBUTES gets an index once; its ranges are estimated by the planner and found through it", async () => {
-      const loaded = await load(await database.fresh(), engine, {
+      const loaded = await load(database, engine, {
         filterExactMaxRows: 500,
         withSize: true,
         numberIndexes: ["size", "price"],
@@ -625,7 +625,7 @@ forEachDatabase((database, engine, route) => {
 
     for (const dimension of [DIMENSION, LONG_DIMENSION]) {
       test(`a browsing search's window of 1,000 from the index: ranked by the scanned column, its first ten the exact search's, every score within 1e-4 of the exact cosine (${dimension} dimensions)`, async () => {
-        const loaded = await load(await database.fresh(), engine, { dimension, filterExactMaxRows: 1000 });
+        const loaded = await load(database, engine, { dimension, filterExactMaxRows: 1000 });
         try {
           await loaded.index.build();
           const apart: AttributeCondition[] = [{ key: "zone", op: "anyOf", values: ["apart"] }];
@@ -681,7 +681,7 @@ forEachDatabase((database, engine, route) => {
       ["hnsw-bq", `${TABLE}_embedding_bq`],
     ] as const) {
       test(`binary-quantized, ${kind} (from 512 dimensions): the index's candidates, re-ranked, keep the exact top results and exact scores`, async () => {
-        const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION, kind });
+        const loaded = await load(database, engine, { dimension: LONG_DIMENSION, kind });
         try {
           expect(await loaded.index.status()).toMatchObject({ kind, present: false, outdated: false });
           expect(await loaded.index.build()).toBe(true);
@@ -708,8 +708,7 @@ forEachDatabase((database, engine, route) => {
 
     for (const dimension of [384, 3072]) {
       test(`a product's row, in the default catalogue and in one made since, keeps its text, attributes and (at ${dimension} dimensions) ${dimension < LONG_DIMENSION ? "its vector: nothing is stored out of it" : "its half-precision copy: only the full vector is stored out of it"}`, async () => {
-        const db = await database.fresh();
-        await prepareDatabase(db, { model: "test", dimension });
+        const db = await database.migrated({ model: "test", dimension });
         // A catalogue made after the migrations, whose partition is made by createCataloguePartition.
         expect(await new PostgresCatalogueRepository(db).create("outlet")).toBe(true);
         const [outlet] = await db.query<{ id: number }>("SELECT id FROM catalogues WHERE name = 'outlet'");
@@ -748,7 +747,7 @@ forEachDatabase((database, engine, route) => {
     buildTest(
       "a database from before the stored bits (migration 20): its binary-quantized indexes are made again on them, under their names, with the memory their builds need, and search keeps finding the exact top results through them",
       async () => {
-        const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION, products: 1000 });
+        const loaded = await load(database, engine, { dimension: LONG_DIMENSION, products: 1000 });
         const name = `${TABLE}_embedding_ivf_1`;
         try {
           // The schema and index as version 19 left them: no bits column, the index on the expression.
@@ -803,9 +802,9 @@ forEachDatabase((database, engine, route) => {
     buildTest(
       "switching the index kind builds the new one beside the old and drops the old: search answers throughout",
       async () => {
-        const db = await database.fresh();
         // 1,000 products: an HNSW build on halfvec is slow in PGlite (7 s of CPU at 3,000 × 512 here).
-        const loaded = await load(db, engine, { dimension: LONG_DIMENSION, kind: "halfvec", products: 1000 });
+        const loaded = await load(database, engine, { dimension: LONG_DIMENSION, kind: "halfvec", products: 1000 });
+        const { db } = loaded;
         try {
           expect(await loaded.index.build()).toBe(true);
           expect(await indexNames(db)).toEqual([`${TABLE}_embedding_hnsw`]);
@@ -847,7 +846,7 @@ forEachDatabase((database, engine, route) => {
     );
 
     test("a live binary-quantized index takes bulk writes, and the new products are found through it", async () => {
-      const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION });
+      const loaded = await load(database, engine, { dimension: LONG_DIMENSION });
       try {
         await loaded.index.build();
         // 300 more products of the same clusters, written by the bulk path while the index is there.
@@ -883,7 +882,7 @@ forEachDatabase((database, engine, route) => {
     buildTest(
       "an IVFFlat index built before stop 30 (a list per 1,000 products) is outdated; its rebuild has a list per 250 and replaces it",
       async () => {
-        const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION });
+        const loaded = await load(database, engine, { dimension: LONG_DIMENSION });
         const before = `${TABLE}_embedding_ivf_2`;
         try {
           await loaded.db.query(
@@ -904,7 +903,7 @@ forEachDatabase((database, engine, route) => {
     buildTest(
       "an IVFFlat index whose catalogue has doubled is outdated; its rebuild has lists for the new size and replaces it",
       async () => {
-        const loaded = await load(await database.fresh(), engine, { dimension: LONG_DIMENSION });
+        const loaded = await load(database, engine, { dimension: LONG_DIMENSION });
         try {
           await loaded.index.build();
           expect(await indexNames(loaded.db)).toEqual([`${TABLE}_embedding_ivf_8`]);
@@ -943,8 +942,7 @@ forEachDatabase((database, engine, route) => {
       buildTest(
         "a build under way is visible in the status, phase and fraction, from another connection",
         async () => {
-          const db = await database.fresh();
-          const loaded = await load(db, engine, { dimension: LONG_DIMENSION });
+          const loaded = await load(database, engine, { dimension: LONG_DIMENSION });
           const watcher = new SqlVectorIndex(await database.another(), LONG_DIMENSION, { server: true, table: TABLE });
           const writer = await database.another();
           try {
@@ -974,7 +972,7 @@ forEachDatabase((database, engine, route) => {
         "a build whose graph outgrows its memory says so in the log",
         async () => {
           // 1,000 products of 512 dimensions: a graph of over 1 MB.
-          const loaded = await load(await database.fresh(), engine, {
+          const loaded = await load(database, engine, {
             dimension: LONG_DIMENSION,
             kind: "halfvec",
             products: 1000,
@@ -999,7 +997,7 @@ forEachDatabase((database, engine, route) => {
     buildTest(
       "the index policy on the real database builds only from minRows and after a look with no writes; drop removes it",
       async () => {
-        const loaded = await load(await database.fresh(), engine);
+        const loaded = await load(database, engine);
         const policy = (mode: "auto" | "off", minRows: number) =>
           new MaintainVectorIndex({ index: loaded.index, policy: { mode, minRows } });
         try {

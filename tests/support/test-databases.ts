@@ -6,7 +6,10 @@
  * has its tables dropped.
  */
 import { afterAll, afterEach, beforeAll, describe } from "bun:test";
+import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
+import type { EmbeddingSpace } from "../../src/ports/embedding-space.ts";
+import { type MigratedSnapshot, resetToMigrated, snapshotMigrated } from "./migrated-database.ts";
 import { openNewPglite } from "./new-database.ts";
 import { blockHooks } from "./skipped-blocks.ts";
 
@@ -14,7 +17,13 @@ import { blockHooks } from "./skipped-blocks.ts";
 export interface TestDatabase {
   /** A client on a database holding none of our tables. */
   fresh(): Promise<SqlClient>;
-  /** Another client on the same database as the last `fresh()` (a separate connection if possible). */
+  /**
+   * A client on a database as `prepareDatabase(client, space, options)` leaves a new one: the last
+   * test's brought back to that when it was migrated for the same (migrated-database.ts), else a
+   * `fresh()` one, migrated.
+   */
+  migrated(space: EmbeddingSpace, options?: MigrateOptions): Promise<SqlClient>;
+  /** Another client on the same database as the last `fresh()` or `migrated()` (a separate connection if possible). */
   another(): Promise<SqlClient>;
   cleanup(): Promise<void>;
 }
@@ -26,6 +35,31 @@ export const POSTGRES_URL = Bun.env.TEST_DATABASE_URL ?? "";
  * does with DATABASE_TRANSACTION_POOLER=true.
  */
 export const PGBOUNCER_URL = Bun.env.TEST_PGBOUNCER_URL ?? "";
+
+type MigrateOptions = NonNullable<Parameters<typeof prepareDatabase>[2]>;
+
+/**
+ * `migrated()` of a route: `client` (from `open`) reset to the kept snapshot when it was taken for
+ * the same space and options and the reset succeeds; else `renew` gives an empty database's client,
+ * which is migrated and its snapshot kept.
+ */
+async function migratedFromKept(
+  kept: { snapshot?: MigratedSnapshot },
+  space: EmbeddingSpace,
+  options: MigrateOptions | undefined,
+  { open, renew }: { open: () => Promise<SqlClient>; renew: () => Promise<SqlClient> },
+): Promise<SqlClient> {
+  const key = JSON.stringify({ space, options });
+  if (kept.snapshot?.key === key) {
+    const client = await open();
+    if (await resetToMigrated(client, kept.snapshot)) return client;
+  }
+  kept.snapshot = undefined;
+  const client = await renew();
+  await prepareDatabase(client, space, options);
+  kept.snapshot = await snapshotMigrated(client, key);
+  return client;
+}
 
 /** Empties a database of our tables (the extensions stay): what a test starts from. */
 const DROP_OUR_TABLES = `
@@ -48,16 +82,21 @@ export function forEachDatabase(
   describe("PGlite in memory", () => {
     // One instance (a new database, copied: no initdb here), emptied before each test.
     let shared: SqlClient;
+    const kept: { snapshot?: MigratedSnapshot } = {};
     beforeAll(async () => {
       shared = await openNewPglite();
     }, 30_000);
     afterAll(() => shared.close());
+    const fresh = async () => {
+      kept.snapshot = undefined;
+      await shared.query(DROP_OUR_TABLES);
+      return shared;
+    };
     tests(
       {
-        async fresh() {
-          await shared.query(DROP_OUR_TABLES);
-          return shared;
-        },
+        fresh,
+        migrated: (space, options) =>
+          migratedFromKept(kept, space, options, { open: async () => shared, renew: fresh }),
         async another() {
           return shared;
         },
@@ -74,6 +113,12 @@ export function forEachDatabase(
     let schema = "";
     let clients: SqlClient[] = [];
     let counter = 0;
+    // The last migrated schema, kept from one test to the next to be reset rather than migrated again.
+    const kept: { snapshot?: MigratedSnapshot; schema?: string } = {};
+    const dropKept = async () => {
+      if (kept.schema) await admin.query(`DROP SCHEMA IF EXISTS ${kept.schema} CASCADE`);
+      kept.schema = undefined;
+    };
     const connect = () => {
       const client = connectPostgres(urlOfSchema(schema), { maxConnections: 2 });
       clients.push(client);
@@ -86,13 +131,26 @@ export function forEachDatabase(
         await admin.query(`CREATE SCHEMA ${schema}`);
         return connect();
       },
+      migrated: (space, options) =>
+        migratedFromKept(kept, space, options, {
+          async open() {
+            schema = kept.schema ?? "";
+            return connect();
+          },
+          async renew() {
+            await dropKept();
+            const client = await db.fresh();
+            kept.schema = schema;
+            return client;
+          },
+        }),
       async another() {
         return connect();
       },
       async cleanup() {
         await Promise.all(clients.map((client) => client.close()));
         clients = [];
-        if (schema) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        if (schema && schema !== kept.schema) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
         schema = "";
       },
     };
@@ -102,7 +160,10 @@ export function forEachDatabase(
         await admin.query("CREATE EXTENSION IF NOT EXISTS vector");
         await admin.query("CREATE EXTENSION IF NOT EXISTS pg_trgm");
       },
-      afterAll: () => admin.close(),
+      async afterAll() {
+        await dropKept();
+        await admin.close();
+      },
     });
     afterEach(() => db.cleanup());
     tests(db, "postgres", "server");
@@ -124,8 +185,15 @@ export function forEachDatabase(
       clients.push(client);
       return client;
     };
+    const kept: { snapshot?: MigratedSnapshot } = {};
     const db: TestDatabase = {
+      migrated: (space, options) =>
+        migratedFromKept(kept, space, options, {
+          open: async () => connect(),
+          renew: () => db.fresh(),
+        }),
       async fresh() {
+        kept.snapshot = undefined;
         if (!owner) {
           await admin.query(`CREATE DATABASE ${database}`);
           const url = new URL(POSTGRES_URL);
