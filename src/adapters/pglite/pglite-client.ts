@@ -58,7 +58,8 @@ const MERGE_GIN_PENDING_LISTS = `
  * missing, locked against other processes), or in memory when `dataDir` is undefined. PGlite is one backend in this process, so every query
  * and transaction runs one after another; a query outside a running transaction waits for it.
  * `sessionSettings` are set once, for every later query (e.g. vectorSessionSettings), after
- * GIN_UPKEEP_SETTINGS; GIN indexes' pending lists are merged at once.
+ * GIN_UPKEEP_SETTINGS; GIN indexes' pending lists are merged at once, and a data directory's tables
+ * that need it are vacuumed (vacuumWhereChanged).
  */
 export async function openPglite(
   dataDir: string | undefined,
@@ -105,6 +106,8 @@ export async function openPglite(
     vacuuming = vacuuming.then(() => vacuumWhereChanged(executor)).catch(() => {});
     return vacuuming;
   };
+  // What an earlier process left unvacuumed (it stopped without closing, or predates this upkeep).
+  if (dataDir !== undefined) await vacuum();
   const timer = vacuumEveryMs === undefined ? undefined : setInterval(() => void vacuum(), vacuumEveryMs);
   timer?.unref();
   return {
@@ -128,7 +131,9 @@ export async function openPglite(
  * index build gathers, a GIN index's own (what it estimates a search through it from) were never
  * updated, and dead rows were never reclaimed. The counts start again at each open (PGlite keeps
  * no statistics across restarts), so a table is also vacuumed when a process that wrote to it
- * closes the database. Returns the tables vacuumed.
+ * closes the database, and, since the counts of a process that stopped without closing it (or of a
+ * version before this upkeep) are lost, when its pages outgrow what its last VACUUM or ANALYZE
+ * counted by 50 + 20 %: a data directory is looked at when opened. Returns the tables vacuumed.
  */
 export async function vacuumWhereChanged(db: Pick<SqlClient, "query">): Promise<string[]> {
   // The backend sends its counts to the statistics at most once a second, when idle: now, before the next statement.
@@ -141,6 +146,7 @@ export async function vacuumWhereChanged(db: Pick<SqlClient, "query">): Promise<
       OR s.n_dead_tup > 50 + 0.2 * c.reltuples
       OR s.n_ins_since_vacuum > 1000 + 0.2 * c.reltuples
       OR s.n_mod_since_analyze > 50 + 0.1 * c.reltuples
+      OR pg_relation_size(c.oid) / current_setting('block_size')::int > 50 + 1.2 * c.relpages
     )
     ORDER BY 1`);
   for (const { name } of tables) await db.query(`VACUUM (ANALYZE) ${name}`);

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { openPglite, vacuumWhereChanged } from "../../../src/adapters/pglite/pglite-client.ts";
 import type { SqlClient } from "../../../src/adapters/postgres/sql-client.ts";
-import { newDatabaseTarball } from "../../support/new-database.ts";
+import { newDatabaseTarball, withNewDatabase } from "../../support/new-database.ts";
 import { useTempDirs } from "../../support/temp-dirs.ts";
 
 setDefaultTimeout(60_000);
@@ -145,6 +145,22 @@ test("vacuumWhereChanged vacuums and analyzes the tables that changed enough (au
   // 20 rows written, then 20 changed: 40 changes, 20 dead, under 50 + 10 % (and 20 %) of none.
   await db.query("UPDATE kept SET n = n + 1");
   expect(await vacuumWhereChanged(db)).toEqual([]);
+  await db.close();
+});
+
+test("a data directory an earlier process left unvacuumed (it stopped without closing, or predates the upkeep) has its grown tables vacuumed and analyzed when opened", async () => {
+  const dir = await withNewDatabase(dataDir());
+  // Written as a version without the upkeep did: its statistics from when the table was empty.
+  const earlier = await PGlite.create({ dataDir: join(dir, "pgdata") });
+  await earlier.exec("CREATE TABLE grown (n integer, word text); ANALYZE grown");
+  await earlier.exec("CREATE TABLE small (n integer); ANALYZE small; INSERT INTO small SELECT generate_series(1, 20)");
+  await earlier.exec("INSERT INTO grown SELECT i, md5(i::text) FROM generate_series(1, 20000) AS i");
+  await earlier.close();
+
+  const db = await openPglite(dir, { initialDataDir: await newDatabaseTarball() });
+  expect(await tableStatistics(db, "grown")).toEqual({ rows: 20000, dead: 0 });
+  // A table a page long: left to the counts, as autovacuum would.
+  expect((await tableStatistics(db, "small")).rows).toBe(0);
   await db.close();
 });
 
