@@ -1,6 +1,7 @@
 import { resolve } from "node:path";
 import type { Vector } from "../../domain/vector.ts";
 import type { Embedder, EmbeddingPurpose } from "../../ports/embedder.ts";
+import { systemTimers, type Timers } from "../../ports/timers.ts";
 import { LOCAL_EMBEDDING_DIMENSION, LocalModel, type LocalModelOptions } from "./local-model.ts";
 import { LOCAL_EMBEDDING_MODEL } from "./local-model-files.ts";
 import type { LocalModelReply, LocalModelRequest } from "./local-model-worker.ts";
@@ -9,7 +10,12 @@ import type { LocalModelReply, LocalModelRequest } from "./local-model-worker.ts
 export interface LocalEmbedderOptions extends LocalModelOptions {
   /** The worker's module; the compiled executable names its own copy (src/app/runtime-assets.ts). */
   workerUrl?: string | URL;
+  /** How `dispose` waits for the worker to close (systemTimers unless told). */
+  timers?: Timers;
 }
+
+/** How long `dispose` lets the worker close by itself before stopping it. */
+const WORKER_CLOSE_MS = 5_000;
 
 /**
  * The relevance threshold for this model (SEARCH_MIN_SCORE=auto): the cosine under which a query's
@@ -93,15 +99,17 @@ export class LocalEmbedder implements Embedder {
     const worker = this.worker;
     if (!worker) return;
     this.forget(worker, new Error("the offline model was closed"));
-    const closed = new Promise<void>((resolve) => {
-      worker.addEventListener("message", (event: MessageEvent<LocalModelReply>) => {
-        if ("kind" in event.data) resolve();
-      });
-      worker.addEventListener("close", () => resolve());
+    const { promise: closed, resolve } = Promise.withResolvers<void>();
+    worker.addEventListener("message", (event: MessageEvent<LocalModelReply>) => {
+      if ("kind" in event.data) resolve();
     });
+    worker.addEventListener("close", () => resolve());
+    // Cancelled once closed: a pending wait would keep the process alive for the rest of it.
+    const cancel = (this.options.timers ?? systemTimers).after(WORKER_CLOSE_MS, resolve);
     worker.ref();
     worker.postMessage({ kind: "close" } satisfies LocalModelRequest);
-    await Promise.race([closed, Bun.sleep(5_000)]);
+    await closed;
+    cancel();
     worker.terminate();
   }
 

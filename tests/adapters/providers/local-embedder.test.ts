@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { LocalEmbedder } from "../../../src/adapters/providers/local-embedder.ts";
 import { INSTALLED_MODEL_DIR } from "../../../src/adapters/providers/local-model-files.ts";
 import { vectorProblem } from "../../../src/domain/vector.ts";
+import { FakeTimers } from "../../fakes/fake-timers.ts";
 import { cosineSimilarity } from "../../fakes/memory-product-repository.ts";
 import { useTempDirs } from "../../support/temp-dirs.ts";
 
@@ -124,16 +125,20 @@ describe("LocalEmbedder's two threads", () => {
   });
 
   test("closing while products embed rejects them; the next call starts the worker again", async () => {
-    const closing = new LocalEmbedder(MODEL_DIR);
+    const timers = new FakeTimers();
+    const closing = new LocalEmbedder(MODEL_DIR, { timers });
     const outcome = closing.embed(products, "document").then(
       () => "embedded",
       (error: Error) => error.message,
     );
     await closing.dispose();
     expect(await outcome).toBe("the offline model was closed");
+    // The worker closed by itself: its time limit is cancelled, not left to keep the process alive.
+    expect(timers.pending()).toEqual([]);
     const [vector] = await closing.embed(["Leather wallet"], "document");
     expect(vectorProblem(vector as number[], 384)).toBeNull();
     await closing.dispose();
+    expect(timers.pending()).toEqual([]);
   });
 });
 
@@ -155,7 +160,7 @@ describe("LocalEmbedder and the files around it", () => {
   const tempDir = useTempDirs("embedder-files");
   const EMBEDDER_MODULE = join(import.meta.dir, "../../../src/adapters/providers/local-embedder.ts");
 
-  test("writes nothing to HOME or TMPDIR (onnxruntime's telemetry stays off)", async () => {
+  test("writes nothing to HOME or TMPDIR (onnxruntime's telemetry stays off), and a process that disposes it exits when its work ends", async () => {
     const home = tempDir();
     const tmp = tempDir();
     const child = Bun.spawn(
@@ -165,12 +170,20 @@ describe("LocalEmbedder and the files around it", () => {
         `import { LocalEmbedder } from ${JSON.stringify(EMBEDDER_MODULE)};
          const embedder = new LocalEmbedder(${JSON.stringify(MODEL_DIR)});
          await embedder.embed(["Espresso machine"], "document");
-         await embedder.dispose();`,
+         await embedder.dispose();
+         const disposed = performance.now();
+         process.on("exit", () => console.log(JSON.stringify({ lingeredMs: performance.now() - disposed })));`,
       ],
       // Only what a service has: no CI variable (which would also silence onnxruntime), no transpiler cache.
-      { env: { PATH: process.env.PATH, HOME: home, TMPDIR: tmp, BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0" } },
+      {
+        env: { PATH: process.env.PATH, HOME: home, TMPDIR: tmp, BUN_RUNTIME_TRANSPILER_CACHE_PATH: "0" },
+        stdout: "pipe",
+      },
     );
     expect(await child.exited).toBe(0);
+    // Nothing left waiting: dispose's time limit for the worker (5 s) kept such a process alive to its end.
+    const { lingeredMs } = JSON.parse(await new Response(child.stdout).text()) as { lingeredMs: number };
+    expect(lingeredMs).toBeLessThan(2_500);
     expect(readdirSync(home, { recursive: true })).toEqual([]);
     expect(readdirSync(tmp, { recursive: true })).toEqual([]);
   }, 60_000);
