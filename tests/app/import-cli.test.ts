@@ -14,6 +14,7 @@ import { FakeProviderServer } from "../fakes/fake-provider-server.ts";
 import { cliInProcess, cliProcess, finished, startCliProcess } from "../support/cli.ts";
 import { withNewDatabase } from "../support/new-database.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
+import { POSTGRES_URL, schemaOfItsOwn } from "../support/test-databases.ts";
 
 // Generous: at load 24 on 2 cores two of these tests took over 120 s.
 setDefaultTimeout(300_000);
@@ -240,4 +241,33 @@ describe.concurrent("the vector index after an import", () => {
     expect(JSON.parse(built.stdout)).toMatchObject({ column: "embedding", present: true, valid: true });
     expect(JSON.parse(built.stdout).bytes).toBeGreaterThan(0);
   });
+
+  test.skipIf(!POSTGRES_URL)(
+    "on a PostgreSQL server, index build (which reports a long build's progress) ends when the build does (TEST_DATABASE_URL)",
+    async () => {
+      const dir = tempDir();
+      const schema = await schemaOfItsOwn("index_build");
+      try {
+        const env = { DATABASE_URL: schema.url, VECTOR_INDEX_MIN_ROWS: "1000" };
+        const file = join(dir, "few.jsonl");
+        writeFileSync(file, `${Array.from({ length: 6 }, (_, i) => JSON.stringify(product(i))).join("\n")}\n`);
+        expect((await inProcess(["import", file], env)).code).toBe(0);
+
+        const child = cli(["index", "build"], env);
+        // The answer is its last output: the time from it to the process's end is time waited for nothing.
+        let answered = 0;
+        let stdout = "";
+        for await (const chunk of child.stdout) {
+          stdout += new TextDecoder().decode(chunk);
+          if (stdout.endsWith("\n") && stdout.includes('"present"')) answered ||= performance.now();
+        }
+        expect(await child.exited).toBe(0);
+        expect(JSON.parse(stdout)).toMatchObject({ present: true, valid: true });
+        // Its progress was looked at every 10 s: the last wait outlived the build, and the process with it.
+        expect(performance.now() - answered).toBeLessThan(2_500);
+      } finally {
+        await schema.drop();
+      }
+    },
+  );
 });

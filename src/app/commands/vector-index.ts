@@ -2,6 +2,7 @@
 import { DEFAULT_CATALOGUE } from "../../domain/caller.ts";
 import { CatalogueNotFound } from "../../domain/errors.ts";
 import { UpkeepBusy } from "../../domain/reembed-catalogue.ts";
+import { systemTimers } from "../../ports/timers.ts";
 import type { VectorIndex } from "../../ports/vector-index.ts";
 import type { Config } from "../config.ts";
 import { createLogger } from "../logger.ts";
@@ -87,7 +88,13 @@ async function reportProgress(
     },
   );
   while (!done) {
-    await Promise.race([finished, Bun.sleep(PROGRESS_EVERY_MS)]);
+    // The wait is cancelled when the build ends first: left running, it kept the command alive after it.
+    let cancel = () => {};
+    await Promise.race([
+      finished,
+      new Promise<void>((resolve) => (cancel = systemTimers.after(PROGRESS_EVERY_MS, resolve))),
+    ]);
+    cancel();
     if (done) return;
     const { progress } = await index.status();
     if (progress) {
