@@ -263,8 +263,9 @@ describe.concurrent("the vector index after an import", () => {
         }
         expect(await child.exited).toBe(0);
         expect(JSON.parse(stdout)).toMatchObject({ present: true, valid: true });
-        // Its progress was looked at every 10 s: the last wait outlived the build, and the process with it.
-        expect(performance.now() - answered).toBeLessThan(2_500);
+        // Its progress was looked at every 10 s: the last wait outlived the build, and kept the
+        // process 9 to 10 s past its answer (a bound on a hang, with room for a loaded machine).
+        expect(performance.now() - answered).toBeLessThan(5_000);
       } finally {
         await schema.drop();
       }
