@@ -281,17 +281,22 @@ async function indexNames(db: SqlClient): Promise<string[]> {
 }
 
 /**
- * Gives the session back the scan settings a test changed (PGlite is one session for every test of
- * a file, and pgbouncer hands a server connection on): a later scan would stop after 150 tuples.
+ * Sequential and bitmap scans off for the session: at 2,000 rows the planner would rather sort than
+ * read an index. JIT off too: a plan that must still scan is costed past `jit_above_cost` by the
+ * disabled scans' penalty, and a server compiled each such search first (200 of 210 ms).
  */
-/** Sequential and bitmap scans off for the session: at 2,000 rows the planner would rather sort than read an index. */
 async function withoutPlainScans(db: SqlClient): Promise<void> {
   await db.query("SELECT set_config('enable_seqscan', 'off', false)");
   await db.query("SELECT set_config('enable_bitmapscan', 'off', false)");
+  await db.query("SELECT set_config('jit', 'off', false)");
 }
 
+/**
+ * Gives the session back the scan settings a test changed (PGlite is one session for every test of
+ * a file, and pgbouncer hands a server connection on): a later scan would stop after 150 tuples.
+ */
 async function resetScanLimits(db: SqlClient): Promise<void> {
-  for (const setting of ["hnsw.max_scan_tuples", "enable_seqscan", "enable_bitmapscan"]) {
+  for (const setting of ["hnsw.max_scan_tuples", "enable_seqscan", "enable_bitmapscan", "jit"]) {
     await db.query(`RESET ${setting}`);
   }
 }
@@ -610,6 +615,7 @@ forEachDatabase((database, engine, route) => {
         expect(await indexedNumberAttributes(loaded.db, ["weight", "size"])).toEqual(["size"]);
         expect(await indexedNumberAttributes(loaded.db, [])).toEqual([]);
         await loaded.db.query("SELECT set_config('enable_seqscan', 'off', false)");
+        await loaded.db.query("SELECT set_config('jit', 'off', false)"); // as withoutPlainScans says
         const small: AttributeCondition[] = [{ key: "size", op: "range", lt: 5 }];
         for (const query of Array.from({ length: 3 }, (_, i) => mainQuery(loaded.space, i * 3))) {
           const hits = await loaded.products.searchByVector(query, { limit: 10, attributes: small });
