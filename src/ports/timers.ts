@@ -41,3 +41,20 @@ export const systemTimers: Timers = {
   },
   timeout: (ms) => AbortSignal.timeout(ms),
 };
+
+/**
+ * `promise`'s value, or undefined once `ms` have passed without it. The time limit is cancelled
+ * either way: left running (as `Promise.race` with a sleep leaves it), it kept the process alive
+ * to its end (a command ended 10 s after its answer).
+ */
+export async function withinMs<T>(timers: Timers, ms: number, promise: Promise<T>): Promise<T | undefined> {
+  let cancel = () => {};
+  const expired = new Promise<undefined>((resolve) => {
+    cancel = timers.after(ms, () => resolve(undefined));
+  });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    cancel();
+  }
+}

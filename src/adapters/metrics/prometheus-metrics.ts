@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { systemTimers, withinMs } from "../../ports/timers.ts";
 import type { VectorIndexStatus } from "../../ports/vector-index.ts";
 
 export type MetricsEvent = Record<string, unknown>;
@@ -183,10 +184,11 @@ export class PrometheusMetrics {
     const registers = [this.registry];
     let reading: Promise<VectorIndexStatus | undefined> | undefined;
     const status = () => {
-      reading ??= Promise.race([
+      reading ??= withinMs(
+        systemTimers,
+        INDEX_STATUS_WAIT_MS,
         readStatus().catch(() => undefined),
-        Bun.sleep(INDEX_STATUS_WAIT_MS).then(() => undefined),
-      ]).finally(() => {
+      ).finally(() => {
         reading = undefined;
       });
       return reading;

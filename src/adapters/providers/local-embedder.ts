@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import type { Vector } from "../../domain/vector.ts";
 import type { Embedder, EmbeddingPurpose } from "../../ports/embedder.ts";
-import { systemTimers, type Timers } from "../../ports/timers.ts";
+import { systemTimers, type Timers, withinMs } from "../../ports/timers.ts";
 import { LOCAL_EMBEDDING_DIMENSION, LocalModel, type LocalModelOptions } from "./local-model.ts";
 import { LOCAL_EMBEDDING_MODEL } from "./local-model-files.ts";
 import type { LocalModelReply, LocalModelRequest } from "./local-model-worker.ts";
@@ -104,12 +104,9 @@ export class LocalEmbedder implements Embedder {
       if ("kind" in event.data) resolve();
     });
     worker.addEventListener("close", () => resolve());
-    // Cancelled once closed: a pending wait would keep the process alive for the rest of it.
-    const cancel = (this.options.timers ?? systemTimers).after(WORKER_CLOSE_MS, resolve);
     worker.ref();
     worker.postMessage({ kind: "close" } satisfies LocalModelRequest);
-    await closed;
-    cancel();
+    await withinMs(this.options.timers ?? systemTimers, WORKER_CLOSE_MS, closed);
     worker.terminate();
   }
 

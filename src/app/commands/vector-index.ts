@@ -2,7 +2,7 @@
 import { DEFAULT_CATALOGUE } from "../../domain/caller.ts";
 import { CatalogueNotFound } from "../../domain/errors.ts";
 import { UpkeepBusy } from "../../domain/reembed-catalogue.ts";
-import { systemTimers } from "../../ports/timers.ts";
+import { systemTimers, withinMs } from "../../ports/timers.ts";
 import type { VectorIndex } from "../../ports/vector-index.ts";
 import type { Config } from "../config.ts";
 import { createLogger } from "../logger.ts";
@@ -88,13 +88,7 @@ async function reportProgress(
     },
   );
   while (!done) {
-    // The wait is cancelled when the build ends first: left running, it kept the command alive after it.
-    let cancel = () => {};
-    await Promise.race([
-      finished,
-      new Promise<void>((resolve) => (cancel = systemTimers.after(PROGRESS_EVERY_MS, resolve))),
-    ]);
-    cancel();
+    await withinMs(systemTimers, PROGRESS_EVERY_MS, finished);
     if (done) return;
     const { progress } = await index.status();
     if (progress) {
