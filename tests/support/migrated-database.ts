@@ -72,9 +72,23 @@ const DEFINITION_DIGEST = `
   SELECT md5(string_agg(replace(row, quote_ident(current_schema()) || '.', ''), E'\\n' ORDER BY row)) AS digest
     FROM (${DEFINITION_ROWS}) AS definition`;
 
+/** The kinds of relation a schema's own are (RELATIONS), and how each is dropped, in this order: tables first (their indexes go with them). */
+const DROPPED_AS: Record<string, string> = {
+  r: "TABLE",
+  p: "TABLE",
+  v: "VIEW",
+  m: "MATERIALIZED VIEW",
+  i: "INDEX",
+  I: "INDEX",
+  S: "SEQUENCE",
+};
+
 const RELATIONS = `
   SELECT relkind::text AS kind, relname AS name FROM pg_class
-   WHERE relnamespace = current_schema()::regnamespace AND relkind IN ('r', 'p', 'i', 'I', 'S', 'v', 'm') ORDER BY relname`;
+   WHERE relnamespace = current_schema()::regnamespace
+     AND relkind IN (${Object.keys(DROPPED_AS)
+       .map((kind) => `'${kind}'`)
+       .join(", ")}) ORDER BY relname`;
 
 /** Each table (partitions included: they hold the rows) and its size. */
 const TABLES = `
@@ -150,19 +164,10 @@ export async function resetToMigrated(client: SqlClient, snapshot: MigratedSnaps
       const added = (await tx.query<{ kind: string; name: string }>(RELATIONS)).filter(
         (relation) => !known.has(`${relation.kind}:${relation.name}`),
       );
-      const order = ["r", "p", "v", "m", "i", "I", "S"];
-      added.sort((a, b) => order.indexOf(a.kind) - order.indexOf(b.kind));
+      const kinds = Object.keys(DROPPED_AS);
+      added.sort((a, b) => kinds.indexOf(a.kind) - kinds.indexOf(b.kind));
       for (const { kind, name } of added) {
-        const what = {
-          r: "TABLE",
-          p: "TABLE",
-          v: "VIEW",
-          m: "MATERIALIZED VIEW",
-          i: "INDEX",
-          I: "INDEX",
-          S: "SEQUENCE",
-        }[kind];
-        await tx.query(`DROP ${what} IF EXISTS ${quote(name)} CASCADE`);
+        await tx.query(`DROP ${DROPPED_AS[kind]} IF EXISTS ${quote(name)} CASCADE`);
       }
       const [definition] = await tx.query<{ digest: string }>(DEFINITION_DIGEST);
       if (definition?.digest !== snapshot.definition) return false;

@@ -71,15 +71,16 @@ const STORED_COLUMNS = `${PRODUCT_COLUMNS}, content_digest, version`;
 const UNIQUE_VIOLATION = "23505";
 /** pgvector's errors for a vector of the wrong dimension ("expected 384 dimensions, not 32", "different vector dimensions"). */
 const DATA_EXCEPTION = "22000";
-/**
- * Filters matching up to this many products are scanned exactly (VECTOR_FILTER_EXACT_MAX_ROWS), an
- * HNSW scan's candidate list (VECTOR_EF_SEARCH), the lists an IVFFlat scan reads (VECTOR_IVF_PROBES)
- * and the candidates of a binary-quantized index re-ranked by their half-precision cosine
- * (VECTOR_RERANK_DEPTH): bench/scale.ts measured them.
- */
+
 /** LEXICAL_RANK_MAX_ROWS by default: README "Hybrid search at 1,000,000" measured 2,000 against 4,000. */
 export const DEFAULT_LEXICAL_RANK_MAX_ROWS = 2_000;
 
+/**
+ * Filters matching up to this many products are scanned exactly (VECTOR_FILTER_EXACT_MAX_ROWS), an
+ * HNSW scan's candidate list (VECTOR_EF_SEARCH), the lists an IVFFlat scan reads (VECTOR_IVF_PROBES),
+ * the candidates of a binary-quantized index re-ranked by their half-precision cosine
+ * (VECTOR_RERANK_DEPTH): bench/scale.ts measured them; and the matches a lexical side ranks.
+ */
 export const DEFAULT_SEARCH_PLAN: VectorSearchSettings = {
   filterExactMaxRows: 30_000,
   filterFarExactMaxRows: 300_000,
