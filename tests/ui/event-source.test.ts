@@ -3,7 +3,7 @@
  * EventSource cannot send a token), from a page of the service itself (/ui, whose CSP lets it
  * connect to its own origin). A page load opens one stream: it receives every event, the browser
  * reconnects once after the end (EventSource always does), gets 204 and closes for good; the
- * service ran one search, never a reconnect storm. Skipped, saying so, without /usr/bin/chromium.
+ * service ran one search, never a reconnect storm. Skipped, saying so, without Chromium (tests/support/chromium.ts).
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import type { EventSource as EventSourceType } from "eventsource";

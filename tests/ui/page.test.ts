@@ -2,7 +2,7 @@
  * The search page at /ui in headless Chromium, against the whole service as `bun start` builds it
  * (config → container → HTTP app) on PGlite in memory, listening on 127.0.0.1. The embedder is the
  * fake bag-of-words one; the recommendation writer stops mid-sentence until the test lets it go,
- * so the test sees the text arrive in pieces. Skipped, saying so, without /usr/bin/chromium.
+ * so the test sees the text arrive in pieces. Skipped, saying so, without Chromium (tests/support/chromium.ts).
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, rmSync, symlinkSync } from "node:fs";
