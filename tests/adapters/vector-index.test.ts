@@ -56,12 +56,14 @@ function clusteredSpace(dimension: number, clusters: number, seed: number, direc
       const basis = bases[cluster % clusters] as number[][];
       if (basis.length === 0) return centre.map((value) => value + spread * gaussian());
       const weights = basis.map(() => (spread * gaussian()) / Math.sqrt(basis.length));
-      return centre.map(
-        (value, j) =>
-          value +
-          basis.reduce((sum, direction, k) => sum + (weights[k] as number) * (direction[j] as number), 0) +
-          0.1 * spread * gaussian(),
-      );
+      // Plain loops (the vectors of the 512-dimension tests took a tenth of their time as closures).
+      const vector = new Array<number>(dimension);
+      for (let j = 0; j < dimension; j++) {
+        let sum = 0;
+        for (let k = 0; k < basis.length; k++) sum += (weights[k] as number) * ((basis[k] as number[])[j] as number);
+        vector[j] = (centre[j] as number) + sum + 0.1 * spread * gaussian();
+      }
+      return vector;
     },
   };
 }
