@@ -367,19 +367,7 @@ forEachDatabase((database, engine, route) => {
         expect(status.bytes).toBeGreaterThan(0);
         const queries = Array.from({ length: 20 }, (_, i) => loaded.space.near(i * 7, 0.8));
         expect(await planOf(loaded.db, queries[0] as Vector)).toContain(INDEX_NAME);
-        let found = 0;
-        for (const query of queries) {
-          const hits = await loaded.products.searchByVector(query, { limit: 10 });
-          expect(hits).toHaveLength(10);
-          const truth = bruteForce(loaded, query, 10);
-          found += hits.filter((hit) => truth.includes(hit.id)).length;
-          for (const hit of hits) {
-            expect(hit.score).toBeCloseTo(cosineSimilarity(query, loaded.vectors.get(hit.id) as Vector), 5);
-          }
-          const scores = hits.map((hit) => hit.score);
-          expect(scores).toEqual([...scores].sort((a, b) => b - a));
-        }
-        expect(found / (queries.length * 10)).toBeGreaterThanOrEqual(0.95);
+        expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
       } finally {
         await database.cleanup();
       }
