@@ -5,14 +5,19 @@
  * 1. `bun run cli import` loads ../shared/eval/products-all.jsonl.gz into a temporary DATA_DIR (and
  *    builds the vector index at its end, as it does when due);
  * 2. `bun run cli serve` serves it as users run it (METRICS_TOKEN set, to read its metrics);
- * 3. distinct queries (the dev queries, each also with a few words added, so every one misses the
- *    query cache) go one at a time through POST /products/search, after a few to warm up.
+ * 3. distinct queries (the 40 dev queries, each alone and with nine additions such as " barato" or
+ *    " for a gift": 400, so every one misses the query cache) go one at a time through
+ *    POST /products/search, after `--warmup N` others (default 1,000, each a cache miss too, not
+ *    measured): the figures of a service that has been serving for a while. Its first few hundred
+ *    searches after a start are slower while JavaScriptCore compiles their code on the same two
+ *    cores (`--warmup 5` measures those).
  * Prints the latency seen by the client (p50 / p95, English and Spanish), each stage's p50 / p95
  * from the service's own `search` log lines (translation, embedding, retrieval, check, generation),
  * the rest of the request (HTTP, auth, JSON) from its `request` lines, and the stage sums of
- * sku_search_stage_duration_seconds; the last line is one JSON object.
+ * sku_search_stage_duration_seconds (over every search since the start, warm-up included); the last
+ * line is one JSON object.
  *
- * Run by hand: `bun bench/default-path.ts [--data-dir DIR] [--lines FILE] [--during-import N]` (with
+ * Run by hand: `bun bench/default-path.ts [--data-dir DIR] [--warmup N] [--lines FILE] [--during-import N]` (with
  * --data-dir the import is skipped when that directory already holds the catalogue, and its query
  * cache is emptied; --lines writes each query's client time and the service's `search` log lines to
  * FILE as JSON; --during-import N: the queries run while the service imports N new products into a
@@ -27,8 +32,15 @@ import { freePort } from "../scripts/free-port.ts";
 import { openPglite } from "../src/adapters/pglite/pglite-client.ts";
 
 const { values: args } = parseArgs({
-  options: { "data-dir": { type: "string" }, lines: { type: "string" }, "during-import": { type: "string" } },
+  options: {
+    "data-dir": { type: "string" },
+    lines: { type: "string" },
+    "during-import": { type: "string" },
+    warmup: { type: "string" },
+  },
 });
+const warmup = args.warmup === undefined ? 1000 : Number(args.warmup);
+if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup takes a number of queries");
 const duringImport = args["during-import"] === undefined ? 0 : Number(args["during-import"]);
 if (!Number.isInteger(duringImport) || duringImport < 0) throw new Error("--during-import takes a number of products");
 const PROJECT = resolve(import.meta.dir, "..");
@@ -47,7 +59,7 @@ const env = {
 const out = (line: string) => console.log(line);
 
 out(
-  `default path: PGlite + offline model + Apertium, eval catalogue, DATA_DIR ${dataDir}; load ${loadavg()[0]?.toFixed(1)}`,
+  `default path: PGlite + offline model + Apertium, eval catalogue, DATA_DIR ${dataDir}; ${warmup} warm-up queries; load ${loadavg()[0]?.toFixed(1)}`,
 );
 if (!existsSync(join(dataDir, "pgdata"))) {
   const started = performance.now();
@@ -119,13 +131,39 @@ try {
 
   const dev = JSON.parse(readFileSync(join(EVAL_DIR, "queries-dev.json"), "utf8")) as { lang: string; query: string }[];
   const additions = {
-    es: ["", " barato", " para regalo", " de buena calidad", " en oferta"],
-    en: ["", " cheap", " for a gift", " good quality", " on sale"],
+    es: [
+      "",
+      " barato",
+      " para regalo",
+      " de buena calidad",
+      " en oferta",
+      " económico",
+      " para casa",
+      " resistente",
+      " pequeño",
+      " de marca",
+    ],
+    en: [
+      "",
+      " cheap",
+      " for a gift",
+      " good quality",
+      " on sale",
+      " affordable",
+      " for home",
+      " durable",
+      " small",
+      " branded",
+    ],
   };
   const queries = additions.es.flatMap((_, i) =>
     dev.map(({ lang, query }) => ({ lang, query: `${query}${(lang === "es" ? additions.es : additions.en)[i]}` })),
   );
-  for (const word of ["warm", "up", "lámpara", "mesa", "reloj"]) await search(`${word} calentamiento`);
+  // Warm-up queries, not measured: other texts than the measured ones (each a cache miss too).
+  for (let i = 0; i < warmup; i++) {
+    const { lang, query } = dev[i % dev.length] as { lang: string; query: string };
+    await search(`${query} ${lang === "es" ? "calentamiento" : "warm-up"} ${i}`);
+  }
   const api = (path: string, init: RequestInit = {}) =>
     fetch(`${base}${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...init.headers } });
   let jobOver: Promise<number> | undefined;
@@ -176,7 +214,7 @@ try {
     return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
   };
   const round = (n: number) => Math.round(n * 10) / 10;
-  const figures: Record<string, number> = { queries: timed.length };
+  const figures: Record<string, number> = { queries: timed.length, warmup_queries: warmup };
   if (jobOver) {
     figures.import_products = duringImport;
     figures.queries_during_import = timed.filter((t) => t.importing).length;
