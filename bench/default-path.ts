@@ -39,10 +39,15 @@ const { values: args } = parseArgs({
     warmup: { type: "string" },
   },
 });
-const warmup = args.warmup === undefined ? 1000 : Number(args.warmup);
-if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup takes a number of queries");
-const duringImport = args["during-import"] === undefined ? 0 : Number(args["during-import"]);
-if (!Number.isInteger(duringImport) || duringImport < 0) throw new Error("--during-import takes a number of products");
+/** A whole number of `what` given as --`name`, or `fallback`. */
+function countArg(name: "warmup" | "during-import", fallback: number, what: string): number {
+  const given = args[name];
+  const count = given === undefined ? fallback : Number(given);
+  if (!Number.isInteger(count) || count < 0) throw new Error(`--${name} takes a number of ${what}`);
+  return count;
+}
+const warmup = countArg("warmup", 1000, "queries");
+const duringImport = countArg("during-import", 0, "products");
 const PROJECT = resolve(import.meta.dir, "..");
 const EVAL_DIR = resolve(PROJECT, "../shared/eval");
 const PASSWORD = "default-path-bench";

@@ -119,6 +119,11 @@ async function rowsDigest(client: SqlClient, table: string): Promise<string | nu
  * such a schema cannot be brought back, and each test migrates a new one.
  */
 export async function snapshotMigrated(client: SqlClient, key: string): Promise<MigratedSnapshot | undefined> {
+  const [statistics] = await client.query<{ count: number }>(
+    `SELECT count(*)::int AS count FROM pg_statistic s JOIN pg_class c ON c.oid = s.starelid
+      WHERE c.relnamespace = current_schema()::regnamespace`,
+  );
+  if (statistics?.count) return undefined;
   const [definition] = await client.query<{ digest: string }>(DEFINITION_DIGEST);
   const relations = await client.query<{ kind: string; name: string }>(RELATIONS);
   const tables: MigratedSnapshot["tables"] = [];
@@ -137,11 +142,6 @@ export async function snapshotMigrated(client: SqlClient, key: string): Promise<
     const [rows] = await client.query<{ rows: string }>(`SELECT json_agg(t)::text AS rows FROM ${quote(name)} AS t`);
     tables.push({ name, bytes, digest, rows: rows?.rows ?? null, columns: columns.map((column) => column.name) });
   }
-  const [statistics] = await client.query<{ count: number }>(
-    `SELECT count(*)::int AS count FROM pg_statistic s JOIN pg_class c ON c.oid = s.starelid
-      WHERE c.relnamespace = current_schema()::regnamespace`,
-  );
-  if (statistics?.count) return undefined;
   return {
     key,
     definition: definition?.digest ?? "",
@@ -200,12 +200,12 @@ export async function resetToMigrated(client: SqlClient, snapshot: MigratedSnaps
       );
       for (const sequence of snapshot.sequences) {
         if (sequences.get(sequence.name)?.lastValue === sequence.lastValue) continue;
-        await tx.query(
-          sequence.lastValue === null
-            ? "SELECT setval($1::regclass, $2::bigint, false)"
-            : "SELECT setval($1::regclass, $2::bigint, true)",
-          [quote(sequence.name), sequence.lastValue ?? sequence.startValue],
-        );
+        // Never used (no last value): its next value is its start.
+        await tx.query("SELECT setval($1::regclass, $2::bigint, $3::boolean)", [
+          quote(sequence.name),
+          sequence.lastValue ?? sequence.startValue,
+          sequence.lastValue !== null,
+        ]);
       }
 
       // The planner's view of the schema: no statistics (the migration left none), and each
