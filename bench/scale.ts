@@ -739,8 +739,10 @@ try {
     db = await target.open();
     const [kept] = await db.query<{ rows: string }>(`SELECT count(*) AS rows FROM ${TABLE}`);
     await db.close();
-    if (Number(kept?.rows) !== N) throw new Error(`--reuse ${REUSE} holds ${kept?.rows} products, not --n ${N}`);
-    console.log(`reusing ${REUSE}: no load, no build, no writes`);
+    // N, and the 2 × --live written with the index live when the kept run had them.
+    const rows = Number(kept?.rows);
+    if (rows < N) throw new Error(`--reuse ${REUSE} holds ${rows} products, fewer than --n ${N}`);
+    console.log(`reusing ${REUSE} (${rows} products): no load, no build, no writes`);
   }
 
   // 3. The exact answers.
