@@ -251,7 +251,7 @@ describe.concurrent("the vector index after an import", () => {
         const env = { DATABASE_URL: schema.url, VECTOR_INDEX_MIN_ROWS: "1000" };
         const file = join(dir, "few.jsonl");
         writeFileSync(file, `${Array.from({ length: 6 }, (_, i) => JSON.stringify(product(i))).join("\n")}\n`);
-        expect((await inProcess(["import", file], env)).code).toBe(0);
+        expect(await inProcess(["import", file], env)).toMatchObject({ code: 0 });
 
         const child = cli(["index", "build"], env);
         // The answer is its last output: the time from it to the process's end is time waited for nothing.
