@@ -104,7 +104,7 @@ describe.concurrent("export and import", () => {
 
     const file = join(dir, "backup.jsonl.gz");
     const exported = await cliProcess(["export", file, "--with-embeddings"], source);
-    expect(exported.code).toBe(0);
+    expect(exported).toMatchObject({ code: 0 });
     expect(summary(exported.stdout)).toMatchObject({
       event: "export_done",
       products: 40,
@@ -117,7 +117,7 @@ describe.concurrent("export and import", () => {
     const callsBefore = embedder.calls();
     const target = embedder.settings({ DATA_DIR: await withNewDatabase(join(dir, "target")) });
     const restored = await cliProcess(["import", file], target);
-    expect(restored.code).toBe(0);
+    expect(restored).toMatchObject({ code: 0 });
     expect(restored.stderr).toContain("no text is embedded");
     expect(summary(restored.stdout)).toMatchObject({ embeddings: "restored", created: 40, failed: 0 });
     expect(embedder.calls()).toBe(callsBefore);
@@ -131,12 +131,12 @@ describe.concurrent("export and import", () => {
     const source = embedder.settings({ DATA_DIR: await withNewDatabase(join(dir, "source")) });
     await cli(["import", catalogueFile(dir, 6)], source);
     const file = join(dir, "backup.jsonl.gz");
-    expect((await cli(["export", file, "--with-embeddings"], source)).code).toBe(0);
+    expect(await cli(["export", file, "--with-embeddings"], source)).toMatchObject({ code: 0 });
 
     const callsBefore = embedder.calls();
     const other = embedder.settings({ DATA_DIR: await withNewDatabase(join(dir, "other")) }, 32);
     const imported = await cli(["import", file], other);
-    expect(imported.code).toBe(0);
+    expect(imported).toMatchObject({ code: 0 });
     expect(imported.stderr).toContain(
       `its embeddings are of openai/text-embedding-3-large (${DIMENSION} dimensions), not of the configured model openai/text-embedding-3-large (32 dimensions): they are ignored and the texts embedded again`,
     );
@@ -154,8 +154,10 @@ describe.concurrent("export and import", () => {
     cpSync(source.DATA_DIR, copy, { recursive: true });
     const fromSource = join(dir, "source.jsonl.gz");
     const fromCopy = join(dir, "copy.jsonl.gz");
-    expect((await cli(["export", fromSource, "--with-embeddings"], source)).code).toBe(0);
-    expect((await cli(["export", fromCopy, "--with-embeddings"], { ...source, DATA_DIR: copy })).code).toBe(0);
+    expect(await cli(["export", fromSource, "--with-embeddings"], source)).toMatchObject({ code: 0 });
+    expect(await cli(["export", fromCopy, "--with-embeddings"], { ...source, DATA_DIR: copy })).toMatchObject({
+      code: 0,
+    });
     expect(productLines(fromCopy)).toEqual(productLines(fromSource));
     expect(productLines(fromCopy)).toHaveLength(8);
   });
@@ -190,7 +192,7 @@ describe.skipIf(!POSTGRES_URL)("PostgreSQL (TEST_DATABASE_URL)", () => {
     const source = embedder.settings({ DATA_DIR: await withNewDatabase(join(dir, "source")) });
     await cli(["import", catalogueFile(dir)], source);
     const file = join(dir, "backup.jsonl.gz");
-    expect((await cli(["export", file, "--with-embeddings"], source)).code).toBe(0);
+    expect(await cli(["export", file, "--with-embeddings"], source)).toMatchObject({ code: 0 });
 
     const callsBefore = embedder.calls();
     const target = embedder.settings({ DATABASE_URL: await newDatabase("import") });
@@ -223,8 +225,8 @@ describe.skipIf(!POSTGRES_URL)("PostgreSQL (TEST_DATABASE_URL)", () => {
 
     const fromSource = join(dir, "source.jsonl.gz");
     const fromRestored = join(dir, "restored.jsonl.gz");
-    expect((await cli(["export", fromSource, "--with-embeddings"], source)).code).toBe(0);
-    expect((await cli(["export", fromRestored, "--with-embeddings"], target)).code).toBe(0);
+    expect(await cli(["export", fromSource, "--with-embeddings"], source)).toMatchObject({ code: 0 });
+    expect(await cli(["export", fromRestored, "--with-embeddings"], target)).toMatchObject({ code: 0 });
     expect(productLines(fromRestored)).toEqual(productLines(fromSource));
     expect(productLines(fromRestored)).toHaveLength(12);
     // The restored database is a working one: a new product takes the next id after the restored ones.

@@ -72,7 +72,7 @@ describe("help and version", () => {
   });
 
   test("settings are read only when a command runs: help works whatever they are", async () => {
-    expect((await cli(["help"], { PORT: "eighty" })).code).toBe(0);
+    expect(await cli(["help"], { PORT: "eighty" })).toMatchObject({ code: 0 });
   });
 });
 
@@ -97,7 +97,7 @@ describe("usage errors exit 2 and name what is wrong", () => {
   for (const [args, named] of cases) {
     test(args.join(" ") || "(none)", async () => {
       const result = await cli(args);
-      expect(result.code).toBe(2);
+      expect(result).toMatchObject({ code: 2 });
       for (const text of named) expect(result.stderr).toContain(text);
       expect(result.stderr).toContain("sku-search help");
       expect(existsSync(join(result.dataDir, "pgdata"))).toBe(false);
@@ -107,7 +107,7 @@ describe("usage errors exit 2 and name what is wrong", () => {
 
 test("a bad setting stops a command with a message naming each one (exit 1)", async () => {
   const result = await cli(["index", "status"], { PORT: "eighty", ALGORITHM: "none" });
-  expect(result.code).toBe(1);
+  expect(result).toMatchObject({ code: 1 });
   expect(result.stderr).toContain("PORT");
   expect(result.stderr).toContain("ALGORITHM");
 });

@@ -93,10 +93,10 @@ describe.concurrent("users, with no service running (the commands as processes: 
     expect(await loginStatuses(env.DATA_DIR, [["bea", "primera-clave"]])).toEqual([200]);
 
     const again = await inProcess(["users", "add", "bea"], env, "otra-clave-mas\n");
-    expect(again.code).toBe(1);
+    expect(again).toMatchObject({ code: 1 });
     expect(again.stderr).toContain("ya existe");
 
-    expect((await inProcess(["users", "reset-password", "bea"], env, "segunda-clave\n")).code).toBe(0);
+    expect(await inProcess(["users", "reset-password", "bea"], env, "segunda-clave\n")).toMatchObject({ code: 0 });
     expect(
       await loginStatuses(env.DATA_DIR, [
         ["bea", "primera-clave"],
@@ -109,7 +109,7 @@ describe.concurrent("users, with no service running (the commands as processes: 
       stdout: "'bea' is now admin\n",
     });
     const listed = await inProcess(["users", "list"], env);
-    expect(listed.code).toBe(0);
+    expect(listed).toMatchObject({ code: 0 });
     expect(
       listed.stdout
         .trim()
@@ -118,16 +118,16 @@ describe.concurrent("users, with no service running (the commands as processes: 
         .map(({ username, role }) => ({ username, role })),
     ).toEqual([{ username: "bea", role: "admin" }]);
 
-    expect((await inProcess(["users", "remove", "bea"], env)).code).toBe(0);
+    expect(await inProcess(["users", "remove", "bea"], env)).toMatchObject({ code: 0 });
     expect(await loginStatuses(env.DATA_DIR, [["bea", "segunda-clave"]])).toEqual([401]);
     const missing = await inProcess(["users", "remove", "bea"], env);
-    expect(missing.code).toBe(1);
+    expect(missing).toMatchObject({ code: 1 });
     expect(missing.stderr).toContain("no existe");
   });
 
   test("refuses a short password", async () => {
     const short = await inProcess(["users", "add", "bea"], { DATA_DIR: await dataDirWithDatabase() }, "corta\n");
-    expect(short.code).toBe(1);
+    expect(short).toMatchObject({ code: 1 });
     expect(short.stderr).toContain("contraseña");
   });
 });
@@ -147,13 +147,13 @@ test.concurrent("synonyms: set from a file (one set a line, or JSON on stdin), g
     expect({ args, code: missing.code }).toEqual({ args, code: 1 });
     expect(missing.stderr).toContain("No existe el catálogo");
   }
-  expect((await inProcess(["catalogues", "add", "muebles"], env)).code).toBe(0);
+  expect(await inProcess(["catalogues", "add", "muebles"], env)).toMatchObject({ code: 0 });
   const other = await inProcess(
     ["synonyms", "set", "-", "--catalogue", "muebles"],
     env,
     '{"synonyms": [["sofá", "sillón"]]}',
   );
-  expect(other.code).toBe(0);
+  expect(other).toMatchObject({ code: 0 });
   const got = await inProcess(["synonyms", "get"], env);
   expect(JSON.parse(got.stdout)).toEqual({
     synonyms: [
@@ -165,14 +165,14 @@ test.concurrent("synonyms: set from a file (one set a line, or JSON on stdin), g
     synonyms: [["sofá", "sillón"]],
   });
   const bad = await inProcess(["synonyms", "set", "-"], env, "solo\n");
-  expect(bad.code).toBe(1);
+  expect(bad).toMatchObject({ code: 1 });
   expect(bad.stderr).toContain("El grupo de sinónimos 0");
 });
 
 test.concurrent("`bun run cli help` and `--version` work as the README writes them (the rest of the usage: cli-usage.test.ts)", async () => {
   const env = { DATA_DIR: dataDir() };
   const [help, version] = await Promise.all([cli(["help"], env), cli(["--version"], env)]);
-  expect(help.code).toBe(0);
+  expect(help).toMatchObject({ code: 0 });
   for (const command of ["serve", "users add", "import <file>", "reembed", "index status", "healthcheck"]) {
     expect(help.stdout).toContain(command);
   }
@@ -182,14 +182,14 @@ test.concurrent("`bun run cli help` and `--version` work as the README writes th
 
 test.concurrent("a bad setting stops the program with a message naming it", async () => {
   const result = await inProcess(["serve"], { DATA_DIR: dataDir(), PORT: "eighty", ALGORITHM: "none" });
-  expect(result.code).toBe(1);
+  expect(result).toMatchObject({ code: 1 });
   expect(result.stderr).toContain("PORT");
   expect(result.stderr).toContain("ALGORITHM");
 });
 
 test.concurrent("healthcheck fails, saying so, when nothing answers", async () => {
   const result = await inProcess(["healthcheck"], { DATA_DIR: dataDir(), PORT: "1" });
-  expect(result.code).toBe(1);
+  expect(result).toMatchObject({ code: 1 });
   expect(result.stderr).toContain("nothing answers at http://127.0.0.1:1/");
 });
 
@@ -211,11 +211,11 @@ test.concurrent("reembed moves a catalogue to the configured model, after which 
   await old.close();
 
   const refused = await inProcess(["serve"], { DATA_DIR: dir });
-  expect(refused.code).toBe(1);
+  expect(refused).toMatchObject({ code: 1 });
   expect(refused.stderr).toContain("reembed");
 
   const rebuilt = await cli(["reembed"], { DATA_DIR: dir });
-  expect(rebuilt.code).toBe(0);
+  expect(rebuilt).toMatchObject({ code: 0 });
   expect(rebuilt.stderr).toContain("all 2 products now use all-MiniLM-L6-v2 (384 dimensions)");
 
   const local = new LocalEmbedder(INSTALLED_MODEL_DIR);
@@ -238,10 +238,10 @@ test.concurrent("catalogues set chooses the attributes embedded; reembed --catal
     { name: "Sock", description: "Wool", category: "Sport", sku: "S-1", attributes: { price: 3 } },
   ];
   await Bun.write(file, shoes.map((shoe) => JSON.stringify(shoe)).join("\n"));
-  expect((await inProcess(["import", file], env)).code).toBe(0);
+  expect(await inProcess(["import", file], env)).toMatchObject({ code: 0 });
 
   const set = await inProcess(["catalogues", "set", "default", "--embedded-attributes", "brand, color"], env);
-  expect(set.code).toBe(0);
+  expect(set).toMatchObject({ code: 0 });
   expect(JSON.parse(set.stdout)).toMatchObject({
     name: "default",
     products: 3,
@@ -251,16 +251,16 @@ test.concurrent("catalogues set chooses the attributes embedded; reembed --catal
   const listed = JSON.parse((await inProcess(["catalogues", "list"], env)).stdout.trim());
   expect(listed).toMatchObject({ name: "default", embedded_attributes: ["brand", "color"] });
   const bad = await inProcess(["catalogues", "set", "default", "--embedded-attributes", "Marca"], env);
-  expect(bad.code).toBe(1);
+  expect(bad).toMatchObject({ code: 1 });
   expect(bad.stderr).toContain("'Marca'");
 
   const first = await inProcess(["reembed", "--catalogue", "default"], env);
-  expect(first.code).toBe(0);
+  expect(first).toMatchObject({ code: 0 });
   expect(first.stderr).toContain("catalogue 'default': 2 of 3 products embedded again from their current text");
   const second = await inProcess(["reembed", "--catalogue", "default"], env);
   expect(second.stderr).toContain("catalogue 'default': 0 of 3 products embedded again");
   const missing = await inProcess(["reembed", "--catalogue", "nunca"], env);
-  expect(missing.code).toBe(1);
+  expect(missing).toMatchObject({ code: 1 });
   expect(missing.stderr).toContain("No existe el catálogo 'nunca'");
 
   // Each product's digest is now that of its text with its brand (the vector was made from it).
@@ -299,7 +299,7 @@ test.concurrent("serve answers, guards its data directory, runs the README's use
   try {
     // Waits (up to 60 s) for the service to answer, then asks the healthcheck command.
     for (let waited = 0; waited < 60_000 && !(await answers(`${base}/`)); waited += 100) await Bun.sleep(100);
-    expect((await cli(["healthcheck"], env)).code).toBe(0);
+    expect(await cli(["healthcheck"], env)).toMatchObject({ code: 0 });
     // Only the data directory's owner may reach the service's admin operations.
     expect(statSync(socket).mode & 0o777).toBe(0o600);
 
@@ -308,7 +308,7 @@ test.concurrent("serve answers, guards its data directory, runs the README's use
     expect(added).toMatchObject({ code: 0, stdout: "user 'bea' created (viewer)\n" });
     expect(`${added.stdout}${added.stderr}`).not.toContain("primera-clave");
     const again = await inProcess(["users", "add", "bea"], env, "otra-clave-mas\n");
-    expect(again.code).toBe(1);
+    expect(again).toMatchObject({ code: 1 });
     expect(again.stderr).toContain("ya existe");
     const listed = await cli(["users", "list"], env);
     expect(
@@ -331,22 +331,22 @@ test.concurrent("serve answers, guards its data directory, runs the README's use
     expect((await fetch(`${base}/keys`, { headers: await bearer("bea", "segunda-clave") })).status).toBe(200);
 
     const made = await cli(["keys", "add", "Tienda", "--actions", "search,products.read"], env);
-    expect(made.code).toBe(0);
+    expect(made).toMatchObject({ code: 0 });
     const key = JSON.parse(made.stdout);
     expect(key).toMatchObject({ name: "Tienda", actions: ["search", "products.read"], catalogues: ["default"] });
     expect((await fetch(`${base}/products`, { headers: { "x-api-key": key.key } })).status).toBe(200);
     const keys = await cli(["keys", "list"], env);
     expect(keys.stdout).not.toContain(key.key);
     expect(JSON.parse(keys.stdout)).toMatchObject({ id: key.id, prefix: key.prefix });
-    expect((await cli(["keys", "revoke", key.id], env)).code).toBe(0);
+    expect(await cli(["keys", "revoke", key.id], env)).toMatchObject({ code: 0 });
     expect((await fetch(`${base}/products`, { headers: { "x-api-key": key.key } })).status).toBe(401);
     const unknown = await inProcess(["keys", "revoke", key.id], env);
-    expect(unknown.code).toBe(1);
+    expect(unknown).toMatchObject({ code: 1 });
     expect(unknown.stderr).toContain("No existe ninguna clave");
 
     // Catalogues, made and removed while the service runs: it serves them at once.
     const catalogue = await cli(["catalogues", "add", "tienda-norte"], env);
-    expect(catalogue.code).toBe(0);
+    expect(catalogue).toMatchObject({ code: 0 });
     expect(JSON.parse(catalogue.stdout)).toMatchObject({ name: "tienda-norte", products: 0 });
     expect((await inProcess(["catalogues", "add", "tienda-norte"], env)).stderr).toContain("Ya existe el catálogo");
     const admin = await bearer("admin", ADMIN_PASSWORD);
@@ -374,11 +374,11 @@ test.concurrent("serve answers, guards its data directory, runs the README's use
     expect(JSON.parse(set.stdout)).toMatchObject({ embedded_attributes: ["brand"], stale_embeddings: 1 });
     // The service embeds the stale product again for the command (it holds the database), once.
     const reembedded = await cli(["reembed", "--catalogue", "tienda-norte"], env);
-    expect(reembedded.code).toBe(0);
+    expect(reembedded).toMatchObject({ code: 0 });
     expect(reembedded.stderr).toContain("catalogue 'tienda-norte': 1 of 1 products embedded again");
     expect((await inProcess(["reembed", "--catalogue", "tienda-norte"], env)).stderr).toContain("0 of 1 products");
     const unknownCatalogue = await inProcess(["reembed", "--catalogue", "nunca"], env);
-    expect(unknownCatalogue.code).toBe(1);
+    expect(unknownCatalogue).toMatchObject({ code: 1 });
     expect(unknownCatalogue.stderr).toContain("No existe el catálogo 'nunca'");
 
     // Synonyms, set from a file and read back while the service holds the database.
@@ -392,7 +392,7 @@ test.concurrent("serve answers, guards its data directory, runs the README's use
     });
 
     expect((await inProcess(["catalogues", "remove", "default"], env)).stderr).toContain("no se puede borrar");
-    expect((await cli(["catalogues", "remove", "tienda-norte"], env)).code).toBe(0);
+    expect(await cli(["catalogues", "remove", "tienda-norte"], env)).toMatchObject({ code: 0 });
     expect((await fetch(`${base}/catalogues/tienda-norte/products`, { headers: admin })).status).toBe(404);
 
     expect((await cli(["users", "remove", "bea"], env)).stdout).toBe("user 'bea' removed\n");
@@ -407,7 +407,7 @@ test.concurrent("serve answers, guards its data directory, runs the README's use
     ];
     await Bun.write(file, items.map((item) => JSON.stringify(item)).join("\n"));
     const imported = await cli(["import", file], env);
-    expect(imported.code).toBe(1); // one item failed
+    expect(imported).toMatchObject({ code: 1 }); // one item failed
     expect(imported.stderr).toContain("the running service holds the embedded database");
     expect(imported.stderr).toContain("item 2: Campo 'name': es obligatorio");
     expect(JSON.parse(imported.stdout.trim().split("\n").at(-1) ?? "")).toMatchObject({
@@ -425,7 +425,7 @@ test.concurrent("serve answers, guards its data directory, runs the README's use
     // An export while it runs: the service answers the pages, the command writes the file.
     const exportFile = join(env.DATA_DIR, "x.jsonl");
     const export_ = await cli(["export", exportFile, "--with-embeddings"], env);
-    expect(export_.code).toBe(0);
+    expect(export_).toMatchObject({ code: 0 });
     expect(JSON.parse(export_.stdout.trim())).toMatchObject({ event: "export_done", products: 2, embeddings: true });
     const lines = (await Bun.file(exportFile).text())
       .trim()
@@ -438,14 +438,16 @@ test.concurrent("serve answers, guards its data directory, runs the README's use
     ]);
     // What the service does not do for a command says the directory is in use.
     const whole = await inProcess(["reembed"], env);
-    expect(whole.code).toBe(1);
+    expect(whole).toMatchObject({ code: 1 });
     expect(whole.stderr).toContain("in use by process");
   } finally {
     server.kill("SIGTERM");
   }
   expect(await server.exited).toBe(0);
   expect(existsSync(socket)).toBe(false);
-  expect((await inProcess(["users", "add", "luis"], { DATA_DIR: env.DATA_DIR }, "primera-clave\n")).code).toBe(0);
+  expect(await inProcess(["users", "add", "luis"], { DATA_DIR: env.DATA_DIR }, "primera-clave\n")).toMatchObject({
+    code: 0,
+  });
 });
 
 test.concurrent("serve on a busy port fails, and leaves the data directory free", async () => {
@@ -453,10 +455,10 @@ test.concurrent("serve on a busy port fails, and leaves the data directory free"
   const busy = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   try {
     const result = await inProcess(["serve"], { ...env, HOST: "127.0.0.1", PORT: String(busy.port) });
-    expect(result.code).toBe(1);
+    expect(result).toMatchObject({ code: 1 });
     expect(result.stderr).toContain(String(busy.port));
   } finally {
     busy.stop(true);
   }
-  expect((await inProcess(["users", "add", "bea"], env, "primera-clave\n")).code).toBe(0);
+  expect(await inProcess(["users", "add", "bea"], env, "primera-clave\n")).toMatchObject({ code: 0 });
 });

@@ -58,11 +58,11 @@ describe.concurrent("import FILE", () => {
       ].join("\n"),
     );
     const imported = await inProcess(["import", join(dir, "tienda.csv")], env);
-    expect(imported.code).toBe(1);
+    expect(imported).toMatchObject({ code: 1 });
     expect(summary(imported.stdout)).toMatchObject({ created: 2, failed: 1 });
     expect(imported.stderr).toContain("item 2: La columna 'price' es de números y «barata» no lo es");
     const file = join(dir, "export.jsonl.gz");
-    expect((await inProcess(["export", file], env)).code).toBe(0);
+    expect(await inProcess(["export", file], env)).toMatchObject({ code: 0 });
     const exported = new TextDecoder()
       .decode(Bun.gunzipSync(readFileSync(file)))
       .trim()
@@ -122,7 +122,7 @@ describe.concurrent("import FILE", () => {
     const repeated = [product(12), { ...product(12), name: "Repetido" }, { ...product(0), name: "Otro" }];
     writeFileSync(join(dir, "e.jsonl"), repeated.map((item) => JSON.stringify(item)).join("\n"));
     const withRepeats = await inProcess(["import", join(dir, "e.jsonl")], env);
-    expect(withRepeats.code).toBe(0);
+    expect(withRepeats).toMatchObject({ code: 0 });
     expect(summary(withRepeats.stdout)).toMatchObject({ items: 3, created: 1, updated: 2, failed: 0 });
   });
 
@@ -134,7 +134,7 @@ describe.concurrent("import FILE", () => {
       [JSON.stringify(product(1)), "{roto", JSON.stringify({ name: "x" })].join("\n"),
     );
     const mixed = await inProcess(["import", join(dir, "mixed.jsonl")], env);
-    expect(mixed.code).toBe(1);
+    expect(mixed).toMatchObject({ code: 1 });
     expect(summary(mixed.stdout)).toMatchObject({ created: 1, failed: 2 });
     expect(mixed.stderr).toContain("item 1: El elemento no es un JSON válido");
     expect(mixed.stderr).toContain("item 2: Campo 'description': es obligatorio");
@@ -149,13 +149,13 @@ describe.concurrent("import FILE", () => {
       inProcess(["import", join(dir, "nope.jsonl")], noDatabase),
       inProcess(["import", join(dir, "mixed.jsonl"), "--format", "xml"], noDatabase),
     ]);
-    expect(badCsv.code).toBe(1);
+    expect(badCsv).toMatchObject({ code: 1 });
     expect(badCsv.stderr).toContain("import: CSV header: column 'precio final' is neither one of");
-    expect(brokenArray.code).toBe(1);
+    expect(brokenArray).toMatchObject({ code: 1 });
     expect(brokenArray.stderr).toContain("import: JSON: El array JSON no está completo");
-    expect(missing.code).toBe(1);
+    expect(missing).toMatchObject({ code: 1 });
     expect(missing.stderr).toContain("import: no such file");
-    expect(badFormat.code).toBe(2);
+    expect(badFormat).toMatchObject({ code: 2 });
     expect(existsSync(noDatabase.DATA_DIR)).toBe(false);
   });
 
@@ -187,12 +187,12 @@ describe.concurrent("import FILE", () => {
       await Promise.race([held.promise, child.exited]);
       child.kill("SIGINT");
       const interrupted = await finished(child);
-      expect(interrupted.code).toBe(130);
+      expect(interrupted).toMatchObject({ code: 130 });
       expect(summary(interrupted.stdout)).toMatchObject({ event: "import_interrupted", created: 60, failed: 0 });
       expect(readFileSync(report, "utf8").trim().split("\n")).toHaveLength(60);
 
       const resumed = await inProcess(["import", file], env);
-      expect(resumed.code).toBe(0);
+      expect(resumed).toMatchObject({ code: 0 });
       expect(summary(resumed.stdout)).toMatchObject({ items: total, created: 40, unchanged: 60, failed: 0 });
     } finally {
       await provider.stop();
@@ -207,12 +207,12 @@ describe.concurrent("the vector index after an import", () => {
     const file = join(dir, "few.jsonl");
     writeFileSync(file, `${[0, 1, 2].map((i) => JSON.stringify(product(i))).join("\n")}\n`);
     const few = await inProcess(["import", file], env);
-    expect(few.code).toBe(0);
+    expect(few).toMatchObject({ code: 0 });
     expect(few.stderr).not.toContain("vector index built");
 
     writeFileSync(file, `${Array.from({ length: 6 }, (_, i) => JSON.stringify(product(i))).join("\n")}\n`);
     const enough = await inProcess(["import", file], env);
-    expect(enough.code).toBe(0);
+    expect(enough).toMatchObject({ code: 0 });
     expect(enough.stderr).toContain("vector index built");
 
     const status = await cliProcess(["index", "status"], {
