@@ -42,7 +42,7 @@
  * On a server the bench creates and drops its own database (`--keep` leaves it, with its index;
  * `--reuse` names such a database, of the same `--n`, to measure its searches again: steps 3 and 4
  * without the load, the build or the writes, to compare two versions of the code on the same rows).
- * At 1,000,000 × 3072 the table takes about 21 GB and the run took 15 minutes (load 2 to 7); give
+ * At 1,000,000 × 3072 the table takes about 21 GB and the run took 15 to 30 minutes (load 1 to 7); give
  * PostgreSQL shared_buffers of at least 2 GB (README "Vector index").
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
