@@ -93,12 +93,19 @@ const attributesOf = (i: number, withSize = false): { zone: string; rare: boolea
 /** Queries near the clusters of `main`, far from those of `apart`. */
 const mainQuery = (space: ReturnType<typeof clusteredSpace>, i: number) => space.near(9 + (i % 21), 0.8);
 
+/** A statement a repository sent: its parameters, and the transaction it ran in (0: none). */
+interface Sent {
+  text: string;
+  params: readonly unknown[];
+  transaction: number;
+}
+
 interface Loaded {
   db: SqlClient;
   /** The plan of the last statement the repository sent (a search's own SQL), as the repository runs it: as the catalogue's role. */
   planOfLastSearch(): Promise<string>;
-  /** Every statement the repository sent. */
-  sent(): string[];
+  /** Every statement the repository sent, with its parameters, in the order it sent them. */
+  sent(): Sent[];
   engine: "pglite" | "postgres";
   dimension: number;
   products: PostgresProductRepository;
@@ -143,14 +150,16 @@ async function indexAndProducts(db: SqlClient, engine: "pglite" | "postgres", op
     settings.openBuilder = (onNotice) => connectPostgres(url, { maxConnections: 1, onNotice });
   }
   let last: { text: string; params: readonly unknown[] } = { text: "SELECT 1", params: [] };
-  const sent: string[] = [];
-  const recording = (client: SqlClient): SqlClient => ({
+  const sent: Sent[] = [];
+  let transactions = 0;
+  // `transaction`: which transaction (or savepoint) a statement ran in, 0 outside any.
+  const recording = (client: SqlClient, transaction = 0): SqlClient => ({
     query: <T>(text: string, params: readonly unknown[] = []) => {
-      sent.push(text);
+      sent.push({ text, params, transaction });
       if (!text.includes("set_config")) last = { text, params };
       return client.query<T>(text, params);
     },
-    transaction: (fn) => client.transaction((tx) => fn(recording(tx))),
+    transaction: (fn) => client.transaction((tx) => fn(recording(tx, ++transactions))),
     copyIn: (table, columns, data) => client.copyIn(table, columns, data),
     close: () => client.close(),
   });
@@ -179,7 +188,7 @@ async function indexAndProducts(db: SqlClient, engine: "pglite" | "postgres", op
       });
       return rows.map((row) => Object.values(row)[0]).join("\n");
     },
-    /** Every statement the repository sent. */
+    /** Every statement the repository sent, with its parameters. */
     sent: () => [...sent],
   };
 }
@@ -612,7 +621,7 @@ forEachDatabase((database, engine, route) => {
           expect(hits.map((hit) => hit.id)).toEqual(bruteForce(loaded, query, 10, undefined, small));
         }
         expect(await loaded.planOfLastSearch()).toMatch(/Index Cond: \(CASE WHEN .*'size'/);
-        expect(loaded.sent().some((text) => text.includes("TABLESAMPLE"))).toBe(false);
+        expect(loaded.sent().some(({ text }) => text.includes("TABLESAMPLE"))).toBe(false);
       } finally {
         await resetScanLimits(loaded.db);
         await database.cleanup();
@@ -688,6 +697,19 @@ forEachDatabase((database, engine, route) => {
           const queries = Array.from({ length: 20 }, (_, i) => loaded.space.near(i * 7, 0.8));
           expect(await recallAt10(loaded, queries)).toBeGreaterThanOrEqual(0.95);
           expect(await loaded.planOfLastSearch()).toContain(name);
+          if (kind === "ivf-bq") {
+            // VECTOR_IVF_PROBES=auto: the search reads probesFor(its lists) of the 8, the setting sent
+            // for its own transaction before its statement (the session keeps pgvector's 1 probe).
+            const sent = loaded.sent();
+            const search = sent.findLastIndex(({ text }) => text.includes("<~>"));
+            const probes = sent.findLastIndex(({ params }) => params.includes("ivfflat.probes"));
+            expect(probes).toBeGreaterThan(-1);
+            expect(probes).toBeLessThan(search);
+            const [setting, statement] = [sent[probes] as Sent, sent[search] as Sent];
+            expect(setting.transaction).toBeGreaterThan(0);
+            expect(setting.transaction).toBe(statement.transaction);
+            expect(setting.params[setting.params.indexOf("ivfflat.probes") + 1]).toBe(String(probesFor(8)));
+          }
           // Filtered to a category too large to scan exactly: the index's iterative scan.
           const filtered = await loaded.products.searchByVector(mainQuery(loaded.space, 1), {
             limit: 10,
