@@ -19,6 +19,29 @@ export class EmbeddingSpaceMismatch extends Error {
   }
 }
 
+/**
+ * An extension the schema needs (pgvector's `vector`, `pg_trgm`) installed in a schema outside the
+ * connection's search_path, as some hosted PostgreSQL keep extensions in a schema of their own:
+ * `CREATE EXTENSION IF NOT EXISTS` then does nothing, and every statement failed with `type "vector"
+ * does not exist`. Said at start, with what to do.
+ */
+export class ExtensionOutOfReach extends Error {
+  constructor(
+    readonly extension: string,
+    readonly schema: string,
+    readonly searchPath: string,
+  ) {
+    super(
+      `The ${extension} extension is installed in the schema "${schema}", which is not on this ` +
+        `connection's search_path (${searchPath}), so its types and functions cannot be found. Add the ` +
+        `schema to the search_path (ALTER ROLE <user> SET search_path = "$user", public, ${schema}; or the ` +
+        `parameter search_path=public,${schema} in DATABASE_URL's query string), or move the extension ` +
+        `(ALTER EXTENSION ${extension} SET SCHEMA public).`,
+    );
+    this.name = "ExtensionOutOfReach";
+  }
+}
+
 /** pgvector's `vector` type holds at most 16,000 dimensions. */
 const MAX_DIMENSION = 16_000;
 
@@ -1010,6 +1033,7 @@ export async function applyMigrations(
   return client.transaction(async (tx) => {
     await tx.query(`SELECT pg_advisory_xact_lock(${SCHEMA_LOCK_KEY})`);
     await tx.query("CREATE EXTENSION IF NOT EXISTS vector");
+    await assertExtensionsInReach(tx);
     await tx.query(`
       CREATE TABLE IF NOT EXISTS schema_migrations (
         version integer PRIMARY KEY,
@@ -1031,6 +1055,20 @@ export async function applyMigrations(
     if (!row) throw new Error("embedding_space is empty: the schema was altered by hand");
     return { model: row.model, dimension: row.dimension };
   });
+}
+
+/**
+ * ExtensionOutOfReach for the first of the extensions the schema needs that is installed outside the
+ * search_path (one not installed yet is made by its migration, in the search_path's first schema).
+ */
+async function assertExtensionsInReach(tx: SqlClient): Promise<void> {
+  const [outside] = await tx.query<{ extension: string; schema: string; path: string }>(
+    `SELECT e.extname AS extension, n.nspname AS schema, current_setting('search_path') AS path
+     FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+     WHERE e.extname IN ('vector', 'pg_trgm') AND n.nspname <> ALL (current_schemas(true))
+     ORDER BY e.extname DESC LIMIT 1`,
+  );
+  if (outside) throw new ExtensionOutOfReach(outside.extension, outside.schema, outside.path);
 }
 
 function assertDimension(dimension: number): void {
