@@ -122,8 +122,16 @@ export function connectPostgres(url: string, options: PostgresOptions = {}): Sql
     ...postgresExecutor(sql, queryTimeoutMs, !pooled),
     async reserved<R>(fn: (connection: SqlClient) => Promise<R>): Promise<R> {
       let connection: postgres.ReservedSql;
+      const reserving = sql.reserve();
       try {
-        connection = await withTimeout(sql.reserve(), queryTimeoutMs, () => {});
+        // Past the time limit the wait goes on in postgres.js: the connection it gets then is given
+        // back at once (held by nobody, it was lost to the pool for good).
+        connection = await withTimeout(reserving, queryTimeoutMs, () => {
+          reserving.then(
+            (late) => late.release(),
+            () => {},
+          );
+        });
       } catch (error) {
         throw asDatabaseUnavailable(error);
       }
