@@ -553,9 +553,14 @@ async function run(
       if (pass === 0) ids.push(hits.map((hit) => hit.id));
     }
   }
-  times.sort((a, b) => a - b);
-  const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))] as number;
-  return { p50: at(0.5), p95: at(0.95), ids };
+  return { ...latency(times), ids };
+}
+
+/** The p50 and p95 of `times` (ms). */
+function latency(times: number[]): { p50: number; p95: number } {
+  const sorted = [...times].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
+  return { p50: at(0.5), p95: at(0.95) };
 }
 
 /**
@@ -580,9 +585,7 @@ async function indexScanAlone(db: SqlClient, queries: readonly Query[], depth: n
       times.push(performance.now() - started);
     }
   }
-  times.sort((a, b) => a - b);
-  const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))] as number;
-  return { p50: at(0.5), p95: at(0.95) };
+  return latency(times);
 }
 
 function recall(truth: number[][], found: number[][]): number {
@@ -886,14 +889,15 @@ try {
   await sampleMemory(db);
   noteLoad();
   const lists = (await inUse.index()).lists;
-  const serviceScanLabel = serviceScan === "auto" && lists !== undefined ? `auto: ${probesFor(lists)}` : serviceScan;
+  // What `auto` came to for this index's lists (as the service's search sets it for its transaction).
+  const serviceScanValue = serviceScan === "auto" && lists !== undefined ? probesFor(lists) : serviceScan;
+  const serviceScanLabel = serviceScan === serviceScanValue ? serviceScan : `auto: ${serviceScanValue}`;
   console.log(
     `service settings (${SCAN_LABEL} ${serviceScanLabel}${rerankLabel(RERANK_DEPTH)}): p50 ${fmt(headline.p50)} ms, ` +
       `p95 ${fmt(headline.p95)} ms, recall@10 ${headlineRecall.toFixed(3)} (load average ${load()})`,
   );
-  if (reranked(TARGET?.kind)) {
-    // The session's setting as the service's search sets it for its own transaction.
-    await setScan(serviceScan === "auto" ? (lists === undefined ? 1 : probesFor(lists)) : serviceScan);
+  if (reranked(TARGET?.kind) && serviceScanValue !== "auto") {
+    await setScan(serviceScanValue);
     const scanAlone = await indexScanAlone(db, unfiltered, RERANK_DEPTH);
     console.log(
       `  the index scan alone (the ${RERANK_DEPTH} nearest by their bits, ids only): p50 ${fmt(scanAlone.p50)} ms, ` +
@@ -902,7 +906,7 @@ try {
     Object.assign(figures, { index_scan_p50_ms: round(scanAlone.p50, 2), index_scan_p95_ms: round(scanAlone.p95, 2) });
   }
   Object.assign(figures, {
-    [SCAN_LABEL]: serviceScan === "auto" && lists !== undefined ? probesFor(lists) : serviceScan,
+    [SCAN_LABEL]: serviceScanValue,
     rerank_depth: RERANK_DEPTH,
     p50_ms: round(headline.p50, 2),
     p95_ms: round(headline.p95, 2),

@@ -11,6 +11,7 @@ import { POSTGRES_URL } from "../support/test-databases.ts";
 describe.skipIf(!POSTGRES_URL)("reserved connections (TEST_DATABASE_URL)", () => {
   test("a wait for a connection that times out leaves none held: the pool serves the next statement", async () => {
     const db = connectPostgres(POSTGRES_URL, { maxConnections: 1, queryTimeoutMs: 1500 });
+    const reserved = db.reserved as NonNullable<typeof db.reserved>;
     try {
       // The pool's one connection, held until the gate opens.
       let open = () => {};
@@ -21,14 +22,14 @@ describe.skipIf(!POSTGRES_URL)("reserved connections (TEST_DATABASE_URL)", () =>
       const held = new Promise<void>((resolve) => {
         holding = resolve;
       });
-      const holder = (db.reserved as NonNullable<typeof db.reserved>)(async (connection) => {
+      const holder = reserved(async (connection) => {
         await connection.query("SELECT 1");
         holding();
         await gate;
       });
       await held;
       // No connection within the 1.5 s: refused, as the service refuses a database that does not answer.
-      const waiting = (db.reserved as NonNullable<typeof db.reserved>)((connection) => connection.query("SELECT 2"));
+      const waiting = reserved((connection) => connection.query("SELECT 2"));
       await expect(waiting).rejects.toBeInstanceOf(DatabaseUnavailable);
       open();
       await holder;
