@@ -238,7 +238,11 @@ export class CompositionRoot {
       const url = this.config.databaseUrl;
       if (url === undefined || this.overrides.database !== undefined) return false;
       if (this.options.serving) return !(await this.writable());
-      const probe = new PrimaryWatch(url, { transactionPooler: this.config.databaseTransactionPooler });
+      // Asked once, so as patient as a statement: a primary slow to answer (a busy machine) is not a missing one.
+      const probe = new PrimaryWatch(url, {
+        transactionPooler: this.config.databaseTransactionPooler,
+        probeTimeoutMs: this.config.databaseTimeoutMs,
+      });
       const state = await probe.probe().finally(() => probe.close());
       if (state !== "writable") {
         throw new Error(
