@@ -12,7 +12,8 @@ import { join } from "node:path";
 import packageJson from "../../package.json" with { type: "json" };
 import { freePort } from "../../scripts/free-port.ts";
 import { LocalEmbedder } from "../../src/adapters/providers/local-embedder.ts";
-import { INSTALLED_MODEL_DIR } from "../../src/adapters/providers/local-model-files.ts";
+import { LOCAL_EMBEDDING_DIMENSION } from "../../src/adapters/providers/local-model.ts";
+import { INSTALLED_MODEL_DIR, LOCAL_EMBEDDING_MODEL } from "../../src/adapters/providers/local-model-files.ts";
 import { CompositionRoot } from "../../src/app/composition-root.ts";
 import { loadConfig } from "../../src/app/config.ts";
 import { createHttpService } from "../../src/app/http-service.ts";
@@ -21,7 +22,7 @@ import { CreateProduct } from "../../src/domain/create-product.ts";
 import { contentDigest } from "../../src/domain/product.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { cliInProcess, cliProcess, PROJECT } from "../support/cli.ts";
-import { withNewDatabase } from "../support/new-database.ts";
+import { withMigratedDatabase } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 
@@ -30,8 +31,13 @@ setDefaultTimeout(300_000);
 
 /** An empty DATA_DIR, as on a first start. */
 const dataDir = useTempDirs("cli", { concurrent: true });
-/** A DATA_DIR holding a new embedded database (as the executable's first start unpacks it), so no command waits for initdb. */
-const dataDirWithDatabase = () => withNewDatabase(dataDir());
+/**
+ * A DATA_DIR holding an embedded database migrated for `space` (the offline model's unless told),
+ * so no command waits for initdb or for the migrations: a first start is what the README's runs as
+ * processes, on an empty DATA_DIR, are for.
+ */
+const dataDirWithDatabase = (space = { model: LOCAL_EMBEDDING_MODEL, dimension: LOCAL_EMBEDDING_DIMENSION }) =>
+  withMigratedDatabase(dataDir(), space);
 
 const ADMIN_PASSWORD = "admin-password";
 
@@ -194,9 +200,9 @@ test.concurrent("healthcheck fails, saying so, when nothing answers", async () =
 });
 
 test.concurrent("reembed moves a catalogue to the configured model, after which the service starts", async () => {
-  const dir = await dataDirWithDatabase();
-  const config = loadConfig({ DATA_DIR: dir });
   const oldModel = new FakeEmbedder(16);
+  const dir = await dataDirWithDatabase(oldModel);
+  const config = loadConfig({ DATA_DIR: dir });
   const old = new CompositionRoot(config, createLogger("error"), { overrides: { embedder: oldModel } });
   const create = new CreateProduct({ products: await old.products(), embedder: oldModel });
   const into = { catalogue: "default" };

@@ -9,10 +9,12 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { LOCAL_EMBEDDING_DIMENSION } from "../../src/adapters/providers/local-model.ts";
+import { LOCAL_EMBEDDING_MODEL } from "../../src/adapters/providers/local-model-files.ts";
 import { openAIHandler } from "../fakes/fake-openai-server.ts";
 import { FakeProviderServer } from "../fakes/fake-provider-server.ts";
 import { cliInProcess, cliProcess, finished, startCliProcess } from "../support/cli.ts";
-import { withNewDatabase } from "../support/new-database.ts";
+import { withMigratedDatabase, withNewDatabase } from "../support/new-database.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 import { POSTGRES_URL, schemaOfItsOwn } from "../support/test-databases.ts";
 
@@ -22,6 +24,9 @@ setDefaultTimeout(300_000);
 const tempDir = useTempDirs("import-cli", { concurrent: true });
 
 const ADMIN_PASSWORD = "admin-password";
+/** A DATA_DIR at `path` whose database the offline model's instance has migrated already: these tests are of imports, not of a first start. */
+const migratedDataDir = (path: string) =>
+  withMigratedDatabase(path, { model: LOCAL_EMBEDDING_MODEL, dimension: LOCAL_EMBEDDING_DIMENSION });
 /** `bun run cli <args>` as a process, as the README writes it. */
 const cli = (args: string[], env: Record<string, string>) => startCliProcess(args, { ADMIN_PASSWORD, ...env });
 /** The same command in this process. */
@@ -47,7 +52,7 @@ function csvLine(values: string[]): string {
 describe.concurrent("import FILE", () => {
   test("CSV attribute columns arrive typed (price a number, in_stock a boolean, a :list column a list); a cell not of its type is a failed item, the rest imported", async () => {
     const dir = tempDir();
-    const env = { DATA_DIR: await withNewDatabase(join(dir, "data")) };
+    const env = { DATA_DIR: await migratedDataDir(join(dir, "data")) };
     writeFileSync(
       join(dir, "tienda.csv"),
       [
@@ -77,7 +82,7 @@ describe.concurrent("import FILE", () => {
 
   test("JSON Lines, a JSON array, CSV and gzip all import; a second run changes nothing", async () => {
     const dir = tempDir();
-    const env = { DATA_DIR: await withNewDatabase(join(dir, "data")) };
+    const env = { DATA_DIR: await migratedDataDir(join(dir, "data")) };
     const items = Array.from({ length: 12 }, (_, i) => product(i));
     const files = {
       "a.jsonl": items
@@ -128,7 +133,7 @@ describe.concurrent("import FILE", () => {
 
   test("invalid items are reported by position and the command exits 1; an unreadable file says why", async () => {
     const dir = tempDir();
-    const env = { DATA_DIR: await withNewDatabase(join(dir, "data")) };
+    const env = { DATA_DIR: await migratedDataDir(join(dir, "data")) };
     writeFileSync(
       join(dir, "mixed.jsonl"),
       [JSON.stringify(product(1)), "{roto", JSON.stringify({ name: "x" })].join("\n"),
@@ -203,7 +208,7 @@ describe.concurrent("import FILE", () => {
 describe.concurrent("the vector index after an import", () => {
   test("import builds it once the catalogue reaches VECTOR_INDEX_MIN_ROWS; index status, drop and build", async () => {
     const dir = tempDir();
-    const env = { DATA_DIR: await withNewDatabase(join(dir, "data")), VECTOR_INDEX_MIN_ROWS: "5" };
+    const env = { DATA_DIR: await migratedDataDir(join(dir, "data")), VECTOR_INDEX_MIN_ROWS: "5" };
     const file = join(dir, "few.jsonl");
     writeFileSync(file, `${[0, 1, 2].map((i) => JSON.stringify(product(i))).join("\n")}\n`);
     const few = await inProcess(["import", file], env);

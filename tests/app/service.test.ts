@@ -1,7 +1,8 @@
 /**
  * The whole service as `bun start` builds it (config → container → HTTP app) on the embedded
  * PGlite database, driven in process. The fake embedder keeps these fast; the semantic test at
- * the end uses the real offline model.
+ * the end uses the real offline model. Tests of anything but a first start begin from a database the
+ * service has migrated already (withMigratedDatabase).
  */
 import { afterEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync, rmSync, statSync } from "node:fs";
@@ -15,7 +16,7 @@ import { createHttpService, type HttpService } from "../../src/app/http-service.
 import { createLogger } from "../../src/app/logger.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { type CallOptions, callApp } from "../support/app-client.ts";
-import { withNewDatabase } from "../support/new-database.ts";
+import { withMigratedDatabase, withNewDatabase } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
 import { makeTempDir } from "../support/temp-dirs.ts";
 
@@ -35,6 +36,11 @@ function tempDir(): string {
 
 /** A DATA_DIR holding a new embedded database, as the first start of the executable makes it (no initdb here). */
 const dataDirWithDatabase = () => withNewDatabase(tempDir());
+/** The embedding space of `new FakeEmbedder(64)`, the embedder of `start` unless a test gives another. */
+const FAKE_SPACE = { model: new FakeEmbedder(64).model, dimension: 64 };
+/** A DATA_DIR whose database the service has migrated for `space` already: for a test of anything but a first start. */
+const migratedDataDir = (space: { model: string; dimension: number } = FAKE_SPACE) =>
+  withMigratedDatabase(tempDir(), space);
 
 async function start(env: Record<string, string>, overrides: Overrides = {}) {
   const config = loadConfig({ ADMIN_USERNAME: ADMIN.username, ADMIN_PASSWORD: ADMIN.password, ...env });
@@ -65,7 +71,7 @@ const WALLET = { name: "Leather wallet", description: "Slim bifold with card slo
 
 describe("the service on the embedded database", () => {
   test("INDEXED_NUMBER_ATTRIBUTES: each number gets its index at start, once; a range on it finds the products", async () => {
-    const dataDir = await dataDirWithDatabase();
+    const dataDir = await migratedDataDir();
     const env = { DATA_DIR: dataDir, JWT_SECRET: "s".repeat(40), INDEXED_NUMBER_ATTRIBUTES: "weight,rating" };
     const indexes = async (container: HttpService) =>
       (
@@ -108,7 +114,7 @@ describe("the service on the embedded database", () => {
   });
 
   test("answers every endpoint of the contract", async () => {
-    const { call } = await start({ DATA_DIR: await dataDirWithDatabase(), JWT_SECRET: "s".repeat(40) });
+    const { call } = await start({ DATA_DIR: await migratedDataDir(), JWT_SECRET: "s".repeat(40) });
 
     const health = await call("GET", "/");
     expect(health.status).toBe(200);
@@ -136,7 +142,7 @@ describe("the service on the embedded database", () => {
   });
 
   test("an empty catalogue answers no results and says nothing matched; ready, and limited by SEARCH_RATE_LIMIT", async () => {
-    const { call, login } = await start({ DATA_DIR: await dataDirWithDatabase(), SEARCH_RATE_LIMIT: "1" });
+    const { call, login } = await start({ DATA_DIR: await migratedDataDir(), SEARCH_RATE_LIMIT: "1" });
     expect((await call("GET", "/health/ready")).status).toBe(200);
     const token = await login();
     const search = await call("POST", "/products/search", { json: { query: "anything" }, token });
@@ -150,7 +156,7 @@ describe("the service on the embedded database", () => {
   });
 
   test("search ids are UUIDs in time order (version 7): each search's sorts after the one before", async () => {
-    const { call, login } = await start({ DATA_DIR: await dataDirWithDatabase() });
+    const { call, login } = await start({ DATA_DIR: await migratedDataDir() });
     const token = await login();
     const ids: string[] = [];
     for (let i = 0; i < 20; i++) {
@@ -165,7 +171,7 @@ describe("the service on the embedded database", () => {
 
   test("refuses wrong credentials and every kind of bad token with 401 and WWW-Authenticate", async () => {
     const secret = "k".repeat(48);
-    const { call } = await start({ DATA_DIR: await dataDirWithDatabase(), JWT_SECRET: secret });
+    const { call } = await start({ DATA_DIR: await migratedDataDir(), JWT_SECRET: secret });
     const wrong = await call("POST", "/auth/login", { form: { username: ADMIN.username, password: "no-es-esta" } });
     const unknown = await call("POST", "/auth/login", { form: { username: "nadie", password: "no-es-esta" } });
     expect(wrong.status).toBe(401);
@@ -211,7 +217,7 @@ describe("the service on the embedded database", () => {
   });
 
   test("throttles repeated failed logins with 429 and Retry-After", async () => {
-    const { call } = await start({ DATA_DIR: await dataDirWithDatabase() });
+    const { call } = await start({ DATA_DIR: await migratedDataDir() });
     const statuses: number[] = [];
     for (let attempt = 0; attempt < 6; attempt++) {
       statuses.push(
@@ -225,7 +231,7 @@ describe("the service on the embedded database", () => {
   });
 
   test("bad input gets a 4xx with a detail and stores nothing", async () => {
-    const { call, login } = await start({ DATA_DIR: await dataDirWithDatabase() });
+    const { call, login } = await start({ DATA_DIR: await migratedDataDir() });
     const token = await login();
     const cases: { json: unknown; status: number }[] = [
       { json: { ...COFFEE, id: 7 }, status: 422 },
@@ -269,7 +275,7 @@ describe("the service on the embedded database", () => {
 
   test("when the embedder fails, creating answers 503 and stores nothing", async () => {
     const embedder = new FakeEmbedder(64);
-    const { call, login } = await start({ DATA_DIR: await dataDirWithDatabase() }, { embedder });
+    const { call, login } = await start({ DATA_DIR: await migratedDataDir() }, { embedder });
     const token = await login();
     embedder.mode = "fail";
     expect((await call("POST", "/products/", { json: COFFEE, token })).status).toBe(503);
@@ -282,7 +288,7 @@ describe("the service on the embedded database", () => {
   });
 
   test("answers 503 when the database is gone", async () => {
-    const { container, call } = await start({ DATA_DIR: await dataDirWithDatabase() });
+    const { container, call } = await start({ DATA_DIR: await migratedDataDir() });
     await container.close();
     const health = await call("GET", "/");
     expect(health.status).toBe(503);
@@ -294,7 +300,7 @@ describe("the service on the embedded database", () => {
   });
 
   test("a restart keeps products, users, the generated secret and so the tokens", async () => {
-    const dataDir = await dataDirWithDatabase();
+    const dataDir = await migratedDataDir();
     const first = await start({ DATA_DIR: dataDir });
     const token = await first.login();
     expect((await first.call("POST", "/products/", { json: COFFEE, token })).status).toBe(201);
@@ -359,7 +365,7 @@ describe("the service on the embedded database", () => {
 describe("semantic search with the offline model", () => {
   test("a query sharing no word with the right product ranks it first", async () => {
     const embedder = new LocalEmbedder(INSTALLED_MODEL_DIR);
-    const { call, login } = await start({ DATA_DIR: await dataDirWithDatabase() }, { embedder });
+    const { call, login } = await start({ DATA_DIR: await migratedDataDir(embedder) }, { embedder });
     const token = await login();
     const catalogue = [
       {

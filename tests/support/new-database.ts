@@ -9,13 +9,15 @@
  * runs and for the other processes of a run (`--parallel`), in a folder of this user's own under the
  * temp directory, as the executable keeps its files (src/app/runtime-assets.ts).
  */
-import { existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
 import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
+import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
+import type { EmbeddingSpace } from "../../src/ports/embedding-space.ts";
 
 /**
  * The tests' databases' `shared_buffers` (postgresql.auto.conf in the new database's files), where the
@@ -96,13 +98,84 @@ export async function openNewPglite(): Promise<SqlClient> {
  * there and stopped before using it; returns `dataDir`.
  */
 export async function withNewDatabase(dataDir: string): Promise<string> {
+  return withCopyOf((await newDatabase()).folder, dataDir);
+}
+
+/** `folder` (a database's files) copied to `dataDir`/pgdata; returns `dataDir`. */
+async function withCopyOf(folder: string, dataDir: string): Promise<string> {
   const pgdata = join(dataDir, "pgdata");
   if (existsSync(pgdata)) throw new Error(`${dataDir} already holds a database`);
-  const { folder } = await newDatabase();
   mkdirSync(dataDir, { recursive: true });
   // cp rather than cpSync: about 3 times faster on its 1,000 files, and tests running beside this one go on meanwhile.
   const cp = Bun.spawn(["cp", "-R", folder, pgdata], { stderr: "pipe" });
   const [code, stderr] = await Promise.all([cp.exited, new Response(cp.stderr).text()]);
   if (code !== 0) throw new Error(`cannot copy ${folder} to ${pgdata}: ${stderr}`);
   return dataDir;
+}
+
+const migratedDatabases = new Map<string, Promise<string>>();
+
+/** Migrated databases (`prefix`…) of other versions of the program left more than a day ago (a run of another checkout may be using a recent one). */
+function pruneOlderThanADay(prefix: string): void {
+  const base = dirname(prefix);
+  for (const name of readdirSync(base)) {
+    const folder = join(base, name);
+    if (folder.startsWith(prefix) && Date.now() - statSync(folder).mtimeMs > 86_400_000) {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  }
+}
+
+/**
+ * What the program's migrations depend on: its source (src/), hashed. A migrated database is kept
+ * under it, so a change to the code makes a new one rather than handing out a stale schema.
+ */
+function sourceDigest(): string {
+  const src = join(import.meta.dir, "../../src");
+  const hasher = new Bun.CryptoHasher("sha256");
+  for (const file of readdirSync(src, { recursive: true, encoding: "utf8" }).sort()) {
+    if (!file.endsWith(".ts")) continue;
+    hasher.update(file);
+    hasher.update(readFileSync(join(src, file)));
+  }
+  return hasher.digest("hex").slice(0, 16);
+}
+
+/**
+ * Puts into `dataDir` (which has none yet) an embedded database the service has migrated for
+ * `space` and has not used since: every migration applied, no user, no product. For a test of what
+ * the service does with a database, not of its first start: a first start's migrations take about
+ * 0.4 s of CPU in PGlite, which such a test would spend for nothing. Made once per space and
+ * version of the program, and kept beside the new database.
+ */
+export async function withMigratedDatabase(dataDir: string, space: EmbeddingSpace): Promise<string> {
+  const key = `${space.model}-${space.dimension}`.replace(/[^A-Za-z0-9.-]/g, "_");
+  let made = migratedDatabases.get(key);
+  if (made === undefined) {
+    made = (async () => {
+      const prefix = `${(await newDatabase()).folder}-migrated-`;
+      const folder = `${prefix}${sourceDigest()}-${key}`;
+      if (!existsSync(join(folder, "PG_VERSION"))) {
+        const partial = `${folder}.${process.pid}.partial`;
+        rmSync(partial, { recursive: true, force: true });
+        await withNewDatabase(partial);
+        const db = await openPglite(partial);
+        try {
+          await prepareDatabase(db, space);
+        } finally {
+          await db.close();
+        }
+        try {
+          renameSync(join(partial, "pgdata"), folder);
+        } catch (error) {
+          if (!existsSync(join(folder, "PG_VERSION"))) throw error;
+        }
+        rmSync(partial, { recursive: true, force: true });
+        pruneOlderThanADay(prefix);
+      }
+      return folder;
+    })();
+    migratedDatabases.set(key, made);
+  }
+  return withCopyOf(await made, dataDir);
 }
