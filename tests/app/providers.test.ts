@@ -6,7 +6,8 @@
 import { afterAll, afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { rmSync } from "node:fs";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
-import { loadConfig } from "../../src/app/config.ts";
+import { OPENAI_DEFAULT_EMBEDDING_MODEL } from "../../src/adapters/providers/default-models.ts";
+import { DEFAULT_EMBEDDING_DIMENSIONS, loadConfig } from "../../src/app/config.ts";
 import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import type { Logger } from "../../src/app/logger.ts";
 import { anthropicError, anthropicHandler } from "../fakes/fake-anthropic-server.ts";
@@ -20,7 +21,7 @@ import {
 } from "../fakes/fake-provider-server.ts";
 import { FakeTimers } from "../fakes/fake-timers.ts";
 import { type CallOptions, callApp } from "../support/app-client.ts";
-import { openNewPglite, withNewDatabase } from "../support/new-database.ts";
+import { openNewPglite, withMigratedDatabase } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
 import { makeTempDir } from "../support/temp-dirs.ts";
 
@@ -109,12 +110,22 @@ afterEach(async () => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-/** A DATA_DIR holding a new embedded database, removed after the test. */
-async function dataDirWithDatabase(): Promise<string> {
+/** A DATA_DIR, removed after the test. */
+function tempDataDir(): string {
   const dir = makeTempDir("providers");
   dirs.push(dir);
-  return withNewDatabase(dir);
+  return dir;
 }
+
+/**
+ * A DATA_DIR holding an embedded database migrated for OpenAI's default embeddings (providerEnv's
+ * embedder): these tests are of the providers, not of a first start.
+ */
+const dataDirWithDatabase = () =>
+  withMigratedDatabase(tempDataDir(), {
+    model: `openai/${OPENAI_DEFAULT_EMBEDDING_MODEL}`,
+    dimension: DEFAULT_EMBEDDING_DIMENSIONS,
+  });
 
 async function start(env: Record<string, string>, database?: SqlClient) {
   const config = loadConfig({
@@ -126,7 +137,8 @@ async function start(env: Record<string, string>, database?: SqlClient) {
   const { logger, events, whenLogged } = capturingLogger();
   const timers = new FakeTimers({ sleepsEndAtOnce: true });
   const container = await createHttpService(
-    { ...config, dataDir: env.DATA_DIR ?? (await dataDirWithDatabase()) },
+    // Given a database, the instance keeps only its files (the generated secret) in DATA_DIR.
+    { ...config, dataDir: env.DATA_DIR ?? (database ? tempDataDir() : await dataDirWithDatabase()) },
     logger,
     { passwordHasher: lowCostHasher(), timers, ...(database ? { database } : {}) },
   );
