@@ -70,6 +70,9 @@ export class PrimaryWatch {
         connectTimeoutSeconds: Math.max(1, Math.ceil(timeoutMs / 1000)),
         queryTimeoutMs: timeoutMs,
         transactionPooler: options.transactionPooler,
+        // A probe's question is worth nothing once closed: a connection still being made to a host
+        // that does not answer is dropped at once, not waited for 5 s (a command's exit waited so).
+        closeTimeoutSeconds: 0,
       }),
     );
   }
