@@ -11,6 +11,7 @@ import { createHttpService, type HttpService } from "../../src/app/http-service.
 import type { Logger } from "../../src/app/logger.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { type CallOptions, callApp } from "../support/app-client.ts";
+import { withMigratedDatabase } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 import { POSTGRES_URL, schemaOfItsOwn } from "../support/test-databases.ts";
@@ -58,7 +59,8 @@ async function freshSchema(): Promise<string> {
 }
 
 const engines = [
-  { name: "PGlite", env: async () => ({ DATA_DIR: tempDir() }) },
+  // A data directory whose database the service has migrated for its embedder: these tests are not of a first start.
+  { name: "PGlite", env: async () => ({ DATA_DIR: await withMigratedDatabase(tempDir(), new FakeEmbedder(16)) }) },
   ...(POSTGRES_URL
     ? [
         {
