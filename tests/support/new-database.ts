@@ -7,7 +7,8 @@
  *
  * That database depends only on PGlite's version, so it is made once per version and kept, for later
  * runs and for the other processes of a run (`--parallel`), in a folder of this user's own under the
- * temp directory, as the executable keeps its files (src/app/runtime-assets.ts).
+ * temp directory, as the executable keeps its files (src/app/runtime-assets.ts). Beside it are kept
+ * databases the service has migrated (withMigratedDatabase), for tests of anything but a first start.
  */
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -120,9 +121,9 @@ function pruneOlderThanADay(prefix: string): void {
   const base = dirname(prefix);
   for (const name of readdirSync(base)) {
     const folder = join(base, name);
-    if (folder.startsWith(prefix) && Date.now() - statSync(folder).mtimeMs > 86_400_000) {
-      rmSync(folder, { recursive: true, force: true });
-    }
+    // statSync: another process may have removed it meanwhile.
+    const left = folder.startsWith(prefix) ? statSync(folder, { throwIfNoEntry: false }) : undefined;
+    if (left && Date.now() - left.mtimeMs > 86_400_000) rmSync(folder, { recursive: true, force: true });
   }
 }
 
