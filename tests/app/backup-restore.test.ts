@@ -13,14 +13,13 @@ import { gunzipSync } from "node:zlib";
 import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
 import { PostgresProducts } from "../../src/adapters/postgres/product-repository.ts";
 import { connectPostgres, type SqlClient } from "../../src/adapters/postgres/sql-client.ts";
-import { OPENAI_DEFAULT_EMBEDDING_MODEL } from "../../src/adapters/providers/default-models.ts";
 import { bagOfWords } from "../fakes/fake-embedder.ts";
 import { openAIHandler } from "../fakes/fake-openai-server.ts";
 import { FakeProviderServer } from "../fakes/fake-provider-server.ts";
 // `cliProcess`: `bun run cli <args>` as a real process, as the README writes it; `cli`: the same
 // command in this process, what a process test costs without the process.
 import { cliInProcess as cli, cliProcess } from "../support/cli.ts";
-import { withMigratedDatabase } from "../support/new-database.ts";
+import { embeddingSpaceOf, withMigratedDatabase } from "../support/new-database.ts";
 import { blockHooks } from "../support/skipped-blocks.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 import { POSTGRES_URL } from "../support/test-databases.ts";
@@ -34,29 +33,31 @@ const tempDir = useTempDirs("backup-restore", { concurrent: true });
 const providers: FakeProviderServer[] = [];
 afterAll(() => Promise.all(providers.map((provider) => provider.stop())));
 
-/** An embedder of its own for a test: `settings(...)` are an instance's settings using it, `calls()` its calls so far. */
+/** An embedder of its own for a test: `settings(...)` are an instance's settings using it (`migrated(...)` with a data directory), `calls()` its calls so far. */
 function fakeEmbedder() {
   const provider = FakeProviderServer.start(openAIHandler);
   providers.push(provider);
+  /** The settings of an instance embedding with this fake provider, `dimension` dimensions. */
+  const settings = <S extends Record<string, string>>(given: S, dimension = DIMENSION): Record<string, string> & S => ({
+    EMBEDDING_PROVIDER: "openai",
+    OPENAI_BASE_URL: `${provider.url}/v1`,
+    EMBEDDING_DIMENSIONS: String(dimension),
+    LOG_LEVEL: "warn",
+    ...given,
+  });
   return {
-    /** The settings of an instance embedding with this fake provider, `dimension` dimensions. */
-    settings: <S extends Record<string, string>>(settings: S, dimension = DIMENSION): Record<string, string> & S => ({
-      EMBEDDING_PROVIDER: "openai",
-      OPENAI_BASE_URL: `${provider.url}/v1`,
-      EMBEDDING_DIMENSIONS: String(dimension),
-      LOG_LEVEL: "warn",
-      ...settings,
-    }),
+    settings,
+    /**
+     * The settings of such an instance whose DATA_DIR, `path`, holds a database it has migrated
+     * already: these tests are of exports and imports, not of a first start.
+     */
+    async migrated(path: string, dimension = DIMENSION) {
+      const space = await embeddingSpaceOf(settings({}, dimension));
+      return settings({ DATA_DIR: await withMigratedDatabase(path, space) }, dimension);
+    },
     calls: () => provider.requests.filter((request) => request.path === "/v1/embeddings").length,
   };
 }
-
-/**
- * A DATA_DIR at `path` whose embedded database an instance of fakeEmbedder's settings (`dimension`
- * dimensions) has migrated already: these tests are of exports and imports, not of a first start.
- */
-const migratedDataDir = (path: string, dimension = DIMENSION) =>
-  withMigratedDatabase(path, { model: `openai/${OPENAI_DEFAULT_EMBEDDING_MODEL}`, dimension });
 
 /** The last JSON line a command printed: its summary. */
 const summary = (stdout: string) => JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}");
@@ -106,7 +107,7 @@ describe.concurrent("export and import", () => {
   test("export --with-embeddings → a fresh instance → import: the same catalogue, the same searches, no embedding call", async () => {
     const dir = tempDir();
     const embedder = fakeEmbedder();
-    const source = embedder.settings({ DATA_DIR: await migratedDataDir(join(dir, "source")) });
+    const source = await embedder.migrated(join(dir, "source"));
     const loaded = await cli(["import", catalogueFile(dir)], source);
     expect(summary(loaded.stdout)).toMatchObject({ created: 40, failed: 0 });
 
@@ -123,7 +124,7 @@ describe.concurrent("export and import", () => {
     });
 
     const callsBefore = embedder.calls();
-    const target = embedder.settings({ DATA_DIR: await migratedDataDir(join(dir, "target")) });
+    const target = await embedder.migrated(join(dir, "target"));
     const restored = await cliProcess(["import", file], target);
     expect(restored).toMatchObject({ code: 0 });
     expect(restored.stderr).toContain("no text is embedded");
@@ -136,13 +137,13 @@ describe.concurrent("export and import", () => {
   test("an instance of another model or dimension embeds the texts again, and says so", async () => {
     const dir = tempDir();
     const embedder = fakeEmbedder();
-    const source = embedder.settings({ DATA_DIR: await migratedDataDir(join(dir, "source")) });
+    const source = await embedder.migrated(join(dir, "source"));
     await cli(["import", catalogueFile(dir, 6)], source);
     const file = join(dir, "backup.jsonl.gz");
     expect(await cli(["export", file, "--with-embeddings"], source)).toMatchObject({ code: 0 });
 
     const callsBefore = embedder.calls();
-    const other = embedder.settings({ DATA_DIR: await migratedDataDir(join(dir, "other"), 32) }, 32);
+    const other = await embedder.migrated(join(dir, "other"), 32);
     const imported = await cli(["import", file], other);
     expect(imported).toMatchObject({ code: 0 });
     expect(imported.stderr).toContain(
@@ -155,7 +156,7 @@ describe.concurrent("export and import", () => {
   test("a stopped embedded database's data directory, copied, is the same catalogue", async () => {
     const dir = tempDir();
     const embedder = fakeEmbedder();
-    const source = embedder.settings({ DATA_DIR: await migratedDataDir(join(dir, "source")) });
+    const source = await embedder.migrated(join(dir, "source"));
     await cli(["import", catalogueFile(dir, 8)], source);
     // As the README says: with the service stopped, copy the whole folder.
     const copy = join(dir, "copy");
@@ -197,7 +198,7 @@ describe.skipIf(!POSTGRES_URL)("PostgreSQL (TEST_DATABASE_URL)", () => {
   test("an export of the embedded database imported into PostgreSQL: the same searches, no embedding call", async () => {
     const dir = tempDir();
     const embedder = fakeEmbedder();
-    const source = embedder.settings({ DATA_DIR: await migratedDataDir(join(dir, "source")) });
+    const source = await embedder.migrated(join(dir, "source"));
     await cli(["import", catalogueFile(dir)], source);
     const file = join(dir, "backup.jsonl.gz");
     expect(await cli(["export", file, "--with-embeddings"], source)).toMatchObject({ code: 0 });

@@ -12,17 +12,17 @@ import { join } from "node:path";
 import packageJson from "../../package.json" with { type: "json" };
 import { freePort } from "../../scripts/free-port.ts";
 import { LocalEmbedder } from "../../src/adapters/providers/local-embedder.ts";
-import { LOCAL_EMBEDDING_DIMENSION } from "../../src/adapters/providers/local-model.ts";
-import { INSTALLED_MODEL_DIR, LOCAL_EMBEDDING_MODEL } from "../../src/adapters/providers/local-model-files.ts";
+import { INSTALLED_MODEL_DIR } from "../../src/adapters/providers/local-model-files.ts";
 import { CompositionRoot } from "../../src/app/composition-root.ts";
 import { loadConfig } from "../../src/app/config.ts";
 import { createHttpService } from "../../src/app/http-service.ts";
 import { createLogger } from "../../src/app/logger.ts";
 import { CreateProduct } from "../../src/domain/create-product.ts";
 import { contentDigest } from "../../src/domain/product.ts";
+import type { EmbeddingSpace } from "../../src/ports/embedding-space.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { cliInProcess, cliProcess, PROJECT } from "../support/cli.ts";
-import { withMigratedDatabase } from "../support/new-database.ts";
+import { embeddingSpaceOf, withMigratedDatabase } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 
@@ -36,8 +36,8 @@ const dataDir = useTempDirs("cli", { concurrent: true });
  * so no command waits for initdb or for the migrations: a first start is what the README's runs as
  * processes, on an empty DATA_DIR, are for.
  */
-const dataDirWithDatabase = (space = { model: LOCAL_EMBEDDING_MODEL, dimension: LOCAL_EMBEDDING_DIMENSION }) =>
-  withMigratedDatabase(dataDir(), space);
+const dataDirWithDatabase = async (space?: EmbeddingSpace) =>
+  withMigratedDatabase(dataDir(), space ?? (await embeddingSpaceOf({})));
 
 const ADMIN_PASSWORD = "admin-password";
 

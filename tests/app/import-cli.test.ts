@@ -9,12 +9,10 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { LOCAL_EMBEDDING_DIMENSION } from "../../src/adapters/providers/local-model.ts";
-import { LOCAL_EMBEDDING_MODEL } from "../../src/adapters/providers/local-model-files.ts";
 import { openAIHandler } from "../fakes/fake-openai-server.ts";
 import { FakeProviderServer } from "../fakes/fake-provider-server.ts";
 import { cliInProcess, cliProcess, finished, startCliProcess } from "../support/cli.ts";
-import { withMigratedDatabase, withNewDatabase } from "../support/new-database.ts";
+import { embeddingSpaceOf, withMigratedDatabase, withNewDatabase } from "../support/new-database.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 import { POSTGRES_URL, schemaOfItsOwn } from "../support/test-databases.ts";
 import { waitUntil } from "../support/wait-until.ts";
@@ -25,9 +23,8 @@ setDefaultTimeout(300_000);
 const tempDir = useTempDirs("import-cli", { concurrent: true });
 
 const ADMIN_PASSWORD = "admin-password";
-/** A DATA_DIR at `path` whose database the offline model's instance has migrated already: these tests are of imports, not of a first start. */
-const migratedDataDir = (path: string) =>
-  withMigratedDatabase(path, { model: LOCAL_EMBEDDING_MODEL, dimension: LOCAL_EMBEDDING_DIMENSION });
+/** A DATA_DIR at `path` whose database an instance of the default settings has migrated already: these tests are of imports, not of a first start. */
+const migratedDataDir = async (path: string) => withMigratedDatabase(path, await embeddingSpaceOf({}));
 /** `bun run cli <args>` as a process, as the README writes it. */
 const cli = (args: string[], env: Record<string, string>) => startCliProcess(args, { ADMIN_PASSWORD, ...env });
 /** The same command in this process. */

@@ -6,8 +6,7 @@
 import { afterAll, afterEach, beforeEach, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { rmSync } from "node:fs";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
-import { OPENAI_DEFAULT_EMBEDDING_MODEL } from "../../src/adapters/providers/default-models.ts";
-import { DEFAULT_EMBEDDING_DIMENSIONS, loadConfig } from "../../src/app/config.ts";
+import { loadConfig } from "../../src/app/config.ts";
 import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import type { Logger } from "../../src/app/logger.ts";
 import { anthropicError, anthropicHandler } from "../fakes/fake-anthropic-server.ts";
@@ -21,7 +20,7 @@ import {
 } from "../fakes/fake-provider-server.ts";
 import { FakeTimers } from "../fakes/fake-timers.ts";
 import { type CallOptions, callApp } from "../support/app-client.ts";
-import { openNewPglite, withMigratedDatabase } from "../support/new-database.ts";
+import { embeddingSpaceOf, openNewPglite, withMigratedDatabase } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
 import { makeTempDir } from "../support/temp-dirs.ts";
 
@@ -118,14 +117,10 @@ function tempDataDir(): string {
 }
 
 /**
- * A DATA_DIR holding an embedded database migrated for OpenAI's default embeddings (providerEnv's
- * embedder): these tests are of the providers, not of a first start.
+ * A DATA_DIR holding an embedded database migrated for providerEnv's embedder: these tests are of
+ * the providers, not of a first start.
  */
-const dataDirWithDatabase = () =>
-  withMigratedDatabase(tempDataDir(), {
-    model: `openai/${OPENAI_DEFAULT_EMBEDDING_MODEL}`,
-    dimension: DEFAULT_EMBEDDING_DIMENSIONS,
-  });
+const dataDirWithDatabase = async () => withMigratedDatabase(tempDataDir(), await embeddingSpaceOf(providerEnv()));
 
 async function start(env: Record<string, string>, database?: SqlClient) {
   const config = loadConfig({

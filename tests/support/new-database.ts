@@ -18,6 +18,9 @@ import { PGlite } from "@electric-sql/pglite";
 import { openPglite } from "../../src/adapters/pglite/pglite-client.ts";
 import { prepareDatabase } from "../../src/adapters/postgres/schema.ts";
 import type { SqlClient } from "../../src/adapters/postgres/sql-client.ts";
+import { CompositionRoot } from "../../src/app/composition-root.ts";
+import { loadConfig } from "../../src/app/config.ts";
+import { createLogger } from "../../src/app/logger.ts";
 import type { EmbeddingSpace } from "../../src/ports/embedding-space.ts";
 
 /**
@@ -114,7 +117,38 @@ async function withCopyOf(folder: string, dataDir: string): Promise<string> {
   return dataDir;
 }
 
-const migratedDatabases = new Map<string, Promise<string>>();
+/**
+ * The embedding space a service started with the settings `env` embeds in: its embedder's model and
+ * dimension, as the service itself makes that embedder (nothing is loaded or called).
+ */
+export async function embeddingSpaceOf(env: Record<string, string>): Promise<EmbeddingSpace> {
+  const root = new CompositionRoot(loadConfig(env), createLogger("error"));
+  try {
+    const { model, dimension } = await root.embedder();
+    return { model, dimension };
+  } finally {
+    await root.close();
+  }
+}
+
+/**
+ * What the program's migrations depend on: its source (src/), hashed once per process. A migrated
+ * database is kept under it, so a change to the code makes a new one rather than handing out a
+ * stale schema.
+ */
+let sourceDigest: string | undefined;
+function digestOfSource(): string {
+  if (sourceDigest !== undefined) return sourceDigest;
+  const src = join(import.meta.dir, "../../src");
+  const hasher = new Bun.CryptoHasher("sha256");
+  for (const file of readdirSync(src, { recursive: true, encoding: "utf8" }).sort()) {
+    if (!file.endsWith(".ts")) continue;
+    hasher.update(file);
+    hasher.update(readFileSync(join(src, file)));
+  }
+  sourceDigest = hasher.digest("hex").slice(0, 16);
+  return sourceDigest;
+}
 
 /** Migrated databases (`prefix`…) of other versions of the program left more than a day ago (a run of another checkout may be using a recent one). */
 function pruneOlderThanADay(prefix: string): void {
@@ -127,55 +161,46 @@ function pruneOlderThanADay(prefix: string): void {
   }
 }
 
-/**
- * What the program's migrations depend on: its source (src/), hashed. A migrated database is kept
- * under it, so a change to the code makes a new one rather than handing out a stale schema.
- */
-function sourceDigest(): string {
-  const src = join(import.meta.dir, "../../src");
-  const hasher = new Bun.CryptoHasher("sha256");
-  for (const file of readdirSync(src, { recursive: true, encoding: "utf8" }).sort()) {
-    if (!file.endsWith(".ts")) continue;
-    hasher.update(file);
-    hasher.update(readFileSync(join(src, file)));
+/** The folder of a database migrated for `space`, made now (written aside, then renamed) if this version has none. */
+async function migratedDatabase(space: EmbeddingSpace): Promise<string> {
+  const key = `${space.model}-${space.dimension}`.replace(/[^A-Za-z0-9.-]/g, "_");
+  const prefix = `${(await newDatabase()).folder}-migrated-`;
+  const folder = `${prefix}${digestOfSource()}-${key}`;
+  if (existsSync(join(folder, "PG_VERSION"))) return folder;
+  const partial = `${folder}.${process.pid}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  const db = await openPglite(await withNewDatabase(partial));
+  try {
+    await prepareDatabase(db, space);
+  } finally {
+    await db.close();
   }
-  return hasher.digest("hex").slice(0, 16);
+  try {
+    renameSync(join(partial, "pgdata"), folder);
+  } catch (error) {
+    // Another process got there first.
+    if (!existsSync(join(folder, "PG_VERSION"))) throw error;
+  }
+  rmSync(partial, { recursive: true, force: true });
+  pruneOlderThanADay(prefix);
+  return folder;
 }
+
+const migratedDatabases = new Map<string, Promise<string>>();
 
 /**
  * Puts into `dataDir` (which has none yet) an embedded database the service has migrated for
- * `space` and has not used since: every migration applied, no user, no product. For a test of what
- * the service does with a database, not of its first start: a first start's migrations take about
- * 0.4 s of CPU in PGlite, which such a test would spend for nothing. Made once per space and
- * version of the program, and kept beside the new database.
+ * `space` (embeddingSpaceOf its settings, or its embedder's) and has not used since: every
+ * migration applied, no user, no product. For a test of what the service does with a database,
+ * not of its first start: a first start's migrations take about 0.4 s of CPU in PGlite, which such a
+ * test would spend for nothing. Made once per space and version of the program, and kept beside
+ * the new database.
  */
 export async function withMigratedDatabase(dataDir: string, space: EmbeddingSpace): Promise<string> {
-  const key = `${space.model}-${space.dimension}`.replace(/[^A-Za-z0-9.-]/g, "_");
+  const key = JSON.stringify([space.model, space.dimension]);
   let made = migratedDatabases.get(key);
   if (made === undefined) {
-    made = (async () => {
-      const prefix = `${(await newDatabase()).folder}-migrated-`;
-      const folder = `${prefix}${sourceDigest()}-${key}`;
-      if (!existsSync(join(folder, "PG_VERSION"))) {
-        const partial = `${folder}.${process.pid}.partial`;
-        rmSync(partial, { recursive: true, force: true });
-        await withNewDatabase(partial);
-        const db = await openPglite(partial);
-        try {
-          await prepareDatabase(db, space);
-        } finally {
-          await db.close();
-        }
-        try {
-          renameSync(join(partial, "pgdata"), folder);
-        } catch (error) {
-          if (!existsSync(join(folder, "PG_VERSION"))) throw error;
-        }
-        rmSync(partial, { recursive: true, force: true });
-        pruneOlderThanADay(prefix);
-      }
-      return folder;
-    })();
+    made = migratedDatabase(space);
     migratedDatabases.set(key, made);
   }
   return withCopyOf(await made, dataDir);
