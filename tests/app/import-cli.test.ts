@@ -174,6 +174,8 @@ describe.concurrent("import FILE", () => {
       }
       return openAIHandler(request);
     });
+    // The import waits on the held call for ever: a failed assertion must not leave it running.
+    let child: ReturnType<typeof cli> | undefined;
     try {
       const dir = tempDir();
       const env = {
@@ -186,7 +188,7 @@ describe.concurrent("import FILE", () => {
       const file = join(dir, "catalogue.jsonl");
       writeFileSync(file, Array.from({ length: total }, (_, i) => JSON.stringify(product(i))).join("\n"));
       const report = join(dir, "report.jsonl");
-      const child = cli(["import", file, "--batch-size", "20", "--report", report], env);
+      child = cli(["import", file, "--batch-size", "20", "--report", report], env);
       await Promise.race([held.promise, child.exited]);
       // The third batch, embedded before the fourth call, is written when its turn comes: on a
       // loaded machine that came after the fourth call (an interrupt then kept 40).
@@ -202,6 +204,9 @@ describe.concurrent("import FILE", () => {
       expect(resumed).toMatchObject({ code: 0 });
       expect(summary(resumed.stdout)).toMatchObject({ items: total, created: 40, unchanged: 60, failed: 0 });
     } finally {
+      // `bun run` passes SIGTERM on to the command (SIGKILL would leave the command itself running).
+      if (child?.exitCode === null) child.kill("SIGTERM");
+      await child?.exited;
       await provider.stop();
     }
   });
