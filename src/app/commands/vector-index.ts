@@ -2,7 +2,7 @@
 import { DEFAULT_CATALOGUE } from "../../domain/caller.ts";
 import { CatalogueNotFound } from "../../domain/errors.ts";
 import { UpkeepBusy } from "../../domain/reembed-catalogue.ts";
-import { systemTimers, withinMs } from "../../ports/timers.ts";
+import { systemTimers, type Timers, withinMs } from "../../ports/timers.ts";
 import type { VectorIndex } from "../../ports/vector-index.ts";
 import type { Config } from "../config.ts";
 import { createLogger } from "../logger.ts";
@@ -38,14 +38,14 @@ async function vectorIndex(config: Config, action: IndexAction, catalogue: strin
       return EXIT.failed;
     }
     if (action === "build") {
-      const started = performance.now();
+      const started = systemTimers.now();
       // One builder at a time among every instance on the database (the service's looks included).
       const lease = await root.upkeepLease();
       if (lease && !(await lease.acquire())) throw new UpkeepBusy();
       try {
         const building = index.build();
         // On a server the build runs on a connection of its own: say how far it is now and then.
-        if (config.databaseUrl !== undefined) await reportProgress(index, building, output, started);
+        if (config.databaseUrl !== undefined) await reportProgress(index, building, output, { started });
         if (!(await building) && !(await index.status()).valid) {
           output.err("no vector index was built: see `index status` (the dimension, or another build running)\n");
           return EXIT.failed;
@@ -53,7 +53,7 @@ async function vectorIndex(config: Config, action: IndexAction, catalogue: strin
       } finally {
         await lease?.release();
       }
-      output.err(`vector index ready (${seconds(started)} s)\n`);
+      output.err(`vector index ready (${secondsSince(started, systemTimers)} s)\n`);
     } else if (action === "drop") {
       output.err((await index.drop()) ? "vector index dropped\n" : "there was no vector index\n");
     }
@@ -67,16 +67,20 @@ async function vectorIndex(config: Config, action: IndexAction, catalogue: strin
   }
 }
 
-const PROGRESS_EVERY_MS = 10_000;
+export const PROGRESS_EVERY_MS = 10_000;
 
-const seconds = (since: number) => ((performance.now() - since) / 1000).toFixed(1);
+const secondsSince = (started: number, timers: Timers) => ((timers.now() - started) / 1000).toFixed(1);
 
-/** A line on stderr every PROGRESS_EVERY_MS while `building` runs, from the database's own report of the build. */
-async function reportProgress(
-  index: VectorIndex,
+/**
+ * A line on stderr every PROGRESS_EVERY_MS while `building` runs, from the database's own report of
+ * the build (`started`: when the command began, on `timers`' clock). Its wait is cancelled when the
+ * build ends: left running, it kept the command's process up to 10 s past its answer.
+ */
+export async function reportProgress(
+  index: Pick<VectorIndex, "status">,
   building: Promise<boolean>,
   output: CliOutput,
-  started: number,
+  { started, timers = systemTimers }: { started: number; timers?: Timers },
 ): Promise<void> {
   let done = false;
   const finished = building.then(
@@ -88,12 +92,12 @@ async function reportProgress(
     },
   );
   while (!done) {
-    await withinMs(systemTimers, PROGRESS_EVERY_MS, finished);
+    await withinMs(timers, PROGRESS_EVERY_MS, finished);
     if (done) return;
     const { progress } = await index.status();
     if (progress) {
       output.err(
-        `building: ${(100 * progress.fraction).toFixed(0)} % (${progress.phase}, ${progress.tuplesDone} products in the graph), ${seconds(started)} s\n`,
+        `building: ${(100 * progress.fraction).toFixed(0)} % (${progress.phase}, ${progress.tuplesDone} products in the graph), ${secondsSince(started, timers)} s\n`,
       );
     }
   }
