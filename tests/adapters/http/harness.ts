@@ -1,3 +1,4 @@
+import { expect } from "bun:test";
 import { createHttpApp, type HttpSettings, type LogEvent } from "../../../src/adapters/http/app.ts";
 import type { JwtAlgorithm } from "../../../src/adapters/http/auth/jwt-algorithms.ts";
 import { JwtTokenService } from "../../../src/adapters/http/auth/jwt-token-service.ts";
@@ -202,6 +203,19 @@ export async function createHarness(options: HarnessOptions = {}) {
     return result;
   }
 
+  /**
+   * GET a job (`location`, e.g. `/jobs/7`) until it has ended, as the admin unless `init` says who
+   * asks; every look answered 200. The test's time limit bounds the wait.
+   */
+  async function endedJob(location: string, init: CallOptions = { token }) {
+    for (;;) {
+      const job = await call("GET", location, init);
+      expect(job.status).toBe(200);
+      if (job.json.status === "succeeded" || job.json.status === "failed") return job.json;
+      await Bun.sleep(5);
+    }
+  }
+
   return {
     app,
     users,
@@ -227,6 +241,7 @@ export async function createHarness(options: HarnessOptions = {}) {
     token,
     logs,
     call,
+    endedJob,
   };
 }
 

@@ -76,16 +76,6 @@ function worker(h: Harness) {
   };
 }
 
-/** GET /jobs/{id} until the job has finished (the test's time limit bounds the wait). */
-async function finished(h: Harness, location: string) {
-  for (;;) {
-    const job = await h.call("GET", location, { token: h.token });
-    expect(job.status).toBe(200);
-    if (job.json.status === "succeeded" || job.json.status === "failed") return job.json;
-    await Bun.sleep(10);
-  }
-}
-
 describe("POST /products/bulk as a job", () => {
   test("Prefer: respond-async: 202 with the job and its Location; the job completes with the full report", async () => {
     const h = await createHarness();
@@ -108,7 +98,7 @@ describe("POST /products/bulk as a job", () => {
       finished_at: null,
     });
 
-    const job = await finished(h, location);
+    const job = await h.endedJob(location);
     await stop();
     expect(job).toMatchObject({
       status: "succeeded",
@@ -139,7 +129,7 @@ describe("POST /products/bulk as a job", () => {
 
     h.embedder.delayMs = 0;
     const stop = worker(h);
-    const job = await finished(h, accepted.headers.get("location") as string);
+    const job = await h.endedJob(accepted.headers.get("location") as string);
     await stop();
     expect(job.counts).toEqual({ created: 10, updated: 0, unchanged: 0, failed: 0, pending: 0 });
     expect(job.items.map((item: { index: number }) => item.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
@@ -160,7 +150,7 @@ describe("POST /products/bulk as a job", () => {
 
     h.embedder.delayMs = 0;
     const stop = worker(h);
-    const job = await finished(h, accepted.headers.get("location") as string);
+    const job = await h.endedJob(accepted.headers.get("location") as string);
     await stop();
     expect(job.counts).toMatchObject({ created: 2, pending: 0 });
     expect(h.products.products).toHaveLength(2);

@@ -205,12 +205,7 @@ describe("a catalogue's products", () => {
     expect(accepted.headers.get("location")).toBe(`/jobs/${accepted.json.id}`);
     const worker = new AbortController();
     const running = h.importJobs.run(worker.signal);
-    let job = accepted.json;
-    // Until the job ends, however long that takes on a loaded machine (the test's time limit bounds it).
-    while (job.status !== "succeeded" && job.status !== "failed") {
-      await Bun.sleep(5);
-      job = (await h.call("GET", `/jobs/${accepted.json.id}`, { token: h.token })).json;
-    }
+    const job = await h.endedJob(`/jobs/${accepted.json.id}`);
     worker.abort();
     await running;
     expect(job.status).toBe("succeeded");
@@ -232,14 +227,7 @@ describe("a catalogue's products", () => {
     expect(accepted.status).toBe(202);
     const worker = new AbortController();
     const running = h.importJobs.run(worker.signal);
-    let job = accepted.json;
-    // Until the job ends, however long that takes on a loaded machine (the test's time limit bounds it).
-    while (job.status !== "succeeded" && job.status !== "failed") {
-      await Bun.sleep(5);
-      const read = await h.call("GET", `/jobs/${accepted.json.id}`, { headers });
-      expect(read.status).toBe(200);
-      job = read.json;
-    }
+    const job = await h.endedJob(`/jobs/${accepted.json.id}`, { headers });
     // The admin's job (in the default catalogue) is not the key's.
     const theirs = await h.call("POST", "/products/bulk", {
       token: h.token,
