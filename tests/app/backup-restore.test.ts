@@ -19,7 +19,7 @@ import { FakeProviderServer } from "../fakes/fake-provider-server.ts";
 // `cliProcess`: `bun run cli <args>` as a real process, as the README writes it; `cli`: the same
 // command in this process, what a process test costs without the process.
 import { cliInProcess as cli, cliProcess } from "../support/cli.ts";
-import { embeddingSpaceOf, withMigratedDatabase } from "../support/new-database.ts";
+import { withDatabaseMigratedFor } from "../support/new-database.ts";
 import { blockHooks } from "../support/skipped-blocks.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 import { POSTGRES_URL } from "../support/test-databases.ts";
@@ -52,8 +52,7 @@ function fakeEmbedder() {
      * already: these tests are of exports and imports, not of a first start.
      */
     async migrated(path: string, dimension = DIMENSION) {
-      const space = await embeddingSpaceOf(settings({}, dimension));
-      return settings({ DATA_DIR: await withMigratedDatabase(path, space) }, dimension);
+      return settings({ DATA_DIR: await withDatabaseMigratedFor(path, settings({}, dimension)) }, dimension);
     },
     calls: () => provider.requests.filter((request) => request.path === "/v1/embeddings").length,
   };

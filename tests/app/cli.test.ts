@@ -22,7 +22,7 @@ import { contentDigest } from "../../src/domain/product.ts";
 import type { EmbeddingSpace } from "../../src/ports/embedding-space.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { cliInProcess, cliProcess, PROJECT } from "../support/cli.ts";
-import { embeddingSpaceOf, withMigratedDatabase } from "../support/new-database.ts";
+import { withDatabaseMigratedFor, withMigratedDatabase } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 
@@ -36,8 +36,8 @@ const dataDir = useTempDirs("cli", { concurrent: true });
  * so no command waits for initdb or for the migrations: a first start is what the README's runs as
  * processes, on an empty DATA_DIR, are for.
  */
-const dataDirWithDatabase = async (space?: EmbeddingSpace) =>
-  withMigratedDatabase(dataDir(), space ?? (await embeddingSpaceOf({})));
+const dataDirWithDatabase = (space?: EmbeddingSpace) =>
+  space ? withMigratedDatabase(dataDir(), space) : withDatabaseMigratedFor(dataDir(), {});
 
 const ADMIN_PASSWORD = "admin-password";
 

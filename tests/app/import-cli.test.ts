@@ -12,7 +12,7 @@ import { gzipSync } from "node:zlib";
 import { openAIHandler } from "../fakes/fake-openai-server.ts";
 import { FakeProviderServer } from "../fakes/fake-provider-server.ts";
 import { cliInProcess, cliProcess, finished, startCliProcess } from "../support/cli.ts";
-import { embeddingSpaceOf, withMigratedDatabase, withNewDatabase } from "../support/new-database.ts";
+import { withDatabaseMigratedFor, withNewDatabase } from "../support/new-database.ts";
 import { useTempDirs } from "../support/temp-dirs.ts";
 import { POSTGRES_URL, schemaOfItsOwn } from "../support/test-databases.ts";
 import { waitUntil } from "../support/wait-until.ts";
@@ -24,7 +24,7 @@ const tempDir = useTempDirs("import-cli", { concurrent: true });
 
 const ADMIN_PASSWORD = "admin-password";
 /** A DATA_DIR at `path` whose database an instance of the default settings has migrated already: these tests are of imports, not of a first start. */
-const migratedDataDir = async (path: string) => withMigratedDatabase(path, await embeddingSpaceOf({}));
+const migratedDataDir = (path: string) => withDatabaseMigratedFor(path, {});
 /** `bun run cli <args>` as a process, as the README writes it. */
 const cli = (args: string[], env: Record<string, string>) => startCliProcess(args, { ADMIN_PASSWORD, ...env });
 /** The same command in this process. */

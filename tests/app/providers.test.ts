@@ -20,7 +20,7 @@ import {
 } from "../fakes/fake-provider-server.ts";
 import { FakeTimers } from "../fakes/fake-timers.ts";
 import { type CallOptions, callApp } from "../support/app-client.ts";
-import { embeddingSpaceOf, openNewPglite, withMigratedDatabase } from "../support/new-database.ts";
+import { openNewPglite, withDatabaseMigratedFor } from "../support/new-database.ts";
 import { lowCostHasher } from "../support/password-hasher.ts";
 import { makeTempDir } from "../support/temp-dirs.ts";
 
@@ -120,7 +120,7 @@ function tempDataDir(): string {
  * A DATA_DIR holding an embedded database migrated for providerEnv's embedder: these tests are of
  * the providers, not of a first start.
  */
-const dataDirWithDatabase = async () => withMigratedDatabase(tempDataDir(), await embeddingSpaceOf(providerEnv()));
+const dataDirWithDatabase = () => withDatabaseMigratedFor(tempDataDir(), providerEnv());
 
 async function start(env: Record<string, string>, database?: SqlClient) {
   const config = loadConfig({

@@ -14,6 +14,7 @@ import type { Overrides } from "../../src/app/composition-root.ts";
 import { loadConfig } from "../../src/app/config.ts";
 import { createHttpService, type HttpService } from "../../src/app/http-service.ts";
 import { createLogger } from "../../src/app/logger.ts";
+import type { EmbeddingSpace } from "../../src/ports/embedding-space.ts";
 import { FakeEmbedder } from "../fakes/fake-embedder.ts";
 import { type CallOptions, callApp } from "../support/app-client.ts";
 import { withMigratedDatabase, withNewDatabase } from "../support/new-database.ts";
@@ -36,11 +37,11 @@ function tempDir(): string {
 
 /** A DATA_DIR holding a new embedded database, as the first start of the executable makes it (no initdb here). */
 const dataDirWithDatabase = () => withNewDatabase(tempDir());
-/** The embedding space of `new FakeEmbedder(64)`, the embedder of `start` unless a test gives another. */
-const FAKE_SPACE = { model: new FakeEmbedder(64).model, dimension: 64 };
-/** A DATA_DIR whose database the service has migrated for `space` already: for a test of anything but a first start. */
-const migratedDataDir = (space: { model: string; dimension: number } = FAKE_SPACE) =>
-  withMigratedDatabase(tempDir(), space);
+/**
+ * A DATA_DIR whose database the service has migrated for `space` already (`new FakeEmbedder(64)`'s,
+ * the embedder of `start` unless a test gives another): for a test of anything but a first start.
+ */
+const migratedDataDir = (space: EmbeddingSpace = new FakeEmbedder(64)) => withMigratedDatabase(tempDir(), space);
 
 async function start(env: Record<string, string>, overrides: Overrides = {}) {
   const config = loadConfig({ ADMIN_USERNAME: ADMIN.username, ADMIN_PASSWORD: ADMIN.password, ...env });

@@ -121,7 +121,7 @@ async function withCopyOf(folder: string, dataDir: string): Promise<string> {
  * The embedding space a service started with the settings `env` embeds in: its embedder's model and
  * dimension, as the service itself makes that embedder (nothing is loaded or called).
  */
-export async function embeddingSpaceOf(env: Record<string, string>): Promise<EmbeddingSpace> {
+async function embeddingSpaceOf(env: Record<string, string>): Promise<EmbeddingSpace> {
   const root = new CompositionRoot(loadConfig(env), createLogger("error"));
   try {
     const { model, dimension } = await root.embedder();
@@ -190,7 +190,7 @@ const migratedDatabases = new Map<string, Promise<string>>();
 
 /**
  * Puts into `dataDir` (which has none yet) an embedded database the service has migrated for
- * `space` (embeddingSpaceOf its settings, or its embedder's) and has not used since: every
+ * `space` (an embedder's; withDatabaseMigratedFor takes an instance's settings) and has not used since: every
  * migration applied, no user, no product. For a test of what the service does with a database,
  * not of its first start: a first start's migrations take about 0.4 s of CPU in PGlite, which such a
  * test would spend for nothing. Made once per space and version of the program, and kept beside
@@ -204,4 +204,12 @@ export async function withMigratedDatabase(dataDir: string, space: EmbeddingSpac
     migratedDatabases.set(key, made);
   }
   return withCopyOf(await made, dataDir);
+}
+
+/**
+ * withMigratedDatabase for the embedding space a service started with the settings `env` embeds in
+ * (the offline model's for `{}`); returns `dataDir`.
+ */
+export async function withDatabaseMigratedFor(dataDir: string, env: Record<string, string>): Promise<string> {
+  return withMigratedDatabase(dataDir, await embeddingSpaceOf(env));
 }
